@@ -1,0 +1,1 @@
+"""The `omectl` / `kubectl-ome` command line."""
