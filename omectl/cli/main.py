@@ -1,8 +1,25 @@
 """Entry point of the `omectl` and `kubectl-ome` commands."""
 
+from __future__ import annotations
+
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="omectl: multi-cluster controller for LLM serving on GPU fleets.")
+from .dev import dev_app
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="omectl: multi-cluster controller for LLM serving on GPU fleets.",
+)
+app.add_typer(dev_app, name="dev")
+
+
+@app.command()
+def version() -> None:
+    """Print omectl's version."""
+    from omectl import __version__
+
+    typer.echo(__version__)
 
 
 def main() -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -11,8 +12,14 @@ import orjson
 class APIError(Exception):
     """An error answered to the client as a `Status` object."""
 
-    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
@@ -31,6 +38,8 @@ class APIError(Exception):
             "details": self.details if self.details is not None else {},
             "code": self.code,
         }
+        if not self.reason:
+            del body["reason"]
         if self.details is None:
             # The real server omits `details` for plain errors such as BadRequest.
             del body["details"]
@@ -54,19 +63,20 @@ def go_value(value: Any) -> str:
 class FieldError:
     """One field error, like apimachinery's `field.Error`.
 
-    `kind` is one of: Required, Invalid, NotSupported, Forbidden, TooLong, TooMany, Duplicate.
+    `kind` is one of: Required, Invalid, TypeInvalid, NotSupported, Forbidden, TooLong, TooMany, Duplicate.
     """
 
     kind: str
     field: str
     detail: str = ""
     value: Any = None
-    supported: tuple[str, ...] = field(default_factory=tuple)
+    supported: tuple[str, ...] = dataclasses.field(default_factory=tuple)
     raw_value: str | None = None  # a preformatted value (e.g. "0x0")
 
     _REASONS = {
         "Required": ("FieldValueRequired", "Required value"),
         "Invalid": ("FieldValueInvalid", "Invalid value"),
+        "TypeInvalid": ("FieldValueTypeInvalid", "Invalid value"),
         "NotSupported": ("FieldValueNotSupported", "Unsupported value"),
         "Forbidden": ("FieldValueForbidden", "Forbidden"),
         "TooLong": ("FieldValueTooLong", "Too long"),
@@ -81,6 +91,8 @@ class FieldError:
     def body(self) -> str:
         """The message without the field path (`ErrorBody` in apimachinery)."""
         label = self._REASONS[self.kind][1]
+        if self.kind == "TooMany" and self.value is not None:
+            return f"{label}: {go_value(self.value)}: {self.detail}"
         if self.kind in ("Required", "Forbidden", "TooLong", "TooMany"):
             return f"{label}: {self.detail}" if self.detail else label
         value = self.raw_value if self.raw_value is not None else go_value(self.value)
@@ -121,7 +133,10 @@ def unknown_resource() -> APIError:
 
 def already_exists(plural: str, group: str, name: str) -> APIError:
     return APIError(
-        409, "AlreadyExists", f'{qualified(plural, group)} "{name}" already exists', _details(name, group, plural)
+        409,
+        "AlreadyExists",
+        f'{qualified(plural, group)} "{name}" already exists',
+        _details(name, group, plural),
     )
 
 
@@ -138,10 +153,7 @@ def conflict(plural: str, group: str, name: str, why: str | None = None) -> APIE
 def invalid(kind: str, group: str, name: str, errors: list[FieldError]) -> APIError:
     """422 Invalid. `kind` is the Kind (`Widget`), except where the real server uses the plural."""
     subject = f'{qualified(kind, group)} "{name}"'
-    if len(errors) == 1:
-        text = str(errors[0])
-    else:
-        text = "[" + ", ".join(str(e) for e in errors) + "]"
+    text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
     return APIError(
         422,
         "Invalid",

@@ -94,21 +94,64 @@ def builtin_types() -> list[ResourceType]:
         rt("", "v1", "Secret", "secrets", "secret", True),
         rt("", "v1", "Event", "events", "event", True, ["ev"], field_labels=EVENT_FIELD_LABELS),
         rt("", "v1", "Service", "services", "service", True, ["svc"], ["all"], has_status=True),
-        rt("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", True, ["pvc"],
-           has_status=True),
+        rt(
+            "",
+            "v1",
+            "PersistentVolumeClaim",
+            "persistentvolumeclaims",
+            "persistentvolumeclaim",
+            True,
+            ["pvc"],
+            has_status=True,
+        ),
         rt("", "v1", "Node", "nodes", "node", False, ["no"], has_status=True),
         rt("", "v1", "Pod", "pods", "pod", True, ["po"], ["all"], has_status=True),
-        rt("events.k8s.io", "v1", "Event", "events", "event", True, ["ev"], storage_key=("", "events"),
-           field_labels=EVENT_FIELD_LABELS),
+        rt(
+            "events.k8s.io",
+            "v1",
+            "Event",
+            "events",
+            "event",
+            True,
+            ["ev"],
+            storage_key=("", "events"),
+            field_labels=EVENT_FIELD_LABELS,
+        ),
         rt("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
-        rt("apps", "v1", "Deployment", "deployments", "deployment", True, ["deploy"], ["all"], has_status=True,
-           generation=True),
+        rt(
+            "apps",
+            "v1",
+            "Deployment",
+            "deployments",
+            "deployment",
+            True,
+            ["deploy"],
+            ["all"],
+            has_status=True,
+            generation=True,
+        ),
         rt("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", True),
         rt("batch", "v1", "Job", "jobs", "job", True, [], ["all"], has_status=True, generation=True),
-        rt("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-           "customresourcedefinition", False, ["crd", "crds"], has_status=True, generation=True),
-        rt("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
-           "validatingwebhookconfigurations", "validatingwebhookconfiguration", False, generation=True),
+        rt(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            "customresourcedefinition",
+            False,
+            ["crd", "crds"],
+            has_status=True,
+            generation=True,
+        ),
+        rt(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            "validatingwebhookconfiguration",
+            False,
+            generation=True,
+        ),
     ]
 
 
@@ -156,3 +199,48 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
             )
         )
     return out
+
+
+class TypeRegistry:
+    """The types one cluster serves right now. `revision` changes whenever the set changes."""
+
+    def __init__(self) -> None:
+        self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
+        self._crd_types: dict[str, list[ResourceType]] = {}  # CRD name -> its served versions
+        self.revision = 0
+        for rt in builtin_types():
+            self._by_gvr[(rt.group, rt.version, rt.plural)] = rt
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._by_gvr.get((group, version, plural))
+
+    def all(self) -> list[ResourceType]:
+        return list(self._by_gvr.values())
+
+    def storage_version(self, key: tuple[str, str]) -> ResourceType | None:
+        """The version objects of a kind are stored in (the first served version for a CRD)."""
+        crd = self._crd_types.get(f"{key[1]}.{key[0]}")
+        if crd:
+            return crd[0]
+        for rt in self._by_gvr.values():
+            if rt.builtin and (rt.group, rt.plural) == key:
+                return rt
+        return None
+
+    def crd_types(self, crd_name: str) -> list[ResourceType]:
+        return self._crd_types.get(crd_name, [])
+
+    def set_crd(self, crd_name: str, types: list[ResourceType]) -> None:
+        for rt in self._crd_types.pop(crd_name, []):
+            self._by_gvr.pop((rt.group, rt.version, rt.plural), None)
+        if types:
+            self._crd_types[crd_name] = types
+            for rt in types:
+                self._by_gvr[(rt.group, rt.version, rt.plural)] = rt
+        self.revision += 1
+
+    def find_by_kind(self, group: str, kind: str) -> ResourceType | None:
+        for rt in self._by_gvr.values():
+            if rt.group == group and rt.kind == kind:
+                return rt
+        return None

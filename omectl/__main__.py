@@ -1,0 +1,3 @@
+from omectl.cli.main import main
+
+main()

@@ -1,0 +1,166 @@
+"""A simulated fleet: N embedded clusters, one kubeconfig with a context each, manifests applied to all.
+
+`EmbeddedFleet` runs on the caller's event loop; `BackgroundFleet` runs one on a thread of its own, for
+synchronous callers (the demo, kubectl-driven tests) that must never block the loop serving the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .api import WriteOptions
+from .errors import APIError
+from .kubeconfig import write_kubeconfig
+from .server import EmbeddedAPIServer
+from .tls import CertificateAuthority
+
+APPLY_MANAGER = "omectl-dev"
+
+
+def manifest_documents(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
+    """Every YAML document under the given files/directories (sorted, recursive), CRDs first."""
+    docs: list[dict[str, Any]] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise FileNotFoundError(f"manifest path does not exist: {path}")
+        files = (
+            sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) if path.is_dir() else [path]
+        )
+        for file in files:
+            for doc in yaml.safe_load_all(file.read_text()):
+                if isinstance(doc, dict) and doc.get("kind") == "List":
+                    docs.extend(d for d in doc.get("items") or [] if isinstance(d, dict))
+                elif isinstance(doc, dict) and doc:
+                    docs.append(doc)
+    docs.sort(key=lambda d: d.get("kind") != "CustomResourceDefinition")
+    return docs
+
+
+async def apply_document(server: EmbeddedAPIServer, doc: dict[str, Any]) -> str:
+    """Server-side apply one manifest in-process; returns `created` or `configured`/`unchanged`."""
+    api = server.api
+    api_version = doc.get("apiVersion", "")
+    group, _, version = api_version.rpartition("/")
+    kind = doc.get("kind", "")
+    rt = next((t for t in api.types.all() if t.group == group and t.version == version and t.kind == kind), None)
+    if rt is None:
+        raise ValueError(f"cluster {server.name}: no resource serves {api_version} {kind}")
+    meta = doc.get("metadata") or {}
+    namespace = (meta.get("namespace") or "default") if rt.namespaced else ""
+    opts = WriteOptions(field_manager=APPLY_MANAGER, force=True, field_validation="Strict")
+    before = api.store.get(rt.storage_key, namespace, meta.get("name", ""))
+    import orjson
+
+    result = await api.patch(
+        rt, namespace, meta.get("name", ""), "application/apply-patch+yaml", orjson.dumps(doc), opts
+    )
+    if before is None:
+        return "created"
+    return (
+        "unchanged"
+        if result.obj["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+        else ("configured")
+    )
+
+
+class EmbeddedFleet:
+    """N clusters named `<prefix>1..N`, sharing one CA when TLS is on."""
+
+    def __init__(
+        self,
+        count: int = 3,
+        *,
+        name_prefix: str = "sim-",
+        tls: bool = False,
+        state_dir: Path | str | None = None,
+        ports: list[int] | None = None,
+        bookmark_interval: float = 60.0,
+    ) -> None:
+        if count < 1:
+            raise ValueError("a fleet needs at least one cluster")
+        ca = CertificateAuthority.generate() if tls else None
+        self.servers = [
+            EmbeddedAPIServer(
+                f"{name_prefix}{i + 1}",
+                port=(ports[i] if ports and i < len(ports) else 0),
+                tls=tls,
+                ca=ca,
+                state_dir=state_dir,
+                bookmark_interval=bookmark_interval,
+            )
+            for i in range(count)
+        ]
+
+    def __getitem__(self, name: str) -> EmbeddedAPIServer:
+        for server in self.servers:
+            if server.name == name:
+                return server
+        raise KeyError(name)
+
+    async def start(self) -> EmbeddedFleet:
+        await asyncio.gather(*(s.start() for s in self.servers))
+        return self
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(s.stop() for s in self.servers))
+
+    def write_kubeconfig(self, path: Path | str) -> Path:
+        entries = [s.kubeconfig_entry() for s in self.servers]
+        return write_kubeconfig(Path(path), entries, current=self.servers[0].name)
+
+    async def apply(self, paths: Iterable[Path | str]) -> dict[str, list[str]]:
+        """Apply every manifest to every cluster; returns `kind/name result` lines per cluster."""
+        docs = manifest_documents(paths)
+        report: dict[str, list[str]] = {}
+        for server in self.servers:
+            lines = report.setdefault(server.name, [])
+            for doc in docs:
+                try:
+                    outcome = await apply_document(server, doc)
+                except APIError as exc:
+                    raise ValueError(
+                        f"cluster {server.name}: {doc.get('kind')} "
+                        f"{(doc.get('metadata') or {}).get('name')}: {exc.message}"
+                    ) from None
+                lines.append(f"{doc.get('kind', '').lower()}/{(doc.get('metadata') or {}).get('name')} {outcome}")
+        return report
+
+
+class BackgroundFleet:
+    """An `EmbeddedFleet` served from a daemon thread with its own event loop."""
+
+    def __init__(self, fleet: EmbeddedFleet) -> None:
+        self.fleet = fleet
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="embedded-fleet", daemon=True)
+
+    def run(self, coro: Any, timeout: float = 60.0) -> Any:
+        """Run a coroutine on the fleet's loop and wait for its result."""
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(timeout)
+
+    def start(self) -> BackgroundFleet:
+        self._thread.start()
+        self.run(self.fleet.start())
+        return self
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self.run(self.fleet.stop())
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+        self.loop.close()
+
+    def __enter__(self) -> BackgroundFleet:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

@@ -1,0 +1,535 @@
+"""The Kubernetes REST surface over aiohttp: path parsing, content negotiation, watch streaming, admin endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from . import discovery, errors
+from .api import ClusterAPI, WriteOptions, parse_bool
+from .errors import APIError
+from .faults import FaultInjector, status_reason
+from .registry import ResourceType
+from .selectors import SelectorError, parse_field_selector, parse_label_selector
+from .store import ADDED, DELETED, MODIFIED, Subscriber, WatchEvent
+from .tables import table_for
+
+if TYPE_CHECKING:
+    from .server import EmbeddedAPIServer
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+_PLAIN_LIST_CAP = 0  # no server-side default page size, like the real server without a limit
+
+
+def _json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON, headers=headers)
+
+
+def _error_response(exc: APIError) -> web.Response:
+    return _json_response(exc.status(), exc.code, exc.headers)
+
+
+def _wants_table(request: web.Request) -> str | None:
+    """The Table version kubectl asked for, or None for plain JSON."""
+    accept = request.headers.get("Accept", "")
+    if "as=Table" not in accept:
+        return None
+    for part in accept.split(","):
+        if "as=Table" in part and "g=meta.k8s.io" in part:
+            return "v1beta1" if "v=v1beta1" in part else "v1"
+    return None
+
+
+def _include_object(request: web.Request) -> str:
+    return request.query.get("includeObject", "") or "Metadata"
+
+
+class ClusterHTTP:
+    """One aiohttp application in front of one `ClusterAPI`."""
+
+    def __init__(self, server: EmbeddedAPIServer) -> None:
+        self.server = server
+        self.faults: FaultInjector = server.faults
+        self.request_counts: Counter[tuple[str, str]] = Counter()
+        self._discovery_cache: dict[Any, tuple[bytes, str]] = {}
+        self._cache_revision = -1
+
+    @property
+    def api(self) -> ClusterAPI:
+        return self.server.api
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    # --- entry point -----------------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if self.server.partitioned and request.transport is not None:
+            request.transport.abort()  # a partitioned cluster answers nothing
+            return web.Response(status=503)
+        if path.startswith("/_omectl/"):
+            return await self._admin(request)
+        is_watch = request.method == "GET" and parse_bool_safe(request.query.get("watch"))
+        fault = self.faults.take(request.method, path, is_watch) if self.faults.rules else None
+        if fault is not None:
+            if fault.delay:
+                await asyncio.sleep(fault.delay)
+            if fault.status:
+                reason, message = status_reason(fault.status)
+                headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else None
+                body = APIError(fault.status, reason, message, {}).status()
+                if fault.retry_after is not None:
+                    body["details"] = {"retryAfterSeconds": fault.retry_after}
+                return _json_response(body, fault.status, headers)
+        try:
+            return await self._route(request, path)
+        except APIError as exc:
+            return _error_response(exc)
+        except SelectorError as exc:
+            return _error_response(errors.bad_request(str(exc)))
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            log.exception("cluster %s: %s %s failed", self.api.name, request.method, path)
+            return _error_response(errors.internal_error(str(exc)))
+
+    async def _route(self, request: web.Request, path: str) -> web.StreamResponse:
+        parts = [p for p in path.split("/") if p]
+        if not parts:
+            return _json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
+        head = parts[0]
+        if head == "version" and len(parts) == 1:
+            return _json_response(discovery.version_info())
+        if head in ("healthz", "readyz", "livez"):
+            return web.Response(text="ok")
+        if head == "openapi":
+            return self._openapi(parts)
+        if head == "api":
+            if len(parts) == 1:
+                return self._discovery_root(request, core=True)
+            if parts[1] != "v1":
+                raise errors.unknown_resource()
+            if len(parts) == 2:
+                return self._cached(("rl", "", "v1"), lambda: discovery.api_resource_list(self._types(), "", "v1"))
+            return await self._resource(request, "", "v1", parts[2:])
+        if head == "apis":
+            if len(parts) == 1:
+                return self._discovery_root(request, core=False)
+            if len(parts) == 2:
+                return self._cached(("g", parts[1]), lambda: discovery.api_group(self._types(), parts[1]))
+            if len(parts) == 3:
+                return self._cached(
+                    ("rl", parts[1], parts[2]),
+                    lambda: discovery.api_resource_list(self._types(), parts[1], parts[2]),
+                )
+            return await self._resource(request, parts[1], parts[2], parts[3:])
+        raise errors.unknown_resource()
+
+    # --- discovery and openapi -------------------------------------------------------------------------
+
+    def _types(self) -> list[ResourceType]:
+        return self.api.types.all()
+
+    def _cached(self, key: Any, build: Callable[[], Any], content_type: str = JSON) -> web.Response:
+        if self._cache_revision != self.api.types.revision:
+            self._discovery_cache.clear()
+            self._cache_revision = self.api.types.revision
+        hit = self._discovery_cache.get(key)
+        if hit is None:
+            doc = build()
+            if doc is None:
+                raise errors.unknown_resource()
+            hit = (orjson.dumps(doc), content_type)
+            self._discovery_cache[key] = hit
+        return web.Response(body=hit[0], headers={"Content-Type": hit[1]})
+
+    def _discovery_root(self, request: web.Request, core: bool) -> web.Response:
+        aggregated = discovery.wants_aggregated(request.headers.get("Accept", ""))
+        if aggregated:
+            ctype = f"application/json;g=apidiscovery.k8s.io;v={aggregated};as=APIGroupDiscoveryList"
+            return self._cached(
+                ("agg", core, aggregated),
+                lambda: discovery.aggregated_discovery(self._types(), core, aggregated),
+                ctype,
+            )
+        if core:
+            return self._cached(("api",), lambda: discovery.legacy_api_versions(self.server.address))
+        return self._cached(("apis",), lambda: discovery.legacy_api_group_list(self._types()))
+
+    def _openapi(self, parts: list[str]) -> web.Response:
+        if len(parts) < 2 or parts[1] != "v3":
+            raise errors.unknown_resource()
+        if len(parts) == 2:
+            return self._cached(("openapi",), lambda: discovery.openapi_v3_index(self._types()))
+        gv_path = "/".join(parts[2:])
+        return self._cached(("openapi", gv_path), lambda: discovery.openapi_v3_document(self._types(), gv_path))
+
+    # --- resources -------------------------------------------------------------------------------------
+
+    async def _resource(self, request: web.Request, group: str, version: str, rest: list[str]) -> web.StreamResponse:
+        namespace = ""
+        if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+            namespace = rest[1]
+            rest = rest[2:]
+        plural = rest[0]
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else ""
+        if len(rest) > 3:
+            raise errors.unknown_resource()
+        rt = self.api.types.lookup(group, version, plural)
+        if rt is None:
+            raise errors.unknown_resource()
+        if namespace and not rt.namespaced:
+            raise errors.unknown_resource()
+        if subresource:
+            allowed = {"status"} if rt.has_status else set()
+            if rt.plural == "namespaces":
+                allowed.add("finalize")
+            if subresource not in allowed:
+                raise errors.unknown_resource()
+        self.request_counts[(request.method, rt.plural)] += 1
+        method = request.method
+        query = request.query
+        ua = request.headers.get("User-Agent")
+        if name is None:
+            if method == "GET":
+                if parse_bool(query.get("watch"), "watch"):
+                    return await self._watch(request, rt, namespace)
+                return self._list(request, rt, namespace)
+            if method == "POST":
+                opts = WriteOptions.from_query(query, ua)
+                result = await self.api.create(rt, namespace, await _read_json(request, rt), opts)
+                return self._write_response(request, rt, result.obj, result.code, result.warnings)
+            if method == "DELETE":
+                opts = WriteOptions.from_query(query, ua)
+                options = await _delete_options(request)
+                body = await self.api.delete_collection(rt, namespace, query, options, opts)
+                return _json_response(body)
+            raise errors.method_not_allowed()
+        if rt.namespaced and not namespace:
+            raise errors.unknown_resource()
+        if method == "GET":
+            obj = self.api.get(rt, namespace, name)
+            return self._object_response(request, rt, obj)
+        opts = WriteOptions.from_query(query, ua)
+        if method == "PUT":
+            result = await self.api.update(rt, namespace, name, await _read_json(request, rt), opts, subresource)
+        elif method == "PATCH":
+            raw = await request.read()
+            result = await self.api.patch(
+                rt, namespace, name, request.headers.get("Content-Type", ""), raw, opts, subresource
+            )
+        elif method == "DELETE" and not subresource:
+            options = await _delete_options(request)
+            if "All" in (options.get("dryRun") or []):
+                opts.dry_run = True
+            result = await self.api.delete(rt, namespace, name, options, opts)
+        else:
+            raise errors.method_not_allowed()
+        return self._write_response(request, rt, result.obj, result.code, result.warnings)
+
+    def _write_response(
+        self, request: web.Request, rt: ResourceType, obj: dict[str, Any], code: int, warnings: list[str]
+    ) -> web.Response:
+        headers = None
+        if warnings:
+            headers = {"Warning": ", ".join(f'299 - "{_escape_warning(w)}"' for w in warnings)}
+        if obj.get("kind") == "Status":
+            return _json_response(obj, code, headers)
+        return self._object_response(request, rt, obj, code, headers)
+
+    def _object_response(
+        self,
+        request: web.Request,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        code: int = 200,
+        headers: dict[str, str] | None = None,
+    ) -> web.Response:
+        if _wants_table(request):
+            table = table_for(
+                rt,
+                [obj],
+                resource_version=obj["metadata"].get("resourceVersion", ""),
+                include_object=_include_object(request),
+            )
+            return _json_response(table, code, headers)
+        return _json_response(obj, code, headers)
+
+    def _list(self, request: web.Request, rt: ResourceType, namespace: str) -> web.Response:
+        items, rv, token, remaining = self.api.list_objects(rt, namespace, request.query)
+        if _wants_table(request):
+            table = table_for(
+                rt, items, resource_version=rv, continue_token=token, include_object=_include_object(request)
+            )
+            return _json_response(table)
+        meta: dict[str, Any] = {"resourceVersion": rv}
+        if token:
+            meta["continue"] = token
+            if remaining is not None:
+                meta["remainingItemCount"] = remaining
+        return _json_response({"kind": rt.list_kind, "apiVersion": rt.group_version, "metadata": meta, "items": items})
+
+    # --- watch -----------------------------------------------------------------------------------------
+
+    async def _watch(self, request: web.Request, rt: ResourceType, namespace: str) -> web.StreamResponse:
+        query = request.query
+        labels = parse_label_selector(query.get("labelSelector", "") or "")
+        fields = parse_field_selector(
+            query.get("fieldSelector", "") or "", ("metadata.name", "metadata.namespace", *rt.field_labels)
+        )
+        bookmarks = parse_bool(query.get("allowWatchBookmarks"), "allowWatchBookmarks")
+        timeout_raw = query.get("timeoutSeconds")
+        timeout = float(timeout_raw) if timeout_raw else random.uniform(1800, 3600)
+        table = _wants_table(request)
+        include = _include_object(request) if table else "Object"
+        rv_param = query.get("resourceVersion", "") or ""
+        ns_filter = namespace if rt.namespaced else ""
+
+        def matches(obj: dict[str, Any] | None) -> bool:
+            if obj is None:
+                return False
+            meta = obj["metadata"]
+            if ns_filter and meta.get("namespace") != ns_filter:
+                return False
+            if not labels.empty and not labels.matches(meta.get("labels")):
+                return False
+            return fields.empty or fields.matches(obj)
+
+        def accept(event: WatchEvent) -> str | None:
+            now = matches(event.obj)
+            if event.type == ADDED:
+                return ADDED if now else None
+            if event.type == DELETED:
+                return DELETED if (now or matches(event.old)) else None
+            before = matches(event.old)
+            if now and before:
+                return MODIFIED
+            if now:
+                return ADDED
+            if before:
+                return DELETED
+            return None
+
+        sub = Subscriber(accept)
+        store = self.api.store
+        # Subscribe and take the backlog in the same synchronous step, so no event falls in between.
+        store.subscribe(rt.storage_key, sub)
+        initial: list[tuple[str, WatchEvent]] = []
+        expired: APIError | None = None
+        if rv_param in ("", "0"):
+            for obj in store.items(rt.storage_key, ns_filter or None):
+                if matches(obj):
+                    initial.append(
+                        (
+                            ADDED,
+                            WatchEvent(ADDED, obj, None, int(obj["metadata"]["resourceVersion"]), rt.storage_key),
+                        )
+                    )
+        else:
+            try:
+                since = int(rv_param)
+            except ValueError:
+                store.unsubscribe(rt.storage_key, sub)
+                raise errors.bad_request(f'invalid resource version "{rv_param}"') from None
+            floor = store.history_floor(rt.storage_key)
+            if since < floor:
+                expired = errors.expired(f"too old resource version: {since} ({floor + 1})")
+            else:
+                for event in store.events_since(rt.storage_key, since):
+                    delivered = accept(event)
+                    if delivered is not None:
+                        initial.append((delivered, event))
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+        response.enable_chunked_encoding()
+        try:
+            await response.prepare(request)
+            if expired is not None:
+                await response.write(orjson.dumps({"type": "ERROR", "object": expired.status()}) + b"\n")
+                return response
+            encode = self._encoder(rt, table, include)
+            if initial:
+                await response.write(b"".join(encode(t, e) for t, e in initial))
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            interval = self.server.bookmark_interval
+            next_bookmark = loop.time() + interval
+            while not sub.closed:
+                now = loop.time()
+                wait_until = min(deadline, next_bookmark) if bookmarks else deadline
+                if now >= deadline:
+                    if bookmarks:
+                        await response.write(self._bookmark(rt))
+                    break
+                if bookmarks and now >= next_bookmark:
+                    await response.write(self._bookmark(rt))
+                    next_bookmark = now + interval
+                    continue
+                if not sub.pending:
+                    sub.wakeup.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(sub.wakeup.wait(), wait_until - now)
+                if sub.pending:
+                    batch, sub.pending = sub.pending, []
+                    await response.write(b"".join(encode(t, e) for t, e in batch))
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            store.unsubscribe(rt.storage_key, sub)
+        with contextlib.suppress(ConnectionResetError, RuntimeError):
+            await response.write_eof()
+        return response
+
+    def _bookmark(self, rt: ResourceType) -> bytes:
+        return (
+            orjson.dumps(
+                {
+                    "type": "BOOKMARK",
+                    "object": {
+                        "kind": rt.kind,
+                        "apiVersion": rt.group_version,
+                        "metadata": {"resourceVersion": str(self.api.store.rv)},
+                    },
+                }
+            )
+            + b"\n"
+        )
+
+    def _encoder(self, rt: ResourceType, table: str | None, include: str) -> Callable[[str, WatchEvent], bytes]:
+        if table:
+
+            def encode_table(type_: str, event: WatchEvent) -> bytes:
+                obj = self.api._view(rt, event.obj)
+                row = table_for(rt, [obj], resource_version=str(event.rv), include_object=include, with_columns=False)
+                return orjson.dumps({"type": type_, "object": row}) + b"\n"
+
+            return encode_table
+
+        def encode_json(type_: str, event: WatchEvent) -> bytes:
+            if event.obj.get("apiVersion") != rt.group_version:
+                return orjson.dumps({"type": type_, "object": self.api._view(rt, event.obj)}) + b"\n"
+            return event.json_line(type_)
+
+        return encode_json
+
+    # --- admin (fault injection) -----------------------------------------------------------------------
+
+    async def _admin(self, request: web.Request) -> web.Response:
+        if request.path != "/_omectl/faults" or request.method != "POST":
+            if request.path == "/_omectl/state" and request.method == "GET":
+                return _json_response(
+                    {
+                        "name": self.api.name,
+                        "resourceVersion": str(self.api.store.rv),
+                        "faults": len(self.faults.rules),
+                        "requests": {f"{m} {r}": n for (m, r), n in self.request_counts.items()},
+                    }
+                )
+            return _error_response(errors.unknown_resource())
+        try:
+            body = orjson.loads(await request.read() or b"{}")
+            action = body.get("action")
+            handlers: dict[str, Callable[[], Awaitable[None] | None]] = {
+                "drop-watches": self.api.store.close_all_watches,
+                "compact": self.api.store.compact,
+                "clear": self.faults.clear,
+            }
+            if action in handlers:
+                result = handlers[action]()
+                if result is not None:
+                    await result
+            elif action == "fail":
+                self.faults.fail_next(
+                    int(body.get("count", 1)),
+                    int(body.get("status", 500)),
+                    method=body.get("method"),
+                    path_contains=body.get("pathContains"),
+                    retry_after=body.get("retryAfter"),
+                    delay=float(body.get("delay", 0.0)),
+                    include_watches=bool(body.get("includeWatches", False)),
+                )
+            elif action == "delay":
+                self.faults.delay_next(
+                    int(body.get("count", 1)),
+                    float(body.get("seconds", 1.0)),
+                    method=body.get("method"),
+                    path_contains=body.get("pathContains"),
+                )
+            elif action == "partition":
+                seconds = float(body.get("seconds", 0))
+                if seconds <= 0:
+                    raise errors.bad_request("partition over the admin endpoint needs seconds > 0 to heal itself")
+                asyncio.get_running_loop().create_task(self.server.partition_for(seconds))
+            elif action == "restart":
+                asyncio.get_running_loop().create_task(self.server.restart(keep_data=bool(body.get("keepData", True))))
+            else:
+                raise errors.bad_request(
+                    "action must be one of drop-watches, compact, clear, fail, delay, partition, restart"
+                )
+        except APIError as exc:
+            return _error_response(exc)
+        except (ValueError, TypeError) as exc:
+            return _error_response(errors.bad_request(f"bad fault request: {exc}"))
+        return _json_response({"ok": True, "action": action})
+
+
+def parse_bool_safe(value: str | None) -> bool:
+    try:
+        return parse_bool(value, "watch")
+    except APIError:
+        return False
+
+
+def _escape_warning(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+async def _read_json(request: web.Request, rt: ResourceType) -> Any:
+    raw = await request.read()
+    ctype = request.headers.get("Content-Type", JSON).split(";")[0].strip()
+    if ctype in ("application/yaml", "application/apply-patch+yaml"):
+        import yaml
+
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc}") from None
+    if ctype not in (JSON, "", "*/*"):
+        raise errors.unsupported_media_type([JSON, "application/yaml"])
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+        ) from None
+
+
+async def _delete_options(request: web.Request) -> dict[str, Any]:
+    raw = await request.read()
+    options: dict[str, Any] = {}
+    if raw.strip():
+        try:
+            options = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise errors.bad_request(f"error decoding DeleteOptions: {exc}") from None
+        if not isinstance(options, dict):
+            raise errors.bad_request("DeleteOptions must be a JSON object")
+    query = request.query
+    if query.get("propagationPolicy"):
+        options["propagationPolicy"] = query["propagationPolicy"]
+    if query.get("orphanDependents"):
+        options["orphanDependents"] = parse_bool(query["orphanDependents"], "orphanDependents")
+    return options

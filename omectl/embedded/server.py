@@ -1,0 +1,203 @@
+"""`EmbeddedAPIServer`: one simulated cluster's API server on 127.0.0.1 (HTTP or HTTPS), with its lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from .api import ClusterAPI
+from .controllers import ClusterControllers
+from .faults import FaultInjector
+from .http import ClusterHTTP
+from .kubeconfig import KubeconfigEntry, write_kubeconfig
+from .store import Store
+from .tls import CertificateAuthority, server_ssl_context
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedAPIServer:
+    """A Kubernetes API server for one simulated cluster.
+
+    `await start()` serves on `url`; `stop()` closes it; `restart()` comes back on the same port with its data
+    (or empty); `partition()`/`heal()` refuse and accept connections; `faults` injects request failures.
+    With `state_dir`, the store is saved on a clean stop and loaded on start.
+    """
+
+    def __init__(
+        self,
+        name: str = "sim-1",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: bool = False,
+        ca: CertificateAuthority | None = None,
+        state_dir: Path | str | None = None,
+        history_window: int = 50_000,
+        bookmark_interval: float = 60.0,
+        allow_http_webhooks: bool = False,
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.ca = ca if ca is not None else (CertificateAuthority.generate() if tls else None)
+        self.state_dir = Path(state_dir) if state_dir else None
+        self.history_window = history_window
+        self.bookmark_interval = bookmark_interval
+        self.allow_http_webhooks = allow_http_webhooks
+        self.faults = FaultInjector()
+        self.api = self._new_api(self._load_store())
+        self.controllers = ClusterControllers(self.api)
+        self.http = ClusterHTTP(self)
+        self._runner: web.AppRunner | None = None
+        self._site: web.BaseSite | None = None
+        self._socket: socket.socket | None = None
+        self.partitioned = False
+
+    # --- construction ----------------------------------------------------------------------------------
+
+    def _new_api(self, store: Store) -> ClusterAPI:
+        return ClusterAPI(self.name, store, allow_http_webhooks=self.allow_http_webhooks)
+
+    @property
+    def _state_file(self) -> Path | None:
+        return self.state_dir / f"{self.name}.json" if self.state_dir else None
+
+    def _load_store(self) -> Store:
+        store = Store(history_window=self.history_window)
+        path = self._state_file
+        if path is not None and path.exists():
+            store.restore(orjson.loads(path.read_bytes()))
+            log.info("cluster %s: loaded %s (resourceVersion %s)", self.name, path, store.rv)
+        return store
+
+    def save_state(self) -> Path | None:
+        path = self._state_file
+        if path is None:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(orjson.dumps(self.api.store.snapshot()))
+        os.replace(tmp, path)
+        return path
+
+    # --- addresses -------------------------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
+
+    def kubeconfig_entry(self, *, token: str = "embedded", namespace: str = "default") -> KubeconfigEntry:
+        return KubeconfigEntry(
+            name=self.name,
+            server=self.url,
+            ca_pem=self.ca.cert_pem if self.ca is not None and self.tls else None,
+            token=token,
+            namespace=namespace,
+        )
+
+    def write_kubeconfig(self, path: Path | str) -> Path:
+        return write_kubeconfig(Path(path), [self.kubeconfig_entry()], current=self.name)
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    async def start(self) -> EmbeddedAPIServer:
+        if self._runner is not None:
+            return self
+        self.controllers.start()
+        self._runner = web.AppRunner(self.http.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        await self._listen()
+        return self
+
+    async def _listen(self) -> None:
+        assert self._runner is not None
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(1024)
+        sock.setblocking(False)
+        self.port = sock.getsockname()[1]
+        self._socket = sock
+        ssl_context = None
+        if self.tls:
+            assert self.ca is not None
+            ssl_context = server_ssl_context(self.ca.issue([self.host, "localhost"]))
+        self._site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
+        await self._site.start()
+
+    async def _unlisten(self) -> None:
+        self.api.store.close_all_watches()
+        if self._site is not None:
+            await self._site.stop()
+            self._site = None
+        if self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.close()
+            self._socket = None
+
+    async def stop(self) -> None:
+        """Stop serving; with a state dir the store is saved first."""
+        if self._runner is None:
+            return
+        await self._unlisten()
+        await self._runner.cleanup()
+        self._runner = None
+        await self.controllers.stop()
+        await self.api.webhooks.close()
+        self.save_state()
+
+    async def restart(self, *, keep_data: bool = True) -> None:
+        """Stop and come back on the same port, with the same objects and resourceVersions or empty."""
+        store = self.api.store
+        await self.stop()
+        if keep_data:
+            snapshot = store.snapshot()
+            fresh = Store(history_window=self.history_window)
+            fresh.restore(snapshot)
+            self.api = self._new_api(fresh)
+        else:
+            self.api = self._new_api(Store(history_window=self.history_window))
+        self.controllers = ClusterControllers(self.api)
+        self.http = ClusterHTTP(self)
+        await self.start()
+
+    async def partition(self) -> None:
+        """Refuse connections (the listening socket is closed, open watches are cut) until `heal()`."""
+        if self.partitioned or self._runner is None:
+            return
+        self.partitioned = True
+        await self._unlisten()
+        if self._runner is not None and self._runner.server is not None:
+            for connection in list(self._runner.server.connections):
+                connection.force_close()
+
+    async def heal(self) -> None:
+        if not self.partitioned:
+            return
+        self.partitioned = False
+        await self._listen()
+
+    async def partition_for(self, seconds: float) -> None:
+        await self.partition()
+        await asyncio.sleep(seconds)
+        await self.heal()
+
+    async def __aenter__(self) -> EmbeddedAPIServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()

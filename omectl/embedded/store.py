@@ -1,0 +1,214 @@
+"""One cluster's object store: a single resourceVersion counter, per-kind buckets, watch history and fan-out.
+
+Every write is committed synchronously (no await between check and commit), so events leave in
+resourceVersion order without a lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+StorageKey = tuple[str, str]  # (group, plural)
+ObjectKey = tuple[str, str]  # (namespace or "", name)
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+
+class WatchEvent:
+    """A committed change. `old` is the previous object for MODIFIED/DELETED (selector transitions need it)."""
+
+    __slots__ = ("_line", "key", "obj", "old", "rv", "type")
+
+    def __init__(self, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, rv: int, key: StorageKey):
+        self.type = type_
+        self.obj = obj
+        self.old = old
+        self.rv = rv
+        self.key = key
+        self._line: bytes | None = None
+
+    def json_line(self, type_: str | None = None) -> bytes:
+        """The serialized `{"type","object"}` line, computed once and shared by every plain-JSON watcher."""
+        if type_ is not None and type_ != self.type:
+            return orjson.dumps({"type": type_, "object": self.obj}) + b"\n"
+        if self._line is None:
+            self._line = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
+        return self._line
+
+
+@dataclass
+class KindHistory:
+    """Recent events of one kind, in resourceVersion order, for resuming watches."""
+
+    events: list[WatchEvent] = field(default_factory=list)
+    rvs: list[int] = field(default_factory=list)
+    # Every event with rv > floor is still held; a resume from below the floor must re-list (410).
+    floor: int = 0
+
+    def append(self, event: WatchEvent, window: int) -> None:
+        self.events.append(event)
+        self.rvs.append(event.rv)
+        if len(self.events) > 2 * window:
+            drop = len(self.events) - window
+            self.floor = self.rvs[drop - 1]
+            del self.events[:drop]
+            del self.rvs[:drop]
+
+    def since(self, rv: int) -> list[WatchEvent]:
+        return self.events[bisect.bisect_right(self.rvs, rv) :]
+
+    def compact(self, up_to: int) -> None:
+        cut = bisect.bisect_right(self.rvs, up_to)
+        del self.events[:cut]
+        del self.rvs[:cut]
+        self.floor = max(self.floor, up_to)
+
+
+class Subscriber:
+    """A live watch on one kind. The store calls `offer` synchronously; the HTTP layer drains `pending`."""
+
+    __slots__ = ("accept", "closed", "pending", "wakeup")
+
+    def __init__(self, accept: Callable[[WatchEvent], str | None]) -> None:
+        # accept(event) -> the event type to deliver (selector transitions may turn MODIFIED into ADDED or
+        # DELETED), or None to skip it.
+        self.accept = accept
+        self.pending: list[tuple[str, WatchEvent]] = []
+        self.wakeup = asyncio.Event()
+        self.closed = False
+
+    def offer(self, event: WatchEvent) -> None:
+        delivered = self.accept(event)
+        if delivered is not None:
+            self.pending.append((delivered, event))
+            self.wakeup.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.wakeup.set()
+
+
+class Store:
+    def __init__(self, history_window: int = 50_000, start_rv: int = 0) -> None:
+        self.rv = start_rv
+        self.history_window = history_window
+        self.buckets: dict[StorageKey, dict[ObjectKey, dict[str, Any]]] = {}
+        self.history: dict[StorageKey, KindHistory] = {}
+        self.subscribers: dict[StorageKey, set[Subscriber]] = {}
+        self.by_uid: dict[str, tuple[StorageKey, ObjectKey]] = {}
+        self.listeners: list[Callable[[WatchEvent], None]] = []
+        self.start_rv = start_rv
+
+    # --- reads -------------------------------------------------------------------------------------------
+
+    def bucket(self, key: StorageKey) -> dict[ObjectKey, dict[str, Any]]:
+        return self.buckets.setdefault(key, {})
+
+    def get(self, key: StorageKey, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.buckets.get(key, {}).get((namespace, name))
+
+    def items(self, key: StorageKey, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        """Objects of a kind ordered by namespace/name, optionally within one namespace."""
+        bucket = self.buckets.get(key, {})
+        keys = sorted(bucket)
+        if namespace:
+            keys = [k for k in keys if k[0] == namespace]
+        for k in keys:
+            yield bucket[k]
+
+    def lookup_uid(self, uid: str) -> dict[str, Any] | None:
+        where = self.by_uid.get(uid)
+        if where is None:
+            return None
+        return self.buckets.get(where[0], {}).get(where[1])
+
+    # --- writes ------------------------------------------------------------------------------------------
+
+    def next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def commit(self, type_: str, key: StorageKey, obj: dict[str, Any], old: dict[str, Any] | None) -> WatchEvent:
+        """Store (or remove, for DELETED) an object whose metadata.resourceVersion is already the new RV."""
+        meta = obj["metadata"]
+        okey = (meta.get("namespace", ""), meta["name"])
+        rv = int(meta["resourceVersion"])
+        bucket = self.bucket(key)
+        if type_ == DELETED:
+            bucket.pop(okey, None)
+            self.by_uid.pop(meta.get("uid", ""), None)
+        else:
+            bucket[okey] = obj
+            self.by_uid[meta["uid"]] = (key, okey)
+        event = WatchEvent(type_, obj, old, rv, key)
+        self.history.setdefault(key, KindHistory(floor=self.start_rv)).append(event, self.history_window)
+        for sub in tuple(self.subscribers.get(key, ())):
+            sub.offer(event)
+        for listener in self.listeners:
+            listener(event)
+        return event
+
+    def drop_kind(self, key: StorageKey) -> None:
+        """Forget a kind entirely (its CRD is gone)."""
+        for obj in self.buckets.pop(key, {}).values():
+            self.by_uid.pop(obj["metadata"].get("uid", ""), None)
+        for sub in self.subscribers.pop(key, set()):
+            sub.close()
+
+    # --- watch support -----------------------------------------------------------------------------------
+
+    def subscribe(self, key: StorageKey, sub: Subscriber) -> None:
+        self.subscribers.setdefault(key, set()).add(sub)
+
+    def unsubscribe(self, key: StorageKey, sub: Subscriber) -> None:
+        self.subscribers.get(key, set()).discard(sub)
+
+    def history_floor(self, key: StorageKey) -> int:
+        hist = self.history.get(key)
+        return hist.floor if hist else self.start_rv
+
+    def events_since(self, key: StorageKey, rv: int) -> list[WatchEvent]:
+        hist = self.history.get(key)
+        return hist.since(rv) if hist else []
+
+    def compact(self) -> None:
+        """Forget all history up to now: a watch resumed from any earlier resourceVersion gets 410 Expired."""
+        for hist in self.history.values():
+            hist.compact(self.rv)
+        self.start_rv = self.rv
+
+    def close_all_watches(self) -> None:
+        for subs in self.subscribers.values():
+            for sub in tuple(subs):
+                sub.close()
+            subs.clear()
+
+    # --- persistence -------------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "resourceVersion": self.rv,
+            "buckets": [
+                {"group": g, "plural": p, "items": list(bucket.values())}
+                for (g, p), bucket in self.buckets.items()
+                if bucket
+            ],
+        }
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        self.rv = int(snap["resourceVersion"])
+        self.start_rv = self.rv
+        for entry in snap.get("buckets", []):
+            key = (entry["group"], entry["plural"])
+            bucket = self.bucket(key)
+            for obj in entry["items"]:
+                meta = obj["metadata"]
+                okey = (meta.get("namespace", ""), meta["name"])
+                bucket[okey] = obj
+                self.by_uid[meta["uid"]] = (key, okey)

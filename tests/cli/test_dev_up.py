@@ -1,0 +1,90 @@
+"""`omectl dev up`: a real process serving a fleet, driven by kubectl, stopped by SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support import Kubectl, kubectl_path
+
+pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("kubectl")]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def wait_for_file(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"dev up exited early: {proc.communicate()}")
+        assert time.monotonic() < deadline, "dev up never became ready"
+        time.sleep(0.05)
+
+
+def test_dev_up_serves_a_fleet_and_stops_cleanly(tmp_path: Path) -> None:
+    kubectl = kubectl_path()
+    kubeconfig = tmp_path / "fleet.kubeconfig"
+    ready = tmp_path / "ready"
+    state = tmp_path / "state"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "omectl",
+            "dev",
+            "up",
+            "--clusters",
+            "2",
+            "--name-prefix",
+            "t-",
+            "--kubeconfig-out",
+            str(kubeconfig),
+            "--ready-file",
+            str(ready),
+            "--state-dir",
+            str(state),
+            "--apply",
+            str(ROOT / "deploy" / "samples" / "modelcache-crd.yaml"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    try:
+        wait_for_file(ready, proc)
+        lines = ready.read_text().split()
+        assert lines[0] == "t-1" and lines[2] == "t-2"
+        contexts = [c["name"] for c in yaml.safe_load(kubeconfig.read_text())["contexts"]]
+        assert contexts == ["t-1", "t-2"]
+        k = Kubectl(kubectl, kubeconfig, tmp_path / "cache")
+        for ctx in contexts:
+            out = k.run(f"--context={ctx}", "get", "crd", "modelcaches.demo.omectl.io", "-o", "name").stdout
+            assert out.strip() == "customresourcedefinition.apiextensions.k8s.io/modelcaches.demo.omectl.io"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "t-1" in out and "t-2" in out
+    assert not ready.exists()
+    assert sorted(p.name for p in state.iterdir()) == ["t-1.json", "t-2.json"]
+
+
+def test_dev_up_rejects_a_missing_manifest(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "omectl", "dev", "up", "--apply", str(tmp_path / "nope.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "does not exist" in proc.stderr

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.embedded.server import EmbeddedAPIServer
+from tests.support import Kubectl, RawClient, kubectl_path
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[EmbeddedAPIServer]:
+    """One embedded cluster on the test's own event loop."""
+    srv = EmbeddedAPIServer("test", bookmark_interval=0.2)
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+@pytest.fixture
+async def raw(server: EmbeddedAPIServer) -> AsyncIterator[RawClient]:
+    async with aiohttp.ClientSession() as session:
+        yield RawClient(server.url, session)
+
+
+@pytest.fixture
+async def kube(server: EmbeddedAPIServer, tmp_path: Path) -> AsyncIterator[k8s_client.ApiClient]:
+    """A real kubernetes-asyncio ApiClient configured from the server's kubeconfig."""
+    path = server.write_kubeconfig(tmp_path / "kubeconfig")
+    api_client = await k8s_config.new_client_from_config(config_file=str(path))
+    async with api_client:
+        yield api_client
+
+
+@pytest.fixture
+def kubectl_binary() -> str:
+    return kubectl_path()
+
+
+@pytest.fixture
+async def kubectl(server: EmbeddedAPIServer, tmp_path: Path, kubectl_binary: str) -> Kubectl:
+    """kubectl against the async `server` fixture: use `await kubectl.arun(...)`."""
+    path = server.write_kubeconfig(tmp_path / "kubeconfig")
+    return Kubectl(kubectl_binary, path, tmp_path / "kube-cache")
+
+
+@pytest.fixture(scope="module")
+def bg_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundFleet]:
+    """Two clusters on a background thread, shared by one test module (sync kubectl tests)."""
+    fleet = BackgroundFleet(EmbeddedFleet(2, name_prefix="bg-"))
+    fleet.start()
+    yield fleet
+    fleet.stop()
+
+
+@pytest.fixture(scope="module")
+def fleet_kubectl(bg_fleet: BackgroundFleet, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    binary = kubectl_path()
+    base = tmp_path_factory.mktemp("fleet-kubectl")
+    path = bg_fleet.fleet.write_kubeconfig(base / "kubeconfig")
+    return Kubectl(binary, path, base / "kube-cache")

@@ -1,0 +1,214 @@
+"""Shared test helpers: a sample CRD, raw HTTP calls, and a kubectl runner with its own cache dir."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+
+def widget_crd(*, plural: str = "widgets", group: str = "example.com", scope: str = "Namespaced") -> dict[str, Any]:
+    """A small CRD exercising the schema rules, the status subresource and printer columns."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {
+                "plural": plural,
+                "singular": plural.rstrip("s"),
+                "kind": plural.rstrip("s").capitalize(),
+                "shortNames": ["wd"] if plural == "widgets" else [],
+                "categories": ["all"],
+            },
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                        {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
+                        {
+                            "name": "Ready",
+                            "type": "string",
+                            "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+                        },
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                    ],
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "size": {"type": "integer", "minimum": 0, "maximum": 100},
+                                        "color": {"type": "string", "enum": ["red", "green", "blue"]},
+                                        "mode": {"type": "string", "default": "auto"},
+                                        "tags": {"type": "array", "items": {"type": "string"}},
+                                        "extra": {
+                                            "type": "object",
+                                            "x-kubernetes-preserve-unknown-fields": True,
+                                        },
+                                    },
+                                },
+                                "status": {
+                                    "type": "object",
+                                    "properties": {
+                                        "phase": {"type": "string"},
+                                        "conditions": {
+                                            "type": "array",
+                                            "x-kubernetes-list-type": "map",
+                                            "x-kubernetes-list-map-keys": ["type"],
+                                            "items": {
+                                                "type": "object",
+                                                "required": ["type", "status"],
+                                                "properties": {
+                                                    "type": {"type": "string"},
+                                                    "status": {"type": "string"},
+                                                    "reason": {"type": "string"},
+                                                },
+                                            },
+                                        },
+                                    },
+                                },
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def widget(name: str, namespace: str = "default", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec or {"size": 1},
+    }
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: Any
+
+
+class RawClient:
+    """Exact-body HTTP calls against one embedded server."""
+
+    def __init__(self, base: str, session: aiohttp.ClientSession) -> None:
+        self.base = base
+        self.session = session
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> Reply:
+        data = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
+        hdrs = {"Content-Type": content_type, **(headers or {})}
+        async with self.session.request(method, self.base + path, data=data, headers=hdrs) as resp:
+            text = await resp.read()
+            try:
+                parsed = orjson.loads(text) if text else None
+            except orjson.JSONDecodeError:
+                parsed = text.decode()
+            return Reply(resp.status, parsed, resp.headers)
+
+    async def get(self, path: str, **kw: Any) -> Reply:
+        return await self.call("GET", path, **kw)
+
+    async def post(self, path: str, body: Any, **kw: Any) -> Reply:
+        return await self.call("POST", path, body, **kw)
+
+    async def put(self, path: str, body: Any, **kw: Any) -> Reply:
+        return await self.call("PUT", path, body, **kw)
+
+    async def patch(self, path: str, body: Any, content_type: str, **kw: Any) -> Reply:
+        return await self.call("PATCH", path, body, content_type=content_type, **kw)
+
+    async def delete(self, path: str, body: Any = None, **kw: Any) -> Reply:
+        return await self.call("DELETE", path, body, **kw)
+
+
+def kubectl_path() -> str:
+    """The kubectl binary, or a skip (an error in CI, where kubectl must exist)."""
+    found = shutil.which("kubectl")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("kubectl is required in CI but was not found on PATH")
+        pytest.skip("kubectl is not installed")
+    return found
+
+
+class Kubectl:
+    """Runs the real kubectl against a kubeconfig, with a private cache dir."""
+
+    def __init__(self, binary: str, kubeconfig: Path, cache_dir: Path) -> None:
+        self.binary = binary
+        self.kubeconfig = kubeconfig
+        self.cache_dir = cache_dir
+
+    def argv(self, *args: str) -> list[str]:
+        return [
+            self.binary,
+            f"--kubeconfig={self.kubeconfig}",
+            f"--cache-dir={self.cache_dir}",
+            "--request-timeout=20s",
+            *args,
+        ]
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("KUBECONFIG", None)
+        env["HOME"] = str(self.cache_dir)
+        return env
+
+    def run(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """Blocking: only for tests whose API servers run on another thread (BackgroundFleet)."""
+        proc = subprocess.run(
+            self.argv(*args), input=input, capture_output=True, text=True, env=self.env(), timeout=timeout
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}{proc.stdout}")
+        return proc
+
+    async def arun(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> tuple[int, str, str]:
+        """Non-blocking variant for tests that serve the API on their own event loop."""
+        proc = await asyncio.create_subprocess_exec(
+            *self.argv(*args),
+            stdin=asyncio.subprocess.PIPE if input is not None else None,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env(),
+        )
+        out, err = await asyncio.wait_for(proc.communicate(input.encode() if input is not None else None), timeout)
+        rc = proc.returncode or 0
+        if check and rc != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({rc}):\n{err.decode()}{out.decode()}")
+        return rc, out.decode(), err.decode()
