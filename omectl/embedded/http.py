@@ -309,7 +309,11 @@ class ClusterHTTP:
                 return False
             return fields.empty or fields.matches(obj)
 
+        after = int(rv_param) if rv_param.isdigit() and rv_param != "0" else 0
+
         def accept(event: WatchEvent) -> str | None:
+            if event.rv <= after:
+                return None  # a resume from a future resourceVersion waits for it
             now = matches(event.obj)
             if event.type == ADDED:
                 return ADDED if now else None
