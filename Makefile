@@ -20,6 +20,10 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check omectl tests benchmarks
 	$(BIN)/ruff format --check omectl tests benchmarks
+	$(BIN)/python -m omectl.api.crdgen --check
+
+crds: $(STAMP)
+	$(BIN)/python -m omectl.api.crdgen --out deploy/crds
 
 typecheck: $(STAMP)
 	$(BIN)/mypy omectl

@@ -1,4 +1,8 @@
-"""`make demo`: a 3-cluster simulated fleet driven by the real kubectl, start to finish, leaving nothing running."""
+"""`make demo`: a 3-cluster simulated fleet, the controller, and the spec's runtime inheritance story via kubectl.
+
+Everything runs in this process (the API servers and the controller on a background event loop) except kubectl
+and `omectl trace`, which run as real subprocesses. It exits 0 and leaves nothing running.
+"""
 
 from __future__ import annotations
 
@@ -7,32 +11,82 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+import yaml
+
+from omectl.cli.dev import write_registrations
+from omectl.controller.app import ControllerApp
 from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "deploy" / "samples"
+SAMPLES = ROOT / "deploy" / "samples" / "ome"
+CRDS = ROOT / "deploy" / "crds"
+CHAIN_COLUMNS = (
+    "custom-columns=NAME:.metadata.name,CHAIN:.status.inheritanceChain[*],"
+    'READY:.status.conditions[?(@.type=="InheritanceReady")].status,'
+    'REASON:.status.conditions[?(@.type=="InheritanceReady")].reason'
+)
+GPU_VARIANTS = {
+    "sim-1": ("H100", "nvidia.com/gpu"),
+    "sim-2": ("H200", "nvidia.com/gpu"),
+    "sim-3": ("MI300X", "amd.com/gpu"),
+}
 
 
-class Step:
-    def __init__(self, kubeconfig: Path, cache: Path, kubectl: str) -> None:
+class Shell:
+    def __init__(self, kubeconfig: Path, cache: Path, kubectl: str, trace_file: Path) -> None:
         self.kubeconfig = kubeconfig
         self.cache = cache
         self.kubectl = kubectl
+        self.trace_file = trace_file
 
-    def run(self, *args: str, input: str | None = None, expect_failure: bool = False) -> str:
-        argv = [self.kubectl, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache}", *args]
-        print(f"\n$ kubectl {' '.join(args)}", flush=True)
-        env = dict(os.environ, HOME=str(self.cache))
+    def _run(self, argv: list[str], shown: str, input: str | None, expect_failure: bool) -> str:
+        print(f"\n$ {shown}", flush=True)
+        env = dict(os.environ, HOME=str(self.cache), OMECTL_TRACE_FILE=str(self.trace_file))
         env.pop("KUBECONFIG", None)
-        proc = subprocess.run(argv, input=input, capture_output=True, text=True, env=env, timeout=60)
+        proc = subprocess.run(argv, input=input, capture_output=True, text=True, env=env, timeout=120)
         output = (proc.stdout + proc.stderr).rstrip()
         if output:
             print(output, flush=True)
         if (proc.returncode != 0) != expect_failure:
-            raise SystemExit(f"demo step failed: kubectl {' '.join(args)} (exit {proc.returncode})")
+            raise SystemExit(f"demo step failed (exit {proc.returncode}): {shown}")
         return proc.stdout
+
+    def k(self, *args: str, input: str | None = None, expect_failure: bool = False) -> str:
+        argv = [self.kubectl, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache}", *args]
+        return self._run(argv, "kubectl " + " ".join(args), input, expect_failure)
+
+    def omectl(self, *args: str) -> str:
+        argv = [sys.executable, "-m", "omectl", *args]
+        return self._run(argv, "omectl " + " ".join(args), None, False)
+
+    def wait_for(self, args: list[str], predicate: str, timeout: float = 30) -> None:
+        """Quietly re-run a kubectl get until its output contains `predicate`, then show it once."""
+        argv = [self.kubectl, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache}", *args]
+        env = dict(os.environ, HOME=str(self.cache))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60).stdout
+            if predicate in out:
+                break
+            time.sleep(0.2)
+        else:
+            raise SystemExit(f"demo: timed out waiting for {predicate!r} from kubectl {' '.join(args)}")
+        self.k(*args)
+
+
+def variant_child(cluster: str) -> str:
+    gpu, resource = GPU_VARIANTS[cluster]
+    doc = yaml.safe_load((SAMPLES / "runtime.yaml").read_text())
+    doc["metadata"]["name"] = f"sglang-llama-3-2-3b-{gpu.lower()}"
+    runner = doc["spec"]["engineConfig"]["runner"]
+    runner["resources"] = {"requests": {resource: "1"}, "limits": {resource: "1"}}
+    runner["args"] = ["--tp-size=1", "--mem-frac=0.85"]
+    doc["spec"]["engineConfig"]["nodeSelector"] = {"gpu.omectl.io/type": gpu}
+    return yaml.safe_dump(doc, sort_keys=False)
 
 
 def main() -> int:
@@ -44,58 +98,79 @@ def main() -> int:
         work = Path(tmp)
         fleet = BackgroundFleet(EmbeddedFleet(3, name_prefix="sim-"))
         fleet.start()
+        app: ControllerApp | None = None
         try:
             kubeconfig = fleet.fleet.write_kubeconfig(work / "fleet.kubeconfig")
-            print("== omectl simulated fleet: 3 embedded Kubernetes API servers ==")
+            fleet.run(fleet.fleet.apply([CRDS]))
+            clusters_dir = work / "clusters"
+            write_registrations(clusters_dir, kubeconfig, [s.name for s in fleet.fleet.servers])
+            trace_file = work / "traces.jsonl"
+            settings = Settings.load(clusters_dir=clusters_dir, trace_file=trace_file)
+
+            async def start() -> ControllerApp:
+                controller = ControllerApp(settings)
+                await controller.start()
+                await controller.wait_synced(60)
+                return controller
+
+            app = fleet.run(start())
+            print("== omectl: 3 simulated clusters, registered from", clusters_dir, "==")
             for server in fleet.fleet.servers:
                 print(f"  {server.name:8} {server.url}")
-            step = Step(kubeconfig, work / "kube-cache", kubectl)
-            step.run("config", "get-contexts")
-            gpu = {"sim-1": "H100", "sim-2": "H200", "sim-3": "MI300X"}
+            print(f"  controller webhooks on {app.webhook.base_url}")
+            sh = Shell(kubeconfig, work / "kube-cache", kubectl, trace_file)
+            sh.omectl("cluster", "list", "--clusters-dir", str(clusters_dir))
+
+            print("\n# 1. A runtime applied before its profile is denied by the admission webhook:")
+            sh.k("--context=sim-1", "create", "namespace", "llama-demo")
+            sh.k("--context=sim-1", "apply", "-f", str(SAMPLES / "runtime.yaml"), expect_failure=True)
+
+            print("\n# 2. The profile, the spec's child and a GPU-specific child on every cluster:")
             for server in fleet.fleet.servers:
                 ctx = f"--context={server.name}"
-                step.run(ctx, "version")
-                step.run(ctx, "apply", "-f", str(SAMPLES / "modelcache-crd.yaml"))
-                step.run(
-                    ctx,
-                    "wait",
-                    "--for=condition=Established",
-                    "crd/modelcaches.demo.omectl.io",
-                    "--timeout=20s",
-                )
-                manifest = (SAMPLES / "modelcache.yaml").read_text().replace("H100", gpu[server.name])
-                step.run(ctx, "apply", "-f", "-", input=manifest)
-                step.run(
-                    ctx,
-                    "patch",
-                    "modelcache",
-                    "llama-3-2-3b",
-                    "--subresource=status",
-                    "--type=merge",
-                    "-p",
-                    '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Downloaded"}]}}',
-                )
+                if server.name != "sim-1":
+                    sh.k(ctx, "create", "namespace", "llama-demo")
+                sh.k(ctx, "apply", "-f", str(SAMPLES / "profile.yaml"))
+                sh.k(ctx, "apply", "-f", str(SAMPLES / "runtime.yaml"))
+                sh.k(ctx, "apply", "-f", "-", input=variant_child(server.name))
             for server in fleet.fleet.servers:
-                step.run(f"--context={server.name}", "get", "modelcaches")
-            step.run(
+                sh.wait_for(
+                    [f"--context={server.name}", "get", "servingruntime", "-n", "llama-demo", "-o", CHAIN_COLUMNS],
+                    "Resolved",
+                )
+
+            print("\n# 3. Delete the profile on sim-2: its children report ParentNotFound and keep their last chain:")
+            sh.k("--context=sim-2", "delete", "clusterservingruntime", "sglang-profile")
+            sh.wait_for(
+                ["--context=sim-2", "get", "servingruntime", "-n", "llama-demo", "-o", CHAIN_COLUMNS], "ParentNotFound"
+            )
+            sh.k(
                 "--context=sim-2",
                 "get",
-                "mc",
-                "llama-3-2-3b",
+                "events",
+                "-n",
+                "llama-demo",
+                "--field-selector",
+                "type=Warning",
                 "-o",
-                'custom-columns=NAME:.metadata.name,GPU:.spec.gpuType,READY:.status.conditions[?(@.type=="Ready")].status,RV:.metadata.resourceVersion',
+                "custom-columns=REASON:.reason,OBJECT:.involvedObject.name,COUNT:.count,MESSAGE:.message",
             )
-            print("\n# validation happens on the server, with the API server's own wording:")
-            bad = (SAMPLES / "modelcache.yaml").read_text().replace("H100", "TPU").replace("llama-3-2-3b", "bad")
-            step.run("--context=sim-1", "apply", "-f", "-", input=bad, expect_failure=True)
-            step.run("--context=sim-3", "delete", "modelcache", "llama-3-2-3b")
-            step.run("--context=sim-3", "get", "modelcaches")
-            print("\n# each cluster keeps its own resourceVersion counter:")
-            for server in fleet.fleet.servers:
-                print(f"  {server.name}: resourceVersion {server.api.store.rv}")
+            print("\n# ... and recover when it is restored:")
+            sh.k("--context=sim-2", "apply", "-f", str(SAMPLES / "profile.yaml"))
+            sh.wait_for(
+                ["--context=sim-2", "get", "servingruntime", "-n", "llama-demo", "-o", CHAIN_COLUMNS],
+                "True    Resolved",
+            )
+
+            print("\n# 4. Where each field of the child's merged spec came from (from the traces):")
+            app.tracing.provider.force_flush()
+            sh.omectl("trace", "explain", "ServingRuntime", "llama-demo/sglang-llama-3-2-3b", "--cluster", "sim-1")
+            sh.omectl("trace", "list", "--cluster", "sim-2", "--limit", "5")
         finally:
+            if app is not None:
+                fleet.run(app.stop())
             fleet.stop()
-    print("\ndemo finished; every cluster is stopped.")
+    print("\ndemo finished; the controller and every cluster are stopped.")
     return 0
 
 

@@ -34,6 +34,10 @@ def up(
         None, "--state-dir", help="Save each cluster's objects here on shutdown and load them on start."
     ),
     ready_file: Path | None = typer.Option(None, "--ready-file", help="Written once every cluster serves."),
+    register: Path | None = typer.Option(
+        None, "--register", help="Write a ClusterRegistration per cluster into this directory."
+    ),
+    controller: bool = typer.Option(False, "--controller", help="Also run the controller in this process."),
 ) -> None:
     """Start N embedded clusters and serve them until SIGINT or SIGTERM."""
     manifests = list(apply or [])
@@ -43,7 +47,11 @@ def up(
         if not path.exists():
             raise typer.BadParameter(f"{path} does not exist", param_hint="--apply")
     try:
-        asyncio.run(_serve(clusters, name_prefix, tls, kubeconfig_out, manifests, state_dir, ready_file))
+        if controller and register is None:
+            register = Path(".omectl/clusters")
+        asyncio.run(
+            _serve(clusters, name_prefix, tls, kubeconfig_out, manifests, state_dir, ready_file, register, controller)
+        )
     except ValueError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from None
@@ -57,6 +65,8 @@ async def _serve(
     manifests: list[Path],
     state_dir: Path | None,
     ready_file: Path | None,
+    register: Path | None = None,
+    controller: bool = False,
 ) -> None:
     console = Console()
     fleet = await EmbeddedFleet(count, name_prefix=prefix, tls=tls, state_dir=state_dir).start()
@@ -67,6 +77,18 @@ async def _serve(
     try:
         fleet.write_kubeconfig(kubeconfig_out)
         applied = await fleet.apply(manifests) if manifests else {}
+        if register is not None:
+            write_registrations(register, kubeconfig_out, [s.name for s in fleet.servers])
+        app = None
+        if controller:
+            from omectl.controller.app import ControllerApp
+            from omectl.settings import Settings
+
+            app = ControllerApp(
+                Settings.load(clusters_dir=register), status_file=Path(".omectl/controller-status.json")
+            )
+            await app.start()
+            await app.wait_synced()
         table = Table(title=f"simulated fleet ({count} clusters)")
         for column in ("CLUSTER", "CONTEXT", "URL", "APPLIED"):
             table.add_column(column)
@@ -76,8 +98,12 @@ async def _serve(
         console.print(f"kubeconfig: {kubeconfig_out}  (export KUBECONFIG={kubeconfig_out})")
         if ready_file is not None:
             _write_ready_file(ready_file, [f"{s.name} {s.url}" for s in fleet.servers])
+        if app is not None:
+            console.print(f"controller: running against {register}; webhooks on {app.webhook.base_url}")
         console.print("serving; press Ctrl-C to stop")
         await stop.wait()
+        if app is not None:
+            await app.stop()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(Exception):
@@ -91,3 +117,22 @@ async def _serve(
 def _write_ready_file(path: Path, lines: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
+
+
+def write_registrations(directory: Path, kubeconfig: Path, contexts: list[str]) -> list[Path]:
+    """One ClusterRegistration file per simulated cluster, each pointing at its context of the fleet kubeconfig."""
+    import yaml
+
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for context in contexts:
+        doc = {
+            "apiVersion": "omectl.io/v1alpha1",
+            "kind": "ClusterRegistration",
+            "metadata": {"name": context, "labels": {"omectl.io/simulated": "true"}},
+            "spec": {"kubeconfig": {"path": str(kubeconfig.resolve())}, "context": context},
+        }
+        path = directory / f"{context}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        written.append(path)
+    return written

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from .cluster import cluster_app
 from .dev import dev_app
+from .run import run
+from .trace import trace_app
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -12,6 +15,9 @@ app = typer.Typer(
     help="omectl: multi-cluster controller for LLM serving on GPU fleets.",
 )
 app.add_typer(dev_app, name="dev")
+app.add_typer(cluster_app, name="cluster")
+app.command("run")(run)
+app.add_typer(trace_app, name="trace")
 
 
 @app.command()

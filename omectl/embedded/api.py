@@ -384,6 +384,8 @@ class ClusterAPI:
             obj["status"] = {"phase": "Active"}
         if rt.storage_key == WEBHOOK_KEY:
             default_webhook_configuration(obj)
+        if rt.storage_key == ("", "secrets") and not obj.get("type"):
+            obj["type"] = "Opaque"
         if rt.storage_key == CRD_KEY:
             default_crd(obj)
             finalizers = list(meta.get("finalizers") or [])

@@ -15,13 +15,15 @@ from typing import Any
 
 import yaml
 
+from omectl.tls import CertificateAuthority
+
 from .api import WriteOptions
 from .errors import APIError
 from .kubeconfig import write_kubeconfig
 from .server import EmbeddedAPIServer
-from .tls import CertificateAuthority
 
 APPLY_MANAGER = "omectl-dev"
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the OME CRDs are large
 
 
 def manifest_documents(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
@@ -35,7 +37,7 @@ def manifest_documents(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
             sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) if path.is_dir() else [path]
         )
         for file in files:
-            for doc in yaml.safe_load_all(file.read_text()):
+            for doc in yaml.load_all(file.read_text(), Loader=_YAML_LOADER):
                 if isinstance(doc, dict) and doc.get("kind") == "List":
                     docs.extend(d for d in doc.get("items") or [] if isinstance(d, dict))
                 elif isinstance(doc, dict) and doc:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
-from . import discovery, errors
+from . import discovery, errors, protobuf
 from .api import ClusterAPI, WriteOptions, parse_bool
 from .errors import APIError
 from .faults import FaultInjector, status_reason
@@ -511,8 +511,13 @@ async def _read_json(request: web.Request, rt: ResourceType) -> Any:
             return yaml.safe_load(raw)
         except yaml.YAMLError as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from None
+    if ctype == protobuf.CONTENT_TYPE:
+        try:
+            return protobuf.decode(raw)
+        except protobuf.ProtobufError:
+            raise errors.unsupported_media_type([JSON, "application/yaml"]) from None
     if ctype not in (JSON, "", "*/*"):
-        raise errors.unsupported_media_type([JSON, "application/yaml"])
+        raise errors.unsupported_media_type([JSON, "application/yaml", protobuf.CONTENT_TYPE])
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -13,13 +13,14 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from omectl.tls import CertificateAuthority, server_ssl_context
+
 from .api import ClusterAPI
 from .controllers import ClusterControllers
 from .faults import FaultInjector
 from .http import ClusterHTTP
 from .kubeconfig import KubeconfigEntry, write_kubeconfig
 from .store import Store
-from .tls import CertificateAuthority, server_ssl_context
 
 log = logging.getLogger(__name__)
 

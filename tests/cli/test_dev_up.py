@@ -83,7 +83,7 @@ def test_dev_up_rejects_a_missing_manifest(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="400"),
         timeout=60,
     )
     assert proc.returncode == 2

@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from omectl.embedded.server import EmbeddedAPIServer
-from omectl.embedded.tls import CertificateAuthority, server_ssl_context
+from omectl.tls import CertificateAuthority, server_ssl_context
 from tests.support import RawClient, widget, widget_crd
 
 CM = "/api/v1/namespaces/default/configmaps"

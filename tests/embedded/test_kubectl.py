@@ -13,7 +13,7 @@ import yaml
 from aiohttp import web
 
 from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
-from omectl.embedded.tls import CertificateAuthority, server_ssl_context
+from omectl.tls import CertificateAuthority, server_ssl_context
 from tests.support import Kubectl, kubectl_path, widget, widget_crd
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("kubectl")]
@@ -364,3 +364,15 @@ def test_kubectl_over_tls(mode: str, tmp_path: Path) -> None:
         assert k.run("apply", "-f", "-", input=dump(widget("secure"))).stdout.strip() == (
             "widget.example.com/secure created"
         )
+
+
+def test_kubectl_create_generators_send_protobuf_and_work(k: Kubectl) -> None:
+    assert k.run("--context=bg-1", "create", "namespace", "proto-ns").stdout.strip() == "namespace/proto-ns created"
+    out = k.run("--context=bg-1", "create", "configmap", "proto-cm", "-n", "proto-ns", "--from-literal=a=b").stdout
+    assert out.strip() == "configmap/proto-cm created"
+    k.run("--context=bg-1", "create", "secret", "generic", "proto-s", "-n", "proto-ns", "--from-literal=token=t0k")
+    cm = json.loads(k.run("--context=bg-1", "get", "cm", "proto-cm", "-n", "proto-ns", "-o", "json").stdout)
+    assert cm["data"] == {"a": "b"}
+    secret = json.loads(k.run("--context=bg-1", "get", "secret", "proto-s", "-n", "proto-ns", "-o", "json").stdout)
+    assert secret["data"] == {"token": "dDBr"}
+    assert secret["type"] == "Opaque"

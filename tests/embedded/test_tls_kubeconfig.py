@@ -19,7 +19,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from omectl.embedded.kubeconfig import KubeconfigEntry, build_kubeconfig, write_kubeconfig
-from omectl.embedded.tls import CertificateAuthority, client_ssl_context, server_ssl_context
+from omectl.tls import CertificateAuthority, client_ssl_context, server_ssl_context
 
 DEADLINE = 10.0
 VERSION = {

@@ -1,4 +1,5 @@
-"""A throwaway certificate authority for the embedded API server: CA, server certificates, SSL contexts."""
+"""A small certificate authority (EC P-256): a CA, server certificates and SSL contexts, for the embedded API
+server and the admission webhook server."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Typed models of the CRDs omectl serves, and the generator of their CRD YAML."""

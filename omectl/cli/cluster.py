@@ -1,0 +1,283 @@
+"""`omectl cluster`: register, list, remove and check the clusters in a registration directory."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env
+from omectl.fleet.registration import (
+    ClusterRegistration,
+    RegistrationError,
+    kubeconfig_content,
+    load_registration_file,
+    open_client,
+    resolve_kubeconfig,
+    server_of,
+    to_yaml,
+    validate_cluster_name,
+)
+from omectl.kube.client import KubeError
+
+cluster_app = typer.Typer(no_args_is_help=True, help="Register, list, remove and check fleet clusters.")
+
+CLUSTERS_DIR_OPTION = typer.Option(
+    None,
+    "--clusters-dir",
+    envvar=CLUSTERS_DIR_ENV,
+    help="Directory of ClusterRegistration files (default: ./clusters).",
+    show_default=False,
+)
+OUTPUT_FORMATS = ("table", "json", "yaml")
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _parse_labels(pairs: list[str]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise _fail(f'invalid label "{pair}": expected KEY=VALUE')
+        labels[key] = value
+    return labels
+
+
+def _registered_files(directory: Path) -> dict[str, Path]:
+    """Which file registers each name (the first by file name), ignoring files that do not parse."""
+    owners: dict[str, Path] = {}
+    if not directory.is_dir():
+        return owners
+    for file in sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()):
+        try:
+            reg = load_registration_file(file, fingerprint=False)
+        except RegistrationError:
+            continue
+        if reg is not None:
+            owners.setdefault(reg.name, file)
+    return owners
+
+
+def _write_private_or_public(target: Path, text: str, *, private: bool) -> None:
+    """Write atomically; 0600 when the file embeds credentials."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), 0o600 if private else 0o644)
+            handle.write(text)
+        os.replace(temp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+
+
+@cluster_app.command("add")
+def add(
+    name: str = typer.Argument(..., help="Cluster name (lowercase letters, digits and '-')."),
+    kubeconfig: Path = typer.Option(..., "--kubeconfig", help="Kubeconfig file that reaches the cluster."),
+    context: str | None = typer.Option(None, "--context", help="Context in the kubeconfig (default: current)."),
+    label: list[str] = typer.Option([], "--label", help="Label KEY=VALUE for fleet selection; repeatable."),
+    clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
+    inline: bool = typer.Option(False, "--inline", help="Embed the kubeconfig in the registration (mode 0600)."),
+) -> None:
+    """Register a cluster: validate its kubeconfig, then write DIR/NAME.yaml."""
+    directory = clusters_dir_from_env(clusters_dir)
+    problem = validate_cluster_name(name)
+    if problem is not None:
+        raise _fail(problem)
+    labels = _parse_labels(label)
+    existing = _registered_files(directory).get(name)
+    target = directory / f"{name}.yaml"
+    if existing is None and target.exists():
+        existing = target
+    if existing is not None:
+        raise _fail(f'cluster "{name}" is already registered ({existing})')
+    path = kubeconfig.expanduser().absolute()
+    reg = ClusterRegistration(name=name, kubeconfig_path=path, context=context, labels=labels, source=str(target))
+    try:
+        if inline:
+            content = kubeconfig_content(reg)
+            reg = ClusterRegistration(
+                name=name, kubeconfig_inline=content, context=context, labels=labels, source=str(target)
+            )
+        resolve_kubeconfig(reg)
+    except RegistrationError as exc:
+        raise _fail(str(exc)) from None
+    _write_private_or_public(target, to_yaml(reg), private=inline)
+    typer.echo(f'cluster "{name}" registered ({target})')
+
+
+def _rows(directory: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    registrations, errors = DirectoryProvider(directory).scan()
+    rows = []
+    for name, reg in sorted(registrations.items()):
+        try:
+            config = resolve_kubeconfig(reg)
+        except RegistrationError as exc:  # the kubeconfig changed since the scan
+            errors[reg.source] = f"{reg.source}: {exc}"
+            continue
+        rows.append(
+            {
+                "name": name,
+                "context": config["current-context"],
+                "server": server_of(config),
+                "labels": dict(reg.labels),
+                "source": reg.source,
+            }
+        )
+    return rows, errors
+
+
+def _print_table(headers: list[str], rows: list[list[str]]) -> None:
+    """kubectl-style columns: left-aligned, three spaces apart, no wrapping (safe to pipe into grep/awk)."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    for line in [headers, *rows]:
+        typer.echo("   ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+
+
+def _print_errors(errors: dict[str, str]) -> None:
+    if errors:
+        typer.echo("")
+        typer.echo("ERRORS")
+        for source in sorted(errors):
+            typer.echo(f"  {errors[source]}")
+
+
+def _emit(document: dict[str, Any], output: str) -> None:
+    if output == "json":
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        typer.echo(yaml.safe_dump(document, sort_keys=False).rstrip())
+
+
+def _check_output(output: str) -> None:
+    if output not in OUTPUT_FORMATS:
+        raise _fail(f'unknown output format "{output}": use one of {", ".join(OUTPUT_FORMATS)}')
+
+
+def _format_labels(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"
+
+
+@cluster_app.command("list")
+def list_clusters(
+    clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
+    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+) -> None:
+    """List the registered clusters, and the registration files that could not be used."""
+    _check_output(output)
+    rows, errors = _rows(clusters_dir_from_env(clusters_dir))
+    if output != "table":
+        error_list = [{"source": source, "message": errors[source]} for source in sorted(errors)]
+        _emit({"clusters": rows, "errors": error_list}, output)
+        return
+    if not rows and not errors:
+        typer.echo(f"no clusters registered in {clusters_dir_from_env(clusters_dir)}")
+        return
+    _print_table(
+        ["NAME", "CONTEXT", "SERVER", "LABELS", "SOURCE"],
+        [[r["name"], r["context"], r["server"], _format_labels(r["labels"]), r["source"]] for r in rows],
+    )
+    _print_errors(errors)
+
+
+@cluster_app.command("remove")
+def remove(
+    name: str = typer.Argument(..., help="Name of the registered cluster."),
+    clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
+) -> None:
+    """Unregister a cluster: delete the file that registers it."""
+    directory = clusters_dir_from_env(clusters_dir)
+    file = _registered_files(directory).get(name)
+    if file is None:
+        raise _fail(f'cluster "{name}" is not registered in {directory}')
+    file.unlink()
+    typer.echo(f'cluster "{name}" removed ({file})')
+
+
+async def _probe(reg: ClusterRegistration, timeout: float) -> tuple[bool, str]:
+    """GET /version on one cluster: (reachable, gitVersion or the error as one line)."""
+    try:
+        client = await open_client(reg, connect_timeout=timeout, request_timeout=timeout)
+    except (RegistrationError, KubeError) as exc:
+        return False, _one_line(exc)
+    try:
+        # The outer deadline also covers an exec credential plugin that hangs.
+        body = await asyncio.wait_for(client.request("GET", "/version", timeout=timeout), timeout + 1)
+    except TimeoutError:
+        return False, f"no answer within {timeout:g}s"
+    except Exception as exc:  # any failure of one cluster is a report line, never a crash
+        return False, _one_line(exc)
+    finally:
+        await client.close()
+    return True, str(body.get("gitVersion", ""))
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+async def _probe_all(regs: list[ClusterRegistration], timeout: float) -> list[tuple[bool, str]]:
+    return list(await asyncio.gather(*(_probe(reg, timeout) for reg in regs)))
+
+
+@cluster_app.command("check")
+def check(
+    name: str | None = typer.Argument(None, help="Check only this cluster."),
+    clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
+    timeout: float = typer.Option(5.0, "--timeout", min=0.1, help="Seconds to wait for each cluster."),
+    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+) -> None:
+    """Connect to each registered cluster (GET /version); exit 0 if all are reachable, else 2."""
+    _check_output(output)
+    directory = clusters_dir_from_env(clusters_dir)
+    registrations, errors = DirectoryProvider(directory).scan()
+    if name is not None:
+        if name not in registrations:
+            owner = _registered_files(directory).get(name)
+            if owner is not None and str(owner) in errors:
+                raise _fail(errors[str(owner)])
+            raise _fail(f'cluster "{name}" is not registered in {directory}')
+        registrations = {name: registrations[name]}
+        errors = {}
+    regs = [registrations[n] for n in sorted(registrations)]
+    results = asyncio.run(_probe_all(regs, timeout))
+    rows: list[dict[str, Any]] = []
+    for reg, (reachable, detail) in zip(regs, results, strict=True):
+        row: dict[str, Any] = {"name": reg.name, "server": _server_or_blank(reg), "reachable": reachable}
+        row["version" if reachable else "error"] = detail
+        rows.append(row)
+    if output != "table":
+        error_list = [{"source": source, "message": errors[source]} for source in sorted(errors)]
+        _emit({"clusters": rows, "errors": error_list}, output)
+    else:
+        _print_table(
+            ["NAME", "SERVER", "STATUS", "DETAIL"],
+            [
+                [reg.name, _server_or_blank(reg), "reachable" if ok else "unreachable", detail]
+                for reg, (ok, detail) in zip(regs, results, strict=True)
+            ],
+        )
+        _print_errors(errors)
+    if errors or not all(reachable for reachable, _ in results):
+        raise typer.Exit(2)
+
+
+def _server_or_blank(reg: ClusterRegistration) -> str:
+    try:
+        return server_of(resolve_kubeconfig(reg))
+    except RegistrationError:
+        return ""

@@ -1,0 +1,318 @@
+"""`omectl trace`: list recent reconciles, draw a trace's span tree, and explain where a runtime's fields came from."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, NoReturn
+
+import orjson
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from omectl.tracing.reader import MergeRecord, SpanRecord, TraceStore, object_of
+from omectl.tracing.setup import default_trace_file
+from omectl.tracing.spans import (
+    ATTR_CLUSTER,
+    ATTR_KIND,
+    ATTR_MERGE_CACHE,
+    ATTR_MERGE_CHAIN,
+    ATTR_MERGE_LAYER_FIELDS,
+    ATTR_MERGE_PROVENANCE,
+    ATTR_NAME,
+    ATTR_NAMESPACE,
+    ATTR_QUEUE_WAIT_MS,
+    ATTR_RESOURCE_VERSION,
+    ATTR_RESULT,
+    ATTR_RETRIES,
+    RESULT_ERROR,
+    RESULT_REQUEUE,
+    RESULT_SUCCESS,
+    RESULT_TERMINAL,
+)
+
+trace_app = typer.Typer(no_args_is_help=True, help="Inspect the reconcile and merge traces omectl recorded.")
+
+STATUS_CODE_ERROR = 2
+WIDE_CONSOLE = 200
+RESULT_STYLES = {RESULT_SUCCESS: "green", RESULT_REQUEUE: "yellow", RESULT_ERROR: "red", RESULT_TERMINAL: "red"}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_DURATION = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+FILE_HELP = "Trace file to read. Default: $OMECTL_TRACE_FILE or .omectl/traces.jsonl."
+
+
+def _console() -> Console:
+    # Piped output keeps whole trace ids and rows rather than wrapping them at 80 columns.
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(WIDE_CONSOLE, console.width))
+    return console
+
+
+def _fail(message: str) -> NoReturn:
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(1)
+
+
+def _load(path: Path | None) -> tuple[TraceStore, Path]:
+    path = path or default_trace_file()
+    try:
+        return TraceStore.load(path), path
+    except FileNotFoundError:
+        _fail(f"no trace file at {path}")
+    except OSError as exc:
+        _fail(f"cannot read trace file {path}: {exc.strerror or exc}")
+
+
+def parse_since(text: str, now_ns: int) -> int:
+    """`10m`, `1h30m`, `45s`, `2d` before `now_ns`, or an RFC 3339 time (UTC when it has no offset), in ns."""
+    text = text.strip()
+    if _DURATION.fullmatch(text):
+        seconds = sum(float(amount) * _UNIT_SECONDS[unit] for amount, unit in _DURATION_PART.findall(text))
+        return now_ns - int(seconds * 1e9)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is neither a duration (10m, 1h) nor an RFC 3339 time", param_hint="--since"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1) * 1000  # exact, unlike float seconds
+
+
+def parse_object(text: str) -> tuple[str, str | None, str]:
+    """`KIND/NS/NAME`, or `KIND/NAME` for a cluster-scoped object."""
+    parts = text.split("/")
+    if len(parts) == 3 and all(parts):
+        return parts[0], parts[1], parts[2]
+    if len(parts) == 2 and all(parts):
+        return parts[0], None, parts[1]
+    raise typer.BadParameter(f"{text!r} is not KIND/NAMESPACE/NAME or KIND/NAME", param_hint="--object")
+
+
+def _time(span: SpanRecord) -> str:
+    return span.start.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _object_name(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _dump_json(value: Any) -> None:
+    typer.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+@trace_app.command("list")
+def list_reconciles(
+    file: Path | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
+    cluster: str | None = typer.Option(None, "--cluster", help="Only reconciles on this cluster."),
+    object_ref: str | None = typer.Option(
+        None, "--object", help="Only reconciles of KIND/NAMESPACE/NAME (KIND/NAME when cluster-scoped)."
+    ),
+    since: str | None = typer.Option(None, "--since", help="Only reconciles started since: 10m, 1h, or RFC 3339."),
+    limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many, newest first."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table or json."),
+) -> None:
+    """Recent reconciles, newest first: one row per reconcile root span."""
+    since_ns = parse_since(since, time.time_ns()) if since else None
+    kind, namespace, name = parse_object(object_ref) if object_ref else (None, None, None)
+    if object_ref and namespace is None:
+        namespace = ""  # KIND/NAME asks for the cluster-scoped object only
+    store, path = _load(file)
+    spans = store.reconciles(cluster=cluster, kind=kind, namespace=namespace, name=name, since_ns=since_ns)[:limit]
+    if output is OutputFormat.json:
+        _dump_json([_reconcile_row(span) for span in spans])
+        return
+    if not spans:
+        typer.echo(f"No reconciles match in {path}.")
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("TIME", "CLUSTER", "KIND", "OBJECT", "RESULT"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("DURATION (ms)", justify="right", no_wrap=True)
+    table.add_column("TRACE ID", no_wrap=True)
+    for span in spans:
+        row = _reconcile_row(span)
+        result = row["result"] or "-"
+        table.add_row(
+            row["time"],
+            escape(row["cluster"] or "-"),
+            escape(row["kind"]),
+            escape(_object_name(row["namespace"], row["name"])),
+            f"[{RESULT_STYLES.get(result, 'default')}]{escape(result)}[/]",
+            f"{row['durationMs']:.1f}",
+            row["traceId"],
+        )
+    _console().print(table)
+
+
+def _reconcile_row(span: SpanRecord) -> dict[str, Any]:
+    ref = object_of(span)
+    return {
+        "time": _time(span),
+        "cluster": ref.cluster,
+        "kind": ref.kind,
+        "namespace": ref.namespace,
+        "name": ref.name,
+        "resourceVersion": span.attributes.get(ATTR_RESOURCE_VERSION),
+        "result": span.attributes.get(ATTR_RESULT),
+        "durationMs": round(span.duration_ms, 3),
+        "queueWaitMs": span.attributes.get(ATTR_QUEUE_WAIT_MS),
+        "retries": span.attributes.get(ATTR_RETRIES),
+        "traceId": span.trace_id,
+        "spanId": span.span_id,
+    }
+
+
+@trace_app.command("show")
+def show(
+    trace_id: str = typer.Argument(..., help="The trace id (or a unique prefix of it)."),
+    file: Path | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
+) -> None:
+    """Draw one trace as a span tree with durations and key attributes."""
+    store, path = _load(file)
+    found = store.find_trace(trace_id)
+    if found is None:
+        _fail(f"trace {trace_id} not found in {path}")
+    tree = Tree(f"[bold]trace[/bold] {found}  ({len(store.spans(found))} spans)")
+    for root in store.roots(found):
+        _add_span(tree, store, root)
+    _console().print(tree)
+
+
+_SHOWN_ELSEWHERE = {
+    ATTR_CLUSTER,
+    ATTR_KIND,
+    ATTR_NAMESPACE,
+    ATTR_NAME,
+    ATTR_RESULT,
+    ATTR_RESOURCE_VERSION,
+    ATTR_QUEUE_WAIT_MS,
+    ATTR_RETRIES,
+    ATTR_MERGE_CHAIN,
+    ATTR_MERGE_CACHE,
+    ATTR_MERGE_LAYER_FIELDS,
+    ATTR_MERGE_PROVENANCE,
+}
+
+
+def _span_label(span: SpanRecord) -> str:
+    parts = [f"[bold]{escape(span.name)}[/bold]", _ms(span.duration_ms)]
+    attributes = span.attributes
+    if span.is_reconcile:
+        ref = object_of(span)
+        parts.append(escape(f"{ref.cluster or '-'} {ref.kind} {_object_name(ref.namespace, ref.name)}"))
+        result = str(attributes.get(ATTR_RESULT, "-"))
+        parts.append(f"result=[{RESULT_STYLES.get(result, 'default')}]{escape(result)}[/]")
+        parts.append(escape(f"rv={attributes.get(ATTR_RESOURCE_VERSION, '-')}"))
+        queue_wait = attributes.get(ATTR_QUEUE_WAIT_MS)
+        if isinstance(queue_wait, int | float):
+            parts.append(f"queued {_ms(queue_wait)}")
+        parts.append(f"retries={attributes.get(ATTR_RETRIES, 0)}")
+    if span.is_merge:
+        chain = " → ".join(str(item) for item in attributes.get(ATTR_MERGE_CHAIN) or ())
+        parts.append(escape(f"chain: {chain}"))
+        parts.append(escape(f"cache={attributes.get(ATTR_MERGE_CACHE, '-')}"))
+        layers = attributes.get(ATTR_MERGE_LAYER_FIELDS) or ()
+        if layers:
+            parts.append(escape(f"fields: {' '.join(str(item) for item in layers)}"))
+    for key, value in attributes.items():
+        if key not in _SHOWN_ELSEWHERE:
+            parts.append(escape(f"{key}={_short(value)}"))
+    if span.status_code == STATUS_CODE_ERROR:
+        parts.append(f"[red]error: {escape(span.status_message or 'unknown')}[/red]")
+    return "  ".join(parts)
+
+
+def _ms(milliseconds: float) -> str:
+    return f"{milliseconds:.3f} ms" if milliseconds < 1 else f"{milliseconds:.1f} ms"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = " ".join(str(item) for item in value) if isinstance(value, list) else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _add_span(parent: Tree, store: TraceStore, span: SpanRecord) -> None:
+    node = parent.add(_span_label(span))
+    for link in span.links:
+        kind = link.attributes.get("ot-span-reference-type", "link")
+        node.add(f"[dim]↳ {escape(str(kind))} {link.trace_id}/{link.span_id}[/dim]")
+    for event in span.events:
+        offset_ms = (event.time_ns - span.start_ns) / 1e6
+        details = " ".join(f"{key}={_short(value)}" for key, value in event.attributes.items())
+        node.add(f"[italic]event[/italic] {escape(event.name)} +{offset_ms:.1f} ms {escape(details)}".rstrip())
+    for child in store.children(span):
+        _add_span(node, store, child)
+
+
+@trace_app.command("explain")
+def explain(
+    kind: str = typer.Argument(..., help="The runtime's kind, e.g. ServingRuntime or ClusterServingRuntime."),
+    ref: str = typer.Argument(..., help="NAMESPACE/NAME, or NAME for a cluster-scoped runtime."),
+    cluster: str | None = typer.Option(None, "--cluster", help="Only merges on this cluster."),
+    file: Path | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
+    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table or json."),
+) -> None:
+    """Where each field of a runtime's merged spec came from, per its latest merge span."""
+    namespace, _, name = ref.rpartition("/")
+    if not name or "/" in namespace:
+        raise typer.BadParameter(f"{ref!r} is not NAMESPACE/NAME or NAME", param_hint="REF")
+    store, path = _load(file)
+    merge = store.latest_merge(kind=kind, namespace=namespace or None, name=name, cluster=cluster)
+    if merge is None:
+        where = f" on cluster {cluster}" if cluster else ""
+        _fail(f"no merge of {kind} {ref}{where} found in {path}")
+    if output is OutputFormat.json:
+        _dump_json(_explain_json(merge))
+        return
+    console = _console()
+    runtime = merge.runtime
+    console.print(
+        f"[bold]{escape(runtime.kind)} {escape(_object_name(runtime.namespace, runtime.name))}[/bold]"
+        f"  cluster {escape(runtime.cluster or '-')}  merged {_time(merge.span)}  cache {escape(merge.cache or '-')}"
+        f"  trace {merge.span.trace_id}",
+        highlight=False,
+    )
+    console.print(f"chain (root first): {escape(' → '.join(merge.chain) or '-')}", highlight=False)
+    if not merge.provenance:
+        console.print("No field provenance was recorded for this merge.")
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("FIELD", overflow="fold")
+    table.add_column("SET BY", no_wrap=True)
+    for field_path, runtime_name in merge.provenance.items():
+        table.add_row(escape(field_path), escape(runtime_name))
+    console.print(table)
+
+
+def _explain_json(merge: MergeRecord) -> dict[str, Any]:
+    return {
+        "kind": merge.runtime.kind,
+        "namespace": merge.runtime.namespace,
+        "name": merge.runtime.name,
+        "cluster": merge.runtime.cluster,
+        "time": _time(merge.span),
+        "traceId": merge.span.trace_id,
+        "spanId": merge.span.span_id,
+        "cache": merge.cache,
+        "chain": merge.chain,
+        "layerFields": merge.layer_fields,
+        "provenance": merge.provenance,
+    }

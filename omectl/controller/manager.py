@@ -1,0 +1,302 @@
+"""The fleet controller: clusters come and go from the registry; each has its informers; one queue, one resolver.
+
+```
+registry provider ──▶ FleetController.apply_changes ──▶ ClusterRuntime (client + informers) per cluster
+                                                             │ watch events (handlers, synchronous)
+                                                             ▼
+                      work queue (dedup, fair across clusters, low priority for initial lists)
+                                                             │
+                                                             ▼
+                      workers ──▶ reconcile span ──▶ runtime status reconciler ──▶ resolver (shared) ──▶ status write
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from omectl.controller.lookup import INHERIT_INDEX, CacheLookup, descendants, inherit_index
+from omectl.controller.queue import Result, WorkItem, WorkKey, WorkQueue, run_workers
+from omectl.controller.resolver import ChainResolver
+from omectl.controller.runtime_status import desired_status, record_merge_span, resolve_runtime
+from omectl.core.runtimes import (
+    CLUSTER_SERVING_RUNTIME,
+    INHERIT_FROM_ANNOTATION,
+    RUNTIME_PROFILE_ANNOTATION,
+    SERVING_RUNTIME,
+)
+from omectl.fleet.providers import RegistryChange
+from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
+from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.events import EventRecorder
+from omectl.kube.informer import Informer
+from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, SERVING_RUNTIMES, ResourceRef
+from omectl.kube.writer import write_status
+from omectl.tracing.spans import reconcile_span, watch_event_context
+
+log = logging.getLogger(__name__)
+
+SR_KEY = "ome.io/ServingRuntime"
+CSR_KEY = "ome.io/ClusterServingRuntime"
+FIELD_MANAGER = "omectl"
+_KIND_OF = {SR_KEY: SERVING_RUNTIME, CSR_KEY: CLUSTER_SERVING_RUNTIME}
+_KEY_OF = {SERVING_RUNTIME: SR_KEY, CLUSTER_SERVING_RUNTIME: CSR_KEY}
+
+
+def _chain_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """Whether an update can change a chain: the spec (generation) or the inheritance annotations."""
+    if old is None:
+        return True
+    meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
+    if meta.get("generation") != old_meta.get("generation"):
+        return True
+    annotations, old_annotations = meta.get("annotations") or {}, old_meta.get("annotations") or {}
+    return any(
+        annotations.get(k) != old_annotations.get(k) for k in (INHERIT_FROM_ANNOTATION, RUNTIME_PROFILE_ANNOTATION)
+    )
+
+
+@dataclass
+class ClusterHealth:
+    connected: bool = False
+    synced: bool = False
+    last_error: str | None = None
+    reconciles: int = 0
+    errors: int = 0
+    started_at: float = field(default_factory=time.time)
+
+
+class ClusterRuntime:
+    """One registered cluster inside the controller: its client, informers, event recorder and health."""
+
+    def __init__(self, registration: ClusterRegistration, client: ClusterClient, controller: FleetController) -> None:
+        self.registration = registration
+        self.name = registration.name
+        self.client = client
+        self.controller = controller
+        self.health = ClusterHealth()
+        self.recorder = EventRecorder(client, component="omectl")
+        self.serving = self._informer(SERVING_RUNTIMES, SR_KEY)
+        self.cluster_serving = self._informer(CLUSTER_SERVING_RUNTIMES, CSR_KEY)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _informer(self, resource: ResourceRef, work_kind: str) -> Informer:
+        informer = Informer(self.client, resource, handlers=[self._handler(work_kind)])
+        informer.cache.add_index(INHERIT_INDEX, inherit_index)
+        return informer
+
+    @property
+    def informers(self) -> list[Informer]:
+        return [self.serving, self.cluster_serving]
+
+    def lookup(self) -> CacheLookup:
+        return CacheLookup(self.serving.cache, self.cluster_serving.cache)
+
+    def _handler(self, work_kind: str) -> Any:
+        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
+            meta = obj["metadata"]
+            namespace = meta.get("namespace", "")
+            trigger = watch_event_context(
+                self.name, work_kind, namespace, meta["name"], meta.get("resourceVersion", "")
+            )
+            relevant = event_type != "MODIFIED" or _chain_relevant_change(obj, old)
+            if not relevant:
+                return  # our own status write (or a label edit) cannot change any chain
+            queue = self.controller.queue
+            if event_type != "DELETED":
+                queue.add(WorkKey(self.name, work_kind, namespace, meta["name"]), low_priority=initial, trigger=trigger)
+            if initial:
+                return  # every runtime of the initial list is queued anyway
+            for kind, ns, name in descendants(
+                _KIND_OF[work_kind], namespace, meta["name"], self.serving.cache, self.cluster_serving.cache
+            ):
+                queue.add(WorkKey(self.name, _KEY_OF[kind], ns, name), trigger=trigger)
+
+        return on_event
+
+    async def start(self) -> None:
+        for informer in self.informers:
+            self._tasks.append(
+                asyncio.create_task(informer.run(), name=f"informer-{self.name}-{informer.resource.plural}")
+            )
+        self._tasks.append(asyncio.create_task(self._watch_health(), name=f"health-{self.name}"))
+
+    async def _watch_health(self) -> None:
+        while True:
+            self.health.synced = all(i.synced.is_set() for i in self.informers)
+            self.health.connected = all(i.connected for i in self.informers)
+            errors = [i.last_error for i in self.informers if i.last_error]
+            self.health.last_error = errors[0] if errors else None
+            await asyncio.sleep(0.5)
+
+    async def wait_synced(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in self.informers)), timeout)
+        self.health.synced = True
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self.client.close()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "server": self.client.server if hasattr(self.client, "server") else "",
+            "connected": self.health.connected,
+            "synced": self.health.synced,
+            "lastError": self.health.last_error,
+            "objectsCached": sum(len(i.cache) for i in self.informers),
+            "reconciles": self.health.reconciles,
+            "errors": self.health.errors,
+            "queueDepth": self.controller.queue.depth(self.name),
+        }
+
+
+class FleetController:
+    """The central fleet controller: registry in, reconciles out, one shared resolver for every cluster."""
+
+    def __init__(self, *, concurrency: int = 16, tracer: Any = None, resolver: ChainResolver | None = None) -> None:
+        self.queue = WorkQueue(max_concurrency=concurrency)
+        self.concurrency = concurrency
+        self.resolver = resolver or ChainResolver()
+        self.tracer = tracer
+        self.clusters: dict[str, ClusterRuntime] = {}
+        self.registry_errors: dict[str, str] = {}
+        self.on_cluster_added: list[Any] = []
+        self.on_cluster_removed: list[Any] = []
+        self._workers: asyncio.Task[None] | None = None
+
+    # --- clusters --------------------------------------------------------------------------------------
+
+    async def apply_changes(self, changes: list[RegistryChange]) -> None:
+        for change in changes:
+            name = change.registration.name
+            if change.kind in ("removed", "changed"):
+                await self.remove_cluster(name)
+            if change.kind in ("added", "changed"):
+                await self.add_cluster(change.registration)
+
+    async def add_cluster(self, registration: ClusterRegistration) -> ClusterRuntime | None:
+        try:
+            config = resolve_kubeconfig(registration)
+            client = await ClusterClient.from_kubeconfig(
+                config_dict=config, context=registration.context, name=registration.name
+            )
+        except Exception as exc:  # a bad registration is reported, never a crash
+            self.registry_errors[registration.name] = str(exc)
+            log.error("cluster %s: cannot be added: %s", registration.name, exc)
+            return None
+        self.registry_errors.pop(registration.name, None)
+        runtime = ClusterRuntime(registration, client, self)
+        self.clusters[registration.name] = runtime
+        await runtime.start()
+        for callback in self.on_cluster_added:
+            await callback(runtime)
+        log.info("cluster %s: added", registration.name)
+        return runtime
+
+    async def remove_cluster(self, name: str) -> None:
+        runtime = self.clusters.pop(name, None)
+        if runtime is None:
+            return
+        for callback in self.on_cluster_removed:
+            await callback(runtime)
+        await runtime.stop()
+        await self.resolver.forget_cluster(name)
+        log.info("cluster %s: removed", name)
+
+    # --- running ---------------------------------------------------------------------------------------
+
+    def start_workers(self) -> None:
+        if self._workers is None:
+            self._workers = asyncio.create_task(run_workers(self.queue, self.process, self.concurrency), name="workers")
+
+    async def stop(self) -> None:
+        """Finish in-flight reconciles, then stop every cluster."""
+        self.queue.shutdown()
+        if self._workers is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.queue.drain()
+            self._workers.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._workers
+            self._workers = None
+        for name in list(self.clusters):
+            await self.remove_cluster(name)
+
+    # --- reconciling -----------------------------------------------------------------------------------
+
+    async def process(self, item: WorkItem) -> Result:
+        key = item.key
+        cluster = self.clusters.get(key.cluster)
+        if cluster is None:
+            return Result()
+        cache = cluster.serving.cache if key.kind == SR_KEY else cluster.cluster_serving.cache
+        obj = cache.get(key.namespace, key.name)
+        if obj is None:
+            return Result()
+        with reconcile_span(
+            self.tracer,
+            cluster=key.cluster,
+            kind=key.kind,
+            namespace=key.namespace,
+            name=key.name,
+            resource_version=obj["metadata"].get("resourceVersion", ""),
+            queue_wait=item.queue_wait,
+            retries=item.retries,
+            links=[t for t in item.triggers if t is not None],  # type: ignore[misc]
+        ):
+            try:
+                await self._reconcile_runtime(cluster, key, obj)
+            except Exception:
+                cluster.health.errors += 1
+                raise
+            finally:
+                cluster.health.reconciles += 1
+        return Result()
+
+    async def _reconcile_runtime(self, cluster: ClusterRuntime, key: WorkKey, obj: dict[str, Any]) -> None:
+        outcome = await resolve_runtime(self.resolver, cluster.name, obj, cluster.lookup())
+        if self.tracer is not None:
+            record_merge_span(self.tracer, outcome, _KIND_OF[key.kind], key.namespace, key.name)
+        resource = SERVING_RUNTIMES if key.kind == SR_KEY else CLUSTER_SERVING_RUNTIMES
+        if desired_status(obj, outcome) is not None:
+            try:
+                await write_status(
+                    cluster.client,
+                    resource,
+                    key.namespace or None,
+                    key.name,
+                    lambda live: desired_status(live, outcome),
+                    field_manager=FIELD_MANAGER,
+                )
+            except KubeAPIError as exc:
+                if exc.status != 404:
+                    raise
+        if not outcome.ok:
+            await cluster.recorder.record(obj, "Warning", outcome.reason, outcome.message)
+
+    # --- reporting -------------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "clusters": [c.status() for c in self.clusters.values()],
+            "registryErrors": dict(self.registry_errors),
+            "resolver": {
+                "entries": len(self.resolver),
+                "hits": self.resolver.stats.hits,
+                "misses": self.resolver.stats.misses,
+                "merges": self.resolver.stats.merges,
+            },
+            "queueDepth": self.queue.depth(),
+        }

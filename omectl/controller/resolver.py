@@ -1,0 +1,128 @@
+"""The shared, memoized chain resolver: one instance for the whole fleet.
+
+A merged spec is cached under the identity *and resourceVersion* of every runtime in its chain, so an entry can
+never be stale: any edit anywhere in a chain changes the key. A child's merge starts from its parent's cached
+merge (the chain's prefix), so a profile shared by 2,000 children is merged once per profile version.
+
+The hot path is an in-process LRU (a dict lookup); aiocache is the pluggable second level behind it (memory by
+default, a shared backend where several replicas should share merges of identical content).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiocache import Cache
+from aiocache.serializers import NullSerializer
+
+from omectl.core.inheritance import RuntimeLookup, resolve_chain
+from omectl.core.merge import MergeResult, merge_layer
+
+# (cluster, ((kind, namespace, name, resourceVersion), ...)) root first
+ChainKey = tuple[str, tuple[tuple[str, str, str, str], ...]]
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The merged spec of one runtime, with how it was obtained."""
+
+    result: MergeResult
+    key: ChainKey
+    cache_hit: bool
+    names: tuple[str, ...]
+
+
+@dataclass
+class ResolverStats:
+    hits: int = 0
+    misses: int = 0
+    merges: int = 0
+    evictions: int = 0
+
+
+class ChainResolver:
+    """Resolves and merges runtime chains for every cluster, memoized by the chain's resourceVersions."""
+
+    def __init__(self, max_entries: int = 50_000, second_level: Any | None = None) -> None:
+        self.max_entries = max_entries
+        self._lru: OrderedDict[ChainKey, MergeResult] = OrderedDict()
+        self._l2 = second_level if second_level is not None else Cache(Cache.MEMORY, serializer=NullSerializer())
+        self.stats = ResolverStats()
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    async def resolve(self, cluster: str, runtime: Mapping[str, Any], lookup: RuntimeLookup) -> Resolution:
+        """Resolve `runtime`'s chain in `cluster` and return its merged spec (raises `ChainError`)."""
+        chain = resolve_chain(runtime, lookup)
+        refs = tuple(
+            (ref.kind, ref.namespace, ref.name, rv) for ref, rv in zip(chain.refs, chain.resource_versions, strict=True)
+        )
+        key: ChainKey = (cluster, refs)
+        cached = self._get_l1(key)
+        if cached is not None:
+            self.stats.hits += 1
+            return Resolution(cached, key, True, chain.names)
+        self.stats.misses += 1
+        result = await self._merge_prefixes(cluster, refs, chain.runtimes)
+        return Resolution(result, key, False, chain.names)
+
+    async def _merge_prefixes(
+        self, cluster: str, refs: tuple[tuple[str, str, str, str], ...], runtimes: tuple[Mapping[str, Any], ...]
+    ) -> MergeResult:
+        # Find the longest cached prefix (the parent's merge), then lay the remaining runtimes over it.
+        start = len(refs)
+        base: MergeResult | None = None
+        while start > 0:
+            prefix_key: ChainKey = (cluster, refs[:start])
+            found = self._get_l1(prefix_key) or await self._get_l2(prefix_key)
+            if found is not None:
+                base = found
+                break
+            start -= 1
+        for depth in range(start, len(refs)):
+            runtime = runtimes[depth]
+            base = merge_layer(base, runtime["metadata"]["name"], runtime.get("spec") or {})
+            self.stats.merges += 1
+            await self._put((cluster, refs[: depth + 1]), base)
+        assert base is not None
+        return base
+
+    def _get_l1(self, key: ChainKey) -> MergeResult | None:
+        found = self._lru.get(key)
+        if found is not None:
+            self._lru.move_to_end(key)
+        return found
+
+    async def _get_l2(self, key: ChainKey) -> MergeResult | None:
+        found: MergeResult | None = await self._l2.get(key)
+        if found is not None:
+            await self._evict(self._put_l1(key, found))
+        return found
+
+    async def _put(self, key: ChainKey, value: MergeResult) -> None:
+        await self._l2.set(key, value)
+        await self._evict(self._put_l1(key, value))
+
+    def _put_l1(self, key: ChainKey, value: MergeResult) -> list[ChainKey]:
+        self._lru[key] = value
+        self._lru.move_to_end(key)
+        evicted: list[ChainKey] = []
+        while len(self._lru) > self.max_entries:
+            evicted.append(self._lru.popitem(last=False)[0])
+        return evicted
+
+    async def _evict(self, keys: list[ChainKey]) -> None:
+        # What the first level forgets, the second forgets too, so memory stays bounded.
+        for key in keys:
+            self.stats.evictions += 1
+            await self._l2.delete(key)
+
+    async def forget_cluster(self, cluster: str) -> None:
+        """Drop every entry of a cluster (it was removed or its credentials rotated)."""
+        for key in [k for k in self._lru if k[0] == cluster]:
+            del self._lru[key]
+            await self._l2.delete(key)

@@ -1,0 +1,122 @@
+"""`ObjectCache`: an informer's store of plain dicts keyed by (namespace, name), with named secondary indexes.
+
+Objects are stored as decoded (minus `metadata.managedFields`) and handed out as they are: reads never copy, so
+callers must treat every returned dict as read-only and build a new dict to change anything.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+__all__ = ["IndexFunc", "ObjectCache", "ObjectKey", "object_key"]
+
+ObjectKey = tuple[str, str]  # (namespace, or "" for cluster-scoped objects; name)
+IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
+
+
+def object_key(obj: dict[str, Any]) -> ObjectKey:
+    meta = obj["metadata"]
+    return (meta.get("namespace") or "", meta["name"])
+
+
+class ObjectCache:
+    """The objects of one kind in one cluster, as the informer last saw them."""
+
+    def __init__(self) -> None:
+        self._objects: dict[ObjectKey, dict[str, Any]] = {}
+        self._index_funcs: dict[str, IndexFunc] = {}
+        # index name -> index value -> keys of the objects carrying that value
+        self._indexes: dict[str, dict[str, set[ObjectKey]]] = {}
+        # index name -> object key -> the values it was filed under (to unfile on update and delete)
+        self._filed: dict[str, dict[ObjectKey, tuple[str, ...]]] = {}
+        self.resource_version: str = ""  # the newest resourceVersion the informer has seen (list, event or bookmark)
+
+    # --- indexes -----------------------------------------------------------------------------------------
+
+    def add_index(self, name: str, fn: IndexFunc) -> None:
+        """Register an index; objects already cached are filed at once."""
+        if name in self._index_funcs:
+            raise ValueError(f"index {name!r} is already registered")
+        self._index_funcs[name] = fn
+        self._indexes[name] = {}
+        self._filed[name] = {}
+        for key, obj in self._objects.items():
+            self._file(name, fn, key, obj)
+
+    def by_index(self, name: str, value: str) -> list[dict[str, Any]]:
+        """The objects whose index function returned `value` (in no particular order)."""
+        try:
+            keys = self._indexes[name].get(value, ())
+        except KeyError:
+            raise KeyError(f"no index named {name!r}; registered: {sorted(self._index_funcs)}") from None
+        return [self._objects[k] for k in keys]
+
+    def index_values(self, name: str) -> list[str]:
+        """Every value the index currently holds at least one object under."""
+        return list(self._indexes[name])
+
+    def _file(self, name: str, fn: IndexFunc, key: ObjectKey, obj: dict[str, Any]) -> None:
+        values = tuple(dict.fromkeys(fn(obj)))
+        if not values:
+            return
+        index = self._indexes[name]
+        for value in values:
+            index.setdefault(value, set()).add(key)
+        self._filed[name][key] = values
+
+    def _unfile(self, name: str, key: ObjectKey) -> None:
+        values = self._filed[name].pop(key, ())
+        index = self._indexes[name]
+        for value in values:
+            keys = index.get(value)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del index[value]
+
+    # --- writes (the informer's) -------------------------------------------------------------------------
+
+    def upsert(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """Store `obj` (taking ownership of it: `managedFields` is removed in place); returns the previous one."""
+        obj["metadata"].pop("managedFields", None)
+        key = object_key(obj)
+        old = self._objects.get(key)
+        self._objects[key] = obj
+        for name, fn in self._index_funcs.items():
+            if old is not None:
+                self._unfile(name, key)
+            self._file(name, fn, key, obj)
+        return old
+
+    def delete(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """Remove an object; returns it, or None when it was not cached."""
+        key = (namespace or "", name)
+        old = self._objects.pop(key, None)
+        if old is not None:
+            for index_name in self._index_funcs:
+                self._unfile(index_name, key)
+        return old
+
+    # --- reads -------------------------------------------------------------------------------------------
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self._objects.get((namespace or "", name))
+
+    def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        if namespace is None:
+            return list(self._objects.values())
+        return [obj for (ns, _), obj in self._objects.items() if ns == namespace]
+
+    def object_keys(self) -> builtins.list[ObjectKey]:
+        return list(self._objects)
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._objects
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(list(self._objects.values()))

@@ -1,0 +1,91 @@
+"""`ResourceRef`: which REST path serves a kind, and the kinds the controller reads and writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+__all__ = [
+    "BASE_MODELS",
+    "CLUSTER_BASE_MODELS",
+    "CLUSTER_SERVING_RUNTIMES",
+    "CONFIG_MAPS",
+    "CONTROLLER_REVISIONS",
+    "CUSTOM_RESOURCE_DEFINITIONS",
+    "DEPLOYMENTS",
+    "EVENTS",
+    "INFERENCE_SERVICES",
+    "LEASES",
+    "NAMESPACES",
+    "SECRETS",
+    "SERVING_RUNTIMES",
+    "VALIDATING_WEBHOOK_CONFIGURATIONS",
+    "ResourceRef",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRef:
+    """A served resource: group ("" for core), version, plural, kind and whether objects live in a namespace."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_kind(self) -> str:
+        """`Kind.group` as Kubernetes spells a GroupKind (`ConfigMap` for core kinds)."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    @property
+    def base_path(self) -> str:
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        """The REST path; a namespaced kind without a namespace gives the all-namespaces collection."""
+        if subresource and not name:
+            raise ValueError(f"{self.plural}: a subresource needs an object name")
+        if namespace and not self.namespaced:
+            raise ValueError(f"{self.plural} is cluster-scoped; it takes no namespace (got {namespace!r})")
+        parts = [self.base_path]
+        if namespace:
+            parts.append(f"/namespaces/{quote(namespace, safe='')}")
+        parts.append(f"/{self.plural}")
+        if name:
+            parts.append(f"/{quote(name, safe='')}")
+        if subresource:
+            parts.append(f"/{subresource}")
+        return "".join(parts)
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}/{self.version}" if self.group else f"{self.plural}/{self.version}"
+
+
+_OME = "ome.io"
+_OME_VERSION = "v1beta1"
+
+SERVING_RUNTIMES = ResourceRef(_OME, _OME_VERSION, "servingruntimes", "ServingRuntime", True)
+CLUSTER_SERVING_RUNTIMES = ResourceRef(_OME, _OME_VERSION, "clusterservingruntimes", "ClusterServingRuntime", False)
+INFERENCE_SERVICES = ResourceRef(_OME, _OME_VERSION, "inferenceservices", "InferenceService", True)
+BASE_MODELS = ResourceRef(_OME, _OME_VERSION, "basemodels", "BaseModel", True)
+CLUSTER_BASE_MODELS = ResourceRef(_OME, _OME_VERSION, "clusterbasemodels", "ClusterBaseModel", False)
+
+CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
+SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
+EVENTS = ResourceRef("", "v1", "events", "Event", True)
+NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
+LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
+DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", True)
+CONTROLLER_REVISIONS = ResourceRef("apps", "v1", "controllerrevisions", "ControllerRevision", True)
+VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False
+)
+CUSTOM_RESOURCE_DEFINITIONS = ResourceRef(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)

@@ -1,0 +1,120 @@
+"""Status writes: read the live object, write only a changed status, retry on resourceVersion conflicts."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .client import ClusterClient, KubeAPIError
+from .resources import ResourceRef
+
+__all__ = ["StatusMutation", "apply_merge_patch", "patch_status_merge", "write_status"]
+
+log = logging.getLogger(__name__)
+
+MERGE_PATCH = "application/merge-patch+json"
+
+StatusMutation = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def _scoped(resource: ResourceRef, namespace: str | None) -> str | None:
+    return (namespace or None) if resource.namespaced else None
+
+
+async def write_status(
+    client: ClusterClient,
+    resource: ResourceRef,
+    namespace: str | None,
+    name: str,
+    mutate: StatusMutation,
+    *,
+    field_manager: str = "omectl",
+    max_retries: int = 5,
+) -> dict[str, Any] | None:
+    """Replace the status of one object with `mutate(live)`, guarded by the live resourceVersion.
+
+    `mutate` gets a fresh copy of the live object and returns the status it should have, or None to leave it alone.
+    A status equal to the live one sends no write. On 409 Conflict the object is read again and `mutate` runs
+    again, at most `max_retries` times, then the conflict is raised. Returns the object as written (or the live
+    object when nothing needed writing), and None when the object does not exist.
+    """
+    namespace = _scoped(resource, namespace)
+    object_path = resource.path(namespace, name)
+    status_path = resource.path(namespace, name, "status")
+    for attempt in range(max_retries + 1):
+        try:
+            live = await client.request("GET", object_path)
+        except KubeAPIError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        current = copy.deepcopy(live.get("status"))  # `mutate` may edit `live` in place
+        desired = mutate(live)
+        if desired is None or desired == (current if current is not None else {}):
+            return live
+        metadata = {k: v for k, v in (live.get("metadata") or {}).items() if k != "managedFields"}
+        body = {**live, "metadata": metadata, "status": desired}
+        try:
+            return await client.request("PUT", status_path, query={"fieldManager": field_manager}, body=body)
+        except KubeAPIError as exc:
+            if exc.status == 404:
+                return None
+            if exc.status != 409 or attempt == max_retries:
+                raise
+            log.debug("status of %s %s/%s conflicted (attempt %d); re-reading", resource, namespace, name, attempt + 1)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+async def patch_status_merge(
+    client: ClusterClient,
+    resource: ResourceRef,
+    namespace: str | None,
+    name: str,
+    status_patch: dict[str, Any],
+    *,
+    field_manager: str = "omectl",
+    live: dict[str, Any] | None = None,
+    resource_version: str | None = None,
+) -> dict[str, Any] | None:
+    """JSON-merge-patch (RFC 7386) the status of one object; None when the object does not exist.
+
+    With `live` (e.g. the informer's copy), a patch that would not change its status sends nothing and returns
+    `live`. With `resource_version`, the patch is a precondition and a 409 Conflict is raised to the caller.
+    """
+    if not status_patch:
+        return live
+    if live is not None:
+        current = live.get("status") or {}
+        if apply_merge_patch(current, status_patch) == current:
+            return live
+    namespace = _scoped(resource, namespace)
+    body: dict[str, Any] = {"status": status_patch}
+    if resource_version is not None:
+        body["metadata"] = {"resourceVersion": resource_version}
+    try:
+        return await client.request(
+            "PATCH",
+            resource.path(namespace, name, "status"),
+            query={"fieldManager": field_manager},
+            body=body,
+            content_type=MERGE_PATCH,
+        )
+    except KubeAPIError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def apply_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: the document `patch` makes of `target` (neither is modified)."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = apply_merge_patch(result.get(key), value)
+    return result

@@ -1,0 +1,65 @@
+"""Controller settings: environment (prefix `OMECTL_`), an optional YAML config file, then command-line flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything `omectl run` can be told. Flags win over the config file, which wins over the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="OMECTL_", extra="forbid")
+
+    clusters_dir: Path = Field(default=Path("clusters"), description="Directory of ClusterRegistration files.")
+    hub_kubeconfig: Path | None = Field(
+        None, description="Read registrations from Secrets labelled omectl.io/cluster=true in this hub cluster."
+    )
+    hub_namespace: str = Field(default="omectl-system", description="Namespace of the registration Secrets in the hub.")
+    concurrency: int = Field(default=16, ge=1, le=1024, description="Reconciles running at once across the fleet.")
+    trace_file: Path = Field(
+        default=Path(".omectl/traces.jsonl"), description="OTLP-JSON lines file when no endpoint is set."
+    )
+    otlp_endpoint: str | None = Field(
+        default=None, description="OTLP/HTTP endpoint; OTEL_EXPORTER_OTLP_ENDPOINT also works."
+    )
+    webhook_host: str = Field(default="127.0.0.1", description="Address the admission webhook server listens on.")
+    webhook_port: int = Field(default=0, ge=0, le=65535, description="Port of the webhook server (0: any free port).")
+    webhook_url: str | None = Field(
+        None, description="Base URL clusters call the webhooks on (default: https://<host>:<port>)."
+    )
+    webhook_cert_file: Path | None = Field(default=None, description="TLS certificate (PEM); generated when unset.")
+    webhook_key_file: Path | None = Field(default=None, description="TLS key (PEM) matching webhook_cert_file.")
+    webhook_ca_file: Path | None = Field(
+        default=None, description="CA bundle clusters use to verify the webhook server."
+    )
+    install_webhooks: bool = Field(
+        default=True, description="Install a ValidatingWebhookConfiguration into each cluster."
+    )
+    webhook_failure_policy: str = Field(default="Fail", description="failurePolicy of the installed webhooks.")
+    resync_seconds: float = Field(default=0.0, ge=0, description="Periodic full re-reconcile (0: off).")
+
+    @field_validator("webhook_failure_policy")
+    @classmethod
+    def _policy(cls, value: str) -> str:
+        if value not in ("Fail", "Ignore"):
+            raise ValueError("must be Fail or Ignore")
+        return value
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
+        """Environment < config file < explicit overrides (None overrides are ignored)."""
+        values: dict[str, Any] = {}
+        if config_file is not None:
+            if not config_file.exists():
+                raise ValueError(f"config file {config_file} does not exist")
+            loaded = yaml.safe_load(config_file.read_text()) or {}
+            if not isinstance(loaded, dict):
+                raise ValueError(f"config file {config_file} must hold a mapping of settings")
+            values.update({k.replace("-", "_"): v for k, v in loaded.items()})
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)

@@ -1,0 +1,1 @@
+"""The admission webhook server omectl serves for every registered cluster."""

@@ -1,0 +1,211 @@
+"""The admission webhook server: validating webhooks for every registered cluster, over TLS.
+
+Each cluster calls `POST /validate/<cluster>/<kind>` (kind: `servingruntime`, `clusterservingruntime`). A
+runtime is admitted when its chain resolves and the profile rule holds; otherwise the denial reason is the chain
+error, exactly as the spec words it. Malformed objects get a clear denial, never a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from omectl.core.inheritance import ChainError, profile_error, resolve_chain
+from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
+
+log = logging.getLogger(__name__)
+
+SERVING_RUNTIME_WEBHOOK = "servingruntime.ome-webhook-server.validator"
+CLUSTER_SERVING_RUNTIME_WEBHOOK = "clusterservingruntime.ome-webhook-server.validator"
+WEBHOOK_CONFIGURATION_NAME = "omectl-ome-webhooks"
+MAX_LIVE_FETCHES = 6
+
+# A lookup that may consult the API server: (kind, namespace, name) -> object or None.
+LiveGet = Callable[[str, str, str], Awaitable[Mapping[str, Any] | None]]
+
+
+@dataclass
+class ClusterAdmission:
+    """What the webhook needs of one cluster: a cache lookup and a live fallback for cache misses."""
+
+    lookup: Any  # a RuntimeLookup over the informer caches, with `.overlay`
+    live_get: LiveGet
+
+
+class AdmissionError(Exception):
+    """The request cannot be read as an AdmissionReview (answered 400, not a denial)."""
+
+
+def _review(uid: str, allowed: bool, message: str | None = None, code: int = 403) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
+    if not allowed:
+        response["status"] = {"code": code, "message": message or "denied", "reason": "Forbidden"}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+async def validate_runtime(kind: str, obj: Mapping[str, Any], admission: ClusterAdmission) -> str | None:
+    """The denial reason for a ServingRuntime or ClusterServingRuntime, or None to admit it."""
+    if not isinstance(obj, Mapping):
+        return "the object is not a JSON object"
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not meta.get("name"):
+        return "metadata.name is required"
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, Mapping):
+        return "metadata.annotations must be a map of strings"
+    spec = obj.get("spec")
+    if spec is not None and not isinstance(spec, Mapping):
+        return "spec must be an object"
+    problem = profile_error(obj)
+    if problem:
+        return problem
+    namespace = meta.get("namespace", "") if kind == SERVING_RUNTIME else ""
+    lookup = admission.lookup
+    lookup.overlay[(kind, namespace, meta["name"])] = obj
+    for _ in range(MAX_LIVE_FETCHES):
+        try:
+            resolve_chain(obj, lookup)
+            return None
+        except ChainError as exc:
+            if exc.reason != "ParentNotFound":
+                return exc.message
+            missing = await _fetch_missing_parent(exc, lookup, admission)
+            if not missing:
+                return exc.message
+    return "inheritance chain could not be resolved"
+
+
+async def _fetch_missing_parent(exc: ChainError, lookup: Any, admission: ClusterAdmission) -> bool:
+    """The informer cache may lag the API server: look the missing parent up live before denying."""
+    if exc.missing is None:
+        return False
+    child, parent = exc.missing
+    hop_kind, hop_ns = child.kind, child.namespace
+    candidates = [(SERVING_RUNTIME, hop_ns, parent)] if hop_kind == SERVING_RUNTIME else []
+    candidates.append((CLUSTER_SERVING_RUNTIME, "", parent))
+    fetched_any = False
+    for kind, ns, name in candidates:
+        if (kind, ns, name) in lookup.overlay:
+            continue
+        found = await admission.live_get(kind, ns, name)
+        lookup.overlay[(kind, ns, name)] = found
+        fetched_any = fetched_any or found is not None
+    return fetched_any
+
+
+class WebhookServer:
+    """One aiohttp HTTPS server answering AdmissionReviews for every registered cluster."""
+
+    def __init__(self, host: str, port: int, ssl_context: ssl.SSLContext | None, ca_pem: bytes | None) -> None:
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self.ca_pem = ca_pem
+        self.clusters: dict[str, Callable[[], ClusterAdmission]] = {}
+        self._runner: web.AppRunner | None = None
+        self.requests = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"{'https' if self.ssl_context else 'http'}://{self.host}:{self.port}"
+
+    def url_for(self, cluster: str, kind: str) -> str:
+        return f"{self.base_url}/validate/{cluster}/{kind.lower()}"
+
+    def register(self, cluster: str, admission: Callable[[], ClusterAdmission]) -> None:
+        self.clusters[cluster] = admission
+
+    def unregister(self, cluster: str) -> None:
+        self.clusters.pop(cluster, None)
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.router.add_post("/validate/{cluster}/{kind}", self._handle)
+        app.router.add_get("/healthz", self._healthz)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None)
+        if self.port == 0 and sockets:
+            self.port = sockets[0].getsockname()[1]
+
+    @staticmethod
+    async def _healthz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        cluster = request.match_info["cluster"]
+        kind_path = request.match_info["kind"]
+        try:
+            body = orjson.loads(await request.read())
+            req = body["request"]
+            uid = str(req["uid"])
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return web.json_response({"error": "the request body is not an AdmissionReview"}, status=400)
+        kind = {"servingruntime": SERVING_RUNTIME, "clusterservingruntime": CLUSTER_SERVING_RUNTIME}.get(kind_path)
+        factory = self.clusters.get(cluster)
+        if kind is None:
+            return web.json_response(_review(uid, False, f"omectl does not validate {kind_path}", 400))
+        if factory is None:
+            return web.json_response(_review(uid, False, f"cluster {cluster!r} is not registered with omectl", 503))
+        if req.get("operation") == "DELETE":
+            return web.json_response(_review(uid, True))
+        try:
+            reason = await asyncio.wait_for(validate_runtime(kind, req.get("object"), factory()), 8)
+        except TimeoutError:
+            reason = "timed out resolving the inheritance chain"
+        except Exception as exc:  # a bug must still answer with a clear denial
+            log.exception("webhook for cluster %s failed", cluster)
+            reason = f"internal error validating the runtime: {type(exc).__name__}: {exc}"
+        return web.json_response(_review(uid, reason is None, reason))
+
+
+def webhook_configuration(server: WebhookServer, cluster: str, failure_policy: str = "Fail") -> dict[str, Any]:
+    """The ValidatingWebhookConfiguration `omectl run` installs into a cluster."""
+    ca_bundle = base64.b64encode(server.ca_pem).decode() if server.ca_pem else None
+
+    def hook(name: str, kind: str, resource: str) -> dict[str, Any]:
+        client_config: dict[str, Any] = {"url": server.url_for(cluster, kind)}
+        if ca_bundle:
+            client_config["caBundle"] = ca_bundle
+        return {
+            "name": name,
+            "clientConfig": client_config,
+            "rules": [
+                {
+                    "operations": ["CREATE", "UPDATE"],
+                    "apiGroups": ["ome.io"],
+                    "apiVersions": ["v1beta1"],
+                    "resources": [resource],
+                }
+            ],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "failurePolicy": failure_policy,
+            "timeoutSeconds": 10,
+        }
+
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_CONFIGURATION_NAME, "labels": {"app.kubernetes.io/managed-by": "omectl"}},
+        "webhooks": [
+            hook(SERVING_RUNTIME_WEBHOOK, SERVING_RUNTIME, "servingruntimes"),
+            hook(CLUSTER_SERVING_RUNTIME_WEBHOOK, CLUSTER_SERVING_RUNTIME, "clusterservingruntimes"),
+        ],
+    }

@@ -1,0 +1,472 @@
+"""The work queue: dedup, per-key serialization, backoff, delays, priorities, fairness, triggers, workers, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from omectl.controller.queue import (
+    FakeClock,
+    QueueShutDown,
+    Result,
+    TerminalError,
+    WorkItem,
+    WorkKey,
+    WorkQueue,
+    run_workers,
+)
+
+RUNTIME = "ome.io/ServingRuntime"
+
+
+def key(name: str, cluster: str = "a") -> WorkKey:
+    return WorkKey(cluster, RUNTIME, "default", name)
+
+
+def new_queue(
+    clock: FakeClock | None = None, *, max_concurrency: int = 100, base_delay: float = 0.005, max_delay: float = 1000.0
+) -> WorkQueue:
+    clock = clock if clock is not None else FakeClock()
+    return WorkQueue(max_concurrency=max_concurrency, clock=clock, base_delay=base_delay, max_delay=max_delay)
+
+
+async def take(queue: WorkQueue) -> WorkItem:
+    return await asyncio.wait_for(queue.get(), 1.0)
+
+
+async def settle(predicate: Callable[[], bool], turns: int = 200) -> None:
+    """Let other tasks run until `predicate` holds (loop turns, not wall-clock sleeps)."""
+    for _ in range(turns):
+        if predicate():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition not reached")
+
+
+async def test_key_added_several_times_while_waiting_is_processed_once() -> None:
+    queue = new_queue()
+    for _ in range(3):
+        queue.add(key("x"))
+    queue.add(key("y"))
+    assert len(queue) == 2
+    first, second = await take(queue), await take(queue)
+    assert [first.key, second.key] == [key("x"), key("y")]
+    assert len(queue) == 0
+
+
+async def test_key_in_flight_is_not_handed_out_again_until_done() -> None:
+    queue = new_queue()
+    queue.add(key("x"))
+    item = await take(queue)
+    queue.add(key("x"))
+    queue.add(key("x"))
+    assert len(queue) == 0
+    waiter = asyncio.ensure_future(queue.get())
+    await settle(lambda: queue.in_flight == 1)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not waiter.done()
+    queue.done(item)
+    again = await asyncio.wait_for(waiter, 1.0)
+    assert again.key == key("x")
+    queue.done(again)
+    assert len(queue) == 0
+
+
+async def test_key_done_without_readd_is_not_processed_again() -> None:
+    queue = new_queue()
+    queue.add(key("x"))
+    queue.done(await take(queue))
+    assert len(queue) == 0
+    assert queue.in_flight == 0
+
+
+async def test_backoff_doubles_per_failure_up_to_the_cap_and_forget_resets_it() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock, base_delay=1.0, max_delay=8.0)
+    k = key("x")
+    for expected in [1.0, 2.0, 4.0, 8.0, 8.0]:
+        queue.add_rate_limited(k)
+        clock.advance(expected - 0.01)
+        assert len(queue) == 0, f"ready before its {expected}s backoff"
+        clock.advance(0.01)
+        assert len(queue) == 1, f"not ready after its {expected}s backoff"
+        queue.done(await take(queue))
+    assert queue.num_requeues(k) == 5
+    queue.forget(k)
+    assert queue.num_requeues(k) == 0
+    queue.add_rate_limited(k)
+    clock.advance(1.0)
+    assert len(queue) == 1
+
+
+def test_default_backoff_runs_from_5ms_to_1000s() -> None:
+    queue = WorkQueue(max_concurrency=1, clock=FakeClock())
+    delays = [queue.next_backoff(key("x")) for _ in range(25)]
+    assert delays[:3] == [0.005, 0.01, 0.02]
+    assert all(later == min(2 * earlier, 1000.0) for earlier, later in itertools.pairwise(delays))
+    assert delays[-1] == 1000.0
+    assert queue.next_backoff(key("y")) == 0.005  # backoff is per item
+
+
+async def test_retries_count_rate_limited_readds_since_forget() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add(key("x"))
+    seen = []
+    for _ in range(3):
+        item = await take(queue)
+        seen.append(item.retries)
+        queue.add_rate_limited(item.key)
+        queue.done(item)
+        clock.advance(10.0)
+    assert seen == [0, 1, 2]
+
+
+async def test_add_after_releases_keys_in_due_order() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add_after(key("late"), 3.0)
+    queue.add_after(key("early"), 1.0)
+    queue.add_after(key("middle"), 2.0)
+    clock.advance(0.5)
+    assert len(queue) == 0
+    assert queue.delayed == 3
+    clock.advance(2.5)
+    names = [(await take(queue)).key.name for _ in range(3)]
+    assert names == ["early", "middle", "late"]
+
+
+async def test_add_after_keeps_the_earlier_time_and_add_makes_a_delayed_key_ready_now() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add_after(key("x"), 5.0)
+    queue.add_after(key("x"), 1.0)
+    queue.add_after(key("x"), 9.0)
+    clock.advance(1.0)
+    assert len(queue) == 1
+    queue.done(await take(queue))
+    queue.add_after(key("y"), 100.0)
+    queue.add(key("y"))
+    assert len(queue) == 1
+    assert queue.delayed == 0
+
+
+async def test_waiting_getter_wakes_when_the_fake_clock_passes_a_delay() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add_after(key("x"), 2.0)
+    waiter = asyncio.ensure_future(queue.get())
+    await settle(lambda: clock.sleepers == 1)
+    clock.advance(1.0)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not waiter.done()
+    clock.advance(1.0)
+    item = await asyncio.wait_for(waiter, 1.0)
+    assert item.key == key("x")
+    assert item.enqueued_at == 2.0
+
+
+async def test_queue_wait_measures_ready_to_taken() -> None:
+    clock = FakeClock(start=100.0)
+    queue = new_queue(clock)
+    queue.add(key("x"))
+    clock.advance(2.5)
+    item = await take(queue)
+    assert item.enqueued_at == 100.0
+    assert item.queue_wait == 2.5
+
+
+async def test_normal_adds_overtake_a_low_priority_backlog() -> None:
+    queue = new_queue()
+    for i in range(50):
+        queue.add(key(f"initial-{i}"), low_priority=True)
+    queue.add(key("live-edit"))
+    assert (await take(queue)).key == key("live-edit")
+    assert (await take(queue)).key == key("initial-0")
+
+
+async def test_normal_add_promotes_a_key_waiting_at_low_priority() -> None:
+    queue = new_queue()
+    for i in range(5):
+        queue.add(key(f"initial-{i}"), low_priority=True)
+    queue.add(key("initial-3"))
+    assert len(queue) == 5
+    order = [(await take(queue)).key.name for _ in range(5)]
+    assert order == ["initial-3", "initial-0", "initial-1", "initial-2", "initial-4"]
+
+
+async def test_low_priority_add_does_not_demote_a_normal_key() -> None:
+    queue = new_queue()
+    queue.add(key("other"), low_priority=True)
+    queue.add(key("x"))
+    queue.add(key("x"), low_priority=True)
+    assert (await take(queue)).key == key("x")
+
+
+async def test_one_cluster_backlog_does_not_starve_another() -> None:
+    queue = new_queue()
+    for i in range(1000):
+        queue.add(key(f"obj-{i}", cluster="a"))
+    queue.add(key("only", cluster="b"))
+    taken = [(await take(queue)).key for _ in range(2)]
+    assert key("only", cluster="b") in taken
+
+
+async def test_clusters_are_served_round_robin_within_each_priority() -> None:
+    queue = new_queue()
+    for cluster, count in [("a", 4), ("b", 2), ("c", 1)]:
+        for i in range(count):
+            queue.add(key(f"{cluster}{i}", cluster=cluster), low_priority=True)
+    queue.add(key("b-live", cluster="b"))
+    order = [(await take(queue)).key.name for _ in range(8)]
+    assert order == ["b-live", "a0", "b0", "c0", "a1", "b1", "a2", "a3"]
+
+
+async def test_depth_is_reported_per_cluster() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    for i in range(3):
+        queue.add(key(f"x{i}", cluster="a"))
+    queue.add(key("y", cluster="b"), low_priority=True)
+    queue.add_after(key("z", cluster="b"), 5.0)
+    assert queue.depth("a") == 3
+    assert queue.depth("b") == 1
+    assert queue.depths() == {"a": 3, "b": 1}
+    assert len(queue) == queue.depth() == 4
+    clock.advance(5.0)
+    assert queue.depth("b") == 2
+
+
+async def test_triggers_are_collected_until_the_key_is_taken() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add(key("x"), trigger="event-1")
+    queue.add(key("x"))
+    queue.add(key("x"), trigger="event-2", low_priority=True)
+    queue.add_after(key("x"), 1.0, trigger="event-3")
+    item = await take(queue)
+    assert item.triggers == ("event-1", "event-2", "event-3")
+    queue.add(key("x"), trigger="event-4")
+    queue.done(item)
+    assert (await take(queue)).triggers == ("event-4",)
+
+
+async def test_triggers_keep_only_the_newest_when_bounded() -> None:
+    queue = WorkQueue(max_concurrency=1, clock=FakeClock(), max_triggers=3)
+    for i in range(10):
+        queue.add(key("x"), trigger=i)
+    assert (await take(queue)).triggers == (7, 8, 9)
+
+
+async def test_max_concurrency_bounds_items_in_flight() -> None:
+    queue = new_queue(max_concurrency=2)
+    for i in range(3):
+        queue.add(key(f"x{i}"))
+    first, _second = await take(queue), await take(queue)
+    third = asyncio.ensure_future(queue.get())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not third.done()
+    queue.done(first)
+    assert (await asyncio.wait_for(third, 1.0)).key == key("x2")
+
+
+@pytest.mark.parametrize(("workers", "max_concurrency", "bound"), [(4, 100, 4), (6, 3, 3)])
+async def test_run_workers_respects_the_concurrency_bound(workers: int, max_concurrency: int, bound: int) -> None:
+    queue = new_queue(max_concurrency=max_concurrency)
+    for i in range(20):
+        queue.add(key(f"x{i}"))
+    gate = asyncio.Event()
+    running = 0
+    peak = 0
+    handled: list[WorkKey] = []
+
+    async def handler(item: WorkItem) -> Result:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await gate.wait()
+        running -= 1
+        handled.append(item.key)
+        return Result()
+
+    runner = asyncio.ensure_future(run_workers(queue, handler, workers))
+    await settle(lambda: running == bound)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert running == bound
+    assert queue.in_flight == bound
+    gate.set()
+    await settle(lambda: len(handled) == 20, turns=2000)
+    queue.shutdown()
+    await asyncio.wait_for(runner, 1.0)
+    assert peak == bound
+    assert sorted(k.name for k in handled) == sorted(f"x{i}" for i in range(20))
+
+
+async def test_run_workers_retries_failures_with_backoff_and_forgets_on_success() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    attempts: list[int] = []
+
+    async def handler(item: WorkItem) -> Result:
+        attempts.append(item.retries)
+        if len(attempts) == 1:
+            raise RuntimeError("apiserver said no")
+        if len(attempts) == 2:
+            return Result(error=RuntimeError("reported, not raised"))
+        return Result()
+
+    runner = asyncio.ensure_future(run_workers(queue, handler, 2))
+    queue.add(key("x"))
+    await settle(lambda: len(attempts) == 1 and queue.delayed == 1)
+    clock.advance(0.005)
+    await settle(lambda: len(attempts) == 2 and queue.delayed == 1)
+    clock.advance(0.01)
+    await settle(lambda: len(attempts) == 3 and queue.in_flight == 0)
+    assert attempts == [0, 1, 2]
+    assert queue.num_requeues(key("x")) == 0
+    assert queue.delayed == 0
+    queue.shutdown()
+    await asyncio.wait_for(runner, 1.0)
+
+
+async def test_run_workers_requeues_after_the_requested_delay_and_drops_terminal_errors() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    calls: list[str] = []
+
+    async def handler(item: WorkItem) -> Result:
+        calls.append(item.key.name)
+        if item.key.name == "broken":
+            raise TerminalError("cannot be fixed by retrying")
+        return Result(requeue_after=30.0) if len(calls) == 1 else Result()
+
+    runner = asyncio.ensure_future(run_workers(queue, handler, 1))
+    queue.add(key("periodic"))
+    await settle(lambda: calls == ["periodic"] and queue.delayed == 1)
+    clock.advance(29.0)
+    assert len(queue) == 0
+    clock.advance(1.0)
+    await settle(lambda: calls == ["periodic", "periodic"] and queue.in_flight == 0)
+    queue.add(key("broken"))
+    await settle(lambda: len(calls) == 3 and queue.in_flight == 0)
+    assert queue.delayed == 0
+    assert len(queue) == 0
+    queue.shutdown()
+    await asyncio.wait_for(runner, 1.0)
+
+
+async def test_shutdown_wakes_getters_drops_backlog_and_ignores_adds() -> None:
+    queue = new_queue()
+    waiter = asyncio.ensure_future(queue.get())
+    await asyncio.sleep(0)
+    queue.add_after(key("later"), 5.0)
+    queue.shutdown()
+    with pytest.raises(QueueShutDown):
+        await asyncio.wait_for(waiter, 1.0)
+    queue.add(key("x"))
+    assert len(queue) == 0
+    assert queue.delayed == 0
+    with pytest.raises(QueueShutDown):
+        await take(queue)
+
+
+async def test_drain_waits_for_items_in_flight() -> None:
+    queue = new_queue()
+    queue.add(key("x"))
+    item = await take(queue)
+    queue.shutdown()
+    drained = asyncio.ensure_future(queue.drain())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not drained.done()
+    queue.done(item)
+    await asyncio.wait_for(drained, 1.0)
+    await asyncio.wait_for(queue.drain(), 1.0)  # nothing in flight: returns at once
+
+
+async def test_run_workers_returns_after_shutdown_once_in_flight_work_finishes() -> None:
+    queue = new_queue()
+    started = asyncio.Event()
+    release = asyncio.Event()
+    finished: list[str] = []
+
+    async def handler(item: WorkItem) -> None:
+        started.set()
+        await release.wait()
+        finished.append(item.key.name)
+
+    runner = asyncio.ensure_future(run_workers(queue, handler, 3))
+    queue.add(key("x"))
+    await asyncio.wait_for(started.wait(), 1.0)
+    queue.shutdown()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not runner.done()
+    release.set()
+    await asyncio.wait_for(runner, 1.0)
+    assert finished == ["x"]
+
+
+async def test_discard_cluster_drops_its_keys_and_backoff_only() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add(key("x", cluster="gone"))
+    queue.add(key("low", cluster="gone"), low_priority=True)
+    queue.add_rate_limited(key("retry", cluster="gone"))
+    queue.add(key("y", cluster="kept"))
+    assert queue.discard_cluster("gone") == 3
+    clock.advance(1.0)
+    assert queue.depths() == {"kept": 1}
+    assert queue.num_requeues(key("retry", cluster="gone")) == 0
+    assert (await take(queue)).key == key("y", cluster="kept")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.sampled_from(["a", "b"]), st.integers(0, 3), st.booleans()),
+            st.tuples(st.just("get")),
+            st.tuples(st.just("done"), st.integers(0, 7)),
+        ),
+        max_size=60,
+    )
+)
+def test_queue_matches_a_model_of_dedup_and_one_in_flight_per_key(ops: list[tuple[Any, ...]]) -> None:
+    """Random adds, takes and dones: the queue hands out exactly the keys a set-based model says are ready."""
+
+    async def scenario() -> None:
+        queue = new_queue()
+        dirty: set[WorkKey] = set()  # added and not yet taken
+        in_flight: list[WorkItem] = []
+        for op in ops:
+            if op[0] == "add":
+                k = key(f"k{op[2]}", cluster=op[1])
+                queue.add(k, low_priority=op[3])
+                dirty.add(k)
+            elif op[0] == "get":
+                flying = {item.key for item in in_flight}
+                ready = dirty - flying
+                assert len(queue) == len(ready)
+                if ready:
+                    item = await take(queue)
+                    assert item.key in ready
+                    dirty.discard(item.key)
+                    in_flight.append(item)
+            elif in_flight:
+                queue.done(in_flight.pop(op[1] % len(in_flight)))
+        for item in in_flight:
+            queue.done(item)
+        assert len(queue) == len(dirty)
+
+    asyncio.run(scenario())
