@@ -281,3 +281,45 @@ def _server_or_blank(reg: ClusterRegistration) -> str:
         return server_of(resolve_kubeconfig(reg))
     except RegistrationError:
         return ""
+
+
+DEFAULT_STATUS_FILE = Path(".omectl/controller-status.json")
+
+
+@cluster_app.command("status")
+def status(
+    status_file: Path = typer.Option(
+        DEFAULT_STATUS_FILE, "--status-file", help="The file a running `omectl run` keeps up to date."
+    ),
+    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+) -> None:
+    """Per cluster, as the running controller sees it: connected, caches synced, last error, objects, queue."""
+    _check_output(output)
+    if not status_file.exists():
+        raise _fail(f"no running controller found ({status_file} does not exist); start one with `omectl run`")
+    try:
+        document = json.loads(status_file.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise _fail(f"cannot read {status_file}: {exc}") from None
+    if output != "table":
+        _emit(document, output)
+        return
+    rows = [
+        [
+            c["name"],
+            "yes" if c.get("connected") else "no",
+            "yes" if c.get("synced") else "no",
+            str(c.get("objectsCached", 0)),
+            str(c.get("reconciles", 0)),
+            str(c.get("queueDepth", 0)),
+            c.get("lastError") or "<none>",
+        ]
+        for c in document.get("clusters", [])
+    ]
+    _print_table(["NAME", "CONNECTED", "SYNCED", "OBJECTS", "RECONCILES", "QUEUE", "LAST ERROR"], rows)
+    resolver = document.get("resolver") or {}
+    typer.echo(
+        f"\nresolver: {resolver.get('entries', 0)} cached merges, {resolver.get('hits', 0)} hits, "
+        f"{resolver.get('misses', 0)} misses; queue depth {document.get('queueDepth', 0)}"
+    )
+    _print_errors(document.get("registryErrors") or {})

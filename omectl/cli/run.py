@@ -58,8 +58,10 @@ async def serve(settings: Settings, status_file: Path | None) -> None:
         loop.add_signal_handler(sig, stop.set)
     app = ControllerApp(settings, status_file=status_file)
     await app.start()
-    console.print(f"omectl: watching {settings.clusters_dir}; webhooks on {app.webhook.base_url}")
+    source = f"hub {settings.hub_kubeconfig}" if settings.hub_kubeconfig else str(settings.clusters_dir)
+    console.print(f"omectl: clusters from {source}; webhooks on {app.webhook.base_url}")
     try:
+        await show_sync_progress(app, console, stop)
         await stop.wait()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -67,3 +69,33 @@ async def serve(settings: Settings, status_file: Path | None) -> None:
                 loop.remove_signal_handler(sig)
         console.print("omectl: shutting down (finishing in-flight reconciles)")
         await app.stop()
+
+
+async def show_sync_progress(app: object, console: Console, stop: asyncio.Event) -> None:
+    """While caches sync, show how many clusters are ready; unreachable ones are reported, never waited on forever."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    from omectl.controller.app import ControllerApp
+
+    assert isinstance(app, ControllerApp)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(app.ready.wait(), 30)
+    clusters = list(app.controller.clusters.values())
+    if not clusters:
+        console.print("omectl: no clusters registered yet; waiting for registrations")
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=console, transient=True) as progress:
+        task = progress.add_task("syncing caches", total=len(clusters))
+        while not stop.is_set() and loop.time() < deadline:
+            synced = [c for c in clusters if all(i.synced.is_set() for i in c.informers)]
+            progress.update(task, completed=len(synced), description=f"syncing caches: {len(synced)}/{len(clusters)}")
+            if len(synced) == len(clusters):
+                break
+            await asyncio.sleep(0.2)
+    for cluster in clusters:
+        ready = all(i.synced.is_set() for i in cluster.informers)
+        errors = [i.last_error for i in cluster.informers if i.last_error]
+        state = "synced" if ready else f"not synced yet ({errors[0] if errors else 'waiting'})"
+        console.print(f"  {cluster.name}: {state}")

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from omectl.controller.manager import ClusterRuntime, FleetController
-from omectl.fleet.providers import DirectoryProvider
+from omectl.fleet.providers import RegistrationProvider, provider_from_settings
 from omectl.kube.client import KubeAPIError
 from omectl.kube.resources import SERVING_RUNTIMES, VALIDATING_WEBHOOK_CONFIGURATIONS
 from omectl.settings import Settings
@@ -35,9 +35,11 @@ class ControllerApp:
         self.controller = FleetController(concurrency=settings.concurrency, tracer=self.tracing.tracer)
         self.webhook = self._webhook_server()
         self.status_file = status_file
-        self.provider = DirectoryProvider(settings.clusters_dir)
+        self.provider: RegistrationProvider | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self.ready = asyncio.Event()
+        self.registry_batches = 0
+        self._registry_applied = asyncio.Condition()
         self.controller.on_cluster_added.append(self._cluster_added)
         self.controller.on_cluster_removed.append(self._cluster_removed)
 
@@ -102,6 +104,9 @@ class ControllerApp:
     # --- lifecycle -------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.provider = await provider_from_settings(
+            self.settings.clusters_dir, self.settings.hub_kubeconfig, hub_namespace=self.settings.hub_namespace
+        )
         await self.webhook.start()
         self.controller.start_workers()
         self._tasks.append(asyncio.create_task(self._follow_registry(), name="registry"))
@@ -109,6 +114,7 @@ class ControllerApp:
             self._tasks.append(asyncio.create_task(self._write_status_periodically(), name="status-file"))
 
     async def _follow_registry(self) -> None:
+        assert self.provider is not None
         first = True
         async for changes in self.provider.watch():
             await self.controller.apply_changes(changes)
@@ -116,6 +122,14 @@ class ControllerApp:
             if first:
                 first = False
                 self.ready.set()
+            async with self._registry_applied:
+                self.registry_batches += 1
+                self._registry_applied.notify_all()
+
+    async def wait_registry_batches(self, count: int, timeout: float = 30) -> None:
+        """Wait until `count` batches of registry changes have taken effect (tests and the CLI use it)."""
+        async with asyncio.timeout(timeout), self._registry_applied:
+            await self._registry_applied.wait_for(lambda: self.registry_batches >= count)
 
     async def wait_synced(self, timeout: float = 60) -> None:
         await asyncio.wait_for(self.ready.wait(), timeout)
@@ -145,6 +159,8 @@ class ControllerApp:
         self._tasks.clear()
         await self.controller.stop()
         await self.webhook.stop()
+        if self.provider is not None:
+            await self.provider.close()
         self.tracing.shutdown()
         if self.status_file is not None:
             self.status_file.unlink(missing_ok=True)

@@ -40,9 +40,10 @@ class CacheLookup:
         self.overlay = dict(overlay or {})
 
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        key = (kind, namespace if kind == SERVING_RUNTIME else "", name)
-        if key in self.overlay:
-            return self.overlay[key]
+        if self.overlay:
+            key = (kind, namespace if kind == SERVING_RUNTIME else "", name)
+            if key in self.overlay:
+                return self.overlay[key]
         if kind == SERVING_RUNTIME:
             return self.serving.get(namespace, name)
         return self.cluster_serving.get("", name)

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from omectl.controller.lookup import INHERIT_INDEX, CacheLookup, descendants, inherit_index
 from omectl.controller.queue import Result, WorkItem, WorkKey, WorkQueue, run_workers
@@ -85,6 +85,7 @@ class ClusterRuntime:
         self.serving = self._informer(SERVING_RUNTIMES, SR_KEY)
         self.cluster_serving = self._informer(CLUSTER_SERVING_RUNTIMES, CSR_KEY)
         self._tasks: list[asyncio.Task[None]] = []
+        self._event_tasks: set[asyncio.Task[Any]] = set()
 
     def _informer(self, resource: ResourceRef, work_kind: str) -> Informer:
         informer = Informer(self.client, resource, handlers=[self._handler(work_kind)])
@@ -120,6 +121,12 @@ class ClusterRuntime:
 
         return on_event
 
+    def record_event(self, obj: dict[str, Any], type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
+        """Record an event off the reconcile path (like client-go's broadcaster); events are best effort."""
+        task = asyncio.get_running_loop().create_task(self.recorder.record(obj, type_, reason, message))
+        self._event_tasks.add(task)
+        task.add_done_callback(self._event_tasks.discard)
+
     async def start(self) -> None:
         for informer in self.informers:
             self._tasks.append(
@@ -140,6 +147,8 @@ class ClusterRuntime:
         self.health.synced = True
 
     async def stop(self) -> None:
+        if self._event_tasks:
+            await asyncio.wait(self._event_tasks, timeout=5)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -225,8 +234,8 @@ class FleetController:
         """Finish in-flight reconciles, then stop every cluster."""
         self.queue.shutdown()
         if self._workers is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.queue.drain()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(self.queue.drain(), 10)
             self._workers.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._workers
@@ -241,6 +250,10 @@ class FleetController:
         cluster = self.clusters.get(key.cluster)
         if cluster is None:
             return Result()
+        if not cluster.health.synced and not all(i.synced.is_set() for i in cluster.informers):
+            # Like client-go's WaitForCacheSync: a chain read from half-listed caches could report a parent that
+            # exists as missing. Come back once every informer of the cluster has listed.
+            return Result(requeue_after=0.1)
         cache = cluster.serving.cache if key.kind == SR_KEY else cluster.cluster_serving.cache
         obj = cache.get(key.namespace, key.name)
         if obj is None:
@@ -279,12 +292,13 @@ class FleetController:
                     key.name,
                     lambda live: desired_status(live, outcome),
                     field_manager=FIELD_MANAGER,
+                    cached=obj,
                 )
             except KubeAPIError as exc:
                 if exc.status != 404:
                     raise
         if not outcome.ok:
-            await cluster.recorder.record(obj, "Warning", outcome.reason, outcome.message)
+            cluster.record_event(obj, "Warning", outcome.reason, outcome.message)
 
     # --- reporting -------------------------------------------------------------------------------------
 

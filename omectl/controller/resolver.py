@@ -13,26 +13,51 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiocache import Cache
 from aiocache.serializers import NullSerializer
 
-from omectl.core.inheritance import RuntimeLookup, resolve_chain
+from omectl.core.inheritance import ResolvedChain, RuntimeLookup, resolve_chain
 from omectl.core.merge import MergeResult, merge_layer
+from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
 
 # (cluster, ((kind, namespace, name, resourceVersion), ...)) root first
 ChainKey = tuple[str, tuple[tuple[str, str, str, str], ...]]
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """The merged spec of one runtime, with how it was obtained."""
 
     result: MergeResult
     key: ChainKey
     cache_hit: bool
     names: tuple[str, ...]
+
+
+class _MemoizedChain:
+    """The last chain found for one runtime, and the lookups (with the objects they returned) that found it."""
+
+    __slots__ = ("checks", "hit", "runtime")
+
+    def __init__(
+        self,
+        runtime: Mapping[str, Any],
+        checks: tuple[tuple[str, str, str, Mapping[str, Any] | None], ...],
+        hit: Resolution,
+    ) -> None:
+        self.runtime = runtime
+        self.checks = checks
+        self.hit = hit
+
+    def still_valid(self, runtime: Mapping[str, Any], lookup: RuntimeLookup) -> bool:
+        if runtime is not self.runtime:
+            return False
+        get = lookup.get
+        for kind, namespace, name, expected in self.checks:  # noqa: SIM110 - a plain loop is faster than all()
+            if get(kind, namespace, name) is not expected:  # type: ignore[arg-type]
+                return False
+        return True
 
 
 @dataclass
@@ -49,7 +74,13 @@ class ChainResolver:
     def __init__(self, max_entries: int = 50_000, second_level: Any | None = None) -> None:
         self.max_entries = max_entries
         self._lru: OrderedDict[ChainKey, MergeResult] = OrderedDict()
-        self._l2 = second_level if second_level is not None else Cache(Cache.MEMORY, serializer=NullSerializer())
+        # timeout=None: aiocache otherwise wraps every call in asyncio.wait_for (a task per get and set)
+        self._l2 = (
+            second_level if second_level is not None else Cache(Cache.MEMORY, serializer=NullSerializer(), timeout=None)
+        )
+        # The last chain found per runtime, with the lookups that found it: re-checking those lookups by object
+        # identity (the informer caches replace an object on every change) is far cheaper than walking again.
+        self._chains: OrderedDict[tuple[Any, ...], _MemoizedChain] = OrderedDict()
         self.stats = ResolverStats()
 
     def __len__(self) -> int:
@@ -57,6 +88,12 @@ class ChainResolver:
 
     async def resolve(self, cluster: str, runtime: Mapping[str, Any], lookup: RuntimeLookup) -> Resolution:
         """Resolve `runtime`'s chain in `cluster` and return its merged spec (raises `ChainError`)."""
+        meta = runtime.get("metadata") or {}
+        memo_key = (cluster, runtime.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
+        memo = self._chains.get(memo_key)
+        if memo is not None and memo.still_valid(runtime, lookup):
+            self.stats.hits += 1
+            return memo.hit
         chain = resolve_chain(runtime, lookup)
         refs = tuple(
             (ref.kind, ref.namespace, ref.name, rv) for ref, rv in zip(chain.refs, chain.resource_versions, strict=True)
@@ -65,9 +102,11 @@ class ChainResolver:
         cached = self._get_l1(key)
         if cached is not None:
             self.stats.hits += 1
+            self._remember_chain(memo_key, chain, Resolution(cached, key, True, chain.names))
             return Resolution(cached, key, True, chain.names)
         self.stats.misses += 1
         result = await self._merge_prefixes(cluster, refs, chain.runtimes)
+        self._remember_chain(memo_key, chain, Resolution(result, key, True, chain.names))
         return Resolution(result, key, False, chain.names)
 
     async def _merge_prefixes(
@@ -90,6 +129,19 @@ class ChainResolver:
             await self._put((cluster, refs[: depth + 1]), base)
         assert base is not None
         return base
+
+    def _remember_chain(self, memo_key: tuple[Any, ...], chain: ResolvedChain, hit: Resolution) -> None:
+        checks: list[tuple[str, str, str, Mapping[str, Any] | None]] = []
+        # chain.refs is root first; each hop from a child to its parent is re-checked
+        hops = zip(chain.refs[:0:-1], chain.refs[-2::-1], chain.runtimes[-2::-1], strict=True)
+        for child_ref, parent_ref, parent in hops:
+            if child_ref.kind == SERVING_RUNTIME and parent_ref.kind == CLUSTER_SERVING_RUNTIME:
+                # the parent resolved to a ClusterServingRuntime only because no ServingRuntime shadows it
+                checks.append((SERVING_RUNTIME, child_ref.namespace, parent_ref.name, None))
+            checks.append((parent_ref.kind, parent_ref.namespace, parent_ref.name, parent))
+        self._chains[memo_key] = _MemoizedChain(chain.runtimes[-1], tuple(checks), hit)
+        if len(self._chains) > self.max_entries:
+            self._chains.popitem(last=False)
 
     def _get_l1(self, key: ChainKey) -> MergeResult | None:
         found = self._lru.get(key)
@@ -123,6 +175,8 @@ class ChainResolver:
 
     async def forget_cluster(self, cluster: str) -> None:
         """Drop every entry of a cluster (it was removed or its credentials rotated)."""
+        for memo_key in [k for k in self._chains if k[0] == cluster]:
+            del self._chains[memo_key]
         for key in [k for k in self._lru if k[0] == cluster]:
             del self._lru[key]
             await self._l2.delete(key)

@@ -8,7 +8,6 @@ write sets `observedGeneration`; an unchanged status is not written at all.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -84,13 +83,9 @@ def desired_status(live: Mapping[str, Any], outcome: ChainOutcome, now: str | No
         conditions[conditions.index(prior)] = condition
     new["conditions"] = conditions
     new["observedGeneration"] = generation
-    if _same_status(status, new):
+    if status == new:
         return None
     return new
-
-
-def _same_status(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    return json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
 
 
 def record_merge_span(tracer: Any, outcome: ChainOutcome, kind: str, namespace: str, name: str) -> None:

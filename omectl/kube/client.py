@@ -264,7 +264,9 @@ class ClusterClient:
         except (OSError, ssl.SSLError) as exc:
             raise KubeConfigError(self.name, f"TLS settings for {self.server}: {exc}") from exc
         connector = aiohttp.TCPConnector(limit=self.max_connections, ssl=ssl_context)
-        self._session = aiohttp.ClientSession(connector=connector, trust_env=True, read_bufsize=_READ_BUFFER)
+        # trust_env=False: with it aiohttp reads ~/.netrc and the proxy variables in a thread on every request; the
+        # kubeconfig's proxy-url is honoured through the Configuration instead.
+        self._session = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=_READ_BUFFER)
         self._session_tls = identity
         return self._session
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .client import ClusterClient, KubeAPIError
@@ -32,8 +32,12 @@ async def write_status(
     *,
     field_manager: str = "omectl",
     max_retries: int = 5,
+    cached: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Replace the status of one object with `mutate(live)`, guarded by the live resourceVersion.
+
+    With `cached` (the informer's copy), the first attempt writes against it without a GET; a 409 then means the
+    cache was behind, and the object is read live for the retries.
 
     `mutate` gets a fresh copy of the live object and returns the status it should have, or None to leave it alone.
     A status equal to the live one sends no write. On 409 Conflict the object is read again and `mutate` runs
@@ -44,12 +48,15 @@ async def write_status(
     object_path = resource.path(namespace, name)
     status_path = resource.path(namespace, name, "status")
     for attempt in range(max_retries + 1):
-        try:
-            live = await client.request("GET", object_path)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        if attempt == 0 and cached is not None:
+            live = dict(cached)
+        else:
+            try:
+                live = await client.request("GET", object_path)
+            except KubeAPIError as exc:
+                if exc.status == 404:
+                    return None
+                raise
         current = copy.deepcopy(live.get("status"))  # `mutate` may edit `live` in place
         desired = mutate(live)
         if desired is None or desired == (current if current is not None else {}):

@@ -1,0 +1,1 @@
+"""Benchmarks of omectl's components (run with `make bench`)."""

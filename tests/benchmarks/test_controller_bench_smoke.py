@@ -1,0 +1,72 @@
+"""Smoke tests of the controller benchmarks: a `--quick` run of each completes and reports every figure as a positive
+number, with a pass/fail verdict per target, and leaves the README alone (no timing assertions)."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from benchmarks import fleet_convergence, resolver
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.xdist_group("benchmark")
+
+
+def run_quick(module: str, out: Path, timeout: float) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run(
+        [sys.executable, "-m", module, "--quick", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results: dict[str, Any] = orjson.loads(out.read_bytes())
+    return results
+
+
+def assert_every_figure_positive(results: dict[str, Any], figures: dict[str, Any], targets: dict[str, Any]) -> None:
+    assert results["mode"] == "quick"
+    assert set(results["figures"]) == set(figures)
+    for name, value in results["figures"].items():
+        assert isinstance(value, int | float) and not isinstance(value, bool), name
+        assert math.isfinite(value) and value > 0, f"{name} = {value}"
+    assert set(results["targets"]) == set(targets)
+    for name, verdict in results["targets"].items():
+        assert verdict["value"] == results["figures"][name]
+        assert isinstance(verdict["pass"], bool)
+    assert results["machine"]["cpu_count"] >= 1 and results["machine"]["python"]
+    assert results["timestamp"]
+
+
+def test_resolver_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_readme(tmp_path: Path) -> None:
+    readme_before = resolver.README.read_text() if resolver.README.exists() else None
+    results = run_quick("benchmarks.resolver", tmp_path / "resolver.json", timeout=120)
+
+    assert_every_figure_positive(results, resolver.FIGURES, resolver.TARGETS)
+    assert results["phases"]["warm_resolve"]["samples"] > 0
+    assert (resolver.README.read_text() if resolver.README.exists() else None) == readme_before
+
+
+def test_fleet_convergence_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_readme(
+    tmp_path: Path,
+) -> None:
+    readme_before = fleet_convergence.README.read_text() if fleet_convergence.README.exists() else None
+    results = run_quick("benchmarks.fleet_convergence", tmp_path / "fleet.json", timeout=240)
+
+    assert_every_figure_positive(results, fleet_convergence.FIGURES, fleet_convergence.TARGETS)
+    children = int(results["figures"]["children"])
+    for phase in ("create", "delete", "recreate"):
+        assert not results["phases"][phase]["deadline_hit"], phase
+        assert results["phases"][phase]["verified_on_server"] == children, phase
+    assert results["phases"]["raw"]["errors"] == 0
+    assert (fleet_convergence.README.read_text() if fleet_convergence.README.exists() else None) == readme_before

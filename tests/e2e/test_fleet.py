@@ -1,0 +1,213 @@
+"""The controller across a fleet: registration changes while running, partitions, watch faults, credential rotation.
+
+Everything runs on the test's event loop: embedded clusters, the controller and the assertions, which wait for
+store commits (never sleeps) with deadlines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from omectl.cli.dev import write_registrations
+from omectl.controller.app import ControllerApp
+from omectl.embedded.api import WriteOptions
+from omectl.embedded.fleet import EmbeddedFleet
+from omectl.embedded.server import EmbeddedAPIServer
+from omectl.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+SR = ("ome.io", "servingruntimes")
+OPTS = WriteOptions(field_manager="fleet-test")
+pytestmark = pytest.mark.xdist_group("e2e")
+
+
+def csr(name: str, parent: str | None = None, image: str = "img:1") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if parent:
+        meta["annotations"] = {"ome.io/inherit-from": parent}
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "ClusterServingRuntime",
+        "metadata": meta,
+        "spec": {"disabled": True, "engineConfig": {"runner": {"name": "ome-container", "image": image}}},
+    }
+
+
+def sr(name: str, parent: str, namespace: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "ServingRuntime",
+        "metadata": {"name": name, "namespace": namespace, "annotations": {"ome.io/inherit-from": parent}},
+        "spec": {"engineConfig": {"runner": {"name": "ome-container", "args": [f"--name={name}"]}}},
+    }
+
+
+async def create(server: EmbeddedAPIServer, obj: dict[str, Any]) -> None:
+    plural = "clusterservingruntimes" if obj["kind"] == "ClusterServingRuntime" else "servingruntimes"
+    rt = server.api.types.lookup("ome.io", "v1beta1", plural)
+    assert rt is not None
+    await server.api.create(rt, obj["metadata"].get("namespace", ""), obj, OPTS)
+
+
+async def delete(server: EmbeddedAPIServer, kind_plural: str, name: str, namespace: str = "") -> None:
+    rt = server.api.types.lookup("ome.io", "v1beta1", kind_plural)
+    assert rt is not None
+    await server.api.delete(rt, namespace, name, {}, OPTS)
+
+
+def reasons(server: EmbeddedAPIServer) -> dict[str, str]:
+    """InheritanceReady reason of every ServingRuntime in a cluster ("" while none is written)."""
+    out = {}
+    for obj in server.api.store.items(SR):
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        ready = next((c for c in conditions if c.get("type") == "InheritanceReady"), {})
+        out[obj["metadata"]["name"]] = ready.get("reason", "")
+    return out
+
+
+async def until(servers: list[EmbeddedAPIServer], predicate: Callable[[], bool], timeout: float = 30) -> None:
+    """Wait for `predicate` to hold, re-checking after every commit on any of the servers."""
+    changed = asyncio.Event()
+
+    def listener(_event: Any) -> None:
+        changed.set()
+
+    for server in servers:
+        server.api.store.listeners.append(listener)
+    try:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                changed.clear()
+                # a bounded wait, so that a predicate over controller state (not a store) is also re-checked
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), 0.5)
+    finally:
+        for server in servers:
+            server.api.store.listeners.remove(listener)
+
+
+@dataclass
+class Fleet:
+    servers: list[EmbeddedAPIServer]
+    app: ControllerApp
+    clusters_dir: Path
+    kubeconfigs: dict[str, Path]
+
+
+@pytest.fixture
+async def fleet(tmp_path: Path) -> AsyncIterator[Fleet]:
+    sim = await EmbeddedFleet(4, name_prefix="f-").start()
+    await sim.apply([ROOT / "deploy" / "crds"])
+    kubeconfigs = {s.name: s.write_kubeconfig(tmp_path / f"{s.name}.kubeconfig") for s in sim.servers}
+    clusters_dir = tmp_path / "clusters"
+    for server in sim.servers[:3]:
+        write_registrations(clusters_dir, kubeconfigs[server.name], [server.name])
+    settings = Settings.load(clusters_dir=clusters_dir, trace_file=tmp_path / "traces.jsonl", install_webhooks=False)
+    app = ControllerApp(settings)
+    await app.start()
+    await app.wait_synced(30)
+    try:
+        yield Fleet(sim.servers, app, clusters_dir, kubeconfigs)
+    finally:
+        await app.stop()
+        await sim.stop()
+
+
+async def seed(server: EmbeddedAPIServer, children: int = 3) -> None:
+    await create(server, csr("profile"))
+    for i in range(children):
+        await create(server, sr(f"child-{i}", "profile"))
+
+
+def all_resolved(server: EmbeddedAPIServer, count: int = 3) -> bool:
+    found = reasons(server)
+    return len(found) == count and set(found.values()) == {"Resolved"}
+
+
+async def test_clusters_from_a_directory_and_changes_while_running(fleet: Fleet) -> None:
+    first, second, third, fourth = fleet.servers
+    for server in fleet.servers:
+        await seed(server)
+    await until(fleet.servers[:3], lambda: all(all_resolved(s) for s in (first, second, third)))
+    assert reasons(fourth) == {name: "" for name in reasons(fourth)}  # not registered: nobody reconciles it
+    assert sorted(fleet.app.controller.clusters) == ["f-1", "f-2", "f-3"]
+
+    write_registrations(fleet.clusters_dir, fleet.kubeconfigs["f-4"], ["f-4"])
+    (fleet.clusters_dir / "f-1.yaml").unlink()
+    assert fleet.app.provider is not None
+    applied = fleet.app.registry_batches
+    await fleet.app.provider.rescan()  # type: ignore[attr-defined]
+    await fleet.app.wait_registry_batches(applied + 1)
+    await until([fourth], lambda: all_resolved(fourth))
+    assert sorted(fleet.app.controller.clusters) == ["f-2", "f-3", "f-4"]
+
+    await create(first, sr("late", "profile"))  # f-1 is no longer registered
+    await create(second, sr("late", "profile"))
+    await until([second], lambda: all_resolved(second, 4))
+    assert reasons(first)["late"] == ""
+
+
+async def test_a_partitioned_cluster_does_not_stall_the_others_and_converges_after_healing(fleet: Fleet) -> None:
+    first, second, third, _ = fleet.servers
+    for server in (first, second, third):
+        await seed(server)
+    await until(fleet.servers[:3], lambda: all(all_resolved(s) for s in (first, second, third)))
+    await second.partition()
+    try:
+        await delete(first, "clusterservingruntimes", "profile")
+        await delete(third, "clusterservingruntimes", "profile")
+        await delete(second, "clusterservingruntimes", "profile")  # in-process: the controller cannot see it
+        broken = {f"child-{i}": "ParentNotFound" for i in range(3)}
+        await until([first, third], lambda: reasons(first) == broken and reasons(third) == broken)
+        assert set(reasons(second).values()) == {"Resolved"}
+    finally:
+        await second.heal()
+    await until([second], lambda: reasons(second) == {f"child-{i}": "ParentNotFound" for i in range(3)})
+
+
+async def test_watch_drops_and_forced_410s_lose_no_update(fleet: Fleet) -> None:
+    first = fleet.servers[0]
+    await seed(first, children=5)
+    await until([first], lambda: all_resolved(first, 5))
+    rt = first.api.types.lookup("ome.io", "v1beta1", "servingruntimes")
+    assert rt is not None
+    for round_ in range(5):
+        first.api.store.close_all_watches()
+        # re-point one child per round at a parent that does not exist, then compact so the resume gets 410
+        body = sr(f"child-{round_}", f"missing-{round_}")
+        live = first.api.store.get(SR, "default", f"child-{round_}")
+        assert live is not None
+        body["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
+        await first.api.update(rt, "default", f"child-{round_}", body, OPTS)
+        first.api.store.compact()
+    await until([first], lambda: set(reasons(first).values()) == {"ParentNotFound"})
+    cluster = fleet.app.controller.clusters["f-1"]
+    assert sum(i.relists for i in cluster.informers) >= 1
+
+
+async def test_rotating_one_clusters_credentials_rebuilds_only_that_cluster(fleet: Fleet) -> None:
+    before = dict(fleet.app.controller.clusters)
+    path = fleet.kubeconfigs["f-2"]
+    config = yaml.safe_load(path.read_text())
+    config["users"][0]["user"]["token"] = "rotated-token"
+    path.write_text(yaml.safe_dump(config))
+    assert fleet.app.provider is not None
+    applied = fleet.app.registry_batches
+    changes = await fleet.app.provider.rescan()  # type: ignore[attr-defined]
+    assert [(c.kind, c.registration.name) for c in changes] == [("changed", "f-2")]
+    await fleet.app.wait_registry_batches(applied + 1)
+    after = fleet.app.controller.clusters
+    assert after["f-1"] is before["f-1"]
+    assert after["f-3"] is before["f-3"]
+    assert after["f-2"] is not before["f-2"]
+    second = fleet.servers[1]
+    await seed(second)
+    await until([second], lambda: all_resolved(second))
