@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, INHERIT_FROM_ANNOTATION, SERVING_RUNTIME
 
 INHERIT_INDEX = "inherit-from"
+RUNTIME_INDEX = "runtime"
 
 
 class RuntimeCache(Protocol):
@@ -20,6 +21,12 @@ def inherit_index(obj: Mapping[str, Any]) -> Iterable[str]:
     """Index value for the reverse index: the parent a runtime names."""
     parent = ((obj.get("metadata") or {}).get("annotations") or {}).get(INHERIT_FROM_ANNOTATION, "")
     return [parent] if parent else []
+
+
+def runtime_index(obj: Mapping[str, Any]) -> Iterable[str]:
+    """Index value for InferenceServices: the runtime named in `spec.runtime.name`."""
+    runtime = ((obj.get("spec") or {}).get("runtime") or {}).get("name", "")
+    return [runtime] if runtime else []
 
 
 class CacheLookup:

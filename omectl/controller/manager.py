@@ -21,7 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from omectl.controller.lookup import INHERIT_INDEX, CacheLookup, descendants, inherit_index
+from omectl.controller.lookup import (
+    INHERIT_INDEX,
+    RUNTIME_INDEX,
+    CacheLookup,
+    descendants,
+    inherit_index,
+    runtime_index,
+)
 from omectl.controller.queue import Result, WorkItem, WorkKey, WorkQueue, run_workers
 from omectl.controller.resolver import ChainResolver
 from omectl.controller.runtime_status import desired_status, record_merge_span, resolve_runtime
@@ -36,7 +43,7 @@ from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.events import EventRecorder
 from omectl.kube.informer import Informer
-from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, SERVING_RUNTIMES, ResourceRef
+from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
 from omectl.kube.writer import write_status
 from omectl.tracing.spans import reconcile_span, watch_event_context
 
@@ -84,6 +91,10 @@ class ClusterRuntime:
         self.recorder = EventRecorder(client, component="omectl")
         self.serving = self._informer(SERVING_RUNTIMES, SR_KEY)
         self.cluster_serving = self._informer(CLUSTER_SERVING_RUNTIMES, CSR_KEY)
+        # InferenceServices by the runtime they name: the last hop of the reverse index (parent -> children ->
+        # InferenceServices) that the engine-workload reconciler walks.
+        self.inference_services = Informer(client, INFERENCE_SERVICES)
+        self.inference_services.cache.add_index(RUNTIME_INDEX, runtime_index)
         self._tasks: list[asyncio.Task[None]] = []
         self._event_tasks: set[asyncio.Task[Any]] = set()
 
@@ -94,7 +105,27 @@ class ClusterRuntime:
 
     @property
     def informers(self) -> list[Informer]:
-        return [self.serving, self.cluster_serving]
+        return [self.serving, self.cluster_serving, self.inference_services]
+
+    def inference_services_below(self, kind: str, namespace: str, name: str) -> list[dict[str, Any]]:
+        """Every InferenceService whose named runtime is this runtime or one below it (any depth, any namespace)."""
+        runtimes = [
+            (kind, namespace, name),
+            *descendants(kind, namespace, name, self.serving.cache, self.cluster_serving.cache),
+        ]
+        found: list[dict[str, Any]] = []
+        for runtime_kind, runtime_ns, runtime_name in runtimes:
+            for isvc in self.inference_services.cache.by_index(RUNTIME_INDEX, runtime_name):
+                isvc_ns = isvc["metadata"].get("namespace", "")
+                if runtime_kind == SERVING_RUNTIME and isvc_ns != runtime_ns:
+                    continue
+                if (
+                    runtime_kind == CLUSTER_SERVING_RUNTIME
+                    and self.serving.cache.get(isvc_ns, runtime_name) is not None
+                ):
+                    continue  # a ServingRuntime of that name in the InferenceService's namespace wins
+                found.append(isvc)
+        return found
 
     def lookup(self) -> CacheLookup:
         return CacheLookup(self.serving.cache, self.cluster_serving.cache)

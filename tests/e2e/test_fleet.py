@@ -211,3 +211,29 @@ async def test_rotating_one_clusters_credentials_rebuilds_only_that_cluster(flee
     second = fleet.servers[1]
     await seed(second)
     await until([second], lambda: all_resolved(second))
+
+
+async def test_reverse_index_reaches_inference_services_below_a_profile(fleet: Fleet) -> None:
+    first = fleet.servers[0]
+    await seed(first, children=2)
+    rt = first.api.types.lookup("ome.io", "v1beta1", "inferenceservices")
+    assert rt is not None
+    for name, runtime in (("uses-child", "child-0"), ("uses-profile", "profile"), ("unrelated", "other")):
+        isvc = {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"runtime": {"name": runtime}, "engine": {"minReplicas": 1}},
+        }
+        await first.api.create(rt, "default", isvc, OPTS)
+    cluster = fleet.app.controller.clusters["f-1"]
+
+    def below() -> list[str]:
+        return sorted(
+            i["metadata"]["name"] for i in cluster.inference_services_below("ClusterServingRuntime", "", "profile")
+        )
+
+    await until([first], lambda: below() == ["uses-child", "uses-profile"])
+    assert [
+        i["metadata"]["name"] for i in cluster.inference_services_below("ServingRuntime", "default", "child-1")
+    ] == []
