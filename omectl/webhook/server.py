@@ -55,11 +55,20 @@ async def validate_runtime(kind: str, obj: Mapping[str, Any], admission: Cluster
     """The denial reason for a ServingRuntime or ClusterServingRuntime, or None to admit it."""
     if not isinstance(obj, Mapping):
         return "the object is not a JSON object"
+    object_kind = obj.get("kind")
+    if object_kind is None:
+        obj = {**obj, "kind": kind}  # the path names the kind; the chain walk needs it on the object
+    elif object_kind != kind:
+        return f"this webhook validates {kind} objects, not {_describe(object_kind)}"
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping) or not meta.get("name"):
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
         return "metadata.name is required"
+    namespace = (meta.get("namespace") or "") if kind == SERVING_RUNTIME else ""
+    if not isinstance(namespace, str):
+        return "metadata.namespace must be a string"
     annotations = meta.get("annotations") or {}
-    if not isinstance(annotations, Mapping):
+    if not isinstance(annotations, Mapping) or not all(isinstance(v, str) for v in annotations.values()):
         return "metadata.annotations must be a map of strings"
     spec = obj.get("spec")
     if spec is not None and not isinstance(spec, Mapping):
@@ -67,9 +76,8 @@ async def validate_runtime(kind: str, obj: Mapping[str, Any], admission: Cluster
     problem = profile_error(obj)
     if problem:
         return problem
-    namespace = meta.get("namespace", "") if kind == SERVING_RUNTIME else ""
     lookup = admission.lookup
-    lookup.overlay[(kind, namespace, meta["name"])] = obj
+    lookup.overlay[(kind, namespace, name)] = obj
     for _ in range(MAX_LIVE_FETCHES):
         try:
             resolve_chain(obj, lookup)
@@ -81,6 +89,12 @@ async def validate_runtime(kind: str, obj: Mapping[str, Any], admission: Cluster
             if not missing:
                 return exc.message
     return "inheritance chain could not be resolved"
+
+
+def _describe(value: Any) -> str:
+    """A value from the request, quoted and cut short for a denial message."""
+    text = orjson.dumps(value, default=str).decode()
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 async def _fetch_missing_parent(exc: ChainError, lookup: Any, admission: ClusterAdmission) -> bool:
@@ -154,9 +168,11 @@ class WebhookServer:
         try:
             body = orjson.loads(await request.read())
             req = body["request"]
-            uid = str(req["uid"])
+            uid = req["uid"]
         except (orjson.JSONDecodeError, KeyError, TypeError):
             return web.json_response({"error": "the request body is not an AdmissionReview"}, status=400)
+        if not isinstance(uid, str):  # the response must echo the uid; only a string can be echoed as sent
+            return web.json_response({"error": "request.uid must be a string"}, status=400)
         kind = {"servingruntime": SERVING_RUNTIME, "clusterservingruntime": CLUSTER_SERVING_RUNTIME}.get(kind_path)
         factory = self.clusters.get(cluster)
         if kind is None:

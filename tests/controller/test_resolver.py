@@ -1,0 +1,158 @@
+"""The shared resolver: memoized by resourceVersion, never stale, prefix reuse, bounded, per-cluster keys."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from omectl.controller.lookup import CacheLookup
+from omectl.controller.resolver import ChainResolver
+from omectl.core.inheritance import resolve_chain, spec_layers
+from omectl.core.merge import merge_chain
+from omectl.kube.cache import ObjectCache
+
+_rv = itertools.count(1)
+
+
+def runtime(kind: str, name: str, parent: str | None, image: str, namespace: str = "ns") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "resourceVersion": str(next(_rv))}
+    if kind == "ServingRuntime":
+        meta["namespace"] = namespace
+    if parent:
+        meta["annotations"] = {"ome.io/inherit-from": parent}
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": kind,
+        "metadata": meta,
+        "spec": {"engineConfig": {"runner": {"name": "ome-container", "image": image, "args": [f"--{name}"]}}},
+    }
+
+
+class Caches:
+    def __init__(self) -> None:
+        self.serving = ObjectCache()
+        self.cluster_serving = ObjectCache()
+
+    def put(self, obj: dict[str, Any]) -> None:
+        (self.serving if obj["kind"] == "ServingRuntime" else self.cluster_serving).upsert(obj)
+
+    def drop(self, kind: str, name: str, namespace: str = "ns") -> None:
+        if kind == "ServingRuntime":
+            self.serving.delete(namespace, name)
+        else:
+            self.cluster_serving.delete("", name)
+
+    def lookup(self) -> CacheLookup:
+        return CacheLookup(self.serving, self.cluster_serving)
+
+
+def expected_spec(start: dict[str, Any], caches: Caches) -> dict[str, Any]:
+    return merge_chain(spec_layers(resolve_chain(start, caches.lookup()))).spec
+
+
+def chain_of_four(caches: Caches) -> list[dict[str, Any]]:
+    objs = [
+        runtime("ClusterServingRuntime", "root", None, "img:0"),
+        runtime("ClusterServingRuntime", "mid", "root", "img:1"),
+        runtime("ServingRuntime", "child", "mid", ""),
+        runtime("ServingRuntime", "leaf", "child", ""),
+    ]
+    for obj in objs:
+        caches.put(obj)
+    return objs
+
+
+async def test_hits_after_the_first_resolve_and_prefixes_are_reused() -> None:
+    caches = Caches()
+    objs = chain_of_four(caches)
+    resolver = ChainResolver()
+    first = await resolver.resolve("c1", objs[3], caches.lookup())
+    assert not first.cache_hit
+    assert resolver.stats.merges == 4
+    again = await resolver.resolve("c1", objs[3], caches.lookup())
+    assert again.cache_hit
+    assert again.result is first.result
+    sibling = runtime("ServingRuntime", "sibling", "child", "")
+    caches.put(sibling)
+    await resolver.resolve("c1", sibling, caches.lookup())
+    assert resolver.stats.merges == 5  # only the sibling's own layer: root, mid and child came from the cache
+
+
+async def test_a_parent_edit_is_never_served_stale() -> None:
+    caches = Caches()
+    objs = chain_of_four(caches)
+    resolver = ChainResolver()
+    await resolver.resolve("c1", objs[3], caches.lookup())
+    edited = runtime("ClusterServingRuntime", "root", None, "img:NEW")
+    caches.put(edited)
+    after = await resolver.resolve("c1", objs[3], caches.lookup())
+    assert not after.cache_hit
+    assert after.result.spec["engineConfig"]["runner"]["image"] == "img:1"  # mid still overrides the image
+    caches.put(runtime("ClusterServingRuntime", "mid", "root", ""))
+    later = await resolver.resolve("c1", objs[3], caches.lookup())
+    assert later.result.spec["engineConfig"]["runner"]["image"] == "img:NEW"
+
+
+async def test_a_shadowing_serving_runtime_invalidates_the_memoized_chain() -> None:
+    caches = Caches()
+    objs = chain_of_four(caches)
+    resolver = ChainResolver()
+    await resolver.resolve("c1", objs[2], caches.lookup())
+    caches.put(runtime("ServingRuntime", "mid", None, "img:shadow"))  # same namespace as child
+    after = await resolver.resolve("c1", objs[2], caches.lookup())
+    assert after.names == ("mid", "child")
+    assert after.result.spec["engineConfig"]["runner"]["image"] == "img:shadow"
+
+
+async def test_clusters_never_share_entries_keyed_by_resource_version() -> None:
+    one, two = Caches(), Caches()
+    a = runtime("ClusterServingRuntime", "p", None, "img:a")
+    b = dict(a, spec={"engineConfig": {"runner": {"name": "ome-container", "image": "img:b"}}})
+    one.put(a)
+    two.put(b)  # same name and resourceVersion in another cluster, different content
+    resolver = ChainResolver()
+    first = await resolver.resolve("c1", a, one.lookup())
+    second = await resolver.resolve("c2", b, two.lookup())
+    assert first.result.spec["engineConfig"]["runner"]["image"] == "img:a"
+    assert second.result.spec["engineConfig"]["runner"]["image"] == "img:b"
+
+
+async def test_the_first_level_is_bounded() -> None:
+    caches = Caches()
+    resolver = ChainResolver(max_entries=10)
+    for i in range(50):
+        obj = runtime("ClusterServingRuntime", f"r{i}", None, f"img:{i}")
+        caches.put(obj)
+        await resolver.resolve("c1", obj, caches.lookup())
+    assert len(resolver) == 10
+    assert resolver.stats.evictions == 40
+
+
+EDITS = st.lists(
+    st.tuples(st.sampled_from(["root", "mid", "child", "leaf"]), st.sampled_from(["img:a", "img:b", ""])),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(EDITS)
+def test_resolution_equals_a_fresh_merge_after_any_sequence_of_edits(edits: list[tuple[str, str]]) -> None:
+    async def run() -> None:
+        caches = Caches()
+        objs = {o["metadata"]["name"]: o for o in chain_of_four(caches)}
+        parents = {"root": None, "mid": "root", "child": "mid", "leaf": "child"}
+        kinds = {"root": "ClusterServingRuntime", "mid": "ClusterServingRuntime"}
+        resolver = ChainResolver(max_entries=3)
+        for name, image in edits:
+            objs[name] = runtime(kinds.get(name, "ServingRuntime"), name, parents[name], image)
+            caches.put(objs[name])
+            for start in ("leaf", "child"):
+                got = await resolver.resolve("c1", objs[start], caches.lookup())
+                assert got.result.spec == expected_spec(objs[start], caches)
+
+    asyncio.run(run())
