@@ -42,8 +42,13 @@ def run(
             install_webhooks=install_webhooks,
             trace_file=trace_file,
         )
-    except (ValueError, ValidationError) as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+    except ValidationError as exc:
+        where = f"{config}: " if config else ""
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        typer.echo(f"error: {where}{problems}", err=True)
+        raise typer.Exit(1) from None
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     asyncio.run(serve(settings, status_file))
 

@@ -11,6 +11,7 @@ import logging
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -52,10 +53,13 @@ class ControllerApp:
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             context.load_cert_chain(str(s.webhook_cert_file), str(s.webhook_key_file))
             ca_pem = s.webhook_ca_file.read_bytes() if s.webhook_ca_file else None
-            return WebhookServer(s.webhook_host, s.webhook_port, context, ca_pem)
+            return WebhookServer(s.webhook_host, s.webhook_port, context, ca_pem, s.webhook_url)
         ca = CertificateAuthority.generate("omectl-webhook-ca")
-        cert = ca.issue([s.webhook_host, "localhost"])
-        return WebhookServer(s.webhook_host, s.webhook_port, server_ssl_context(cert), ca.cert_pem)
+        hosts = [s.webhook_host, "localhost"]
+        if s.webhook_url:
+            hosts.append(urlsplit(s.webhook_url).hostname or s.webhook_host)
+        cert = ca.issue(hosts)
+        return WebhookServer(s.webhook_host, s.webhook_port, server_ssl_context(cert), ca.cert_pem, s.webhook_url)
 
     # --- cluster hooks ---------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, INHERIT_FROM_ANNOTATIO
 
 INHERIT_INDEX = "inherit-from"
 RUNTIME_INDEX = "runtime"
+MODEL_INDEX = "model"
 
 
 class RuntimeCache(Protocol):
@@ -27,6 +28,12 @@ def runtime_index(obj: Mapping[str, Any]) -> Iterable[str]:
     """Index value for InferenceServices: the runtime named in `spec.runtime.name`."""
     runtime = ((obj.get("spec") or {}).get("runtime") or {}).get("name", "")
     return [runtime] if runtime else []
+
+
+def model_index(obj: Mapping[str, Any]) -> Iterable[str]:
+    """Index value for InferenceServices: the model named in `spec.model.name`."""
+    model = ((obj.get("spec") or {}).get("model") or {}).get("name", "")
+    return [model] if model else []
 
 
 class CacheLookup:

@@ -21,12 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from omectl.controller.engine import EngineReconciler, RetryLater
 from omectl.controller.lookup import (
     INHERIT_INDEX,
+    MODEL_INDEX,
     RUNTIME_INDEX,
     CacheLookup,
     descendants,
     inherit_index,
+    model_index,
     runtime_index,
 )
 from omectl.controller.queue import Result, WorkItem, WorkKey, WorkQueue, run_workers
@@ -43,7 +46,14 @@ from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.events import EventRecorder
 from omectl.kube.informer import Informer
-from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
+from omectl.kube.resources import (
+    BASE_MODELS,
+    CLUSTER_BASE_MODELS,
+    CLUSTER_SERVING_RUNTIMES,
+    INFERENCE_SERVICES,
+    SERVING_RUNTIMES,
+    ResourceRef,
+)
 from omectl.kube.writer import write_status
 from omectl.tracing.spans import reconcile_span, watch_event_context
 
@@ -51,6 +61,7 @@ log = logging.getLogger(__name__)
 
 SR_KEY = "ome.io/ServingRuntime"
 CSR_KEY = "ome.io/ClusterServingRuntime"
+ISVC_KEY = "ome.io/InferenceService"
 FIELD_MANAGER = "omectl"
 _KIND_OF = {SR_KEY: SERVING_RUNTIME, CSR_KEY: CLUSTER_SERVING_RUNTIME}
 _KEY_OF = {SERVING_RUNTIME: SR_KEY, CLUSTER_SERVING_RUNTIME: CSR_KEY}
@@ -93,8 +104,11 @@ class ClusterRuntime:
         self.cluster_serving = self._informer(CLUSTER_SERVING_RUNTIMES, CSR_KEY)
         # InferenceServices by the runtime they name: the last hop of the reverse index (parent -> children ->
         # InferenceServices) that the engine-workload reconciler walks.
-        self.inference_services = Informer(client, INFERENCE_SERVICES)
+        self.inference_services = Informer(client, INFERENCE_SERVICES, handlers=[self._isvc_handler])
         self.inference_services.cache.add_index(RUNTIME_INDEX, runtime_index)
+        self.inference_services.cache.add_index(MODEL_INDEX, model_index)
+        self.base_models = Informer(client, BASE_MODELS, handlers=[self._model_handler])
+        self.cluster_base_models = Informer(client, CLUSTER_BASE_MODELS, handlers=[self._model_handler])
         self._tasks: list[asyncio.Task[None]] = []
         self._event_tasks: set[asyncio.Task[Any]] = set()
 
@@ -105,7 +119,7 @@ class ClusterRuntime:
 
     @property
     def informers(self) -> list[Informer]:
-        return [self.serving, self.cluster_serving, self.inference_services]
+        return [self.serving, self.cluster_serving, self.inference_services, self.base_models, self.cluster_base_models]
 
     def inference_services_below(self, kind: str, namespace: str, name: str) -> list[dict[str, Any]]:
         """Every InferenceService whose named runtime is this runtime or one below it (any depth, any namespace)."""
@@ -149,8 +163,39 @@ class ClusterRuntime:
                 _KIND_OF[work_kind], namespace, meta["name"], self.serving.cache, self.cluster_serving.cache
             ):
                 queue.add(WorkKey(self.name, _KEY_OF[kind], ns, name), trigger=trigger)
+            for isvc in self.inference_services_below(_KIND_OF[work_kind], namespace, meta["name"]):
+                self._enqueue_isvc(isvc, trigger)
 
         return on_event
+
+    def _enqueue_isvc(self, isvc: dict[str, Any], trigger: Any, low_priority: bool = False) -> None:
+        meta = isvc["metadata"]
+        key = WorkKey(self.name, ISVC_KEY, meta.get("namespace", ""), meta["name"])
+        self.controller.queue.add(key, low_priority=low_priority, trigger=trigger)
+
+    def _isvc_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
+        if event_type == "DELETED":
+            return  # owner references let the API server collect the workloads
+        if event_type == "MODIFIED" and old is not None and not _chain_relevant_change(obj, old):
+            return
+        meta = obj["metadata"]
+        trigger = watch_event_context(
+            self.name, ISVC_KEY, meta.get("namespace", ""), meta["name"], meta.get("resourceVersion", "")
+        )
+        self._enqueue_isvc(obj, trigger, low_priority=initial)
+
+    def _model_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
+        if initial or (event_type == "MODIFIED" and old is not None and not _chain_relevant_change(obj, old)):
+            return
+        meta = obj["metadata"]
+        model_ns = meta.get("namespace")
+        trigger = watch_event_context(
+            self.name, obj.get("kind", ""), model_ns or "", meta["name"], meta.get("resourceVersion", "")
+        )
+        for isvc in self.inference_services.cache.by_index(MODEL_INDEX, meta["name"]):
+            if model_ns and isvc["metadata"].get("namespace") != model_ns:
+                continue
+            self._enqueue_isvc(isvc, trigger)
 
     def record_event(self, obj: dict[str, Any], type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
         """Record an event off the reconcile path (like client-go's broadcaster); events are best effort."""
@@ -209,6 +254,7 @@ class FleetController:
         self.queue = WorkQueue(max_concurrency=concurrency)
         self.concurrency = concurrency
         self.resolver = resolver or ChainResolver()
+        self.engine = EngineReconciler(self.resolver)
         self.tracer = tracer
         self.clusters: dict[str, ClusterRuntime] = {}
         self.registry_errors: dict[str, str] = {}
@@ -285,6 +331,8 @@ class FleetController:
             # Like client-go's WaitForCacheSync: a chain read from half-listed caches could report a parent that
             # exists as missing. Come back once every informer of the cluster has listed.
             return Result(requeue_after=0.1)
+        if key.kind == ISVC_KEY:
+            return await self._process_isvc(cluster, item)
         cache = cluster.serving.cache if key.kind == SR_KEY else cluster.cluster_serving.cache
         obj = cache.get(key.namespace, key.name)
         if obj is None:
@@ -305,6 +353,30 @@ class FleetController:
             except Exception:
                 cluster.health.errors += 1
                 raise
+            finally:
+                cluster.health.reconciles += 1
+        return Result()
+
+    async def _process_isvc(self, cluster: ClusterRuntime, item: WorkItem) -> Result:
+        key = item.key
+        isvc = cluster.inference_services.cache.get(key.namespace, key.name)
+        if isvc is None:
+            return Result()
+        with reconcile_span(
+            self.tracer,
+            cluster=key.cluster,
+            kind=key.kind,
+            namespace=key.namespace,
+            name=key.name,
+            resource_version=isvc["metadata"].get("resourceVersion", ""),
+            queue_wait=item.queue_wait,
+            retries=item.retries,
+            links=[t for t in item.triggers if t is not None],  # type: ignore[misc]
+        ):
+            try:
+                await self.engine.reconcile(cluster, isvc)
+            except RetryLater as exc:
+                return Result(error=exc)  # backoff; the workload is left as it is
             finally:
                 cluster.health.reconciles += 1
         return Result()

@@ -61,7 +61,9 @@ async def validate_runtime(kind: str, obj: Mapping[str, Any], admission: Cluster
     elif object_kind != kind:
         return f"this webhook validates {kind} objects, not {_describe(object_kind)}"
     meta = obj.get("metadata")
-    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return "metadata.name is required"
+    name = meta.get("name")
     if not isinstance(name, str) or not name:
         return "metadata.name is required"
     namespace = (meta.get("namespace") or "") if kind == SERVING_RUNTIME else ""
@@ -118,7 +120,15 @@ async def _fetch_missing_parent(exc: ChainError, lookup: Any, admission: Cluster
 class WebhookServer:
     """One aiohttp HTTPS server answering AdmissionReviews for every registered cluster."""
 
-    def __init__(self, host: str, port: int, ssl_context: ssl.SSLContext | None, ca_pem: bytes | None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext | None,
+        ca_pem: bytes | None,
+        public_url: str | None = None,
+    ) -> None:
+        self.public_url = public_url.rstrip("/") if public_url else None
         self.host = host
         self.port = port
         self.ssl_context = ssl_context
@@ -129,6 +139,9 @@ class WebhookServer:
 
     @property
     def base_url(self) -> str:
+        """Where clusters call the webhooks: the configured public URL, else the address it listens on."""
+        if self.public_url:
+            return self.public_url
         return f"{'https' if self.ssl_context else 'http'}://{self.host}:{self.port}"
 
     def url_for(self, cluster: str, kind: str) -> str:

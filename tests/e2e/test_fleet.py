@@ -237,3 +237,59 @@ async def test_reverse_index_reaches_inference_services_below_a_profile(fleet: F
     assert [
         i["metadata"]["name"] for i in cluster.inference_services_below("ServingRuntime", "default", "child-1")
     ] == []
+
+
+async def test_engine_workload_minimal_writes_and_broken_chain_leaves_it_untouched(fleet: Fleet) -> None:
+    first = fleet.servers[0]
+    samples = ROOT / "deploy" / "samples" / "ome"
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llama-demo"}}
+    ns_rt = first.api.types.lookup("", "v1", "namespaces")
+    assert ns_rt is not None
+    await first.api.create(ns_rt, "", ns, OPTS)
+    for name in ("clusterbasemodel", "profile", "runtime", "isvc"):
+        doc = yaml.safe_load((samples / f"{name}.yaml").read_text())
+        plural = {
+            "ClusterBaseModel": "clusterbasemodels",
+            "ClusterServingRuntime": "clusterservingruntimes",
+            "ServingRuntime": "servingruntimes",
+            "InferenceService": "inferenceservices",
+        }[doc["kind"]]
+        rt = first.api.types.lookup("ome.io", "v1beta1", plural)
+        assert rt is not None
+        await first.api.create(rt, doc["metadata"].get("namespace", ""), doc, OPTS)
+    deployments = ("apps", "deployments")
+
+    def deployment() -> dict[str, Any] | None:
+        return first.api.store.get(deployments, "llama-demo", "llama-3-2-3b-instruct-engine")
+
+    def rendered() -> bool:
+        isvc = first.api.store.get(("ome.io", "inferenceservices"), "llama-demo", "llama-3-2-3b-instruct")
+        return deployment() is not None and bool(((isvc or {}).get("status") or {}).get("runtime"))
+
+    await until([first], rendered)  # status.runtime is written after every object is applied
+    before = deployment()
+    assert before is not None
+    engine = fleet.app.controller.engine
+    writes = engine.writes
+    await delete(first, "clusterservingruntimes", "sglang-profile")
+
+    def warned() -> bool:
+        return any(
+            e.get("reason") == "RuntimeValidationError" and e["involvedObject"]["name"] == "llama-3-2-3b-instruct"
+            for e in first.api.store.items(("", "events"), "llama-demo")
+        )
+
+    await until([first], warned)
+    assert any(
+        e["message"].startswith("Runtime sglang-llama-3-2-3b does not support model llama-3-2-3b-instruct:")
+        and e["message"].endswith(
+            'inherit-from parent "sglang-profile" not found (chain so far: [sglang-llama-3-2-3b])'
+        )
+        for e in first.api.store.items(("", "events"), "llama-demo")
+    )
+    assert deployment() == before  # byte-identical: the broken chain wrote nothing
+    await create(first, yaml.safe_load((samples / "profile.yaml").read_text()))
+    await until([first], lambda: reasons(first).get("sglang-llama-3-2-3b") == "Resolved")
+    await fleet.app.controller.queue.drain()
+    assert deployment() == before  # the same render again: no write
+    assert engine.writes == writes

@@ -194,3 +194,60 @@ def test_clusters_are_independent(demo_ns: ControlledFleet) -> None:
     demo_ns.k("e2e-2", "apply", "-f", str(DATA / "profile.yaml"))
     out = demo_ns.k("e2e-2", "get", "clusterservingruntime", "sglang-profile", "-o", "name")
     assert out.strip() == "clusterservingruntime.ome.io/sglang-profile"
+
+
+SPEC_JSONPATH = (
+    'jsonpath={range .spec.template.spec.containers[?(@.name=="ome-container")]}{.image}{"\\n"}'
+    '{range .command[*]}{@}{"\\n"}{end}{range .args[*]}{@}{"\\n"}{end}{end}'
+)
+SPEC_ENGINE_LINES = """docker.io/lmsysorg/sglang:v0.5.5.post3-cu129-amd64
+python3
+-m
+sglang.launch_server
+--host=0.0.0.0
+--port=8080
+--model-path=$(MODEL_PATH)
+--served-model-name=llama-3-2-3b-instruct
+--tp-size=1
+--mem-frac=0.9
+"""
+
+
+def test_the_specs_inference_service_renders_the_engine_deployment(demo_ns: ControlledFleet) -> None:
+    k = demo_ns
+    k.k("e2e-1", "apply", "-f", str(DATA / "clusterbasemodel.yaml"))
+    k.k("e2e-1", "apply", "-f", str(DATA / "profile.yaml"))
+    k.k("e2e-1", "apply", "-f", str(DATA / "runtime.yaml"))
+    assert k.k("e2e-1", "apply", "-f", str(DATA / "isvc.yaml")).strip() == (
+        "inferenceservice.ome.io/llama-3-2-3b-instruct created"
+    )
+    deadline = time.monotonic() + 30
+    out = ""
+    while time.monotonic() < deadline:
+        proc = k.kubectl.run(
+            "--context=e2e-1",
+            "get",
+            "deployment",
+            "llama-3-2-3b-instruct-engine",
+            "-n",
+            "llama-demo",
+            "-o",
+            SPEC_JSONPATH,
+            check=False,
+        )
+        out = proc.stdout
+        if proc.returncode == 0 and out:
+            break
+        time.sleep(0.1)
+    assert out == SPEC_ENGINE_LINES
+    runtime_status = k.k(
+        "e2e-1",
+        "get",
+        "inferenceservice",
+        "llama-3-2-3b-instruct",
+        "-n",
+        "llama-demo",
+        "-o",
+        "jsonpath={.status.runtime.name}/{.status.runtime.kind}/{.status.runtime.chain}",
+    )
+    assert runtime_status == 'sglang-llama-3-2-3b/ServingRuntime/["sglang-profile","sglang-llama-3-2-3b"]'

@@ -1,0 +1,186 @@
+"""The engine workload reconciler: an InferenceService in, its rendered workloads applied, minimal writes.
+
+For a named runtime the merged spec (from the shared resolver) is validated against the model and rendered;
+without one, automatic selection picks among the runtimes' own specs. While a chain is broken, nothing is
+written to the workloads (the running pods keep serving), a Warning event says why, and the reconcile retries
+with backoff. An unchanged render makes no API write: each applied object carries the hash of its render.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from omectl.core.inheritance import ChainError
+from omectl.core.render import RenderError, render_workloads
+from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
+from omectl.core.selection import (
+    ModelError,
+    NoRuntimeFound,
+    RuntimeValidation,
+    check_runtime_supports,
+    event_for_model_error,
+    event_for_named_runtime_failure,
+    event_for_selection_failure,
+    lookup_named_runtime,
+    named_runtime,
+    resolve_model,
+    select_runtime,
+)
+from omectl.kube.client import KubeAPIError
+from omectl.kube.resources import INFERENCE_SERVICES, ResourceRef
+from omectl.kube.writer import write_status
+
+from .resolver import ChainResolver
+
+log = logging.getLogger(__name__)
+
+RENDER_HASH = "omectl.io/render-hash"
+FIELD_MANAGER = "omectl"
+_RESOURCES = {
+    ("apps/v1", "Deployment"): ResourceRef("apps", "v1", "deployments", "Deployment", True),
+    ("v1", "Service"): ResourceRef("", "v1", "services", "Service", True),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): ResourceRef(
+        "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", True
+    ),
+    ("v1", "ServiceAccount"): ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True),
+    ("rbac.authorization.k8s.io/v1", "Role"): ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ResourceRef(
+        "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True
+    ),
+}
+
+
+class RetryLater(Exception):
+    """The InferenceService cannot be rendered now (a broken chain): retry with backoff, write nothing."""
+
+
+class ModelLookupOverCaches:
+    def __init__(self, base_models: Any, cluster_base_models: Any) -> None:
+        self.base_models = base_models
+        self.cluster_base_models = cluster_base_models
+
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        if kind == "BaseModel":
+            return self.base_models.get(namespace, name)  # type: ignore[no-any-return]
+        return self.cluster_base_models.get("", name)  # type: ignore[no-any-return]
+
+
+def object_hash(obj: Mapping[str, Any]) -> str:
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+class EngineReconciler:
+    def __init__(self, resolver: ChainResolver) -> None:
+        self.resolver = resolver
+        self.writes = 0
+
+    async def reconcile(self, cluster: Any, isvc: dict[str, Any]) -> None:
+        meta = isvc["metadata"]
+        namespace = meta.get("namespace", "")
+        lookup = cluster.lookup()
+        try:
+            model = resolve_model(
+                isvc, ModelLookupOverCaches(cluster.base_models.cache, cluster.cluster_base_models.cache)
+            )
+        except ModelError as exc:
+            cluster.record_event(isvc, "Warning", *event_for_model_error(exc))
+            return
+        model_obj = None
+        if model is not None:
+            models = cluster.base_models.cache if model.kind == "BaseModel" else cluster.cluster_base_models.cache
+            model_obj = models.get(model.namespace, model.name)
+        runtime_name = named_runtime(isvc)
+        if runtime_name is None:
+            if model is None:
+                return
+            candidates = [(SERVING_RUNTIME, r) for r in cluster.serving.cache.list(namespace)] + [
+                (CLUSTER_SERVING_RUNTIME, r) for r in cluster.cluster_serving.cache.list()
+            ]
+            try:
+                selected = select_runtime(namespace, model, candidates)  # type: ignore[arg-type]
+            except NoRuntimeFound as exc:
+                cluster.record_event(isvc, "Warning", *event_for_selection_failure(model.name, exc.message))
+                return
+            merged, kind, name, chain = dict(selected.spec), selected.ref.kind, selected.ref.name, [selected.ref.name]
+        else:
+            try:
+                ref, runtime = lookup_named_runtime(namespace, runtime_name, lookup)
+                resolution = await self.resolver.resolve(cluster.name, runtime, lookup)
+            except (ChainError, RuntimeValidation) as exc:
+                reason, message = event_for_named_runtime_failure(
+                    isvc,
+                    runtime_name,
+                    model.name if model else None,
+                    exc.message,
+                    chain_broken=isinstance(exc, ChainError),
+                )
+                cluster.record_event(isvc, "Warning", reason, message)
+                raise RetryLater(message) from None
+            merged, kind, name, chain = resolution.result.spec, ref.kind, ref.name, list(resolution.names)
+            if model is not None:
+                try:
+                    check_runtime_supports(name, merged, model, kind=kind)
+                except RuntimeValidation as exc:
+                    reason, message = event_for_named_runtime_failure(
+                        isvc, name, model.name, exc.message, chain_broken=False
+                    )
+                    cluster.record_event(isvc, "Warning", reason, message)
+                    return
+        try:
+            objects = render_workloads(isvc, merged, runtime_name=name, runtime_kind=kind, model=model_obj)
+        except RenderError as exc:
+            cluster.record_event(isvc, "Warning", exc.reason, exc.message)
+            return
+        for obj in objects:
+            await self._apply(cluster, obj)
+        render = object_hash({"objects": objects})
+        desired_runtime = {"name": name, "kind": kind, "chain": chain, "hash": render}
+
+        def mutate(live: dict[str, Any]) -> dict[str, Any] | None:
+            status = dict(live.get("status") or {})
+            if status.get("runtime") == desired_runtime:
+                return None
+            status["runtime"] = desired_runtime
+            return status
+
+        if (isvc.get("status") or {}).get("runtime") != desired_runtime:
+            await write_status(
+                cluster.client,
+                INFERENCE_SERVICES,
+                namespace,
+                meta["name"],
+                mutate,
+                field_manager=FIELD_MANAGER,
+                cached=isvc,
+            )
+
+    async def _apply(self, cluster: Any, obj: dict[str, Any]) -> None:
+        resource = _RESOURCES.get((obj.get("apiVersion", ""), obj.get("kind", "")))
+        if resource is None:
+            raise RenderError(f"omectl cannot apply {obj.get('apiVersion')} {obj.get('kind')}")
+        meta = obj["metadata"]
+        digest = object_hash(obj)
+        try:
+            live = await cluster.client.get(resource, meta["name"], namespace=meta.get("namespace"))
+        except KubeAPIError as exc:
+            if exc.status != 404:
+                raise
+            live = None
+        if live is not None and (live["metadata"].get("annotations") or {}).get(RENDER_HASH) == digest:
+            return  # unchanged render: no write
+        body = dict(obj, metadata=dict(meta, annotations={**(meta.get("annotations") or {}), RENDER_HASH: digest}))
+        await cluster.client.patch(
+            resource,
+            meta["name"],
+            body,
+            namespace=meta.get("namespace"),
+            patch_type="apply",
+            field_manager=FIELD_MANAGER,
+            force=True,
+        )
+        self.writes += 1
