@@ -29,6 +29,10 @@ CHAIN_COLUMNS = (
     'READY:.status.conditions[?(@.type=="InheritanceReady")].status,'
     'REASON:.status.conditions[?(@.type=="InheritanceReady")].reason'
 )
+ENGINE_JSONPATH = (
+    'jsonpath={range .spec.template.spec.containers[?(@.name=="ome-container")]}{.image}{"\\n"}'
+    '{range .command[*]}{@}{"\\n"}{end}{range .args[*]}{@}{"\\n"}{end}{end}'
+)
 GPU_VARIANTS = {
     "sim-1": ("H100", "nvidia.com/gpu"),
     "sim-2": ("H200", "nvidia.com/gpu"),
@@ -138,6 +142,23 @@ def main() -> int:
                     [f"--context={server.name}", "get", "servingruntime", "-n", "llama-demo", "-o", CHAIN_COLUMNS],
                     "Resolved",
                 )
+
+            print("\n# 2b. The spec's InferenceService on sim-1: its engine Deployment runs the merged runtime:")
+            sh.k("--context=sim-1", "apply", "-f", str(SAMPLES / "clusterbasemodel.yaml"))
+            sh.k("--context=sim-1", "apply", "-f", str(SAMPLES / "isvc.yaml"))
+            sh.wait_for(
+                [
+                    "--context=sim-1",
+                    "get",
+                    "deployment",
+                    "llama-3-2-3b-instruct-engine",
+                    "-n",
+                    "llama-demo",
+                    "-o",
+                    ENGINE_JSONPATH,
+                ],
+                "--mem-frac=0.9",
+            )
 
             print("\n# 3. Delete the profile on sim-2: its children report ParentNotFound and keep their last chain:")
             sh.k("--context=sim-2", "delete", "clusterservingruntime", "sglang-profile")
