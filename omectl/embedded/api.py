@@ -8,8 +8,8 @@ with a conflict) if it moved.
 
 from __future__ import annotations
 
+import os
 import random
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -318,6 +318,7 @@ class ClusterAPI:
         if schema is None:
             return []
         warnings: list[str] = []
+        unknown: list[str] = []
         if opts.field_validation != "Ignore":
             unknown = schema.unknown_fields(obj)
             if unknown:
@@ -328,7 +329,8 @@ class ClusterAPI:
                         f"strict decoding error: {listed}"
                     )
                 warnings = [f'unknown field "{u}"' for u in unknown]
-        schema.prune(obj)
+        if unknown or opts.field_validation == "Ignore":
+            schema.prune(obj)  # prune removes exactly what unknown_fields reports: nothing to do without them
         if defaults:
             schema.apply_defaults(obj)
         return warnings
@@ -372,7 +374,7 @@ class ClusterAPI:
             "generation",
         ):
             meta.pop(key, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = _new_uid()
         meta["creationTimestamp"] = now
         if rt.generation:
             meta["generation"] = 1
@@ -736,7 +738,7 @@ class ClusterAPI:
             if ctype == JSON_PATCH:
                 patched = apply_json_patch(base, body)
             elif ctype == MERGE_PATCH:
-                patched = apply_merge_patch(base, body)
+                patched = _merge_patch_sharing_managed_fields(base, body)
             else:
                 patched = apply_strategic_merge_patch(base, body)
             if not isinstance(patched, dict):
@@ -1003,6 +1005,45 @@ class ClusterAPI:
 
     def event_now(self) -> str:
         return now_micro()
+
+
+class _StandIn:
+    """Takes the place of the live managedFields while a merge patch copies the rest of the object."""
+
+
+_LIVE_MANAGED_FIELDS = _StandIn()
+
+
+def _merge_patch_sharing_managed_fields(base: dict[str, Any], patch: Any) -> Any:
+    """`apply_merge_patch`, sharing the live `metadata.managedFields` instead of copying it when the patch
+    leaves it alone: nothing on the write path changes it in place (the field manager re-encodes it), and
+    the field manager then recognises the entries as the live ones without comparing them."""
+    meta = base.get("metadata")
+    entries = meta.get("managedFields") if isinstance(meta, dict) else None
+    patch_meta = patch.get("metadata") if isinstance(patch, dict) else None
+    if (
+        not isinstance(meta, dict)
+        or not isinstance(entries, list)
+        or not isinstance(patch, dict)
+        or (patch_meta is not None and not (isinstance(patch_meta, dict) and "managedFields" not in patch_meta))
+    ):
+        return apply_merge_patch(base, patch)
+    stand_in = dict(base)
+    stand_in["metadata"] = dict(meta, managedFields=_LIVE_MANAGED_FIELDS)  # same key position
+    patched = apply_merge_patch(stand_in, patch)
+    patched_meta = patched.get("metadata") if isinstance(patched, dict) else None
+    if isinstance(patched_meta, dict) and patched_meta.get("managedFields") is _LIVE_MANAGED_FIELDS:
+        patched_meta["managedFields"] = entries
+    return patched
+
+
+def _new_uid() -> str:
+    """A random (version 4) UUID, as `str(uuid.uuid4())` spells it, without building a UUID object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _same_object(a: dict[str, Any], b: dict[str, Any]) -> bool:

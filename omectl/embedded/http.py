@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from . import discovery, errors, protobuf
 from .api import ClusterAPI, WriteOptions, parse_bool
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 JSON = "application/json"
 _PLAIN_LIST_CAP = 0  # no server-side default page size, like the real server without a limit
+_CLIENT_MAX_SIZE = 64 * 1024 * 1024
 
 
 def _json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -39,7 +40,7 @@ def _error_response(exc: APIError) -> web.Response:
     return _json_response(exc.status(), exc.code, exc.headers)
 
 
-def _wants_table(request: web.Request) -> str | None:
+def _wants_table(request: web.BaseRequest) -> str | None:
     """The Table version kubectl asked for, or None for plain JSON."""
     accept = request.headers.get("Accept", "")
     if "as=Table" not in accept:
@@ -50,7 +51,7 @@ def _wants_table(request: web.Request) -> str | None:
     return None
 
 
-def _include_object(request: web.Request) -> str:
+def _include_object(request: web.BaseRequest) -> str:
     return request.query.get("includeObject", "") or "Metadata"
 
 
@@ -69,14 +70,29 @@ class ClusterHTTP:
         return self.server.api
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        """The same surface as an aiohttp Application (the server itself uses the leaner `web_server`)."""
+        app = web.Application(client_max_size=_CLIENT_MAX_SIZE)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         return app
 
+    def web_server(self) -> web.Server:
+        """aiohttp's low-level server around `handle`: every path is ours, so no router and no app layer."""
+        loop = asyncio.get_running_loop()
+
+        def make_request(
+            message: Any, payload: Any, protocol: Any, writer: Any, task: asyncio.Task[None]
+        ) -> web.BaseRequest:
+            return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=_CLIENT_MAX_SIZE)
+
+        return web.Server(self.handle, request_factory=make_request, access_log=None)
+
     # --- entry point -----------------------------------------------------------------------------------
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
+        expect = request.headers.get("Expect")
+        if expect:
+            await _expect_continue(request, expect)
         if self.server.partitioned and request.transport is not None:
             request.transport.abort()  # a partitioned cluster answers nothing
             return web.Response(status=503)
@@ -106,7 +122,7 @@ class ClusterHTTP:
             log.exception("cluster %s: %s %s failed", self.api.name, request.method, path)
             return _error_response(errors.internal_error(str(exc)))
 
-    async def _route(self, request: web.Request, path: str) -> web.StreamResponse:
+    async def _route(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         parts = [p for p in path.split("/") if p]
         if not parts:
             return _json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
@@ -156,7 +172,7 @@ class ClusterHTTP:
             self._discovery_cache[key] = hit
         return web.Response(body=hit[0], headers={"Content-Type": hit[1]})
 
-    def _discovery_root(self, request: web.Request, core: bool) -> web.Response:
+    def _discovery_root(self, request: web.BaseRequest, core: bool) -> web.Response:
         aggregated = discovery.wants_aggregated(request.headers.get("Accept", ""))
         if aggregated:
             ctype = f"application/json;g=apidiscovery.k8s.io;v={aggregated};as=APIGroupDiscoveryList"
@@ -179,7 +195,9 @@ class ClusterHTTP:
 
     # --- resources -------------------------------------------------------------------------------------
 
-    async def _resource(self, request: web.Request, group: str, version: str, rest: list[str]) -> web.StreamResponse:
+    async def _resource(
+        self, request: web.BaseRequest, group: str, version: str, rest: list[str]
+    ) -> web.StreamResponse:
         namespace = ""
         if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
             namespace = rest[1]
@@ -242,7 +260,7 @@ class ClusterHTTP:
         return self._write_response(request, rt, result.obj, result.code, result.warnings)
 
     def _write_response(
-        self, request: web.Request, rt: ResourceType, obj: dict[str, Any], code: int, warnings: list[str]
+        self, request: web.BaseRequest, rt: ResourceType, obj: dict[str, Any], code: int, warnings: list[str]
     ) -> web.Response:
         headers = None
         if warnings:
@@ -253,7 +271,7 @@ class ClusterHTTP:
 
     def _object_response(
         self,
-        request: web.Request,
+        request: web.BaseRequest,
         rt: ResourceType,
         obj: dict[str, Any],
         code: int = 200,
@@ -269,7 +287,7 @@ class ClusterHTTP:
             return _json_response(table, code, headers)
         return _json_response(obj, code, headers)
 
-    def _list(self, request: web.Request, rt: ResourceType, namespace: str) -> web.Response:
+    def _list(self, request: web.BaseRequest, rt: ResourceType, namespace: str) -> web.Response:
         items, rv, token, remaining = self.api.list_objects(rt, namespace, request.query)
         if _wants_table(request):
             table = table_for(
@@ -285,7 +303,7 @@ class ClusterHTTP:
 
     # --- watch -----------------------------------------------------------------------------------------
 
-    async def _watch(self, request: web.Request, rt: ResourceType, namespace: str) -> web.StreamResponse:
+    async def _watch(self, request: web.BaseRequest, rt: ResourceType, namespace: str) -> web.StreamResponse:
         query = request.query
         labels = parse_label_selector(query.get("labelSelector", "") or "")
         fields = parse_field_selector(
@@ -328,7 +346,14 @@ class ClusterHTTP:
                 return DELETED
             return None
 
-        sub = Subscriber(accept)
+        if not ns_filter and labels.empty and fields.empty:
+            # No selector: every event with a newer resourceVersion goes out as it is (objects are never None).
+            def accept_all(event: WatchEvent) -> str | None:
+                return event.type if event.rv > after else None
+
+            sub = Subscriber(accept_all)
+        else:
+            sub = Subscriber(accept)
         store = self.api.store
         # Subscribe and take the backlog in the same synchronous step, so no event falls in between.
         store.subscribe(rt.storage_key, sub)
@@ -385,7 +410,11 @@ class ClusterHTTP:
                 if not sub.pending:
                     sub.wakeup.clear()
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(sub.wakeup.wait(), wait_until - now)
+                        async with asyncio.timeout(wait_until - now):
+                            await sub.wakeup.wait()
+                    if sub.pending:
+                        # Let the writers already scheduled commit too, so one write carries their events.
+                        await asyncio.sleep(0)
                 if sub.pending:
                     batch, sub.pending = sub.pending, []
                     await response.write(b"".join(encode(t, e) for t, e in batch))
@@ -431,7 +460,7 @@ class ClusterHTTP:
 
     # --- admin (fault injection) -----------------------------------------------------------------------
 
-    async def _admin(self, request: web.Request) -> web.Response:
+    async def _admin(self, request: web.BaseRequest) -> web.Response:
         if request.path != "/_omectl/faults" or request.method != "POST":
             if request.path == "/_omectl/state" and request.method == "GET":
                 return _json_response(
@@ -490,6 +519,16 @@ class ClusterHTTP:
         return _json_response({"ok": True, "action": action})
 
 
+async def _expect_continue(request: web.BaseRequest, expect: str) -> None:
+    """What aiohttp's router does with `Expect`: answer 100 Continue, or 417 for anything else."""
+    if request.version == HttpVersion11:
+        if expect.lower() != "100-continue":
+            raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the interim response is not part of the response's byte count
+    await request.writer.drain()
+
+
 def parse_bool_safe(value: str | None) -> bool:
     try:
         return parse_bool(value, "watch")
@@ -501,7 +540,7 @@ def _escape_warning(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-async def _read_json(request: web.Request, rt: ResourceType) -> Any:
+async def _read_json(request: web.BaseRequest, rt: ResourceType) -> Any:
     raw = await request.read()
     ctype = request.headers.get("Content-Type", JSON).split(";")[0].strip()
     if ctype in ("application/yaml", "application/apply-patch+yaml"):
@@ -526,7 +565,7 @@ async def _read_json(request: web.Request, rt: ResourceType) -> Any:
         ) from None
 
 
-async def _delete_options(request: web.Request) -> dict[str, Any]:
+async def _delete_options(request: web.BaseRequest) -> dict[str, Any]:
     raw = await request.read()
     options: dict[str, Any] = {}
     if raw.strip():

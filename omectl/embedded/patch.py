@@ -61,12 +61,15 @@ PATCH_CONTENT_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PAT
 MAX_JSON_PATCH_OPERATIONS = 10000
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def _copy(value: Any) -> Any:
     """Deep copy of a JSON value, much cheaper than `copy.deepcopy` for plain dicts and lists."""
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _SCALARS else _copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy(v) for v in value]
+        return [v if type(v) in _SCALARS else _copy(v) for v in value]
     return value
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -47,19 +48,19 @@ class ResourceType:
         if self.storage_key == ("", ""):
             self.storage_key = (self.group, self.plural)
 
-    @property
+    @cached_property  # built once: read on every request
     def group_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @cached_property  # built once: read on every request
     def list_kind(self) -> str:
         return f"{self.kind}List"
 
-    @property
+    @cached_property  # built once: read on every request
     def qualified_plural(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
-    @property
+    @cached_property  # built once: read on every request
     def qualified_kind(self) -> str:
         return f"{self.kind}.{self.group}" if self.group else self.kind
 

@@ -218,11 +218,13 @@ class _Node:
         "defaulted",
         "embedded",
         "enum",
+        "enum_strings",
         "excl_max",
         "excl_min",
         "format",
         "has_default",
         "items",
+        "list_checks_below",
         "list_map_keys",
         "list_type",
         "map_type",
@@ -276,6 +278,8 @@ class _Node:
         self.required: tuple[str, ...] = tuple(raw.get("required") or ())
         enum = raw.get("enum")
         self.enum: list[Any] | None = list(enum) if isinstance(enum, list) else None
+        # A string matches only an equal string: those members answer a string value with one set lookup.
+        self.enum_strings: frozenset[str] = frozenset(v for v in self.enum or () if type(v) is str)
         self.pattern_text: str = raw.get("pattern") or ""
         self.pattern: re.Pattern[str] | None = None
         self.pattern_error = ""
@@ -314,6 +318,10 @@ class _Node:
         )
         children = [*self.properties.values(), self.additional, self.items]
         self.default_below: bool = bool(self.defaulted) or any(c is not None and c.default_below for c in children)
+        # Whether a set or map list sits here or below (else the list-type uniqueness walk finds nothing).
+        self.list_checks_below: bool = self.list_type in ("set", "map") or any(
+            c is not None and c.list_checks_below for c in children
+        )
 
     def default_copy(self) -> Any:
         """A fresh copy of the default (orjson round trip: a fast deep copy for JSON values)."""
@@ -371,7 +379,8 @@ class StructuralSchema:
         """Schema errors, then list-type set/map duplicates; root `metadata` is not checked here."""
         errors: list[FieldError] = []
         _validate(obj, self._root, "", errors, True)
-        _validate_list_types(obj, self._root, "", errors)
+        if self._root.list_checks_below:
+            _validate_list_types(obj, self._root, "", errors)
         return errors
 
     # -- helpers for server-side apply ----------------------------------------------------------------------
@@ -577,7 +586,11 @@ def _validate(value: Any, node: _Node, path: str, errors: list[FieldError], is_r
         if node.unique_items and _has_duplicates(value):
             errors.append(FieldError("Invalid", path, value="", detail=f"{path} in body shouldn't contain duplicates"))
 
-    if node.enum is not None and not any(_json_equal(value, allowed) for allowed in node.enum):
+    if (
+        node.enum is not None
+        and not (kind == "string" and type(value) is str and value in node.enum_strings)
+        and not any(_json_equal(value, allowed) for allowed in node.enum)
+    ):
         errors.append(
             FieldError(
                 "NotSupported",

@@ -59,7 +59,7 @@ class EmbeddedAPIServer:
         self.api = self._new_api(self._load_store())
         self.controllers = ClusterControllers(self.api)
         self.http = ClusterHTTP(self)
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._site: web.BaseSite | None = None
         self._socket: socket.socket | None = None
         self.partitioned = False
@@ -119,7 +119,7 @@ class EmbeddedAPIServer:
         if self._runner is not None:
             return self
         self.controllers.start()
-        self._runner = web.AppRunner(self.http.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        self._runner = web.ServerRunner(self.http.web_server(), handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
         await self._listen()
         return self

@@ -221,6 +221,14 @@ def json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two values serialize identically (then they are `json_equal`); False when orjson cannot tell."""
+    try:
+        return orjson.dumps(a) == orjson.dumps(b)
+    except TypeError:
+        return False
+
+
 def _same(a: Any, b: Any) -> bool:
     """`json_equal`, with a fast path through orjson for the common case of identical serializations."""
     try:
@@ -562,10 +570,23 @@ class _Comparer:
             if (lhs is MISSING or not lhs) and (rhs is MISSING or not rhs):
                 self.leaf(lhs, rhs, path)
                 return
+            if lhs is rhs or (lhs is not MISSING and rhs is not MISSING and _same_json(lhs, rhs)):
+                return  # identical maps: nothing below them is added, removed or modified
             left: Mapping[str, Any] = lhs if isinstance(lhs, dict) else {}
             right: Mapping[str, Any] = rhs if isinstance(rhs, dict) else {}
             for key, value in left.items():
-                self.value(value, right.get(key, MISSING), (*path, "f:" + key), (*schema_path, key))
+                other = right.get(key, MISSING)
+                if (
+                    other is not MISSING
+                    and not isinstance(value, dict | list)
+                    and not isinstance(other, dict | list)
+                    and value is not MISSING
+                ):
+                    # Two scalars: what `leaf` does, without the walk's bookkeeping.
+                    if not json_equal(value, other):
+                        self.result.modified.add((*path, "f:" + key))
+                    continue
+                self.value(value, other, (*path, "f:" + key), (*schema_path, key))
             for key, value in right.items():
                 if key not in left:
                     self.value(MISSING, value, (*path, "f:" + key), (*schema_path, key))
@@ -576,6 +597,8 @@ class _Comparer:
             if kind == "atomic" or ((lhs is MISSING or not lhs) and (rhs is MISSING or not rhs)):
                 self.leaf(lhs, rhs, path)
                 return
+            if lhs is rhs or (lhs is not MISSING and rhs is not MISSING and _same_json(lhs, rhs)):
+                return  # identical lists: no item changed
             self._list(
                 lhs if lhs is not MISSING else [],
                 rhs if rhs is not MISSING else [],
@@ -650,6 +673,57 @@ def _compare(lhs: Mapping[str, Any], rhs: Mapping[str, Any], list_types: ListTyp
     comparer = _Comparer(list_types)
     comparer.value(lhs, rhs, (), ())
     return comparer.result
+
+
+def _add_all(
+    value: Any,
+    path: Path,
+    schema_path: SchemaPath,
+    list_types: ListTypes,
+    excluded: frozenset[Path],
+    out: set[Path],
+) -> None:
+    """What `_Comparer.value(MISSING, value, ...)` reports as added, in one walk (a create has no old side).
+
+    Paths under an `excluded` prefix are left out (every excluded prefix is a path of field names).
+    """
+    if isinstance(value, dict):
+        if not value:
+            out.add(path)
+            return
+        for key, sub in value.items():
+            child = (*path, "f:" + key)
+            if excluded and child in excluded:
+                continue
+            if isinstance(sub, dict | list):
+                _add_all(sub, child, (*schema_path, key), list_types, excluded, out)
+            else:
+                out.add(child)
+        if path:
+            out.add(path)
+        return
+    if isinstance(value, list):
+        if not value:
+            out.add(path)
+            return
+        kind, keys = list_types(schema_path)
+        if kind == "atomic":
+            out.add(path)
+            return
+        by_element: dict[str, list[Any]] = {}
+        for item in value:
+            by_element.setdefault(_lenient_element(item, kind, keys), []).append(item)
+        item_schema = (*schema_path, "[]")
+        for element, items in by_element.items():
+            child = (*path, element)
+            if len(items) == 1:
+                _add_all(items[0], child, item_schema, list_types, excluded, out)
+            else:
+                out.add(child)
+        if path:
+            out.add(path)
+        return
+    out.add(path)
 
 
 # --------------------------------------------------------------------------------------------- merge / remove
@@ -848,7 +922,7 @@ def _decode_managed_fields(entries: Any) -> _Managers | None:
                 operation=operation,
                 api_version=str(api_version),
                 subresource=str(entry.get("subresource", "")),
-                fields=set(from_fields_v1(fields)) if fields else set(),
+                fields=_decode_fields_v1(fields) if fields else set(),
                 time=entry.get("time"),
             )
             managers[decoded.key] = decoded
@@ -863,6 +937,34 @@ def _unix_seconds(timestamp: str) -> int:
         return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp())
     except ValueError:
         return 0
+
+
+# Emitted FieldsV1 tries by field set: objects of one shape share one trie (stored objects are never
+# mutated in place, so sharing is safe), and a trie we emitted decodes without a walk.
+_FIELDS_V1_CACHE_SIZE: Final = 8192
+_fields_v1_by_set: dict[frozenset[Path], dict[str, Any]] = {}
+_set_by_fields_v1: dict[int, tuple[dict[str, Any], frozenset[Path]]] = {}
+
+
+def _shared_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
+    key = frozenset(fields)
+    trie = _fields_v1_by_set.get(key)
+    if trie is None:
+        if len(_fields_v1_by_set) >= _FIELDS_V1_CACHE_SIZE:
+            _fields_v1_by_set.clear()
+            _set_by_fields_v1.clear()
+        trie = to_fields_v1(key)
+        _fields_v1_by_set[key] = trie
+        # The entry keeps the trie alive, so its id cannot be reused while it is cached.
+        _set_by_fields_v1[id(trie)] = (trie, frozenset(p for p in key if p))
+    return trie
+
+
+def _decode_fields_v1(trie: Mapping[str, Any]) -> set[Path]:
+    hit = _set_by_fields_v1.get(id(trie))
+    if hit is not None and hit[0] is trie:
+        return set(hit[1])
+    return set(from_fields_v1(trie))
 
 
 def _encode_managed_fields(managers: _Managers) -> list[dict[str, Any]]:
@@ -882,7 +984,7 @@ def _encode_managed_fields(managers: _Managers) -> list[dict[str, Any]]:
         if m.time is not None:
             entry["time"] = m.time
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = to_fields_v1(m.fields)
+        entry["fieldsV1"] = _shared_fields_v1(m.fields)
         if m.subresource:
             entry["subresource"] = m.subresource
         out.append(entry)
@@ -980,6 +1082,7 @@ def _typed_patch_error(detail: str) -> APIError:
     return APIError(500, "", f"failed to create typed patch object: {detail}")
 
 
+@functools.lru_cache(maxsize=256)
 def default_manager(user_agent: str | None) -> str:
     """The manager name the API server derives from a User-Agent when no fieldManager is given."""
     prefix = (user_agent or "").split("/", 1)[0]
@@ -1166,6 +1269,39 @@ def _record(
     return managers
 
 
+def _record_create(
+    new: dict[str, Any],
+    sent: Any,
+    *,
+    manager: str,
+    api_version: str,
+    subresource: str,
+    list_types: ListTypes,
+    now: str,
+    prefixes: tuple[Path, ...],
+) -> dict[str, Any]:
+    """`record_update` with no old object: every path of `new` is added, so no comparison is needed."""
+    managers: _Managers
+    if isinstance(sent, list) and (not sent or (len(sent) == 1 and sent[0] == {})):
+        managers = {}
+    else:
+        managers = (_decode_managed_fields(sent) if sent else None) or {}
+    new_body = _without_managed_fields(new)
+    added: set[Path] = set()
+    if new_body:  # the old side is {} rather than missing: an empty object adds nothing
+        _add_all(new_body, (), (), list_types, frozenset(prefixes), added)
+    for entry in managers.values():
+        entry.fields -= added
+    taken = _strip(added)
+    if taken:
+        me = _manager_key(manager, "Update", api_version, subresource)
+        prior = managers.get(me)
+        fields = (prior.fields | taken) if prior is not None else taken
+        managers[me] = _Manager(manager, "Update", api_version, subresource, fields, now)
+    _drop_empty(managers)
+    return _with_managed_fields(new_body, managers)
+
+
 def record_update(
     old: dict[str, Any] | None,
     new: dict[str, Any],
@@ -1188,10 +1324,24 @@ def record_update(
     raw_meta = new.get("metadata")
     new_meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     sent = new_meta.get("managedFields") if subresource is None else None
-    old_body = _without_managed_fields(old) if old is not None else {}
+    if old is None:
+        return _record_create(
+            new,
+            sent,
+            manager=manager,
+            api_version=api_version,
+            subresource=subresource or "",
+            list_types=list_types,
+            now=now,
+            prefixes=_field_prefixes(ignored_fields),
+        )
+    old_body = _without_managed_fields(old)
     new_body = _without_managed_fields(new)
+    # A write that sends the live entries back unchanged (a patch always does) decodes the live ones: the
+    # same content, and the live entries may be tries this module emitted, which decode without a walk.
+    sent_is_old = sent is None or sent is old_entries or _same(sent, old_entries)
 
-    if old is not None and (sent is None or _same(sent, old_entries)) and _same(old_body, new_body):
+    if sent_is_old and _same(old_body, new_body):
         result = dict(new)
         meta = dict(new_meta)
         if old_entries:
@@ -1205,10 +1355,10 @@ def record_update(
     if isinstance(sent, list) and (not sent or (len(sent) == 1 and sent[0] == {})):
         managers = {}
     else:
-        managers = _decode_managed_fields(sent) if sent else None
+        managers = _decode_managed_fields(old_entries if sent_is_old else sent) if sent else None
         if not managers:
             managers = _decode_managed_fields(old_entries) or {}
-    if not managers and old is not None:
+    if not managers:
         # Upstream tracks an object from its creation or its first apply, never from a later update.
         return _with_managed_fields(new_body, {})
 

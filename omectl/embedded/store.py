@@ -104,6 +104,8 @@ class Store:
         self.by_uid: dict[str, tuple[StorageKey, ObjectKey]] = {}
         self.listeners: list[Callable[[WatchEvent], None]] = []
         self.start_rv = start_rv
+        # Each kind's keys in namespace/name order; dropped when a key comes or goes (not on an update).
+        self._sorted_keys: dict[StorageKey, list[ObjectKey]] = {}
 
     # --- reads -------------------------------------------------------------------------------------------
 
@@ -116,9 +118,14 @@ class Store:
     def items(self, key: StorageKey, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """Objects of a kind ordered by namespace/name, optionally within one namespace."""
         bucket = self.buckets.get(key, {})
-        keys = sorted(bucket)
+        keys = self._sorted_keys.get(key)
+        if keys is None or len(keys) != len(bucket):
+            keys = self._sorted_keys[key] = sorted(bucket)
         if namespace:
-            keys = [k for k in keys if k[0] == namespace]
+            # ("ns",) sorts before every ("ns", name) and ("ns\0",) after them all.
+            start = bisect.bisect_left(keys, (namespace,))
+            end = bisect.bisect_left(keys, (namespace + "\x00",), start)
+            keys = keys[start:end]
         for k in keys:
             yield bucket[k]
 
@@ -141,9 +148,12 @@ class Store:
         rv = int(meta["resourceVersion"])
         bucket = self.bucket(key)
         if type_ == DELETED:
-            bucket.pop(okey, None)
+            if bucket.pop(okey, None) is not None:
+                self._sorted_keys.pop(key, None)
             self.by_uid.pop(meta.get("uid", ""), None)
         else:
+            if okey not in bucket:
+                self._sorted_keys.pop(key, None)
             bucket[okey] = obj
             self.by_uid[meta["uid"]] = (key, okey)
         event = WatchEvent(type_, obj, old, rv, key)
@@ -156,6 +166,7 @@ class Store:
 
     def drop_kind(self, key: StorageKey) -> None:
         """Forget a kind entirely (its CRD is gone)."""
+        self._sorted_keys.pop(key, None)
         for obj in self.buckets.pop(key, {}).values():
             self.by_uid.pop(obj["metadata"].get("uid", ""), None)
         for sub in self.subscribers.pop(key, set()):
@@ -206,6 +217,7 @@ class Store:
         self.start_rv = self.rv
         for entry in snap.get("buckets", []):
             key = (entry["group"], entry["plural"])
+            self._sorted_keys.pop(key, None)
             bucket = self.bucket(key)
             for obj in entry["items"]:
                 meta = obj["metadata"]
