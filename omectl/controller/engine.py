@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -36,6 +37,7 @@ from omectl.kube.resources import INFERENCE_SERVICES, ResourceRef
 from omectl.kube.writer import write_status
 
 from .resolver import ChainResolver
+from .revisions import Revision, RevisionStore
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,28 @@ _RESOURCES = {
         "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True
     ),
 }
+
+
+DRIFT_CONDITION = "RuntimeDrifted"
+
+
+def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"type": DRIFT_CONDITION, "status": status, "reason": reason, "message": message, "lastTransitionTime": now}
+
+
+def _same_condition(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a.get(k) == b.get(k) for k in ("type", "status", "reason", "message"))
+
+
+def _referenced_revisions(cluster: Any, namespace: str) -> set[str]:
+    """Revisions an InferenceService of the namespace pins or records: never collected."""
+    names: set[str] = set()
+    for isvc in cluster.inference_services.cache.list(namespace):
+        pinned = ((isvc.get("spec") or {}).get("runtime") or {}).get("revision")
+        recorded = ((isvc.get("status") or {}).get("runtime") or {}).get("revision")
+        names.update(n for n in (pinned, recorded) if n)
+    return names
 
 
 class RetryLater(Exception):
@@ -106,7 +130,10 @@ class EngineReconciler:
             except NoRuntimeFound as exc:
                 cluster.record_event(isvc, "Warning", *event_for_selection_failure(model.name, exc.message))
                 return
-            merged, kind, name, chain = dict(selected.spec), selected.ref.kind, selected.ref.name, [selected.ref.name]
+            merged: Mapping[str, Any] = selected.spec
+            kind, name, chain = selected.ref.kind, selected.ref.name, [selected.ref.name]
+            revision: Revision | None = None
+            drift = _condition("False", "AutoSync", "automatic selection follows the live runtime")
         else:
             try:
                 ref, runtime = lookup_named_runtime(namespace, runtime_name, lookup)
@@ -122,6 +149,10 @@ class EngineReconciler:
                 cluster.record_event(isvc, "Warning", reason, message)
                 raise RetryLater(message) from None
             merged, kind, name, chain = resolution.result.spec, ref.kind, ref.name, list(resolution.names)
+            pinned = await self._pinned_revision(cluster, isvc, name, kind, resolution)
+            if pinned is None:
+                return  # a missing pinned revision: RuntimePinError recorded, workload left as it is
+            merged, revision, drift = pinned
             if model is not None:
                 try:
                     check_runtime_supports(name, merged, model, kind=kind)
@@ -132,23 +163,43 @@ class EngineReconciler:
                     cluster.record_event(isvc, "Warning", reason, message)
                     return
         try:
-            objects = render_workloads(isvc, merged, runtime_name=name, runtime_kind=kind, model=model_obj)
+            objects = render_workloads(
+                isvc,
+                merged,
+                runtime_name=name,
+                runtime_kind=kind,
+                model=model_obj,
+                revision=revision.name if revision else None,
+            )
         except RenderError as exc:
             cluster.record_event(isvc, "Warning", exc.reason, exc.message)
             return
         for obj in objects:
             await self._apply(cluster, obj)
-        render = object_hash({"objects": objects})
-        desired_runtime = {"name": name, "kind": kind, "chain": chain, "hash": render}
+        desired_runtime: dict[str, Any] = {"name": name, "kind": kind, "chain": chain}
+        if revision is not None:
+            desired_runtime.update(chain=list(revision.chain), revision=revision.name, hash=revision.hash)
+        else:
+            desired_runtime["hash"] = object_hash({"objects": objects})
 
         def mutate(live: dict[str, Any]) -> dict[str, Any] | None:
             status = dict(live.get("status") or {})
-            if status.get("runtime") == desired_runtime:
+            others = [c for c in status.get("conditions") or [] if c.get("type") != DRIFT_CONDITION]
+            prior = next((c for c in status.get("conditions") or [] if c.get("type") == DRIFT_CONDITION), None)
+            generation = live["metadata"].get("generation", 0)
+            if (
+                prior is not None
+                and _same_condition(prior, drift)
+                and status.get("runtime") == desired_runtime
+                and status.get("observedGeneration") == generation
+            ):
                 return None
-            status["runtime"] = desired_runtime
-            return status
+            condition = dict(drift)
+            if prior and prior.get("status") == drift["status"]:
+                condition["lastTransitionTime"] = prior.get("lastTransitionTime", drift["lastTransitionTime"])
+            return dict(status, runtime=desired_runtime, conditions=[*others, condition], observedGeneration=generation)
 
-        if (isvc.get("status") or {}).get("runtime") != desired_runtime:
+        if mutate(isvc) is not None:
             await write_status(
                 cluster.client,
                 INFERENCE_SERVICES,
@@ -158,6 +209,55 @@ class EngineReconciler:
                 field_manager=FIELD_MANAGER,
                 cached=isvc,
             )
+
+    async def _pinned_revision(
+        self, cluster: Any, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any
+    ) -> tuple[Mapping[str, Any], Revision, dict[str, Any]] | None:
+        """The spec to render and the drift condition, per DESIGN §3 decision 12 (None: leave the workload)."""
+        meta = isvc["metadata"]
+        namespace = meta.get("namespace", "")
+        runtime_spec = (isvc.get("spec") or {}).get("runtime") or {}
+        store: RevisionStore = cluster.revisions
+        live = await store.ensure(
+            namespace,
+            runtime,
+            kind,
+            resolution.names,
+            [rv for *_, rv in resolution.key[1]],
+            resolution.result.spec,
+            _referenced_revisions(cluster, namespace),
+        )
+        requested = runtime_spec.get("revision")
+        if requested:
+            chosen = await store.get(namespace, requested)
+            if chosen is None:
+                reason, message = event_for_named_runtime_failure(
+                    isvc,
+                    runtime,
+                    ((isvc.get("spec") or {}).get("model") or {}).get("name"),
+                    f"runtime revision {requested} not found",
+                    chain_broken=True,
+                )
+                cluster.record_event(isvc, "Warning", reason, message)
+                return None
+        elif runtime_spec.get("autoSync", True) is False:
+            status_runtime = (isvc.get("status") or {}).get("runtime") or {}
+            pinned = status_runtime.get("revision") if status_runtime.get("name") == runtime else None
+            chosen = (await store.get(namespace, pinned) if pinned else None) or live  # the first reconcile pins
+        else:
+            return (
+                resolution.result.spec,
+                live,
+                _condition("False", "AutoSync", "the workload follows the live runtime"),
+            )
+        if chosen.hash != live.hash:
+            message = f"pinned revision {chosen.name} differs from the live revision {live.name}"
+            return chosen.spec, chosen, _condition("True", "RevisionMismatch", message)
+        return (
+            chosen.spec,
+            chosen,
+            _condition("False", "UpToDate", f"pinned revision {chosen.name} is the live revision"),
+        )
 
     async def _apply(self, cluster: Any, obj: dict[str, Any]) -> None:
         resource = _RESOURCES.get((obj.get("apiVersion", ""), obj.get("kind", "")))

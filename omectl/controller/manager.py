@@ -34,6 +34,7 @@ from omectl.controller.lookup import (
 )
 from omectl.controller.queue import Result, WorkItem, WorkKey, WorkQueue, run_workers
 from omectl.controller.resolver import ChainResolver
+from omectl.controller.revisions import RevisionStore
 from omectl.controller.runtime_status import desired_status, record_merge_span, resolve_runtime
 from omectl.core.runtimes import (
     CLUSTER_SERVING_RUNTIME,
@@ -100,6 +101,7 @@ class ClusterRuntime:
         self.controller = controller
         self.health = ClusterHealth()
         self.recorder = EventRecorder(client, component="omectl")
+        self.revisions = RevisionStore(client)
         self.serving = self._informer(SERVING_RUNTIMES, SR_KEY)
         self.cluster_serving = self._informer(CLUSTER_SERVING_RUNTIMES, CSR_KEY)
         # InferenceServices by the runtime they name: the last hop of the reverse index (parent -> children ->

@@ -293,3 +293,108 @@ async def test_engine_workload_minimal_writes_and_broken_chain_leaves_it_untouch
     await fleet.app.controller.queue.drain()
     assert deployment() == before  # the same render again: no write
     assert engine.writes == writes
+
+
+async def apply_samples(server: EmbeddedAPIServer, names: tuple[str, ...]) -> None:
+    samples = ROOT / "deploy" / "samples" / "ome"
+    ns_rt = server.api.types.lookup("", "v1", "namespaces")
+    assert ns_rt is not None
+    if server.api.store.get(("", "namespaces"), "", "llama-demo") is None:
+        await server.api.create(
+            ns_rt, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llama-demo"}}, OPTS
+        )
+    plurals = {
+        "ClusterBaseModel": "clusterbasemodels",
+        "ClusterServingRuntime": "clusterservingruntimes",
+        "ServingRuntime": "servingruntimes",
+        "InferenceService": "inferenceservices",
+    }
+    for name in names:
+        doc = yaml.safe_load((samples / f"{name}.yaml").read_text())
+        rt = server.api.types.lookup("ome.io", "v1beta1", plurals[doc["kind"]])
+        assert rt is not None
+        await server.api.create(rt, doc["metadata"].get("namespace", ""), doc, OPTS)
+
+
+def isvc_doc(name: str, runtime: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": name, "namespace": "llama-demo"},
+        "spec": {"model": {"name": "llama-3-2-3b-instruct"}, "runtime": runtime, "engine": {"minReplicas": 1}},
+    }
+
+
+async def test_autosync_follows_a_profile_edit_and_a_pinned_service_reports_drift(fleet: Fleet) -> None:
+    first = fleet.servers[0]
+    await apply_samples(first, ("clusterbasemodel", "profile", "runtime"))
+    isvcs = first.api.types.lookup("ome.io", "v1beta1", "inferenceservices")
+    assert isvcs is not None
+    await first.api.create(isvcs, "llama-demo", isvc_doc("follows", {"name": "sglang-llama-3-2-3b"}), OPTS)
+    await first.api.create(
+        isvcs, "llama-demo", isvc_doc("pinned", {"name": "sglang-llama-3-2-3b", "autoSync": False}), OPTS
+    )
+
+    def image(name: str) -> str | None:
+        dep = first.api.store.get(("apps", "deployments"), "llama-demo", f"{name}-engine")
+        return dep["spec"]["template"]["spec"]["containers"][0]["image"] if dep else None
+
+    def drift(name: str) -> tuple[str, str] | None:
+        obj = first.api.store.get(("ome.io", "inferenceservices"), "llama-demo", name) or {}
+        cond = next(
+            (c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == "RuntimeDrifted"), None
+        )
+        return (cond["status"], cond["reason"]) if cond else None
+
+    old_image = "docker.io/lmsysorg/sglang:v0.5.5.post3-cu129-amd64"
+    await until([first], lambda: drift("follows") == ("False", "AutoSync") and drift("pinned") == ("False", "UpToDate"))
+    assert image("follows") == image("pinned") == old_image
+    pinned_before = first.api.store.get(("apps", "deployments"), "llama-demo", "pinned-engine")
+
+    csr_rt = first.api.types.lookup("ome.io", "v1beta1", "clusterservingruntimes")
+    assert csr_rt is not None
+
+    async def set_profile_image(value: str) -> None:
+        live = first.api.store.get(("ome.io", "clusterservingruntimes"), "", "sglang-profile")
+        assert live is not None
+        body = yaml.safe_load((ROOT / "deploy" / "samples" / "ome" / "profile.yaml").read_text())
+        body["spec"]["engineConfig"]["runner"]["image"] = value
+        body["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
+        await first.api.update(csr_rt, "", "sglang-profile", body, OPTS)
+
+    await set_profile_image("sglang:NEW")
+    await until([first], lambda: image("follows") == "sglang:NEW" and drift("pinned") == ("True", "RevisionMismatch"))
+    assert first.api.store.get(("apps", "deployments"), "llama-demo", "pinned-engine") == pinned_before
+    revisions = [r["metadata"]["name"] for r in first.api.store.items(("apps", "controllerrevisions"), "llama-demo")]
+    assert len(revisions) == 2 and all(r.startswith("sglang-llama-3-2-3b-") for r in revisions)
+
+    await set_profile_image(old_image)  # undoing the edit clears the drift
+    await until([first], lambda: image("follows") == old_image and drift("pinned") == ("False", "UpToDate"))
+    assert first.api.store.get(("apps", "deployments"), "llama-demo", "pinned-engine") == pinned_before
+
+
+async def test_a_missing_pinned_revision_is_a_pin_error_and_renders_nothing(fleet: Fleet) -> None:
+    first = fleet.servers[0]
+    await apply_samples(first, ("clusterbasemodel", "profile", "runtime"))
+    isvcs = first.api.types.lookup("ome.io", "v1beta1", "inferenceservices")
+    assert isvcs is not None
+    await first.api.create(
+        isvcs,
+        "llama-demo",
+        isvc_doc("stuck", {"name": "sglang-llama-3-2-3b", "revision": "sglang-llama-3-2-3b-nope"}),
+        OPTS,
+    )
+
+    def pin_errors() -> list[str]:
+        return [
+            e["message"]
+            for e in first.api.store.items(("", "events"), "llama-demo")
+            if e.get("reason") == "RuntimePinError" and e["involvedObject"]["name"] == "stuck"
+        ]
+
+    await until([first], lambda: bool(pin_errors()))
+    assert pin_errors()[0] == (
+        "Runtime sglang-llama-3-2-3b does not support model llama-3-2-3b-instruct: "
+        "runtime revision sglang-llama-3-2-3b-nope not found"
+    )
+    assert first.api.store.get(("apps", "deployments"), "llama-demo", "stuck-engine") is None
