@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 SR_KEY = "ome.io/ServingRuntime"
 CSR_KEY = "ome.io/ClusterServingRuntime"
 ISVC_KEY = "ome.io/InferenceService"
+ROLLOUT_ANNOTATION = "omectl.io/rollout-requested"  # set by `omectl runtime rollout`: re-pin to the live revision
 FIELD_MANAGER = "omectl"
 _KIND_OF = {SR_KEY: SERVING_RUNTIME, CSR_KEY: CLUSTER_SERVING_RUNTIME}
 _KEY_OF = {SERVING_RUNTIME: SR_KEY, CLUSTER_SERVING_RUNTIME: CSR_KEY}
@@ -76,9 +77,8 @@ def _chain_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None
     if meta.get("generation") != old_meta.get("generation"):
         return True
     annotations, old_annotations = meta.get("annotations") or {}, old_meta.get("annotations") or {}
-    return any(
-        annotations.get(k) != old_annotations.get(k) for k in (INHERIT_FROM_ANNOTATION, RUNTIME_PROFILE_ANNOTATION)
-    )
+    watched = (INHERIT_FROM_ANNOTATION, RUNTIME_PROFILE_ANNOTATION, ROLLOUT_ANNOTATION)
+    return any(annotations.get(k) != old_annotations.get(k) for k in watched)
 
 
 @dataclass
