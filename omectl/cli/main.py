@@ -7,6 +7,7 @@ import typer
 from .cluster import cluster_app
 from .dev import dev_app
 from .run import run
+from .runtime import runtime_app
 from .trace import trace_app
 
 app = typer.Typer(
@@ -18,6 +19,7 @@ app.add_typer(dev_app, name="dev")
 app.add_typer(cluster_app, name="cluster")
 app.command("run")(run)
 app.add_typer(trace_app, name="trace")
+app.add_typer(runtime_app, name="runtime")
 
 
 @app.command()

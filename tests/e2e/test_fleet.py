@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -398,3 +399,49 @@ async def test_a_missing_pinned_revision_is_a_pin_error_and_renders_nothing(flee
         "runtime revision sglang-llama-3-2-3b-nope not found"
     )
     assert first.api.store.get(("apps", "deployments"), "llama-demo", "stuck-engine") is None
+
+
+async def test_rollout_moves_a_pinned_service_to_the_live_revision(fleet: Fleet) -> None:
+    first = fleet.servers[0]
+    await apply_samples(first, ("clusterbasemodel", "profile", "runtime"))
+    isvcs = first.api.types.lookup("ome.io", "v1beta1", "inferenceservices")
+    csr_rt = first.api.types.lookup("ome.io", "v1beta1", "clusterservingruntimes")
+    assert isvcs is not None and csr_rt is not None
+    await first.api.create(
+        isvcs, "llama-demo", isvc_doc("pinned", {"name": "sglang-llama-3-2-3b", "autoSync": False}), OPTS
+    )
+
+    def state() -> tuple[str | None, str | None]:
+        dep = first.api.store.get(("apps", "deployments"), "llama-demo", "pinned-engine")
+        obj = first.api.store.get(("ome.io", "inferenceservices"), "llama-demo", "pinned") or {}
+        cond = next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == "RuntimeDrifted"), {})
+        image = dep["spec"]["template"]["spec"]["containers"][0]["image"] if dep else None
+        return image, cond.get("reason")
+
+    await until([first], lambda: state()[1] == "UpToDate")
+    live = first.api.store.get(("ome.io", "clusterservingruntimes"), "", "sglang-profile")
+    assert live is not None
+    body = yaml.safe_load((ROOT / "deploy" / "samples" / "ome" / "profile.yaml").read_text())
+    body["spec"]["engineConfig"]["runner"]["image"] = "sglang:ROLLED"
+    body["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
+    await first.api.update(csr_rt, "", "sglang-profile", body, OPTS)
+    await until([first], lambda: state()[1] == "RevisionMismatch")
+    assert state()[0] != "sglang:ROLLED"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "omectl",
+        "runtime",
+        "rollout",
+        "pinned",
+        "-n",
+        "llama-demo",
+        "--kubeconfig",
+        str(fleet.kubeconfigs["f-1"]),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().strip() == "inferenceservice.ome.io/pinned rolling out to the live revision"
+    await until([first], lambda: state() == ("sglang:ROLLED", "UpToDate"))

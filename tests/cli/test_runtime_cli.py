@@ -1,0 +1,468 @@
+"""`omectl runtime effective|tree` against embedded clusters served from a background thread, and as the real
+`kubectl ome` plugin."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from omectl.cli.runtime import runtime_app
+from omectl.core.merge import merge_chain
+from omectl.embedded.api import WriteOptions
+from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.embedded.kubeconfig import KubeconfigEntry, write_kubeconfig
+from omectl.embedded.server import EmbeddedAPIServer
+from omectl.fleet.registration import ClusterRegistration, to_yaml
+from tests.support import kubectl_path
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "deploy" / "samples" / "ome"
+OPTS = WriteOptions(field_manager="test")
+PLURALS = {
+    "ClusterServingRuntime": "clusterservingruntimes",
+    "ServingRuntime": "servingruntimes",
+    "InferenceService": "inferenceservices",
+    "Namespace": "namespaces",
+}
+
+
+def sample(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((SAMPLES / name).read_text())
+    return document
+
+
+def runtime(kind: str, name: str, parent: str | None, namespace: str = "", **spec: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    if parent:
+        meta["annotations"] = {"ome.io/inherit-from": parent}
+    runner = {"name": "ome-container", "args": [f"--{name}"]}
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": kind,
+        "metadata": meta,
+        "spec": {"engineConfig": {"runner": runner}, **spec},
+    }
+
+
+def isvc(name: str, namespace: str, runtime_name: str | None, **runtime_fields: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"model": {"name": "llama-3-2-3b-instruct"}}
+    if runtime_name is not None:
+        spec["runtime"] = {"name": runtime_name, **runtime_fields}
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+async def create(server: EmbeddedAPIServer, obj: dict[str, Any]) -> None:
+    group = "" if obj["kind"] == "Namespace" else "ome.io"
+    version = "v1" if obj["kind"] == "Namespace" else "v1beta1"
+    rt = server.api.types.lookup(group, version, PLURALS[obj["kind"]])
+    assert rt is not None
+    await server.api.create(rt, obj["metadata"].get("namespace", ""), obj, OPTS)
+
+
+async def set_status(server: EmbeddedAPIServer, namespace: str, name: str, status: dict[str, Any]) -> None:
+    rt = server.api.types.lookup("ome.io", "v1beta1", "inferenceservices")
+    assert rt is not None
+    body = orjson.dumps({"status": status})
+    await server.api.patch(rt, namespace, name, "application/merge-patch+json", body, OPTS, subresource="status")
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+CSR, SR = "ClusterServingRuntime", "ServingRuntime"
+
+# rt-1: the spec's example plus a third level on each side, a ServingRuntime that shadows the profile in team-b,
+# and InferenceServices naming runtimes at every level.
+CLUSTER_ONE = [
+    namespace("llama-demo"),
+    namespace("team-b"),
+    sample("profile.yaml"),
+    sample("runtime.yaml"),
+    runtime(SR, "sglang-llama-long-context", "sglang-llama-3-2-3b", "llama-demo"),
+    runtime(CSR, "sglang-h100", "sglang-profile"),
+    runtime(SR, "sglang-h100-tuned", "sglang-h100", "team-b"),
+    runtime(SR, "sglang-profile", None, "team-b", disabled=True),
+    runtime(SR, "shadowed-child", "sglang-profile", "team-b"),
+    runtime(SR, "orphan", "no-such-parent", "llama-demo"),
+    sample("isvc.yaml"),
+    isvc("long-context", "llama-demo", "sglang-llama-long-context"),
+    isvc("tuned", "team-b", "sglang-h100-tuned", autoSync=False),
+    isvc("uses-shadow", "team-b", "sglang-profile"),
+    isvc("auto", "llama-demo", None),
+    isvc("broken", "llama-demo", "orphan"),
+    isvc("missing-runtime", "llama-demo", "no-such-runtime"),
+]
+# rt-2: the profile and one child with one InferenceService.
+CLUSTER_TWO = [
+    namespace("llama-demo"),
+    sample("profile.yaml"),
+    sample("runtime.yaml"),
+    sample("isvc.yaml"),
+]
+TUNED_STATUS: dict[str, Any] = {
+    "runtime": {
+        "name": "sglang-h100-tuned",
+        "kind": SR,
+        "chain": ["sglang-profile", "sglang-h100", "sglang-h100-tuned"],
+        "revision": "sglang-h100-tuned-5d9f7c",
+        "hash": "5d9f7c",
+    },
+    "conditions": [
+        {
+            "type": "RuntimeDrifted",
+            "status": "True",
+            "reason": "RevisionMismatch",
+            "message": "pinned revision sglang-h100-tuned-5d9f7c, live revision sglang-h100-tuned-8a1b2e",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[BackgroundFleet]:
+    bg = BackgroundFleet(EmbeddedFleet(2, name_prefix="rt-"))
+    bg.start()
+    try:
+        bg.run(bg.fleet.apply([REPO / "deploy" / "crds"]))
+        for server, objects in zip(bg.fleet.servers, (CLUSTER_ONE, CLUSTER_TWO), strict=True):
+            for obj in objects:
+                bg.run(create(server, copy.deepcopy(obj)))
+        bg.run(set_status(bg.fleet.servers[0], "team-b", "tuned", TUNED_STATUS))
+        yield bg
+    finally:
+        bg.stop()
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(fleet: BackgroundFleet, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Contexts rt-1 (current) and rt-2."""
+    return fleet.fleet.write_kubeconfig(tmp_path_factory.mktemp("runtime-cli") / "kubeconfig")
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def clusters_dir(kubeconfig: Path, tmp_path: Path) -> Path:
+    """rt-1 and rt-2 registered, plus `down`, whose server refuses connections."""
+    directory = tmp_path / "clusters"
+    directory.mkdir()
+    down = write_kubeconfig(
+        tmp_path / "down.kubeconfig", [KubeconfigEntry("down", f"http://127.0.0.1:{closed_port()}")], current="down"
+    )
+    for name, path, context in (("rt-1", kubeconfig, "rt-1"), ("rt-2", kubeconfig, "rt-2"), ("down", down, None)):
+        reg = ClusterRegistration(name=name, kubeconfig_path=path, context=context)
+        (directory / f"{name}.yaml").write_text(to_yaml(reg))
+    return directory
+
+
+def invoke(*args: str, env: Mapping[str, str] | None = None) -> Result:
+    return CliRunner().invoke(runtime_app, list(args), env=dict(env or {}))
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def table(output: str) -> list[dict[str, str]]:
+    """Rows of a kubectl-style table (cells never hold spaces) as header → cell."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    headers = lines[0].split()
+    return [dict(zip(headers, line.split(), strict=True)) for line in lines[1:] if len(line.split()) == len(headers)]
+
+
+# --- effective ---------------------------------------------------------------------------------------------
+
+
+def test_effective_table_shows_the_runtime_its_kind_and_the_chain(kubeconfig: Path) -> None:
+    result = ok(invoke("effective", "llama-3-2-3b-instruct", "-n", "llama-demo", "--kubeconfig", str(kubeconfig)))
+    assert table(result.stdout) == [
+        {
+            "NAME": "llama-3-2-3b-instruct",
+            "RUNTIME": "sglang-llama-3-2-3b",
+            "KIND": "ServingRuntime",
+            "REVISION": "-",
+            "PINNED": "no",  # the CRD defaults spec.runtime.autoSync to true
+            "DRIFTED": "-",
+            "CHAIN": "sglang-profile,sglang-llama-3-2-3b",
+        }
+    ]
+
+
+def test_effective_table_reads_revision_pin_and_drift_from_the_inference_service(kubeconfig: Path) -> None:
+    result = ok(invoke("effective", "tuned", "-n", "team-b", "--kubeconfig", str(kubeconfig)))
+    (row,) = table(result.stdout)
+    assert (row["REVISION"], row["PINNED"], row["DRIFTED"]) == (TUNED_STATUS["runtime"]["revision"], "yes", "yes")
+    assert row["CHAIN"] == "sglang-profile,sglang-h100,sglang-h100-tuned"
+
+
+def test_effective_json_lists_the_chain_root_first_with_the_merged_spec_and_its_provenance(kubeconfig: Path) -> None:
+    result = ok(
+        invoke("effective", "llama-3-2-3b-instruct", "-n", "llama-demo", "--kubeconfig", str(kubeconfig), "-o", "json")
+    )
+    report = json.loads(result.stdout)
+    profile, child = sample("profile.yaml"), sample("runtime.yaml")
+    assert [(hop["kind"], hop.get("namespace"), hop["name"]) for hop in report["chain"]] == [
+        (CSR, None, "sglang-profile"),
+        (SR, "llama-demo", "sglang-llama-3-2-3b"),
+    ]
+    assert all(hop["resourceVersion"] for hop in report["chain"])
+    runner = report["effectiveSpec"]["engineConfig"]["runner"]
+    assert runner["image"] == profile["spec"]["engineConfig"]["runner"]["image"]
+    assert runner["command"] == profile["spec"]["engineConfig"]["runner"]["command"]
+    assert runner["args"] == child["spec"]["engineConfig"]["runner"]["args"]
+    assert report["effectiveSpec"]["disabled"] is False
+    assert report["effectiveSpec"] == merge_chain([("p", profile["spec"]), ("c", child["spec"])]).spec
+    provenance = report["provenance"]
+    assert provenance["engineConfig.runner.image"] == "sglang-profile"
+    assert provenance["engineConfig.runner.args"] == "sglang-llama-3-2-3b"
+    assert provenance["disabled"] == "sglang-llama-3-2-3b"
+    assert provenance["engineConfig.volumes[name=dshm].emptyDir.medium"] == "sglang-profile"
+    assert report["runtime"] == {"kind": SR, "name": "sglang-llama-3-2-3b", "namespace": "llama-demo"}
+    assert (report["pinned"], report["autoSync"], report["drifted"]) == (False, True, None)
+
+
+def test_effective_yaml_is_the_same_document_as_json(kubeconfig: Path) -> None:
+    args = ("effective", "tuned", "-n", "team-b", "--kubeconfig", str(kubeconfig))
+    as_json = json.loads(ok(invoke(*args, "-o", "json")).stdout)
+    as_yaml = yaml.safe_load(ok(invoke(*args, "-o", "yaml")).stdout)
+    assert as_yaml == as_json
+    assert as_json["runtimeDriftedCondition"]["reason"] == "RevisionMismatch"
+    assert [hop["name"] for hop in as_json["chain"]] == TUNED_STATUS["runtime"]["chain"]
+
+
+def test_effective_says_so_when_the_inference_service_names_no_runtime(kubeconfig: Path) -> None:
+    result = ok(invoke("effective", "auto", "-n", "llama-demo", "--kubeconfig", str(kubeconfig)))
+    assert table(result.stdout)[0]["RUNTIME"] == "<none>"
+    assert "InferenceService llama-demo/auto names no runtime" in result.stdout
+    report = json.loads(
+        ok(invoke("effective", "auto", "-n", "llama-demo", "--kubeconfig", str(kubeconfig), "-o", "json")).stdout
+    )
+    assert (report["namedRuntime"], report["runtime"], report["chain"], report["effectiveSpec"]) == (
+        None,
+        None,
+        [],
+        None,
+    )
+
+
+def test_effective_unknown_inference_service_is_a_one_line_error(kubeconfig: Path) -> None:
+    result = invoke("effective", "nope", "-n", "llama-demo", "--kubeconfig", str(kubeconfig))
+    assert result.exit_code == 1
+    assert result.stderr == 'error: InferenceService "nope" not found in namespace "llama-demo" (cluster rt-1)\n'
+    assert result.stdout == ""
+
+
+def test_effective_names_a_missing_runtime(kubeconfig: Path) -> None:
+    result = invoke("effective", "missing-runtime", "-n", "llama-demo", "--kubeconfig", str(kubeconfig))
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: InferenceService llama-demo/missing-runtime: "
+        "runtime no-such-runtime not found in namespace llama-demo or at cluster scope\n"
+    )
+
+
+def test_effective_reports_a_broken_chain_with_the_chain_error(kubeconfig: Path) -> None:
+    result = invoke("effective", "broken", "-n", "llama-demo", "--kubeconfig", str(kubeconfig))
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "error: InferenceService llama-demo/broken: the chain of ServingRuntime llama-demo/orphan does not resolve "
+        '(ParentNotFound): inherit-from parent "no-such-parent" not found (chain so far: [orphan])'
+    ]
+
+
+def test_effective_uses_the_context_namespace_and_the_kubeconfig_env(fleet: BackgroundFleet, tmp_path: Path) -> None:
+    server = fleet.fleet.servers[0]
+    path = write_kubeconfig(tmp_path / "kc", [server.kubeconfig_entry(namespace="team-b")], current=server.name)
+    result = ok(invoke("effective", "tuned", env={"KUBECONFIG": str(path)}))
+    assert table(result.stdout)[0]["RUNTIME"] == "sglang-h100-tuned"
+
+
+def test_effective_context_selects_the_cluster(kubeconfig: Path) -> None:
+    # rt-2 holds llama-3-2-3b-instruct but not `tuned`; rt-1 (current context) holds both.
+    result = invoke("effective", "tuned", "-n", "team-b", "--kubeconfig", str(kubeconfig), "--context", "rt-2")
+    assert result.exit_code == 1
+    assert "(cluster rt-2)" in result.stderr
+
+
+def test_effective_reads_a_registered_cluster(clusters_dir: Path) -> None:
+    result = ok(invoke("effective", "llama-3-2-3b-instruct", "-n", "llama-demo", "--cluster", "rt-2",
+                       "--clusters-dir", str(clusters_dir), "-o", "json"))  # fmt: skip
+    assert json.loads(result.stdout)["cluster"] == "rt-2"
+    missing = invoke("effective", "x", "--cluster", "elsewhere", "--clusters-dir", str(clusters_dir))
+    assert (missing.exit_code, missing.stderr) == (
+        1,
+        f'error: cluster "elsewhere" is not registered in {clusters_dir}\n',
+    )
+
+
+def test_effective_unreachable_cluster_is_a_one_line_error_with_exit_code_2(clusters_dir: Path) -> None:
+    result = invoke("effective", "x", "-n", "default", "--cluster", "down", "--clusters-dir", str(clusters_dir))
+    assert result.exit_code == 2
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith(
+        "error: cluster down: GET /apis/ome.io/v1beta1/namespaces/default/inferenceservices/x"
+    )
+
+
+def test_cluster_and_kubeconfig_cannot_be_combined(kubeconfig: Path, clusters_dir: Path) -> None:
+    result = invoke(
+        "effective", "x", "--cluster", "rt-1", "--kubeconfig", str(kubeconfig), "--clusters-dir", str(clusters_dir)
+    )
+    assert result.exit_code == 1
+    assert "cannot be combined" in result.stderr
+
+
+# --- tree --------------------------------------------------------------------------------------------------
+
+
+def shape(node: Mapping[str, Any]) -> dict[str, Any]:
+    """A node as {label: {"isvcs": [...], "children": {...}}} for comparison."""
+    label = f"{node['kind']} {node.get('namespace', '')}/{node['name']}".replace(" /", " ")
+    return {
+        label: {
+            "isvcs": [f"{i['namespace']}/{i['name']}" for i in node["inferenceServices"]],
+            "children": {k: v for child in node["children"] for k, v in shape(child).items()},
+        }
+    }
+
+
+def test_tree_json_walks_three_levels_in_every_namespace_and_lists_the_inference_services(kubeconfig: Path) -> None:
+    result = ok(invoke("tree", "sglang-profile", "--kubeconfig", str(kubeconfig), "-o", "json"))
+    document = json.loads(result.stdout)
+    assert document["errors"] == []
+    (cluster,) = document["clusters"]
+    assert shape(cluster["root"]) == {
+        "ClusterServingRuntime sglang-profile": {
+            "isvcs": [],
+            "children": {
+                "ClusterServingRuntime sglang-h100": {
+                    "isvcs": [],
+                    "children": {
+                        "ServingRuntime team-b/sglang-h100-tuned": {"isvcs": ["team-b/tuned"], "children": {}},
+                    },
+                },
+                "ServingRuntime llama-demo/sglang-llama-3-2-3b": {
+                    "isvcs": ["llama-demo/llama-3-2-3b-instruct"],
+                    "children": {
+                        "ServingRuntime llama-demo/sglang-llama-long-context": {
+                            "isvcs": ["llama-demo/long-context"],
+                            "children": {},
+                        },
+                    },
+                },
+            },
+        }
+    }
+    assert (cluster["runtimes"], cluster["inferenceServices"]) == (4, 3)
+    assert cluster["root"]["profile"] is True and cluster["root"]["disabled"] is True
+
+
+def test_tree_of_a_serving_runtime_follows_the_shadowing_in_its_namespace(kubeconfig: Path) -> None:
+    result = ok(invoke("tree", "sglang-profile", "-n", "team-b", "--kubeconfig", str(kubeconfig), "-o", "json"))
+    (cluster,) = json.loads(result.stdout)["clusters"]
+    assert shape(cluster["root"]) == {
+        "ServingRuntime team-b/sglang-profile": {
+            "isvcs": ["team-b/uses-shadow"],
+            "children": {"ServingRuntime team-b/shadowed-child": {"isvcs": [], "children": {}}},
+        }
+    }
+
+
+def test_tree_table_draws_the_tree_and_its_reach(kubeconfig: Path) -> None:
+    result = ok(invoke("tree", "sglang-profile", "--kubeconfig", str(kubeconfig)))
+    lines = result.stdout.splitlines()
+    assert lines[0] == "ClusterServingRuntime sglang-profile  (profile, disabled)"
+
+    def depth(text: str) -> int:
+        (line,) = [line for line in lines if line.endswith(text) or f"{text}  (" in line]
+        return (len(line) - len(line.lstrip("│├└─ "))) // 4
+
+    assert depth("ClusterServingRuntime sglang-h100") == 1
+    assert depth("ServingRuntime team-b/sglang-h100-tuned") == 2
+    assert depth("InferenceService team-b/tuned") == 3
+    assert depth("ServingRuntime llama-demo/sglang-llama-long-context") == 2
+    assert depth("InferenceService llama-demo/long-context") == 3
+    assert "InferenceService team-b/tuned  (pinned to sglang-h100-tuned-5d9f7c, drifted)" in result.stdout
+    assert "shadowed-child" not in result.stdout and "uses-shadow" not in result.stdout
+    assert lines[-1] == "4 runtimes and 3 InferenceServices below ClusterServingRuntime sglang-profile"
+
+
+def test_tree_unknown_runtime_is_a_one_line_error(kubeconfig: Path) -> None:
+    result = invoke("tree", "sglang-h100", "-n", "llama-demo", "--kubeconfig", str(kubeconfig))
+    assert result.exit_code == 1
+    assert result.stderr == 'error: ServingRuntime "sglang-h100" not found in namespace "llama-demo" (cluster rt-1)\n'
+
+
+def test_tree_all_clusters_reports_an_unreachable_cluster_and_continues(clusters_dir: Path) -> None:
+    result = invoke("tree", "sglang-profile", "--all-clusters", "--clusters-dir", str(clusters_dir), "-o", "json")
+    assert result.exit_code == 2, result.output
+    document = json.loads(result.stdout)
+    reach = {c["cluster"]: (c["runtimes"], c["inferenceServices"]) for c in document["clusters"]}
+    assert reach == {"rt-1": (4, 3), "rt-2": (1, 1)}
+    (error,) = document["errors"]
+    assert error["cluster"] == "down" and error["message"].startswith("cluster down: GET ")
+
+    table_result = invoke("tree", "sglang-profile", "--all-clusters", "--clusters-dir", str(clusters_dir))
+    assert table_result.exit_code == 2
+    assert "cluster rt-1: ClusterServingRuntime sglang-profile  (profile, disabled)" in table_result.stdout
+    assert "cluster rt-2: ClusterServingRuntime sglang-profile  (profile, disabled)" in table_result.stdout
+    assert (
+        "fleet: 5 runtimes and 4 InferenceServices below ClusterServingRuntime sglang-profile in 2 of 3 clusters"
+        in (table_result.stdout)
+    )
+    assert [line[:20] for line in table_result.stderr.splitlines()] == ["error: cluster down:"]
+
+
+def test_tree_all_clusters_succeeds_when_every_cluster_answers(clusters_dir: Path) -> None:
+    (clusters_dir / "down.yaml").unlink()
+    result = ok(invoke("tree", "sglang-h100", "--all-clusters", "--clusters-dir", str(clusters_dir), "-o", "json"))
+    found = {c["cluster"]: c["root"] is not None for c in json.loads(result.stdout)["clusters"]}
+    assert found == {"rt-1": True, "rt-2": False}
+
+
+# --- the kubectl plugin ------------------------------------------------------------------------------------
+
+
+@pytest.mark.kubectl
+def test_kubectl_ome_runtime_effective_runs_as_a_kubectl_plugin(kubeconfig: Path, tmp_path: Path) -> None:
+    binary = kubectl_path()
+    plugin_dir = Path(sys.executable).parent
+    assert (plugin_dir / "kubectl-ome").is_file()
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["PATH"] = f"{plugin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["HOME"] = str(tmp_path)
+    argv = [binary, "ome", "runtime", "effective", "llama-3-2-3b-instruct", "-n", "llama-demo"]
+    proc = subprocess.run([*argv, "--kubeconfig", str(kubeconfig)], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = table(proc.stdout)
+    assert (row["RUNTIME"], row["KIND"], row["CHAIN"]) == (
+        "sglang-llama-3-2-3b",
+        "ServingRuntime",
+        "sglang-profile,sglang-llama-3-2-3b",
+    )
