@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import cProfile
-import datetime
 import math
 import multiprocessing
 import os
-import platform
 import pstats
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +24,6 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import aiohttp
@@ -37,9 +31,23 @@ import orjson
 import psutil
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "benchmarks" / "results" / "embedded_server.json"
-README = ROOT / "benchmarks" / "README.md"
+from benchmarks.common import (
+    README,
+    RESULTS_DIR,
+    DevUpProcess,
+    cpu_notes,
+    evaluate_targets,
+    machine_info,
+    markdown_rows,
+    print_phase,
+    rewrite_readme_section,
+    run_header,
+    text_table,
+    units_of,
+    write_results,
+)
+
+DEFAULT_OUT = RESULTS_DIR / "embedded_server.json"
 README_BEGIN = "<!-- embedded-server:begin -->"
 README_END = "<!-- embedded-server:end -->"
 
@@ -414,108 +422,29 @@ async def _lists(session: aiohttp.ClientSession, task: ClientTask, report: Clien
 # --- server process ---------------------------------------------------------------------------------
 
 
-class ServerProcess:
+class ServerProcess(DevUpProcess):
     """`python -m omectl dev up --clusters 1` in a subprocess: ready when its ready file names the URL."""
 
     def __init__(self, workdir: Path, manifest: Path, name: str) -> None:
-        self.workdir = workdir
+        super().__init__(
+            workdir,
+            1,
+            name_prefix=f"{name}-",
+            ready_file=workdir / f"{name}.ready",
+            kubeconfig=workdir / f"{name}.kubeconfig",
+            log_path=workdir / f"{name}.log",
+            apply=manifest,
+            ready_timeout_s=60.0,
+            poll_s=0.02,
+            label=f"server {name}",
+        )
         self.manifest = manifest
         self.name = name
-        self.ready_file = workdir / f"{name}.ready"
-        self.log_path = workdir / f"{name}.log"
-        self.url = ""
-        self.exit_code: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._ps: psutil.Process | None = None
-
-    def __enter__(self) -> ServerProcess:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-        command = [
-            sys.executable,
-            "-m",
-            "omectl",
-            "dev",
-            "up",
-            "--clusters",
-            "1",
-            "--name-prefix",
-            f"{self.name}-",
-            "--ready-file",
-            str(self.ready_file),
-            "--kubeconfig-out",
-            str(self.workdir / f"{self.name}.kubeconfig"),
-            "--apply",
-            str(self.manifest),
-        ]
-        with self.log_path.open("wb") as log:
-            self._proc = subprocess.Popen(
-                command,
-                cwd=self.workdir,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            self.url = self._wait_ready(60.0)
-        except BaseException:
-            self._stop()
-            raise
-        self._ps = psutil.Process(self._proc.pid)
-        return self
-
-    def _wait_ready(self, timeout: float) -> str:
-        assert self._proc is not None
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"dev up exited with {self._proc.returncode}:\n{self.log_tail()}")
-            if self.ready_file.exists():
-                text = self.ready_file.read_text()
-                fields = text.split()
-                if text.endswith("\n") and len(fields) >= 2:  # written in one go, but check it is whole
-                    return fields[1]
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"dev up was not ready after {timeout:.0f} s:\n{self.log_tail()}")
-            time.sleep(0.02)
-
-    def log_tail(self, lines: int = 30) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        return ""
 
     @property
-    def pid(self) -> int:
-        assert self._proc is not None
-        return self._proc.pid
-
-    def rss(self) -> int:
-        assert self._ps is not None
-        return int(self._ps.memory_info().rss)
-
-    def cpu_seconds(self) -> float:
-        assert self._ps is not None
-        times = self._ps.cpu_times()
-        return float(times.user + times.system)
-
-    def _stop(self) -> None:
-        if self._proc is None or self._proc.poll() is not None:
-            self.exit_code = None if self._proc is None else self._proc.returncode
-            return
-        self._proc.send_signal(signal.SIGTERM)
-        try:
-            self.exit_code = self._proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self.exit_code = self._proc.wait(10)
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop()
-        if self.exit_code not in (0, None):
-            print(f"warning: server {self.name} exited with {self.exit_code}:\n{self.log_tail()}", flush=True)
+    def url(self) -> str:
+        """The one cluster's URL ("" until the server is ready)."""
+        return next(iter(self.urls.values()), "")
 
 
 def _http_json(url: str, method: str = "GET", body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -775,10 +704,7 @@ def percentile(sorted_values: list[float], pct: float) -> float:
 
 
 def progress(phase: str, text: str, details: dict[str, Any]) -> None:
-    notes = [
-        f"server cpu {details['server_cpu_cores']:.2f} cores",
-        f"client cpu {details['client_cpu_cores']:.2f}",
-    ]
+    notes = cpu_notes(details, "client_cpu_cores", "client cpu")
     if details["errors"]:
         notes.append(f"{details['errors']} errors, first: {details['first_error']}")
     if details["deadline_hit"]:
@@ -786,7 +712,7 @@ def progress(phase: str, text: str, details: dict[str, Any]) -> None:
     if phase != "list" and details["server_cpu_cores"] < SATURATED_CORES:
         # The server is one asyncio process: short of a full core, something else was the limit.
         notes.append("server below one core: other load on the machine, or the clients, limited it")
-    print(f"[{phase:>6}] {text}  ({'; '.join(notes)})", flush=True)
+    print_phase(phase, text, notes, width=6)
 
 
 def write_manifest(workdir: Path) -> Path:
@@ -828,11 +754,10 @@ def run_benchmark(sizes: Sizes, client_procs: int, quick: bool) -> dict[str, Any
         with ServerProcess(workdir, manifest, "mem") as server:
             bench.memory(server)
     return {
-        "benchmark": "embedded_server",
-        "mode": "quick" if quick else "full",
-        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "duration_s": round(time.monotonic() - started, 1),
-        "machine": machine_info(load_before),
+        **run_header("embedded_server", quick, started),
+        "machine": machine_info(
+            load_before, {"memory_bytes": psutil.virtual_memory().total, "aiohttp": aiohttp.__version__}
+        ),
         "clients": {
             "processes": client_procs,
             "concurrent_writers": CLIENTS,
@@ -842,36 +767,10 @@ def run_benchmark(sizes: Sizes, client_procs: int, quick: bool) -> dict[str, Any
         },
         "sizes": asdict(sizes),
         "figures": bench.figures,
-        "units": {name: unit for name, (unit, _) in FIGURES.items()},
-        "targets": evaluate_targets(bench.figures, quick),
+        "units": units_of(FIGURES),
+        "targets": evaluate_targets(bench.figures, quick, TARGETS),
         "phases": bench.phases,
     }
-
-
-def machine_info(load_before: float) -> dict[str, Any]:
-    return {
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "memory_bytes": psutil.virtual_memory().total,
-        "aiohttp": aiohttp.__version__,
-        "orjson": orjson.__version__,
-        # Other work on the (shared) machine skews the figures: the load just before the run shows it.
-        "load_average_1m_before": round(load_before, 2),
-    }
-
-
-def evaluate_targets(figures: dict[str, float], quick: bool) -> dict[str, dict[str, Any]]:
-    result: dict[str, dict[str, Any]] = {}
-    for name, (op, target) in TARGETS.items():
-        value = figures[name]
-        passed = value >= target if op == ">=" else value <= target
-        result[name] = {"target": target, "op": op, "value": value, "pass": passed}
-        if quick:
-            result[name]["note"] = "quick run: small counts, not a measurement of the target"
-    return result
 
 
 # --- output -----------------------------------------------------------------------------------------
@@ -890,21 +789,13 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def format_table(results: dict[str, Any]) -> str:
-    header = ("figure", "value", "target", "result")
-    rows = [header, *table_rows(results)]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return text_table(table_rows(results))
 
 
 def markdown_table(results: dict[str, Any]) -> str:
     machine = results["machine"]
-    rows = table_rows(results)
     lines = [
-        "| figure | value | target | result |",
-        "|---|---:|---|---|",
-        *(f"| {label} | {value} | {target} | {verdict} |" for label, value, target, verdict in rows),
+        *markdown_rows(table_rows(results)),
         "",
         f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
         f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}, "
@@ -916,18 +807,6 @@ def markdown_table(results: dict[str, Any]) -> str:
         + f"; 1-minute load average just before the run: {machine['load_average_1m_before']}.",
     ]
     return "\n".join(lines)
-
-
-def rewrite_readme(path: Path, results: dict[str, Any]) -> bool:
-    """Replace the text between the markers; False when the README or its markers are missing."""
-    if not path.exists():
-        return False
-    text = path.read_text()
-    begin, end = text.find(README_BEGIN), text.find(README_END)
-    if begin < 0 or end < begin:
-        return False
-    path.write_text(text[: begin + len(README_BEGIN)] + "\n" + markdown_table(results) + "\n" + text[end:])
-    return True
 
 
 # --- profile ----------------------------------------------------------------------------------------
@@ -1002,11 +881,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = run_benchmark(sizes, args.client_procs, args.quick)
     print("\n" + format_table(results), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2) + b"\n")
-    print(f"\nresults: {args.out}", flush=True)
+    write_results(args.out, results)
     if not args.quick and not args.no_readme:
-        if rewrite_readme(README, results):
+        if rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=False):
             print(f"table rewritten in {README}", flush=True)
         else:
             print(f"warning: {README} has no {README_BEGIN} ... {README_END} markers", flush=True)

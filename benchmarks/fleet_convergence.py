@@ -19,13 +19,9 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import datetime
 import functools
 import gc
-import os
 import pstats
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,31 +29,36 @@ import tracemalloc
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import aiohttp
 import orjson
 import psutil
 
-from benchmarks.resolver import (
-    API_VERSION,
-    PROFILE_NAME,
-    child_spec,
+from benchmarks.common import (
+    README,
+    RESULTS_DIR,
+    ROOT,
+    DevUpProcess,
+    cpu_notes,
     evaluate_targets,
     machine_info,
-    profile_spec,
-    rewrite_readme,
+    markdown_rows,
+    print_phase,
+    rewrite_readme_section,
+    run_header,
+    text_table,
+    units_of,
+    write_results,
 )
+from benchmarks.resolver import API_VERSION, PROFILE_NAME, child_spec, profile_spec
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
 from omectl.controller.lookup import INHERIT_INDEX, inherit_index
 from omectl.kube.cache import ObjectCache
 from omectl.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "benchmarks" / "results" / "fleet_convergence.json"
-README = ROOT / "benchmarks" / "README.md"
+DEFAULT_OUT = RESULTS_DIR / "fleet_convergence.json"
 README_BEGIN = "<!-- fleet-convergence:begin -->"
 README_END = "<!-- fleet-convergence:end -->"
 CRDS = ROOT / "deploy" / "crds"
@@ -157,99 +158,23 @@ def is_parent_not_found(obj: Mapping[str, Any] | None) -> bool:
 # --- the fleet's server process ----------------------------------------------------------------------------------
 
 
-class FleetProcess:
-    """`python -m omectl dev up --clusters N` in a subprocess: ready when its ready file lists every cluster."""
+class FleetProcess(DevUpProcess):
+    """`python -m omectl dev up --clusters N` with `deploy/crds/` applied: ready when its ready file lists every
+    cluster."""
 
     def __init__(self, workdir: Path, clusters: int) -> None:
-        self.workdir = workdir
-        self.clusters = clusters
-        self.ready_file = workdir / "fleet.ready"
-        self.kubeconfig = workdir / "fleet.kubeconfig"
-        self.log_path = workdir / "fleet.log"
-        self.urls: dict[str, str] = {}
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._ps: psutil.Process | None = None
-        self.exit_code: int | None = None
-
-    def __enter__(self) -> FleetProcess:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-        command = [
-            sys.executable,
-            "-m",
-            "omectl",
-            "dev",
-            "up",
-            "--clusters",
-            str(self.clusters),
-            "--name-prefix",
-            CLUSTER_PREFIX,
-            "--ready-file",
-            str(self.ready_file),
-            "--kubeconfig-out",
-            str(self.kubeconfig),
-            "--apply",
-            str(CRDS),
-        ]
-        with self.log_path.open("wb") as log:
-            self._proc = subprocess.Popen(
-                command, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        try:
-            self._wait_ready(90.0)
-        except BaseException:
-            self._stop()
-            raise
-        self._ps = psutil.Process(self._proc.pid)
-        return self
-
-    def _wait_ready(self, timeout: float) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"dev up exited with {self._proc.returncode}:\n{self.log_tail()}")
-            if self.ready_file.exists():
-                text = self.ready_file.read_text()
-                lines = [line.split() for line in text.splitlines() if line.strip()]
-                if text.endswith("\n") and len(lines) == self.clusters:
-                    self.urls = {fields[0]: fields[1] for fields in lines}
-                    return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"dev up was not ready after {timeout:.0f} s:\n{self.log_tail()}")
-            time.sleep(0.05)
-
-    def log_tail(self, lines: int = 30) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        return ""
-
-    def cpu_seconds(self) -> float:
-        assert self._ps is not None
-        times = self._ps.cpu_times()
-        return float(times.user + times.system)
-
-    def rss(self) -> int:
-        assert self._ps is not None
-        return int(self._ps.memory_info().rss)
-
-    def _stop(self) -> None:
-        if self._proc is None or self._proc.poll() is not None:
-            self.exit_code = None if self._proc is None else self._proc.returncode
-            return
-        self._proc.send_signal(signal.SIGTERM)
-        try:
-            self.exit_code = self._proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self.exit_code = self._proc.wait(10)
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop()
-        if self.exit_code not in (0, None):
-            print(f"warning: dev up exited with {self.exit_code}:\n{self.log_tail()}", flush=True)
+        super().__init__(
+            workdir,
+            clusters,
+            name_prefix=CLUSTER_PREFIX,
+            ready_file=workdir / "fleet.ready",
+            kubeconfig=workdir / "fleet.kubeconfig",
+            log_path=workdir / "fleet.log",
+            apply=CRDS,
+            ready_timeout_s=90.0,
+            poll_s=0.05,
+            label="dev up",
+        )
 
 
 # --- observing convergence ---------------------------------------------------------------------------------------
@@ -544,13 +469,10 @@ class Bench:
 
     def progress(self, phase: str, text: str) -> None:
         details = self.phases[phase]
-        notes = [
-            f"server cpu {details['server_cpu_cores']:.2f} cores",
-            f"controller process cpu {details['controller_process_cpu_cores']:.2f}",
-        ]
+        notes = cpu_notes(details, "controller_process_cpu_cores", "controller process cpu")
         if details.get("deadline_hit"):
             notes.append("stopped at the deadline")
-        print(f"[{phase:>8}] {text}  ({'; '.join(notes)})", flush=True)
+        print_phase(phase, text, notes, width=8)
 
     async def run(self, raw_clients: int) -> None:
         sizes = self.sizes
@@ -775,10 +697,7 @@ def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool) ->
             print(f"\n=== controller process, delete + re-create phases: top 30 by {order} ===", flush=True)
             pstats.Stats(bench.profile, stream=sys.stdout).sort_stats(order).print_stats(30)
     return {
-        "benchmark": "fleet_convergence",
-        "mode": "quick" if quick else "full",
-        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "duration_s": round(time.monotonic() - started, 1),
+        **run_header("fleet_convergence", quick, started),
         "machine": machine,
         "layout": {
             "servers": f"one `python -m omectl dev up --clusters {sizes.clusters}` process",
@@ -788,7 +707,7 @@ def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool) ->
         },
         "sizes": asdict(sizes),
         "figures": bench.figures,
-        "units": {name: unit for name, (unit, _) in FIGURES.items()},
+        "units": units_of(FIGURES),
         "targets": evaluate_targets(bench.figures, quick, TARGETS),
         "phases": bench.phases,
         "profiled": profile,
@@ -811,12 +730,7 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def format_table(results: dict[str, Any]) -> str:
-    header = ("figure", "value", "target", "result")
-    rows = [header, *table_rows(results)]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return text_table(table_rows(results))
 
 
 README_INTRO = """## Fleet convergence
@@ -880,9 +794,7 @@ def markdown_table(results: dict[str, Any]) -> str:
     )
     lines = [
         README_INTRO,
-        "| figure | value | target | result |",
-        "|---|---:|---|---|",
-        *(f"| {label} | {value} | {target} | {verdict} |" for label, value, target, verdict in table_rows(results)),
+        *markdown_rows(table_rows(results)),
         "",
         f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
         f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}, {machine['platform']}; "
@@ -915,11 +827,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run_benchmark(QUICK if args.quick else FULL, args.quick, args.raw_clients, args.profile)
     print("\n" + format_table(results), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2) + b"\n")
-    print(f"\nresults: {args.out}", flush=True)
+    write_results(args.out, results)
     if not args.quick and not args.no_readme and not args.profile:
-        rewrite_readme(README, markdown_table(results), README_BEGIN, README_END)
+        rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=True)
         print(f"table rewritten in {README}", flush=True)
     return 0
 

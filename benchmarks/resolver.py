@@ -13,10 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import datetime
 import gc
-import os
-import platform
 import pstats
 import statistics
 import sys
@@ -26,19 +23,28 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 from aiocache import Cache
 from aiocache.serializers import NullSerializer
 
+from benchmarks.common import (
+    README,
+    RESULTS_DIR,
+    evaluate_targets,
+    machine_info,
+    markdown_rows,
+    rewrite_readme_section,
+    run_header,
+    text_table,
+    units_of,
+    write_results,
+)
 from omectl.controller.lookup import INHERIT_INDEX, CacheLookup, inherit_index
 from omectl.controller.resolver import ChainResolver
 from omectl.core.inheritance import resolve_chain, spec_layers
 from omectl.core.merge import merge_chain
 from omectl.kube.cache import ObjectCache
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "benchmarks" / "results" / "resolver.json"
-README = ROOT / "benchmarks" / "README.md"
+DEFAULT_OUT = RESULTS_DIR / "resolver.json"
 README_BEGIN = "<!-- resolver:begin -->"
 README_END = "<!-- resolver:end -->"
 
@@ -467,45 +473,16 @@ def run_benchmark(sizes: Sizes, quick: bool, profile: bool) -> dict[str, Any]:
     started = time.monotonic()
     figures, phases = asyncio.run(run_phases(sizes, profile))
     return {
-        "benchmark": "resolver",
-        "mode": "quick" if quick else "full",
-        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "duration_s": round(time.monotonic() - started, 1),
+        **run_header("resolver", quick, started),
         "machine": machine_info(),
         "sizes": asdict(sizes),
         "chain": ["sglang-profile", "sglang-cuda", "sglang-h100", "sglang-llama", "sglang-llama-NNNN"],
         "figures": figures,
-        "units": {name: unit for name, (unit, _) in FIGURES.items()},
-        "targets": evaluate_targets(figures, quick),
+        "units": units_of(FIGURES),
+        "targets": evaluate_targets(figures, quick, TARGETS),
         "phases": phases,
         "profiled": profile,
     }
-
-
-def machine_info() -> dict[str, Any]:
-    return {
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "orjson": orjson.__version__,
-        "load_average_1m_before": round(os.getloadavg()[0], 2),
-    }
-
-
-def evaluate_targets(
-    figures: dict[str, float], quick: bool, targets: dict[str, tuple[str, float]] | None = None
-) -> dict[str, dict[str, Any]]:
-    """Each target's value and pass/fail (`targets` defaults to this benchmark's)."""
-    result: dict[str, dict[str, Any]] = {}
-    for name, (op, target) in (TARGETS if targets is None else targets).items():
-        value = figures[name]
-        passed = value >= target if op == ">=" else value <= target
-        result[name] = {"target": target, "op": op, "value": value, "pass": passed}
-        if quick:
-            result[name]["note"] = "quick run: small counts, not a measurement of the target"
-    return result
 
 
 # --- output ------------------------------------------------------------------------------------------------------
@@ -527,12 +504,7 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def format_table(results: dict[str, Any]) -> str:
-    header = ("figure", "value", "target", "result")
-    rows = [header, *table_rows(results)]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return text_table(table_rows(results))
 
 
 README_INTRO = """## Chain resolver
@@ -577,9 +549,7 @@ def markdown_table(results: dict[str, Any]) -> str:
     what_if = results["phases"]["what_if_l2_timeout_off"]
     lines = [
         README_INTRO,
-        "| figure | value | target | result |",
-        "|---|---:|---|---|",
-        *(f"| {label} | {value} | {target} | {verdict} |" for label, value, target, verdict in table_rows(results)),
+        *markdown_rows(table_rows(results)),
         "",
         f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
         f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}, {machine['platform']}; "
@@ -594,16 +564,6 @@ def markdown_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def rewrite_readme(path: Path, section: str, begin_marker: str, end_marker: str) -> None:
-    """Replace only the text between the markers (re-read just before writing); append them when absent."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    begin, end = text.find(begin_marker), text.find(end_marker)
-    if begin < 0 or end < begin:
-        path.write_text(text.rstrip("\n") + f"\n\n{begin_marker}\n{section}\n{end_marker}\n")
-        return
-    path.write_text(text[: begin + len(begin_marker)] + "\n" + section + "\n" + text[end:])
-
-
 # --- command line ------------------------------------------------------------------------------------------------
 
 
@@ -616,11 +576,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run_benchmark(QUICK if args.quick else FULL, args.quick, args.profile)
     print("\n" + format_table(results), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2) + b"\n")
-    print(f"\nresults: {args.out}", flush=True)
+    write_results(args.out, results)
     if not args.quick and not args.no_readme and not args.profile:
-        rewrite_readme(README, markdown_table(results), README_BEGIN, README_END)
+        rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=True)
         print(f"table rewritten in {README}", flush=True)
     return 0
 

@@ -1,0 +1,279 @@
+"""Helpers every benchmark script shares: machine info, results JSON, targets, tables, README sections, `dev up`.
+
+Each function keeps the exact output format the scripts had before they shared it (same JSON keys in the same
+order, same table layout, same README markers), so results files and README sections stay comparable across runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import orjson
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "benchmarks" / "README.md"
+RESULTS_DIR = ROOT / "benchmarks" / "results"
+
+Targets = dict[str, tuple[str, float]]
+TableRow = tuple[str, str, str, str]  # (label, value, target, verdict)
+TABLE_HEADER: TableRow = ("figure", "value", "target", "result")
+
+
+# --- results -----------------------------------------------------------------------------------------------------
+
+
+def machine_info(load_before: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The machine a run measured on; `extra` keys go before the orjson version, the load average last.
+
+    `load_before` is the 1-minute load average taken just before the run (now, when None): other work on a
+    shared machine skews the figures, and the load shows it.
+    """
+    load = os.getloadavg()[0] if load_before is None else load_before
+    return {
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        **(extra or {}),
+        "orjson": orjson.__version__,
+        "load_average_1m_before": round(load, 2),
+    }
+
+
+def run_header(benchmark: str, quick: bool, started_monotonic: float) -> dict[str, Any]:
+    """The first keys of every results file: benchmark, mode, timestamp (UTC, now) and duration since `started`."""
+    return {
+        "benchmark": benchmark,
+        "mode": "quick" if quick else "full",
+        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "duration_s": round(time.monotonic() - started_monotonic, 1),
+    }
+
+
+def units_of(figures: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """The `units` entry of a results file: figure name -> unit, from a `FIGURES` table of (unit, label)."""
+    return {name: unit for name, (unit, _) in figures.items()}
+
+
+def evaluate_targets(figures: dict[str, float], quick: bool, targets: Targets) -> dict[str, dict[str, Any]]:
+    """Each target's value and pass/fail (`op` is ">=" or "<="); a quick run's verdicts carry a note saying so."""
+    result: dict[str, dict[str, Any]] = {}
+    for name, (op, target) in targets.items():
+        value = figures[name]
+        passed = value >= target if op == ">=" else value <= target
+        result[name] = {"target": target, "op": op, "value": value, "pass": passed}
+        if quick:
+            result[name]["note"] = "quick run: small counts, not a measurement of the target"
+    return result
+
+
+def write_results(path: Path, results: dict[str, Any]) -> None:
+    """Write the results as indented JSON (creating the folder) and print where they went."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2) + b"\n")
+    print(f"\nresults: {path}", flush=True)
+
+
+# --- tables and the README ---------------------------------------------------------------------------------------
+
+
+def text_table(rows: Sequence[TableRow]) -> str:
+    """The terminal table: left-aligned columns under a header and a rule of dashes."""
+    all_rows = [TABLE_HEADER, *rows]
+    widths = [max(len(r[i]) for r in all_rows) for i in range(len(TABLE_HEADER))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in all_rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_rows(rows: Iterable[TableRow]) -> list[str]:
+    """The README table's lines: header, alignment row (values right-aligned), one line per row."""
+    return [
+        "| figure | value | target | result |",
+        "|---|---:|---|---|",
+        *(f"| {label} | {value} | {target} | {verdict} |" for label, value, target, verdict in rows),
+    ]
+
+
+def rewrite_readme_section(path: Path, section: str, begin_marker: str, end_marker: str, append_missing: bool) -> bool:
+    """Replace only the text between the markers (the file is read just before writing).
+
+    Without the markers (or the file): with `append_missing`, append them and the section (a missing file starts
+    as `# Benchmarks`) and return True; otherwise leave everything alone and return False.
+    """
+    if not path.exists() and not append_missing:
+        return False
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    begin, end = text.find(begin_marker), text.find(end_marker)
+    if begin < 0 or end < begin:
+        if not append_missing:
+            return False
+        path.write_text(text.rstrip("\n") + f"\n\n{begin_marker}\n{section}\n{end_marker}\n")
+        return True
+    path.write_text(text[: begin + len(begin_marker)] + "\n" + section + "\n" + text[end:])
+    return True
+
+
+# --- progress ----------------------------------------------------------------------------------------------------
+
+
+def print_phase(phase: str, text: str, notes: Sequence[str], width: int) -> None:
+    """One progress line: `[   phase] text  (note; note)`, the phase right-aligned to `width`."""
+    print(f"[{phase:>{width}}] {text}  ({'; '.join(notes)})", flush=True)
+
+
+def cpu_notes(details: dict[str, Any], other_key: str, other_label: str) -> list[str]:
+    """The CPU notes of a progress line: the server's cores, then those under `other_key`, named `other_label`."""
+    return [
+        f"server cpu {details['server_cpu_cores']:.2f} cores",
+        f"{other_label} {details[other_key]:.2f}",
+    ]
+
+
+# --- the `dev up` server process ---------------------------------------------------------------------------------
+
+
+class DevUpProcess:
+    """`python -m omectl dev up --clusters N` in a subprocess (its own session, output to a log file).
+
+    Entering starts it and waits until its ready file lists every cluster (`name url` per line, whole once it
+    ends with a newline); `urls` maps cluster name to URL. Leaving sends SIGTERM (SIGKILL after 30 s) and prints
+    a warning with the log's tail when it exited with an error.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        clusters: int,
+        name_prefix: str,
+        ready_file: Path,
+        kubeconfig: Path,
+        log_path: Path,
+        apply: Path,
+        ready_timeout_s: float,
+        poll_s: float,
+        label: str,
+    ) -> None:
+        self.workdir = workdir
+        self.clusters = clusters
+        self.name_prefix = name_prefix
+        self.ready_file = ready_file
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self.apply = apply
+        self.ready_timeout_s = ready_timeout_s
+        self.poll_s = poll_s
+        self.label = label
+        self.urls: dict[str, str] = {}
+        self.exit_code: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._ps: psutil.Process | None = None
+
+    def command(self) -> list[str]:
+        """The command line: this interpreter running `omectl dev up` with the CRDs or manifest applied."""
+        return [
+            sys.executable,
+            "-m",
+            "omectl",
+            "dev",
+            "up",
+            "--clusters",
+            str(self.clusters),
+            "--name-prefix",
+            self.name_prefix,
+            "--ready-file",
+            str(self.ready_file),
+            "--kubeconfig-out",
+            str(self.kubeconfig),
+            "--apply",
+            str(self.apply),
+        ]
+
+    def __enter__(self) -> Self:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+        with self.log_path.open("wb") as log:
+            self._proc = subprocess.Popen(
+                self.command(),
+                cwd=self.workdir,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            self.urls = self._wait_ready(self.ready_timeout_s)
+        except BaseException:
+            self._stop()
+            raise
+        self._ps = psutil.Process(self._proc.pid)
+        return self
+
+    def _wait_ready(self, timeout: float) -> dict[str, str]:
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"dev up exited with {self._proc.returncode}:\n{self.log_tail()}")
+            if self.ready_file.exists():
+                text = self.ready_file.read_text()
+                lines = [line.split() for line in text.splitlines() if line.strip()]
+                # Written in one go, but check it is whole.
+                if text.endswith("\n") and len(lines) == self.clusters and all(len(f) >= 2 for f in lines):
+                    return {fields[0]: fields[1] for fields in lines}
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"dev up was not ready after {timeout:.0f} s:\n{self.log_tail()}")
+            time.sleep(self.poll_s)
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last `lines` lines of the process's output ("" when the log cannot be read)."""
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds the server process has used so far."""
+        assert self._ps is not None
+        times = self._ps.cpu_times()
+        return float(times.user + times.system)
+
+    def rss(self) -> int:
+        """The server process's resident set size, in bytes."""
+        assert self._ps is not None
+        return int(self._ps.memory_info().rss)
+
+    def _stop(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            self.exit_code = None if self._proc is None else self._proc.returncode
+            return
+        self._proc.send_signal(signal.SIGTERM)
+        try:
+            self.exit_code = self._proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self.exit_code = self._proc.wait(10)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop()
+        if self.exit_code not in (0, None):
+            print(f"warning: {self.label} exited with {self.exit_code}:\n{self.log_tail()}", flush=True)
