@@ -744,6 +744,7 @@ class ClusterAPI:
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patched object must be a JSON object")
             patched = self._decode_check(rt, patched)
+            _check_patched_identity(patched["metadata"], name, ns)
             warnings[:] = self._field_checks(rt, patched, opts)
             return self._to_storage(rt, patched)
 
@@ -1012,6 +1013,27 @@ class _StandIn:
 
 
 _LIVE_MANAGED_FIELDS = _StandIn()
+
+
+def _check_patched_identity(meta: dict[str, Any], name: str, namespace: str) -> None:
+    """Upstream's checks on a patched object: its namespace follows the request's, its name must be the URL's."""
+    object_namespace = meta.get("namespace") or ""
+    if object_namespace != namespace:
+        if not object_namespace:
+            meta["namespace"] = namespace
+        elif not namespace:
+            meta.pop("namespace", None)  # a cluster-scoped object carries no namespace
+        else:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+    object_name = meta.get("name") or ""
+    if not object_name:
+        raise errors.bad_request(
+            f"the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        )
+    if object_name != name:
+        raise errors.bad_request(f"the name of the object ({object_name}) does not match the name on the URL ({name})")
 
 
 def _merge_patch_sharing_managed_fields(base: dict[str, Any], patch: Any) -> Any:

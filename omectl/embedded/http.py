@@ -8,10 +8,13 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from aiohttp import HttpVersion11, web
+from aiohttp import HttpVersion11, hdrs, web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.helpers import rfc822_formatted_time
+from aiohttp.http import SERVER_SOFTWARE
 
 from . import discovery, errors, protobuf
 from .api import ClusterAPI, WriteOptions, parse_bool
@@ -32,11 +35,85 @@ _PLAIN_LIST_CAP = 0  # no server-side default page size, like the real server wi
 _CLIENT_MAX_SIZE = 64 * 1024 * 1024
 
 
-def _json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON, headers=headers)
+class JSONBytesResponse(web.StreamResponse):
+    """A JSON body sent with its header block written as bytes, not through aiohttp's header multidict.
+
+    The header block is what `web.Response` would send for the same body (Content-Type, Content-Length,
+    Date, Server, `Connection: close` when the connection ends, plus `extra_headers` such as Warning or
+    Retry-After). Requests the shortcut does not cover (HTTP/1.0, HEAD, an application's request with
+    prepare signals, a header value with a line break) go through `web.StreamResponse` unchanged.
+    """
+
+    def __init__(self, body: bytes, status: int = 200, extra_headers: dict[str, str] | None = None) -> None:
+        super().__init__(status=status)
+        self._json_body = body
+        self._extra_headers = extra_headers
+
+    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
+        if self._eof_sent:
+            return None
+        if self._payload_writer is not None:
+            return self._payload_writer
+        head = self._header_block(request)
+        if head is None:
+            self.headers[hdrs.CONTENT_TYPE] = JSON
+            self.headers[hdrs.CONTENT_LENGTH] = str(len(self._json_body))
+            if self._extra_headers:
+                self.headers.update(self._extra_headers)
+            return await super().prepare(request)
+        self._req = request
+        writer = self._payload_writer = request._payload_writer
+        writer.length = len(self._json_body)
+        # The writer sends a buffered header block together with the body in one transport write. These are
+        # private fields of aiohttp's StreamWriter (pinned at 3.14.5 in constraints.txt): recheck on upgrade;
+        # tests/embedded/test_fast_paths.py checks the framing on the wire.
+        writer._headers_buf = head  # type: ignore[attr-defined]
+        writer._headers_written = False  # type: ignore[attr-defined]
+        return writer
+
+    def _header_block(self, request: web.BaseRequest) -> bytes | None:
+        if (
+            type(request) is not web.BaseRequest
+            or request.version != HttpVersion11
+            or request.method == "HEAD"
+            or self.status in (204, 304)
+            or self.status < 200
+        ):
+            return None
+        keep_alive = self._keep_alive
+        if keep_alive is None:
+            keep_alive = self._keep_alive = request.keep_alive
+        status_line = _STATUS_LINES.get(self.status)
+        if status_line is None:
+            status_line = _STATUS_LINES[self.status] = f"HTTP/1.1 {self.status} {self.reason}\r\n"
+        head = (
+            f"{status_line}Content-Type: application/json\r\nContent-Length: {len(self._json_body)}\r\n"
+            f"Date: {rfc822_formatted_time()}\r\n{_SERVER_LINE}"
+        )
+        if self._extra_headers:
+            for key, value in self._extra_headers.items():
+                if "\r" in value or "\n" in value:
+                    return None
+                head += f"{key}: {value}\r\n"
+        if not keep_alive:
+            head += "Connection: close\r\n"
+        return (head + "\r\n").encode()
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        if self._eof_sent:
+            return
+        await super().write_eof(b"" if self._must_be_empty_body else data or self._json_body)
 
 
-def _error_response(exc: APIError) -> web.Response:
+_STATUS_LINES: dict[int, str] = {}
+_SERVER_LINE: Final = f"Server: {SERVER_SOFTWARE}\r\n"
+
+
+def _json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.StreamResponse:
+    return JSONBytesResponse(orjson.dumps(body), status, headers)
+
+
+def _error_response(exc: APIError) -> web.StreamResponse:
     return _json_response(exc.status(), exc.code, exc.headers)
 
 
@@ -159,7 +236,7 @@ class ClusterHTTP:
     def _types(self) -> list[ResourceType]:
         return self.api.types.all()
 
-    def _cached(self, key: Any, build: Callable[[], Any], content_type: str = JSON) -> web.Response:
+    def _cached(self, key: Any, build: Callable[[], Any], content_type: str = JSON) -> web.StreamResponse:
         if self._cache_revision != self.api.types.revision:
             self._discovery_cache.clear()
             self._cache_revision = self.api.types.revision
@@ -172,7 +249,7 @@ class ClusterHTTP:
             self._discovery_cache[key] = hit
         return web.Response(body=hit[0], headers={"Content-Type": hit[1]})
 
-    def _discovery_root(self, request: web.BaseRequest, core: bool) -> web.Response:
+    def _discovery_root(self, request: web.BaseRequest, core: bool) -> web.StreamResponse:
         aggregated = discovery.wants_aggregated(request.headers.get("Accept", ""))
         if aggregated:
             ctype = f"application/json;g=apidiscovery.k8s.io;v={aggregated};as=APIGroupDiscoveryList"
@@ -185,7 +262,7 @@ class ClusterHTTP:
             return self._cached(("api",), lambda: discovery.legacy_api_versions(self.server.address))
         return self._cached(("apis",), lambda: discovery.legacy_api_group_list(self._types()))
 
-    def _openapi(self, parts: list[str]) -> web.Response:
+    def _openapi(self, parts: list[str]) -> web.StreamResponse:
         if len(parts) < 2 or parts[1] != "v3":
             raise errors.unknown_resource()
         if len(parts) == 2:
@@ -261,7 +338,7 @@ class ClusterHTTP:
 
     def _write_response(
         self, request: web.BaseRequest, rt: ResourceType, obj: dict[str, Any], code: int, warnings: list[str]
-    ) -> web.Response:
+    ) -> web.StreamResponse:
         headers = None
         if warnings:
             headers = {"Warning": ", ".join(f'299 - "{_escape_warning(w)}"' for w in warnings)}
@@ -276,7 +353,7 @@ class ClusterHTTP:
         obj: dict[str, Any],
         code: int = 200,
         headers: dict[str, str] | None = None,
-    ) -> web.Response:
+    ) -> web.StreamResponse:
         if _wants_table(request):
             table = table_for(
                 rt,
@@ -287,7 +364,7 @@ class ClusterHTTP:
             return _json_response(table, code, headers)
         return _json_response(obj, code, headers)
 
-    def _list(self, request: web.BaseRequest, rt: ResourceType, namespace: str) -> web.Response:
+    def _list(self, request: web.BaseRequest, rt: ResourceType, namespace: str) -> web.StreamResponse:
         items, rv, token, remaining = self.api.list_objects(rt, namespace, request.query)
         if _wants_table(request):
             table = table_for(
@@ -460,7 +537,7 @@ class ClusterHTTP:
 
     # --- admin (fault injection) -----------------------------------------------------------------------
 
-    async def _admin(self, request: web.BaseRequest) -> web.Response:
+    async def _admin(self, request: web.BaseRequest) -> web.StreamResponse:
         if request.path != "/_omectl/faults" or request.method != "POST":
             if request.path == "/_omectl/state" and request.method == "GET":
                 return _json_response(

@@ -83,34 +83,74 @@ def qualified_name_errors(key: str, path: str) -> list[FieldError]:
     return errors
 
 
+# Keys and label values already found valid: most writes repeat the same few, so the regex checks and
+# error-path strings are skipped for them. Bounded; cleared when full.
+_KNOWN_VALID_CAP = 8192
+_valid_keys: set[str] = set()
+_valid_label_values: set[str] = set()
+
+
+def _remember(known: set[str], text: str) -> None:
+    if len(known) >= _KNOWN_VALID_CAP:
+        known.clear()
+    known.add(text)
+
+
+def _key_errors(key: str, path: str) -> list[FieldError]:
+    if key in _valid_keys:
+        return []
+    errors = qualified_name_errors(key, path)
+    if not errors:
+        _remember(_valid_keys, key)
+    return errors
+
+
+def _label_value_ok(value: str) -> bool:
+    if value in _valid_label_values:
+        return True
+    if len(value) > 63 or not _value_re.match(value):
+        return False
+    _remember(_valid_label_values, value)
+    return True
+
+
 def meta_errors(meta: dict[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
     labels = meta.get("labels") or {}
     if not isinstance(labels, dict):
         return [FieldError("Invalid", "metadata.labels", "must be a map of string to string", labels)]
     for key, value in labels.items():
-        errors += qualified_name_errors(key, "metadata.labels")
+        if key not in _valid_keys:
+            errors += _key_errors(key, "metadata.labels")
+        if isinstance(value, str) and _label_value_ok(value):
+            continue
         if not isinstance(value, str):
             errors.append(FieldError("Invalid", f"metadata.labels[{key}]", "must be a string", value))
         elif len(value) > 63:
             errors.append(FieldError("Invalid", "metadata.labels", "must be no more than 63 characters", value))
-        elif not _value_re.match(value):
+        else:
             errors.append(FieldError("Invalid", "metadata.labels", VALUE_MSG, value))
     annotations = meta.get("annotations") or {}
     if not isinstance(annotations, dict):
         return [*errors, FieldError("Invalid", "metadata.annotations", "must be a map", annotations)]
     total = 0
     for key, value in annotations.items():
-        errors += qualified_name_errors(key.lower(), "metadata.annotations")
+        lowered = key.lower()
+        if lowered not in _valid_keys:
+            errors += _key_errors(lowered, "metadata.annotations")
         total += len(key) + len(value if isinstance(value, str) else str(value))
     if total > 256 * 1024:
         errors.append(FieldError("TooLong", "metadata.annotations", "may not be more than 262144 bytes"))
-    for i, fin in enumerate(meta.get("finalizers") or []):
-        if not isinstance(fin, str):
-            errors.append(FieldError("Invalid", f"metadata.finalizers[{i}]", "must be a string", fin))
-        else:
-            errors += qualified_name_errors(fin, f"metadata.finalizers[{i}]")
-    errors += owner_reference_errors(meta.get("ownerReferences") or [])
+    finalizers = meta.get("finalizers")
+    if finalizers:
+        for i, fin in enumerate(finalizers):
+            if not isinstance(fin, str):
+                errors.append(FieldError("Invalid", f"metadata.finalizers[{i}]", "must be a string", fin))
+            elif fin not in _valid_keys:
+                errors += _key_errors(fin, f"metadata.finalizers[{i}]")
+    owner_refs = meta.get("ownerReferences")
+    if owner_refs:
+        errors += owner_reference_errors(owner_refs)
     return errors
 
 
