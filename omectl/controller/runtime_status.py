@@ -93,12 +93,14 @@ def record_merge_span(tracer: Any, outcome: ChainOutcome, kind: str, namespace: 
     if outcome.resolution is None:
         return
     result = outcome.resolution.result
+    # Provenance is recorded when a merge is computed; a cache hit reuses that merge, so `omectl trace explain`
+    # reads the newest merge span that carries it (the spans of hits stay small on the hot path).
     with merge_span(
         tracer,
         chain=list(outcome.resolution.names),
         cache_hit=outcome.resolution.cache_hit,
-        layer_fields=dict(result.layer_fields),
-        provenance=dict(result.provenance),
+        layer_fields=result.layer_fields,
+        provenance={} if outcome.resolution.cache_hit else result.provenance,
         runtime_kind=kind,
         runtime_namespace=namespace or None,
         runtime_name=name,

@@ -308,8 +308,15 @@ class TraceStore:
     def latest_merge(
         self, *, kind: str, namespace: str | None, name: str, cluster: str | None = None
     ) -> MergeRecord | None:
-        """The newest merge of that runtime (`namespace` None for a cluster-scoped one), or None."""
-        merges = [self.merge_record(span) for span in self.spans() if span.is_merge]
+        """The newest merge of that runtime that records provenance (`namespace` None for a cluster-scoped one).
+
+        Merge spans of cache hits carry no provenance: the hit reuses the merge whose span recorded it.
+        """
+        merges = [
+            self.merge_record(span)
+            for span in self.spans()
+            if span.is_merge and ATTR_MERGE_PROVENANCE in span.attributes
+        ]
         matching = [
             merge
             for merge in merges

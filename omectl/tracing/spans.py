@@ -143,8 +143,9 @@ def merge_span(
         ATTR_MERGE_CHAIN: list(chain),
         ATTR_MERGE_CACHE: CACHE_HIT if cache_hit else CACHE_MISS,
         ATTR_MERGE_LAYER_FIELDS: encode_layer_fields(layer_fields),
-        ATTR_MERGE_PROVENANCE: orjson.dumps(dict(provenance)).decode(),
     }
+    if provenance:
+        attributes[ATTR_MERGE_PROVENANCE] = orjson.dumps(dict(provenance)).decode()
     if runtime_kind:
         attributes[ATTR_MERGE_RUNTIME_KIND] = runtime_kind
     if runtime_namespace:
