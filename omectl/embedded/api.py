@@ -512,17 +512,7 @@ class ClusterAPI:
     ) -> WriteResult:
         obj = self._decode_check(rt, body)
         meta = obj["metadata"]
-        if meta.get("name") and meta["name"] != name:
-            raise errors.bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
-            )
-        meta["name"] = name
-        if rt.namespaced:
-            if meta.get("namespace") and meta["namespace"] != namespace:
-                raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request"
-                )
-            meta["namespace"] = namespace
+        _take_identity_from_url(rt, meta, name, namespace)
         warnings = self._field_checks(rt, obj, opts)
         ns = namespace if rt.namespaced else ""
         live = self.store.get(rt.storage_key, ns, name)
@@ -759,17 +749,7 @@ class ClusterAPI:
             raise missing_field_manager_error()
         applied = self._decode_check(rt, body)
         meta = applied["metadata"]
-        if meta.get("name") and meta["name"] != name:
-            raise errors.bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
-            )
-        meta["name"] = name
-        if rt.namespaced:
-            if meta.get("namespace") and meta["namespace"] != namespace:
-                raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request"
-                )
-            meta["namespace"] = namespace
+        _take_identity_from_url(rt, meta, name, namespace)
         warnings = self._field_checks(rt, applied, opts, defaults=False)
         ns = namespace if rt.namespaced else ""
         now = now_rfc3339()
@@ -1013,6 +993,19 @@ class _StandIn:
 
 
 _LIVE_MANAGED_FIELDS = _StandIn()
+
+
+def _take_identity_from_url(rt: ResourceType, meta: dict[str, Any], name: str, namespace: str) -> None:
+    """A PUT or apply body may omit its name and namespace (the URL's are used) but may not contradict them."""
+    if meta.get("name") and meta["name"] != name:
+        raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+    meta["name"] = name
+    if rt.namespaced:
+        if meta.get("namespace") and meta["namespace"] != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        meta["namespace"] = namespace
 
 
 def _check_patched_identity(meta: dict[str, Any], name: str, namespace: str) -> None:
