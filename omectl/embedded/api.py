@@ -23,7 +23,7 @@ from .admission import (
     default_webhook_configuration,
     validate_webhook_configuration,
 )
-from .clock import now_micro, now_rfc3339
+from .clock import now_rfc3339
 from .errors import APIError, FieldError
 from .events import core_to_events_v1, events_v1_to_core
 from .metadata import meta_errors, name_errors
@@ -182,16 +182,10 @@ class ClusterAPI:
     # --- reads -----------------------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> dict[str, Any]:
-        if rt.namespaced:
-            self._check_namespace_exists_for_read(namespace)
         obj = self.store.get(rt.storage_key, namespace if rt.namespaced else "", name)
         if obj is None:
             raise self._not_found(rt, name)
         return self._view(rt, obj)
-
-    def _check_namespace_exists_for_read(self, namespace: str) -> None:
-        # A get in a missing namespace is a plain NotFound of the object, like the real server.
-        return None
 
     @staticmethod
     def _view(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
@@ -981,11 +975,6 @@ class ClusterAPI:
         new = dict(crd, status=desired)
         new["metadata"] = dict(crd["metadata"], resourceVersion=str(self.store.next_rv()))
         self.store.commit(MODIFIED, CRD_KEY, new, crd)
-
-    # --- events.k8s.io ---------------------------------------------------------------------------------
-
-    def event_now(self) -> str:
-        return now_micro()
 
 
 class _StandIn:

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JSON = "application/json"
-_PLAIN_LIST_CAP = 0  # no server-side default page size, like the real server without a limit
 _CLIENT_MAX_SIZE = 64 * 1024 * 1024
 
 
