@@ -1,8 +1,9 @@
 """The admission webhook server: validating webhooks for every registered cluster, over TLS.
 
-Each cluster calls `POST /validate/<cluster>/<kind>` (kind: `servingruntime`, `clusterservingruntime`). A
-runtime is admitted when its chain resolves and the profile rule holds; otherwise the denial reason is the chain
-error, exactly as the spec words it. Malformed objects get a clear denial, never a 500.
+Each cluster calls `POST /validate/<cluster>/<kind>` (kind: `servingruntime`, `clusterservingruntime`,
+`inferenceservice`). A runtime is admitted when its chain resolves and the profile rule holds; an
+InferenceService when the chain of the runtime it names resolves; otherwise the denial reason is the chain error,
+exactly as the spec words it. Malformed objects get a clear denial, never a 500.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 
 SERVING_RUNTIME_WEBHOOK = "servingruntime.ome-webhook-server.validator"
 CLUSTER_SERVING_RUNTIME_WEBHOOK = "clusterservingruntime.ome-webhook-server.validator"
+INFERENCE_SERVICE_WEBHOOK = "inferenceservice.ome-webhook-server.validator"
+INFERENCE_SERVICE = "InferenceService"
 WEBHOOK_CONFIGURATION_NAME = "omectl-ome-webhooks"
 MAX_LIVE_FETCHES = 6
 
@@ -89,6 +92,50 @@ async def validate_runtime(kind: str, obj: Mapping[str, Any], admission: Cluster
                 return exc.message
             missing = await _fetch_missing_parent(exc, lookup, admission)
             if not missing:
+                return exc.message
+    return "inheritance chain could not be resolved"
+
+
+async def validate_inference_service(obj: Mapping[str, Any], admission: ClusterAdmission) -> str | None:
+    """The denial reason for an InferenceService, or None: malformed specs, and a named runtime whose chain is
+    broken (the reason is the chain error, DESIGN §3 decision 11). A runtime that does not exist is admitted:
+    the controller reports it, and it may be created next."""
+    if not isinstance(obj, Mapping):
+        return "the object is not a JSON object"
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta.get("name"):
+        return "metadata.name is required"
+    namespace = meta.get("namespace") or ""
+    if not isinstance(namespace, str):
+        return "metadata.namespace must be a string"
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return "spec must be an object"
+    for field in ("model", "runtime"):
+        if spec.get(field) is not None and not isinstance(spec.get(field), Mapping):
+            return f"spec.{field} must be an object"
+    runtime_spec = spec.get("runtime") or {}
+    runtime_name = runtime_spec.get("name")
+    if runtime_name is None:
+        return None
+    if not isinstance(runtime_name, str) or not runtime_name:
+        return "spec.runtime.name must be a non-empty string"
+    lookup = admission.lookup
+    for kind, ns in ((SERVING_RUNTIME, namespace), (CLUSTER_SERVING_RUNTIME, "")):
+        runtime = lookup.get(kind, ns, runtime_name)
+        if runtime is None and (kind, ns, runtime_name) not in lookup.overlay:
+            runtime = await admission.live_get(kind, ns, runtime_name)
+            lookup.overlay[(kind, ns, runtime_name)] = runtime
+        if runtime is not None:
+            break
+    else:
+        return None
+    for _ in range(MAX_LIVE_FETCHES):
+        try:
+            resolve_chain(runtime, lookup)
+            return None
+        except ChainError as exc:
+            if exc.reason != "ParentNotFound" or not await _fetch_missing_parent(exc, lookup, admission):
                 return exc.message
     return "inheritance chain could not be resolved"
 
@@ -186,7 +233,11 @@ class WebhookServer:
             return web.json_response({"error": "the request body is not an AdmissionReview"}, status=400)
         if not isinstance(uid, str):  # the response must echo the uid; only a string can be echoed as sent
             return web.json_response({"error": "request.uid must be a string"}, status=400)
-        kind = {"servingruntime": SERVING_RUNTIME, "clusterservingruntime": CLUSTER_SERVING_RUNTIME}.get(kind_path)
+        kind = {
+            "servingruntime": SERVING_RUNTIME,
+            "clusterservingruntime": CLUSTER_SERVING_RUNTIME,
+            "inferenceservice": INFERENCE_SERVICE,
+        }.get(kind_path)
         factory = self.clusters.get(cluster)
         if kind is None:
             return web.json_response(_review(uid, False, f"omectl does not validate {kind_path}", 400))
@@ -195,7 +246,12 @@ class WebhookServer:
         if req.get("operation") == "DELETE":
             return web.json_response(_review(uid, True))
         try:
-            reason = await asyncio.wait_for(validate_runtime(kind, req.get("object"), factory()), 8)
+            check = (
+                validate_inference_service(req.get("object"), factory())
+                if kind == INFERENCE_SERVICE
+                else validate_runtime(kind, req.get("object"), factory())
+            )
+            reason = await asyncio.wait_for(check, 8)
         except TimeoutError:
             reason = "timed out resolving the inheritance chain"
         except Exception as exc:  # a bug must still answer with a clear denial
@@ -236,5 +292,6 @@ def webhook_configuration(server: WebhookServer, cluster: str, failure_policy: s
         "webhooks": [
             hook(SERVING_RUNTIME_WEBHOOK, SERVING_RUNTIME, "servingruntimes"),
             hook(CLUSTER_SERVING_RUNTIME_WEBHOOK, CLUSTER_SERVING_RUNTIME, "clusterservingruntimes"),
+            hook(INFERENCE_SERVICE_WEBHOOK, INFERENCE_SERVICE, "inferenceservices"),
         ],
     }

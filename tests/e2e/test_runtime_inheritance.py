@@ -251,3 +251,24 @@ def test_the_specs_inference_service_renders_the_engine_deployment(demo_ns: Cont
         "jsonpath={.status.runtime.name}/{.status.runtime.kind}/{.status.runtime.chain}",
     )
     assert runtime_status == 'sglang-llama-3-2-3b/ServingRuntime/["sglang-profile","sglang-llama-3-2-3b"]'
+
+
+def test_an_inference_service_naming_a_broken_chain_is_denied(demo_ns: ControlledFleet) -> None:
+    k = demo_ns
+    k.k("e2e-1", "apply", "-f", "-", input=runtime("doomed-parent", None, kind="ClusterServingRuntime"))
+    k.k("e2e-1", "apply", "-f", "-", input=runtime("doomed", "doomed-parent"))
+    k.k("e2e-1", "delete", "clusterservingruntime", "doomed-parent")
+    isvc = yaml.safe_dump(
+        {
+            "apiVersion": "ome.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "on-a-broken-chain", "namespace": "llama-demo"},
+            "spec": {"runtime": {"name": "doomed"}, "engine": {"minReplicas": 1}},
+        }
+    )
+    proc = k.kubectl.run("--context=e2e-1", "apply", "-f", "-", input=isvc, check=False)
+    assert proc.returncode != 0
+    assert (
+        'admission webhook "inferenceservice.ome-webhook-server.validator" denied the request: '
+        'inherit-from parent "doomed-parent" not found (chain so far: [doomed])'
+    ) in proc.stderr

@@ -25,6 +25,7 @@ from omectl.kube.cache import ObjectCache
 from omectl.tls import CertificateAuthority, client_ssl_context, server_ssl_context
 from omectl.webhook.server import (
     CLUSTER_SERVING_RUNTIME_WEBHOOK,
+    INFERENCE_SERVICE_WEBHOOK,
     SERVING_RUNTIME_WEBHOOK,
     ClusterAdmission,
     WebhookServer,
@@ -355,7 +356,10 @@ async def test_a_client_that_does_not_trust_the_ca_cannot_connect(webhook: Webho
 async def test_the_webhook_configuration_reaches_the_server_with_its_ca_bundle(webhook: Webhook) -> None:
     config = webhook_configuration(webhook.server, CLUSTER)
     hooks = {hook["name"]: hook for hook in config["webhooks"]}
-    assert sorted(hooks) == sorted([SERVING_RUNTIME_WEBHOOK, CLUSTER_SERVING_RUNTIME_WEBHOOK])
+    assert sorted(hooks) == sorted(
+        [SERVING_RUNTIME_WEBHOOK, CLUSTER_SERVING_RUNTIME_WEBHOOK, INFERENCE_SERVICE_WEBHOOK]
+    )
+    assert hooks[INFERENCE_SERVICE_WEBHOOK]["rules"][0]["resources"] == ["inferenceservices"]
     assert hooks[SERVING_RUNTIME_WEBHOOK]["rules"][0]["resources"] == ["servingruntimes"]
     assert hooks[CLUSTER_SERVING_RUNTIME_WEBHOOK]["rules"][0]["resources"] == ["clusterservingruntimes"]
     client_config = hooks[SERVING_RUNTIME_WEBHOOK]["clientConfig"]
@@ -459,3 +463,48 @@ async def test_random_admission_reviews_never_get_a_5xx(
         message = response["status"]["message"]
         assert isinstance(message, str) and message
         assert not message.startswith("internal error"), message  # every malformed input has a clear reason
+
+
+# --- InferenceServices ------------------------------------------------------------------------------------------
+
+
+def inference_service(runtime_name: Any = "child", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": {"name": "m"}, **spec}
+    if runtime_name is not None:
+        body["runtime"] = {"name": runtime_name}
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "svc", "namespace": "llama-demo"},
+        "spec": body,
+    }
+
+
+async def test_an_inference_service_on_a_resolving_chain_is_allowed(webhook: Webhook) -> None:
+    webhook.cache(cluster_runtime("profile"), runtime("child", "profile"))
+    assert (await webhook.review(inference_service(), "inferenceservice"))["allowed"] is True
+
+
+async def test_an_inference_service_on_a_broken_chain_is_denied_with_the_chain_error(webhook: Webhook) -> None:
+    webhook.cache(runtime("child", "gone"))
+    response = await webhook.review(inference_service(), "inferenceservice")
+    assert denial(response) == 'inherit-from parent "gone" not found (chain so far: [child])'
+
+
+async def test_an_inference_service_naming_a_missing_runtime_or_none_is_allowed(webhook: Webhook) -> None:
+    assert (await webhook.review(inference_service("not-yet"), "inferenceservice"))["allowed"] is True
+    assert (await webhook.review(inference_service(None), "inferenceservice"))["allowed"] is True
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        (None, "the object is not a JSON object"),
+        ({"metadata": {}}, "metadata.name is required"),
+        ({"metadata": {"name": "a"}, "spec": "x"}, "spec must be an object"),
+        ({"metadata": {"name": "a"}, "spec": {"runtime": []}}, "spec.runtime must be an object"),
+        ({"metadata": {"name": "a"}, "spec": {"runtime": {"name": 3}}}, "spec.runtime.name must be a non-empty string"),
+    ],
+)
+async def test_a_malformed_inference_service_gets_a_clear_denial(webhook: Webhook, obj: Any, message: str) -> None:
+    assert denial(await webhook.review(obj, "inferenceservice")) == message
