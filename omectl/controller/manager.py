@@ -334,8 +334,9 @@ class FleetController:
             # exists as missing. Come back once every informer of the cluster has listed.
             return Result(requeue_after=0.1)
         if key.kind == ISVC_KEY:
-            return await self._process_isvc(cluster, item)
-        cache = cluster.serving.cache if key.kind == SR_KEY else cluster.cluster_serving.cache
+            cache = cluster.inference_services.cache
+        else:
+            cache = cluster.serving.cache if key.kind == SR_KEY else cluster.cluster_serving.cache
         obj = cache.get(key.namespace, key.name)
         if obj is None:
             return Result()
@@ -351,34 +352,15 @@ class FleetController:
             links=[t for t in item.triggers if t is not None],  # type: ignore[misc]
         ):
             try:
-                await self._reconcile_runtime(cluster, key, obj)
+                if key.kind == ISVC_KEY:
+                    await self.engine.reconcile(cluster, obj)
+                else:
+                    await self._reconcile_runtime(cluster, key, obj)
+            except RetryLater as exc:
+                return Result(error=exc)  # backoff; the workload is left as it is
             except Exception:
                 cluster.health.errors += 1
                 raise
-            finally:
-                cluster.health.reconciles += 1
-        return Result()
-
-    async def _process_isvc(self, cluster: ClusterRuntime, item: WorkItem) -> Result:
-        key = item.key
-        isvc = cluster.inference_services.cache.get(key.namespace, key.name)
-        if isvc is None:
-            return Result()
-        with reconcile_span(
-            self.tracer,
-            cluster=key.cluster,
-            kind=key.kind,
-            namespace=key.namespace,
-            name=key.name,
-            resource_version=isvc["metadata"].get("resourceVersion", ""),
-            queue_wait=item.queue_wait,
-            retries=item.retries,
-            links=[t for t in item.triggers if t is not None],  # type: ignore[misc]
-        ):
-            try:
-                await self.engine.reconcile(cluster, isvc)
-            except RetryLater as exc:
-                return Result(error=exc)  # backoff; the workload is left as it is
             finally:
                 cluster.health.reconciles += 1
         return Result()
@@ -388,7 +370,7 @@ class FleetController:
         if self.tracer is not None:
             record_merge_span(self.tracer, outcome, _KIND_OF[key.kind], key.namespace, key.name)
         resource = SERVING_RUNTIMES if key.kind == SR_KEY else CLUSTER_SERVING_RUNTIMES
-        if desired_status(obj, outcome) is not None:
+        if desired_status(obj, outcome) is not None:  # cheap check against the cache before any request
             try:
                 await write_status(
                     cluster.client,
