@@ -8,6 +8,7 @@ from .cluster import cluster_app
 from .dev import dev_app
 from .run import run
 from .runtime import runtime_app
+from .runtime_plan import plan
 from .trace import trace_app
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app.add_typer(dev_app, name="dev")
 app.add_typer(cluster_app, name="cluster")
 app.command("run")(run)
 app.add_typer(trace_app, name="trace")
+runtime_app.command("plan")(plan)
 app.add_typer(runtime_app, name="runtime")
 
 
