@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from omectl.core.engine_status import COMPONENT_CONDITIONS, READY, Readiness, readiness
 from omectl.core.inheritance import ChainError
 from omectl.core.render import RenderError, render_workloads
 from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
@@ -67,6 +68,41 @@ def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
 
 def _same_condition(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return all(a.get(k) == b.get(k) for k in ("type", "status", "reason", "message"))
+
+
+_OWN_CONDITIONS = frozenset({DRIFT_CONDITION, READY, *COMPONENT_CONDITIONS.values()})
+
+
+def desired_isvc_status(
+    live: Mapping[str, Any], runtime: Mapping[str, Any], drift: Mapping[str, Any], ready: Readiness
+) -> dict[str, Any] | None:
+    """The InferenceService's status with the runtime record, drift, readiness and URLs; None when unchanged.
+
+    A condition keeps its `lastTransitionTime` while its status stays the same."""
+    status = dict(live.get("status") or {})
+    prior = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, Mapping)}
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") not in _OWN_CONDITIONS]
+    for condition in [*ready.conditions, drift]:
+        wanted = {k: v for k, v in condition.items() if v != "" and k != "lastTransitionTime"}
+        before = prior.get(wanted["type"])
+        if before is not None and _same_condition(before, wanted):
+            conditions.append(before)
+            continue
+        stamp = before.get("lastTransitionTime") if before and before.get("status") == wanted["status"] else now
+        conditions.append({**wanted, "lastTransitionTime": stamp or now})
+    desired = dict(
+        status,
+        runtime=dict(runtime),
+        conditions=conditions,
+        observedGeneration=live["metadata"].get("generation", 0),
+        components=ready.components,
+    )
+    if ready.url:
+        desired["url"] = ready.url
+    else:
+        desired.pop("url", None)
+    return None if desired == status else desired
 
 
 def _referenced_revisions(cluster: Any, namespace: str) -> set[str]:
@@ -174,38 +210,23 @@ class EngineReconciler:
         except RenderError as exc:
             cluster.record_event(isvc, "Warning", exc.reason, exc.message)
             return
+        applied: dict[tuple[str, str], Mapping[str, Any]] = {}
         for obj in objects:
-            await self._apply(cluster, obj)
+            applied[(obj["kind"], obj["metadata"]["name"])] = await self._apply(cluster, obj)
         desired_runtime: dict[str, Any] = {"name": name, "kind": kind, "chain": chain}
         if revision is not None:
             desired_runtime.update(chain=list(revision.chain), revision=revision.name, hash=revision.hash)
         else:
             desired_runtime["hash"] = object_hash({"objects": objects})
 
-        def mutate(live: dict[str, Any]) -> dict[str, Any] | None:
-            status = dict(live.get("status") or {})
-            others = [c for c in status.get("conditions") or [] if c.get("type") != DRIFT_CONDITION]
-            prior = next((c for c in status.get("conditions") or [] if c.get("type") == DRIFT_CONDITION), None)
-            generation = live["metadata"].get("generation", 0)
-            if (
-                prior is not None
-                and _same_condition(prior, drift)
-                and status.get("runtime") == desired_runtime
-                and status.get("observedGeneration") == generation
-            ):
-                return None
-            condition = dict(drift)
-            if prior and prior.get("status") == drift["status"]:
-                condition["lastTransitionTime"] = prior.get("lastTransitionTime", drift["lastTransitionTime"])
-            return dict(status, runtime=desired_runtime, conditions=[*others, condition], observedGeneration=generation)
-
-        if mutate(isvc) is not None:
+        ready = readiness(objects, lambda kind, name: applied.get((kind, name)))
+        if desired_isvc_status(isvc, desired_runtime, drift, ready) is not None:
             await write_status(
                 cluster.client,
                 INFERENCE_SERVICES,
                 namespace,
                 meta["name"],
-                mutate,
+                lambda live: desired_isvc_status(live, desired_runtime, drift, ready),
                 field_manager=FIELD_MANAGER,
                 cached=isvc,
             )
@@ -259,22 +280,25 @@ class EngineReconciler:
             _condition("False", "UpToDate", f"pinned revision {chosen.name} is the live revision"),
         )
 
-    async def _apply(self, cluster: Any, obj: dict[str, Any]) -> None:
+    async def _apply(self, cluster: Any, obj: dict[str, Any]) -> Mapping[str, Any]:
+        """Apply one rendered object unless the cluster already holds this render; returns the live object."""
         resource = _RESOURCES.get((obj.get("apiVersion", ""), obj.get("kind", "")))
         if resource is None:
             raise RenderError(f"omectl cannot apply {obj.get('apiVersion')} {obj.get('kind')}")
         meta = obj["metadata"]
         digest = object_hash(obj)
-        try:
-            live = await cluster.client.get(resource, meta["name"], namespace=meta.get("namespace"))
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
-            live = None
+        cache = cluster.workload_cache(obj["kind"])
+        live = cache.get(meta.get("namespace", ""), meta["name"]) if cache is not None else None
+        if live is None:  # not a cached kind, or not in the cache yet: ask the cluster
+            try:
+                live = await cluster.client.get(resource, meta["name"], namespace=meta.get("namespace"))
+            except KubeAPIError as exc:
+                if exc.status != 404:
+                    raise
         if live is not None and (live["metadata"].get("annotations") or {}).get(RENDER_HASH) == digest:
-            return  # unchanged render: no write
+            return live  # type: ignore[no-any-return]  # unchanged render: no write
         body = dict(obj, metadata=dict(meta, annotations={**(meta.get("annotations") or {}), RENDER_HASH: digest}))
-        await cluster.client.patch(
+        written: Mapping[str, Any] = await cluster.client.patch(
             resource,
             meta["name"],
             body,
@@ -284,3 +308,4 @@ class EngineReconciler:
             force=True,
         )
         self.writes += 1
+        return written

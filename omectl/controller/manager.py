@@ -44,6 +44,7 @@ from omectl.core.runtimes import (
 )
 from omectl.fleet.providers import RegistryChange
 from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
+from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.events import EventRecorder
 from omectl.kube.informer import Informer
@@ -51,7 +52,9 @@ from omectl.kube.resources import (
     BASE_MODELS,
     CLUSTER_BASE_MODELS,
     CLUSTER_SERVING_RUNTIMES,
+    DEPLOYMENTS,
     INFERENCE_SERVICES,
+    LEADER_WORKER_SETS,
     SERVING_RUNTIMES,
     ResourceRef,
 )
@@ -63,6 +66,7 @@ log = logging.getLogger(__name__)
 SR_KEY = "ome.io/ServingRuntime"
 CSR_KEY = "ome.io/ClusterServingRuntime"
 ISVC_KEY = "ome.io/InferenceService"
+ISVC_LABEL = "ome.io/inferenceservice"  # on every workload rendered for an InferenceService
 ROLLOUT_ANNOTATION = "omectl.io/rollout-requested"  # set by `omectl runtime rollout`: re-pin to the live revision
 FIELD_MANAGER = "omectl"
 _KIND_OF = {SR_KEY: SERVING_RUNTIME, CSR_KEY: CLUSTER_SERVING_RUNTIME}
@@ -111,6 +115,13 @@ class ClusterRuntime:
         self.inference_services.cache.add_index(MODEL_INDEX, model_index)
         self.base_models = Informer(client, BASE_MODELS, handlers=[self._model_handler])
         self.cluster_base_models = Informer(client, CLUSTER_BASE_MODELS, handlers=[self._model_handler])
+        # The workloads rendered for InferenceServices: their status becomes the InferenceService's readiness, and
+        # the cache spares a GET per object when checking whether a render is already applied. LeaderWorkerSet is a
+        # third-party CRD: a cluster without it simply has none.
+        self.deployments = Informer(client, DEPLOYMENTS, label_selector=ISVC_LABEL, handlers=[self._workload_handler])
+        self.leader_worker_sets = Informer(
+            client, LEADER_WORKER_SETS, label_selector=ISVC_LABEL, handlers=[self._workload_handler], optional=True
+        )
         self._tasks: list[asyncio.Task[None]] = []
         self._event_tasks: set[asyncio.Task[Any]] = set()
 
@@ -121,7 +132,23 @@ class ClusterRuntime:
 
     @property
     def informers(self) -> list[Informer]:
-        return [self.serving, self.cluster_serving, self.inference_services, self.base_models, self.cluster_base_models]
+        return [
+            self.serving,
+            self.cluster_serving,
+            self.inference_services,
+            self.base_models,
+            self.cluster_base_models,
+            self.deployments,
+            self.leader_worker_sets,
+        ]
+
+    def workload_cache(self, kind: str) -> ObjectCache | None:
+        """The informer cache holding rendered workloads of `kind`, if the controller watches that kind."""
+        if kind == "Deployment":
+            return self.deployments.cache
+        if kind == "LeaderWorkerSet" and self.leader_worker_sets.served:
+            return self.leader_worker_sets.cache
+        return None
 
     def inference_services_below(self, kind: str, namespace: str, name: str) -> list[dict[str, Any]]:
         """Every InferenceService whose named runtime is this runtime or one below it (any depth, any namespace)."""
@@ -185,6 +212,21 @@ class ClusterRuntime:
             self.name, ISVC_KEY, meta.get("namespace", ""), meta["name"], meta.get("resourceVersion", "")
         )
         self._enqueue_isvc(obj, trigger, low_priority=initial)
+
+    def _workload_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool
+    ) -> None:
+        """A workload's status changed (or it was deleted): its InferenceService's readiness may have too."""
+        if initial or (event_type == "MODIFIED" and old is not None and old.get("status") == obj.get("status")):
+            return
+        meta = obj["metadata"]
+        isvc_name = (meta.get("labels") or {}).get(ISVC_LABEL)
+        isvc = self.inference_services.cache.get(meta.get("namespace", ""), isvc_name) if isvc_name else None
+        if isvc is not None:
+            trigger = watch_event_context(
+                self.name, obj.get("kind", ""), meta.get("namespace", ""), meta["name"], meta.get("resourceVersion", "")
+            )
+            self._enqueue_isvc(isvc, trigger)
 
     def _model_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
         if initial or (event_type == "MODIFIED" and old is not None and not _chain_relevant_change(obj, old)):

@@ -122,6 +122,7 @@ class Informer:
         healthy_reset: float = 120.0,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        optional: bool = False,
     ) -> None:
         if namespace and not resource.namespaced:
             raise ValueError(f"{resource.plural} is cluster-scoped; an informer for it takes no namespace")
@@ -147,6 +148,10 @@ class Informer:
         self.backoff = Backoff(
             backoff[0], backoff[1], reset_after=healthy_reset, clock=self.clock, rng=self._rng.random
         )
+        # An optional kind (a third-party CRD) that the cluster does not serve counts as synced and empty; the
+        # informer keeps listing at its backoff and picks the kind up once it is installed.
+        self.optional = optional
+        self.served = True
         self.cache = ObjectCache()
         self.synced = asyncio.Event()  # set once the first full list is in the cache and delivered
         # health, for the fleet's status and for tests
@@ -207,6 +212,10 @@ class Informer:
                 except asyncio.CancelledError:
                     raise
                 except (_Expired, KubeAPIError) as exc:
+                    if isinstance(exc, KubeAPIError) and exc.status == 404 and self.optional:
+                        need_list = True
+                        await self._not_served()
+                        continue
                     if isinstance(exc, KubeAPIError) and not exc.expired:
                         await self._failed(exc)
                         continue
@@ -222,6 +231,16 @@ class Informer:
                     await self._failed(exc)
         finally:
             self._set_connected(False)
+
+    async def _not_served(self) -> None:
+        if self.served:
+            log.info("%s: not served by the cluster; treated as empty until it is", self.name)
+        self.served = False
+        if len(self.cache):
+            self._replace([], self.cache.resource_version, initial=False)
+        self.synced.set()
+        self._set_connected(True, notify=True)
+        await self.clock.sleep(self.backoff.next_delay())
 
     async def _failed(self, exc: Exception) -> None:
         self.failures += 1
@@ -280,6 +299,7 @@ class Informer:
 
     async def _list_and_replace(self, resource_version: str) -> None:
         items, list_rv = await self._list_pages(resource_version)
+        self.served = True
         initial = not self.synced.is_set()
         if not initial:
             self.relists += 1

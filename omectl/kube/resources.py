@@ -15,6 +15,7 @@ __all__ = [
     "DEPLOYMENTS",
     "EVENTS",
     "INFERENCE_SERVICES",
+    "LEADER_WORKER_SETS",
     "LEASES",
     "NAMESPACES",
     "SECRETS",
@@ -82,6 +83,7 @@ EVENTS = ResourceRef("", "v1", "events", "Event", True)
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", True)
+LEADER_WORKER_SETS = ResourceRef("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", True)
 CONTROLLER_REVISIONS = ResourceRef("apps", "v1", "controllerrevisions", "ControllerRevision", True)
 VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False

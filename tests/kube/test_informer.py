@@ -367,6 +367,21 @@ async def test_a_failing_informer_does_not_affect_another(client: ClusterClient)
         assert configmaps.connected
 
 
+async def test_an_optional_kind_not_served_is_synced_and_empty_until_its_crd_is_installed(
+    client: ClusterClient,
+) -> None:
+    recorder = Recorder()
+    widgets = new_informer(client, recorder, WIDGETS, optional=True)
+    async with running(widgets):  # synced although every list is a 404
+        assert not widgets.served and len(widgets.cache) == 0
+        assert widgets.failures == 0 and widgets.connected
+        await client.create(CUSTOM_RESOURCE_DEFINITIONS, widget_crd())
+        await client.create(WIDGETS, widget("w1"))
+        await recorder.eventually(lambda: widgets.cache.get(NS, "w1") is not None, what="w1 after the CRD appears")
+        assert widgets.served
+        assert recorder.since(0) == [("ADDED", "w1")]
+
+
 async def test_a_handler_that_raises_does_not_stop_delivery(client: ClusterClient) -> None:
     def explode(*_: Any) -> None:
         raise RuntimeError("handler bug")

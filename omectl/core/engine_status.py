@@ -1,0 +1,144 @@
+"""An InferenceService's readiness from its live workloads: component conditions, `Ready`, URLs.
+
+For each component the InferenceService renders (engine, decoder, router) the workload that runs it — a
+Deployment, or a LeaderWorkerSet in MultiNode mode — is read as the cluster reports it:
+
+- `<Component>Ready` (`EngineReady`, `DecoderReady`, `RouterReady`) mirrors the workload's `Available` condition
+  (status, reason and message, so a scheduler's "0/2 nodes are available: ..." reaches the InferenceService);
+  `Unknown`, reason `Initializing`, message `<component> component initializing` while the workload does not exist
+  yet, reports no `Available` condition, or has not observed its newest generation;
+- `Ready` is True when every component is; otherwise it carries the first component that is not (engine, then
+  decoder, then router): False when one is False, else Unknown;
+- `status.url` and each component's `url` are the in-cluster address of the component's Service
+  (`http://<service>.<namespace>.svc.cluster.local`); the InferenceService's URL is the router's when it has one,
+  else the engine's. A component's `latestCreatedRevision` is the runtime revision its workload was rendered from,
+  and `latestReadyRevision` the same once the component is ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "COMPONENT_CONDITIONS",
+    "READY",
+    "WORKLOAD_KINDS",
+    "Readiness",
+    "component_of",
+    "readiness",
+    "service_url",
+]
+
+READY: Final = "Ready"
+COMPONENT_CONDITIONS: Final = {"engine": "EngineReady", "decoder": "DecoderReady", "router": "RouterReady"}
+WORKLOAD_KINDS: Final = frozenset({"Deployment", "LeaderWorkerSet"})
+COMPONENT_LABEL: Final = "component"
+RUNTIME_REVISION_ANNOTATION: Final = "ome.io/runtime-revision"
+_ORDER: Final = ("engine", "decoder", "router")
+
+LiveWorkload = Callable[[str, str], Mapping[str, Any] | None]
+"""(kind, name) -> the workload as the cluster reports it, or None."""
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """The status fields readiness decides; conditions carry no `lastTransitionTime` (the writer stamps it)."""
+
+    conditions: list[dict[str, str]] = field(default_factory=list)
+    url: str | None = None
+    components: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> bool:
+        return any(c["type"] == READY and c["status"] == "True" for c in self.conditions)
+
+
+def service_url(name: str, namespace: str) -> str:
+    return f"http://{name}.{namespace}.svc.cluster.local"
+
+
+def component_of(obj: Mapping[str, Any]) -> str | None:
+    labels = _mapping(_mapping(obj.get("metadata")).get("labels"))
+    component = labels.get(COMPONENT_LABEL)
+    return component if isinstance(component, str) and component in COMPONENT_CONDITIONS else None
+
+
+def readiness(rendered: Sequence[Mapping[str, Any]], live: LiveWorkload) -> Readiness:
+    """Conditions, URL and component status of an InferenceService whose workloads were rendered as `rendered`."""
+    workloads: dict[str, Mapping[str, Any]] = {}
+    services: dict[str, str] = {}
+    for obj in rendered:
+        component = component_of(obj)
+        if component is None:
+            continue
+        meta = _mapping(obj.get("metadata"))
+        if obj.get("kind") in WORKLOAD_KINDS:
+            workloads[component] = obj
+        elif obj.get("kind") == "Service":
+            services[component] = service_url(str(meta.get("name")), str(meta.get("namespace")))
+    conditions: list[dict[str, str]] = []
+    components: dict[str, dict[str, str]] = {}
+    for component in _ORDER:
+        workload = workloads.get(component)
+        if workload is None:
+            continue
+        meta = _mapping(workload.get("metadata"))
+        condition = _component_condition(component, live(str(workload.get("kind")), str(meta.get("name"))))
+        conditions.append(condition)
+        entry: dict[str, str] = {}
+        if component in services:
+            entry["url"] = services[component]
+        revision = _mapping(meta.get("annotations")).get(RUNTIME_REVISION_ANNOTATION)
+        if isinstance(revision, str) and revision:
+            entry["latestCreatedRevision"] = revision
+            if condition["status"] == "True":
+                entry["latestReadyRevision"] = revision
+        components[component] = entry
+    conditions.append(_ready_condition(conditions))
+    entry_component = "router" if "router" in services else "engine"
+    return Readiness(conditions, services.get(entry_component), components)
+
+
+def _component_condition(component: str, workload: Mapping[str, Any] | None) -> dict[str, str]:
+    condition_type = COMPONENT_CONDITIONS[component]
+    initializing = {
+        "type": condition_type,
+        "status": "Unknown",
+        "reason": "Initializing",
+        "message": f"{component} component initializing",
+    }
+    if workload is None:
+        return initializing
+    status = _mapping(workload.get("status"))
+    generation = _mapping(workload.get("metadata")).get("generation")
+    observed = status.get("observedGeneration")
+    if isinstance(generation, int) and (not isinstance(observed, int) or observed < generation):
+        return initializing
+    for condition in status.get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == "Available":
+            return {
+                "type": condition_type,
+                "status": str(condition.get("status") or "Unknown"),
+                "reason": str(condition.get("reason") or ""),
+                "message": str(condition.get("message") or ""),
+            }
+    return initializing
+
+
+def _ready_condition(components: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    pending = [c for c in components if c["status"] != "True"]
+    if not components or not pending:
+        return {"type": READY, "status": "True", "reason": "", "message": ""}
+    failed = next((c for c in pending if c["status"] == "False"), pending[0])
+    return {
+        "type": READY,
+        "status": failed["status"],
+        "reason": f"{failed['type'].removesuffix('Ready')}NotReady",
+        "message": failed["message"],
+    }
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

@@ -1,0 +1,133 @@
+"""An InferenceService's readiness from its workloads: component conditions, Ready, URLs and revisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from omectl.core.engine_status import readiness, service_url
+
+
+def workload(kind: str, name: str, component: str, revision: str = "rt-abc") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1" if kind == "Deployment" else "leaderworkerset.x-k8s.io/v1",
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "labels": {"component": component, "ome.io/inferenceservice": "svc"},
+            "annotations": {"ome.io/runtime-revision": revision},
+        },
+    }
+
+
+def service(name: str, component: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "ns", "labels": {"component": component}},
+    }
+
+
+def reported(available: str | None, *, generation: int = 1, observed: int = 1, message: str = "") -> dict[str, Any]:
+    status: dict[str, Any] = {"observedGeneration": observed}
+    if available is not None:
+        reason = "MinimumReplicasAvailable" if available == "True" else "MinimumReplicasUnavailable"
+        status["conditions"] = [{"type": "Available", "status": available, "reason": reason, "message": message}]
+    return {"metadata": {"generation": generation}, "status": status}
+
+
+ENGINE = [workload("Deployment", "svc-engine", "engine"), service("svc-engine", "engine")]
+
+
+def by_type(conditions: list[dict[str, str]]) -> dict[str, dict[str, str]]:
+    return {c["type"]: c for c in conditions}
+
+
+def test_an_available_engine_makes_the_service_ready_with_its_url_and_revisions() -> None:
+    ready = readiness(ENGINE, lambda kind, name: reported("True"))
+    conditions = by_type(ready.conditions)
+    assert conditions["EngineReady"]["status"] == "True"
+    assert conditions["EngineReady"]["reason"] == "MinimumReplicasAvailable"
+    assert conditions["Ready"]["status"] == "True"
+    assert ready.ready
+    assert ready.url == "http://svc-engine.ns.svc.cluster.local" == service_url("svc-engine", "ns")
+    assert ready.components == {
+        "engine": {"url": ready.url, "latestCreatedRevision": "rt-abc", "latestReadyRevision": "rt-abc"}
+    }
+
+
+def test_an_engine_that_does_not_fit_carries_the_schedulers_message_to_ready() -> None:
+    message = "Deployment does not have minimum availability. 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    ready = readiness(ENGINE, lambda kind, name: reported("False", message=message))
+    conditions = by_type(ready.conditions)
+    assert conditions["EngineReady"] == {
+        "type": "EngineReady",
+        "status": "False",
+        "reason": "MinimumReplicasUnavailable",
+        "message": message,
+    }
+    assert conditions["Ready"] == {"type": "Ready", "status": "False", "reason": "EngineNotReady", "message": message}
+    assert "latestReadyRevision" not in ready.components["engine"]
+    assert not ready.ready
+
+
+@pytest.mark.parametrize(
+    "live",
+    [
+        None,  # not created yet
+        reported(None),  # no Available condition yet
+        reported("True", generation=2, observed=1),  # the newest spec is not observed yet
+    ],
+)
+def test_a_workload_not_yet_reporting_is_initializing(live: dict[str, Any] | None) -> None:
+    ready = readiness(ENGINE, lambda kind, name: live)
+    conditions = by_type(ready.conditions)
+    assert conditions["EngineReady"] == {
+        "type": "EngineReady",
+        "status": "Unknown",
+        "reason": "Initializing",
+        "message": "engine component initializing",
+    }
+    assert conditions["Ready"]["status"] == "Unknown"
+    assert conditions["Ready"]["reason"] == "EngineNotReady"
+
+
+def test_pd_disaggregated_needs_every_component_and_the_router_is_the_entry_point() -> None:
+    rendered = [
+        *ENGINE,
+        workload("Deployment", "svc-decoder", "decoder"),
+        service("svc-decoder", "decoder"),
+        workload("Deployment", "svc-router", "router"),
+        service("svc-router", "router"),
+    ]
+    states = {"svc-engine": "True", "svc-decoder": "False", "svc-router": "True"}
+    ready = readiness(rendered, lambda kind, name: reported(states[name], message=f"{name} waits"))
+    conditions = by_type(ready.conditions)
+    assert [c["type"] for c in ready.conditions] == ["EngineReady", "DecoderReady", "RouterReady", "Ready"]
+    assert conditions["Ready"]["reason"] == "DecoderNotReady"
+    assert conditions["Ready"]["message"] == "svc-decoder waits"
+    assert ready.url == "http://svc-router.ns.svc.cluster.local"
+    states["svc-decoder"] = "True"
+    assert readiness(rendered, lambda kind, name: reported(states[name])).ready
+
+
+def test_a_leader_worker_set_is_read_by_its_own_kind_and_name() -> None:
+    rendered = [workload("LeaderWorkerSet", "lws-svc-engine", "engine"), service("svc-engine", "engine")]
+    asked: list[tuple[str, str]] = []
+
+    def live(kind: str, name: str) -> dict[str, Any]:
+        asked.append((kind, name))
+        return reported("True")
+
+    assert readiness(rendered, live).ready
+    assert asked == [("LeaderWorkerSet", "lws-svc-engine")]
+
+
+def test_a_false_component_wins_over_an_initializing_one_in_ready() -> None:
+    rendered = [*ENGINE, workload("Deployment", "svc-decoder", "decoder")]
+    states = {"svc-engine": None, "svc-decoder": "False"}
+    ready = readiness(rendered, lambda kind, name: reported(states[name]) if states[name] else None)
+    assert by_type(ready.conditions)["Ready"]["status"] == "False"
+    assert by_type(ready.conditions)["Ready"]["reason"] == "DecoderNotReady"
