@@ -55,6 +55,7 @@ from omectl.kube.resources import (
     DEPLOYMENTS,
     INFERENCE_SERVICES,
     LEADER_WORKER_SETS,
+    SERVICES,
     SERVING_RUNTIMES,
     ResourceRef,
 )
@@ -122,6 +123,7 @@ class ClusterRuntime:
         self.leader_worker_sets = Informer(
             client, LEADER_WORKER_SETS, label_selector=ISVC_LABEL, handlers=[self._workload_handler], optional=True
         )
+        self.services = Informer(client, SERVICES, label_selector=ISVC_LABEL, handlers=[self._workload_handler])
         self._tasks: list[asyncio.Task[None]] = []
         self._event_tasks: set[asyncio.Task[Any]] = set()
 
@@ -140,12 +142,15 @@ class ClusterRuntime:
             self.cluster_base_models,
             self.deployments,
             self.leader_worker_sets,
+            self.services,
         ]
 
     def workload_cache(self, kind: str) -> ObjectCache | None:
         """The informer cache holding rendered workloads of `kind`, if the controller watches that kind."""
         if kind == "Deployment":
             return self.deployments.cache
+        if kind == "Service":
+            return self.services.cache
         if kind == "LeaderWorkerSet" and self.leader_worker_sets.served:
             return self.leader_worker_sets.cache
         return None

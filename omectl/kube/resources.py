@@ -19,6 +19,7 @@ __all__ = [
     "LEASES",
     "NAMESPACES",
     "SECRETS",
+    "SERVICES",
     "SERVING_RUNTIMES",
     "VALIDATING_WEBHOOK_CONFIGURATIONS",
     "ResourceRef",
@@ -83,6 +84,7 @@ EVENTS = ResourceRef("", "v1", "events", "Event", True)
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", True)
+SERVICES = ResourceRef("", "v1", "services", "Service", True)
 LEADER_WORKER_SETS = ResourceRef("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", True)
 CONTROLLER_REVISIONS = ResourceRef("apps", "v1", "controllerrevisions", "ControllerRevision", True)
 VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
