@@ -1,12 +1,15 @@
-"""Generate the `ome.io` CRDs in `deploy/crds/` from the pydantic models in `omectl.api.ome`.
+"""Generate the `ome.io` and `aim.eai.amd.com` CRDs in `deploy/crds/` from the pydantic models in `omectl.api.ome`
+and `omectl.api.aim`.
 
-`python -m omectl.api.crdgen [--out deploy/crds]` writes one YAML file per CRD; `--check` writes nothing and exits 1
-listing the files that are missing or differ from what the models produce now.
+`python -m omectl.api.crdgen [--out deploy/crds]` writes one YAML file per CRD, named `<group>_<plural>.yaml`;
+`--check` writes nothing and exits 1 listing the files that are missing or differ from what the models produce now.
+Only the generated files are compared: hand-written CRDs (`deploy/crds/thirdparty/`) are never read or written.
 
-The models' JSON schema becomes a Kubernetes structural schema: `$ref`s are inlined, `title`s dropped,
-`anyOf [X, null]` becomes X with `nullable: true`, `int | str` becomes `x-kubernetes-int-or-string`, an open object
-(`additionalProperties: true`) becomes `x-kubernetes-preserve-unknown-fields`, and defaults are dropped unless the
-field is marked with `crd_default` (so the API server never invents a value the merge would take as set).
+The models' JSON schema becomes a Kubernetes structural schema: `$ref`s are inlined, `title`s dropped, docstrings
+unwrapped into one line per paragraph, `anyOf [X, null]` becomes X with `nullable: true`, `int | str` becomes
+`x-kubernetes-int-or-string`, an open object (`additionalProperties: true`) becomes
+`x-kubernetes-preserve-unknown-fields`, and defaults are dropped unless the field is marked with `crd_default` (so the
+API server never invents a value the merge would take as set).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any, Final, Literal
 import yaml
 from pydantic import BaseModel
 
-from omectl.api import ome
+from omectl.api import aim, ome
 
 # JSON-schema keys a CRD's JSONSchemaProps accepts and that we pass through unchanged.
 _PLAIN_KEYS: Final = frozenset(
@@ -102,6 +105,11 @@ def _resolve(
     return {**inner, **outer}, seen
 
 
+def _unwrap(text: str) -> str:
+    """A docstring's text with its line breaks inside paragraphs turned into spaces (paragraphs stay apart)."""
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in text.split("\n\n"))
+
+
 def _convert(node: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
     node, seen = _resolve(node, defs, seen)
     out: dict[str, Any] = {}
@@ -129,6 +137,8 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) 
         if key == "default":
             if keep_default:
                 out["default"] = value
+        elif key == "description":
+            out["description"] = _unwrap(value)
         elif key == "const":
             out["enum"] = [value]
         elif key == "properties":
@@ -197,9 +207,22 @@ _MODEL_COLUMNS: Final = (
 )
 
 
+_AIM_SERVICE_COLUMNS: Final = (
+    _column("Status", "string", ".status.status"),
+    _column("Model", "string", ".spec.model.name"),
+    _column("Path", "string", ".status.routing.path", description="HTTP path prefix of the service's HTTPRoute"),
+    _AGE,
+)
+_AIM_CATEGORIES: Final = ("aim", "all")
+
+
 @dataclass(frozen=True, eq=False)
 class CRDDefinition:
-    """What a CRD needs beyond its schema: names, scope, printer columns."""
+    """What a CRD needs beyond its schema: names, scope, printer columns, group and served versions.
+
+    Every served version has the same schema (the API server converts between them with the `None` strategy); the
+    first of `versions` is the storage version.
+    """
 
     model: type[ome.Resource]
     kind: str
@@ -207,14 +230,17 @@ class CRDDefinition:
     scope: Literal["Namespaced", "Cluster"]
     printer_columns: tuple[dict[str, Any], ...]
     short_names: tuple[str, ...] = ()
+    group: str = ome.GROUP
+    versions: tuple[str, ...] = (ome.VERSION,)
+    categories: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
-        return f"{self.plural}.{ome.GROUP}"
+        return f"{self.plural}.{self.group}"
 
     @property
     def file_name(self) -> str:
-        return f"{ome.GROUP}_{self.plural}.yaml"
+        return f"{self.group}_{self.plural}.yaml"
 
 
 CRDS: Final = (
@@ -227,6 +253,39 @@ CRDS: Final = (
     ),
     CRDDefinition(ome.BaseModel, "BaseModel", "basemodels", "Namespaced", _MODEL_COLUMNS),
     CRDDefinition(ome.ClusterBaseModel, "ClusterBaseModel", "clusterbasemodels", "Cluster", _MODEL_COLUMNS),
+    CRDDefinition(
+        aim.AIMClusterRuntimeConfig,
+        "AIMClusterRuntimeConfig",
+        "aimclusterruntimeconfigs",
+        "Cluster",
+        (_AGE,),
+        ("aimclrc",),
+        group=aim.GROUP,
+        versions=aim.CONFIG_VERSIONS,
+        categories=_AIM_CATEGORIES,
+    ),
+    CRDDefinition(
+        aim.AIMRuntimeConfig,
+        "AIMRuntimeConfig",
+        "aimruntimeconfigs",
+        "Namespaced",
+        (_AGE,),
+        ("aimrc",),
+        group=aim.GROUP,
+        versions=aim.CONFIG_VERSIONS,
+        categories=_AIM_CATEGORIES,
+    ),
+    CRDDefinition(
+        aim.AIMService,
+        "AIMService",
+        "aimservices",
+        "Namespaced",
+        _AIM_SERVICE_COLUMNS,
+        ("aimsvc",),
+        group=aim.GROUP,
+        versions=aim.SERVICE_VERSIONS,
+        categories=_AIM_CATEGORIES,
+    ),
 )
 
 
@@ -241,23 +300,26 @@ def build_crd(definition: CRDDefinition) -> dict[str, Any]:
     }
     if definition.short_names:
         names["shortNames"] = list(definition.short_names)
+    if definition.categories:
+        names["categories"] = list(definition.categories)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": definition.name},
         "spec": {
-            "group": ome.GROUP,
+            "group": definition.group,
             "names": names,
             "scope": definition.scope,
             "versions": [
                 {
-                    "name": ome.VERSION,
+                    "name": version,
                     "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schema},
+                    "storage": index == 0,
+                    "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": [dict(c) for c in definition.printer_columns],
                 }
+                for index, version in enumerate(definition.versions)
             ],
         },
     }

@@ -68,7 +68,7 @@ def openapi_schema(definition: crdgen.CRDDefinition) -> dict[str, Any]:
 
 @pytest.fixture
 async def ome_crds(raw: RawClient) -> list[dict[str, Any]]:
-    """All five CRDs created from the committed YAML, plus the example's namespace."""
+    """Every generated CRD (ome.io and aim.eai.amd.com) from the committed YAML, plus the example's namespace."""
     created = []
     for definition in crdgen.CRDS:
         reply = await raw.post(CRDS_PATH, committed_crd(definition.file_name))

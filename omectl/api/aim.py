@@ -1,0 +1,289 @@
+"""Typed models of the AMD AIM resources omectl serves (`aim.eai.amd.com`): runtime configs and AIMService.
+
+These models are the one source of truth for the AIM CRD YAML in `deploy/crds/` (see `omectl.api.crdgen`), like
+`omectl.api.ome` is for `ome.io`, and follow its conventions: camelCase on the wire, every optional field defaults to
+`None` and unknown fields are dropped.
+
+Schema defaults: upstream's CRDs default `storage.pvcHeadroomPercent` to 10, `labelPropagation.enabled` to false and
+`routing.gatewayRef.group`/`kind` to `gateway.networking.k8s.io`/`Gateway`. Ours deliberately carry **no** schema
+default anywhere: runtime configs are layered field by field (inline > namespace > cluster > operator defaults), and
+a value the API server invented would count as set and mask the lower layers (DESIGN §4.3: absent stays absent).
+The operator defaults live in the controller, not in the schema.
+
+Versions: AIMClusterRuntimeConfig and AIMRuntimeConfig are served as `v1alpha1` (the storage version) and as
+`v1alpha2` with the same schema ("they continue unchanged in v1alpha2"); AIMService is served as `v1alpha2` only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel as _PydanticModel
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from omectl.api import ome
+from omectl.api.ome import ConditionList, EnvVar, IntOrString, ResourceRequirements, list_map
+
+GROUP: Final = "aim.eai.amd.com"
+V1ALPHA1: Final = "v1alpha1"
+V1ALPHA2: Final = "v1alpha2"
+CONFIG_VERSIONS: Final = (V1ALPHA1, V1ALPHA2)
+"""The versions a runtime config is served in, the storage version first."""
+SERVICE_VERSIONS: Final = (V1ALPHA2,)
+"""The versions an AIMService is served in."""
+
+QUANTITY_PATTERN: Final = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+"""The pattern Kubernetes puts on a resource.Quantity field."""
+
+
+class _Object(_PydanticModel):
+    """A typed part of an AIM object: camelCase on the wire, unknown fields dropped (the CRD prunes them too)."""
+
+    model_config = ConfigDict(**ome.Resource.model_config)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: camelCase keys, only the fields that were set."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+EnvList = Annotated[list[EnvVar] | None, Field(default=None, json_schema_extra=list_map("name"))]
+"""Environment variables keyed by name (a more specific layer overrides a name in place, new names are appended)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Runtime config
+
+
+class StorageConfig(_Object):
+    """Storage defaults for the PVCs AIM workloads create. Upstream defaults pvcHeadroomPercent to 10 in the
+    schema; ours has no schema default, so an unset value falls through to the next layer."""
+
+    default_storage_class_name: str | None = None
+    """Storage class for PVCs that do not set spec.storageClassName themselves; unset uses the cluster default."""
+    pvc_headroom_percent: int | None = Field(default=None, ge=0)
+    """Extra space, in percent of the model size, added to each cache PVC (the operator uses 10 when no layer sets
+    it)."""
+
+
+class GatewayRef(_Object):
+    """The Gateway an HTTPRoute attaches to (a Gateway API ParentReference). Upstream defaults group and kind in the
+    schema; ours does not: unset means gateway.networking.k8s.io / Gateway."""
+
+    group: str | None = Field(default=None, max_length=253)
+    """API group of the parent; gateway.networking.k8s.io when unset."""
+    kind: str | None = Field(default=None, max_length=63)
+    """Kind of the parent; Gateway when unset."""
+    namespace: str | None = Field(default=None, max_length=63)
+    """Namespace of the parent; the route's namespace when unset."""
+    name: str = Field(min_length=1, max_length=253)
+    """Name of the parent Gateway."""
+    section_name: str | None = Field(default=None, max_length=253)
+    """A listener of the Gateway, by name."""
+    port: int | None = Field(default=None, ge=1, le=65535)
+    """A listener of the Gateway, by port."""
+
+
+class RoutingConfig(_Object):
+    """HTTP routing of an AIMService through a Gateway API HTTPRoute. Set on a runtime config it gives defaults; set
+    on an AIMService it wins over every config, field by field."""
+
+    enabled: bool | None = None
+    """Create an HTTPRoute for the service; false when no layer sets it."""
+    gateway_ref: GatewayRef | None = None
+    """Gateway the HTTPRoute attaches to."""
+    path_template: str | None = None
+    """HTTP path prefix, with `{JSONPath}` placeholders rendered against the AIMService, e.g.
+    "/{.metadata.namespace}/{.metadata.labels['team']}"; "/{.metadata.namespace}/{.metadata.uid}" when unset."""
+    request_timeout: str | None = None
+    """Request timeout of the HTTPRoute rule, as a Go duration such as "180s" or "2m30s"."""
+    annotations: dict[str, str] | None = None
+    """Annotations added to the HTTPRoute; merged by key."""
+
+
+class LabelPropagation(_Object):
+    """Which labels AIM copies from a parent resource to the Kubernetes objects it creates. Upstream defaults
+    enabled to false in the schema; ours does not, so an unset value falls through to the next layer."""
+
+    enabled: bool | None = None
+    """Copy matching labels to child objects; false when no layer sets it."""
+    match: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
+    """Label key patterns: `*` matches any run of characters except `/`, `?` one character, `[...]` a class. A more
+    specific layer replaces the whole list."""
+
+
+class RuntimeConfigCommon(_Object):
+    """The layered runtime settings: a runtime config's spec, and an AIMService's inline spec.runtimeConfig. None of
+    these fields has a schema default, so an unset field falls through to the next layer."""
+
+    storage: StorageConfig | None = None
+    """Storage defaults for PVCs."""
+    routing: RoutingConfig | None = None
+    """Routing defaults; an AIMService's own spec.routing wins over them."""
+    env: EnvList
+    """Environment variables for managed workloads (inference containers, download jobs); merged by name."""
+    label_propagation: LabelPropagation | None = None
+    """Label propagation from parent resources to their children."""
+
+
+class RuntimeConfigSpec(RuntimeConfigCommon):
+    """Defaults for AIM workloads: storage, routing, environment and label propagation. No field has a schema
+    default (upstream's pvcHeadroomPercent=10, labelPropagation.enabled=false and gatewayRef group/kind defaults are
+    dropped on purpose), so whatever this config leaves unset comes from the next layer down."""
+
+    default_storage_class_name: str | None = None
+    """Deprecated: use storage.defaultStorageClassName, which wins when both are set."""
+    pvc_headroom_percent: int | None = Field(default=None, ge=0)
+    """Deprecated: use storage.pvcHeadroomPercent, which wins when both are set."""
+
+
+class RuntimeConfigStatus(_Object):
+    """Observed state of a runtime config."""
+
+    observed_generation: int | None = None
+    """The metadata.generation this status was computed from."""
+    conditions: ConditionList
+    """Conditions of the config."""
+
+
+class _AIMResource(ome.Resource):
+    api_version: str | None = f"{GROUP}/{V1ALPHA1}"
+    """APIVersion of the object's schema."""
+
+
+class AIMClusterRuntimeConfig(_AIMResource):
+    """Cluster-wide, non-secret defaults for AIM workloads in every namespace. A namespace's AIMRuntimeConfig of the
+    same name overrides it field by field."""
+
+    kind: str | None = "AIMClusterRuntimeConfig"
+    """Kind of the object."""
+    spec: RuntimeConfigSpec | None = None
+    status: RuntimeConfigStatus | None = None
+
+
+class AIMRuntimeConfig(AIMClusterRuntimeConfig):
+    """Defaults for the AIM workloads of one namespace; they override the AIMClusterRuntimeConfig of the same name
+    field by field."""
+
+    kind: str | None = "AIMRuntimeConfig"
+    """Kind of the object."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# AIMService
+
+
+class ServiceModel(_Object):
+    """The model an AIMService serves: exactly one of name and image."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+    name: str | None = Field(default=None, min_length=1)
+    """Name of an AIMModel in the namespace or of an AIMClusterModel."""
+    image: str | None = Field(default=None, min_length=1)
+    """Container image of an AIM model; the model is created from it."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ServiceModel:
+        if (self.name is None) == (self.image is None):
+            raise ValueError("exactly one of model.name and model.image must be set")
+        return self
+
+
+class ServiceStorage(StorageConfig):
+    """Storage of the PVCs the service creates. defaultStorageClassName (here, inline or from the runtime config)
+    applies to every PVC whose own storageClassName is unset; storageClassName on a child object wins."""
+
+    size: Annotated[IntOrString | None, Field(default=None, json_schema_extra={"pattern": QUANTITY_PATTERN})]
+    """Requested size of the model cache PVC, a quantity such as 100Gi; the model's size plus headroom when unset."""
+    storage_class_name: str | None = None
+    """Storage class of the service's own cache PVC; wins over every defaultStorageClassName."""
+
+    @field_validator("size")
+    @classmethod
+    def _quantity(cls, value: IntOrString | None) -> IntOrString | None:
+        if isinstance(value, str) and not re.match(QUANTITY_PATTERN, value):
+            raise ValueError(f"{value!r} is not a quantity (e.g. 100Gi)")
+        return value
+
+
+class ServiceCaching(_Object):
+    """Model caching of a service."""
+
+    enabled: bool | None = None
+    """Download the model into a cache PVC before serving it."""
+
+
+class AIMServiceSpec(_Object):
+    """The model to serve and how: replicas, resources, storage, routing and runtime-config overrides."""
+
+    model: ServiceModel
+    """The model to serve: exactly one of name and image."""
+    runtime_config_name: str | None = None
+    """Name of the AIMRuntimeConfig / AIMClusterRuntimeConfig to use; "default" when unset (and then a missing
+    config is not an error)."""
+    runtime_config: RuntimeConfigCommon | None = None
+    """Inline runtime config: the top layer, over the namespace and cluster configs."""
+    routing: RoutingConfig | None = None
+    """Routing of this service; wins over every runtime config's routing, field by field."""
+    env: EnvList
+    """Environment variables of the inference container; merged by name over the runtime config's."""
+    storage: ServiceStorage | None = None
+    """Storage of the PVCs the service creates."""
+    replicas: int | None = Field(default=None, ge=0)
+    """Number of inference replicas; 1 when unset."""
+    resources: ResourceRequirements | None = None
+    """Compute resources of the inference container."""
+    caching: ServiceCaching | None = None
+    """Model caching."""
+
+
+class ResolvedReference(_Object):
+    """The runtime config a consumer resolved: the namespace one when both exist (it is the more specific)."""
+
+    kind: str | None = None
+    """AIMRuntimeConfig or AIMClusterRuntimeConfig."""
+    name: str | None = None
+    """Name of the config."""
+    namespace: str | None = None
+    """Namespace of the config; empty for a cluster config."""
+    scope: Literal["Namespace", "Cluster"] | None = None
+    """Namespace or Cluster."""
+    uid: str | None = None
+    """UID of the config."""
+
+
+class ServiceRoutingStatus(_Object):
+    """Observed routing of a service."""
+
+    path: str | None = None
+    """The rendered HTTP path prefix of the service's HTTPRoute."""
+
+
+class AIMServiceStatus(_Object):
+    """Observed state of an AIMService."""
+
+    status: Literal["Pending", "Starting", "Running", "Degraded", "Failed"] | None = None
+    """Overall state of the service."""
+    conditions: ConditionList
+    """RuntimeConfigReady, ConfigValid, HTTPRouteReady, Ready, ..."""
+    resolved_runtime_config: ResolvedReference | None = None
+    """The runtime config in use; absent when none resolved."""
+    routing: ServiceRoutingStatus | None = None
+    """Routing of the service."""
+    observed_generation: int | None = None
+    """The metadata.generation this status was computed from."""
+
+
+class AIMService(_AIMResource):
+    """An AIM inference service: serves a model through a KServe InferenceService and, when routing is enabled, a
+    Gateway API HTTPRoute, both named like the service."""
+
+    api_version: str | None = f"{GROUP}/{V1ALPHA2}"
+    """APIVersion of the object's schema."""
+    kind: str | None = "AIMService"
+    """Kind of the object."""
+    spec: AIMServiceSpec | None = None
+    status: AIMServiceStatus | None = None

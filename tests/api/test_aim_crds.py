@@ -1,0 +1,630 @@
+"""The AIM CRDs (`aim.eai.amd.com`), the third-party stand-ins AIM renders into, and the AIM samples.
+
+Everything runs against the embedded API server over real HTTP and through the real kubectl.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from omectl.api import aim, crdgen
+from omectl.embedded.fleet import apply_document, manifest_documents
+from omectl.embedded.server import EmbeddedAPIServer
+from tests.api.test_crds import CRDS_PATH, STRICT, TABLE, committed_crd, schema_nodes
+from tests.support import Kubectl, RawClient
+
+REPO = Path(__file__).resolve().parents[2]
+CRD_DIR = REPO / "deploy" / "crds"
+THIRDPARTY = CRD_DIR / "thirdparty"
+OUR_THIRDPARTY = (
+    THIRDPARTY / "serving.kserve.io_inferenceservices.yaml",
+    THIRDPARTY / "gateway.networking.k8s.io_httproutes.yaml",
+    THIRDPARTY / "gateway.networking.k8s.io_gateways.yaml",
+)
+SAMPLES = REPO / "deploy" / "samples" / "aim"
+# In the order a reader would try them; same-name objects of later scenarios replace earlier ones.
+SCENARIOS = (
+    "storage",
+    "routing-defaults",
+    "routing",
+    "routing-override",
+    "env",
+    "label-propagation",
+    "cost-tracking",
+    "missing-config",
+)
+
+AIM_CRDS = tuple(d for d in crdgen.CRDS if d.group == aim.GROUP)
+CLUSTER_CONFIG, NS_CONFIG, SERVICE = AIM_CRDS
+LAYERED = ("storage", "routing", "env", "labelPropagation", "defaultStorageClassName", "pvcHeadroomPercent")
+
+AIM = "/apis/aim.eai.amd.com"
+ML_TEAM = "namespaces/ml-team"
+KSERVE_ISVC = "/apis/serving.kserve.io/v1beta1/namespaces/ml-team/inferenceservices"
+OME_ISVC = "/apis/ome.io/v1beta1/namespaces/ml-team/inferenceservices"
+ROUTES = "/apis/gateway.networking.k8s.io/v1/namespaces/ml-team/httproutes"
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def aim_crd(definition: crdgen.CRDDefinition) -> dict[str, Any]:
+    return committed_crd(definition.file_name)
+
+
+def service_body(name: str = "svc", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "aim.eai.amd.com/v1alpha2",
+        "kind": "AIMService",
+        "metadata": {"name": name, "namespace": "ml-team"},
+        "spec": spec or {"model": {"name": "qwen-qwen3-32b"}},
+    }
+
+
+def path_of(doc: dict[str, Any]) -> str:
+    """The REST path of a sample object (AIM kinds and the Gateway only)."""
+    group, _, version = doc["apiVersion"].rpartition("/")
+    plural = doc["kind"].lower() + "s"
+    meta = doc["metadata"]
+    ns = f"namespaces/{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"/apis/{group}/{version}/{ns}{plural}/{meta['name']}"
+
+
+@pytest.fixture
+async def installed(raw: RawClient) -> None:
+    """The AIM CRDs and our third-party stand-ins, created from the committed YAML, plus the samples' namespaces."""
+    for definition in AIM_CRDS:
+        reply = await raw.post(CRDS_PATH, aim_crd(definition))
+        assert reply.status == 201, reply.body
+    for path in OUR_THIRDPARTY:
+        (crd,) = load(path)
+        reply = await raw.post(CRDS_PATH, crd)
+        assert reply.status == 201, reply.body
+    for doc in load(SAMPLES / "00-namespaces.yaml"):
+        assert (await raw.post("/api/v1/namespaces", doc)).status == 201
+
+
+# -- the generator: AIM CRDs, versions, names; --check leaves thirdparty/ alone ----------------------------
+
+
+def test_generator_knows_the_three_aim_crds_by_file_name() -> None:
+    assert [d.file_name for d in AIM_CRDS] == [
+        "aim.eai.amd.com_aimclusterruntimeconfigs.yaml",
+        "aim.eai.amd.com_aimruntimeconfigs.yaml",
+        "aim.eai.amd.com_aimservices.yaml",
+    ]
+    assert {p.name for p in CRD_DIR.glob("*.yaml")} == {d.file_name for d in crdgen.CRDS}
+
+
+def test_check_passes_on_the_committed_tree_and_ignores_hand_written_files(tmp_path: Path) -> None:
+    assert crdgen.main(["--check", "--out", str(CRD_DIR)]) == 0
+    assert crdgen.main(["--out", str(tmp_path)]) == 0
+    (tmp_path / "thirdparty").mkdir()
+    (tmp_path / "thirdparty" / "serving.kserve.io_inferenceservices.yaml").write_text("# hand-written\n")
+    assert crdgen.main(["--check", "--out", str(tmp_path)]) == 0
+    assert crdgen.main(["--out", str(tmp_path)]) == 0
+    assert (tmp_path / "thirdparty" / "serving.kserve.io_inferenceservices.yaml").read_text() == "# hand-written\n"
+
+
+@pytest.mark.parametrize(
+    ("definition", "kind", "scope", "short", "versions"),
+    [
+        (CLUSTER_CONFIG, "AIMClusterRuntimeConfig", "Cluster", "aimclrc", ["v1alpha1", "v1alpha2"]),
+        (NS_CONFIG, "AIMRuntimeConfig", "Namespaced", "aimrc", ["v1alpha1", "v1alpha2"]),
+        (SERVICE, "AIMService", "Namespaced", "aimsvc", ["v1alpha2"]),
+    ],
+    ids=lambda v: v.kind if isinstance(v, crdgen.CRDDefinition) else None,
+)
+def test_names_scope_and_versions(
+    definition: crdgen.CRDDefinition, kind: str, scope: str, short: str, versions: list[str]
+) -> None:
+    crd = aim_crd(definition)
+    spec = crd["spec"]
+    assert crd["metadata"]["name"] == f"{kind.lower()}s.aim.eai.amd.com"
+    assert spec["group"] == "aim.eai.amd.com"
+    assert spec["scope"] == scope
+    assert spec["names"] == {
+        "kind": kind,
+        "listKind": f"{kind}List",
+        "plural": f"{kind.lower()}s",
+        "singular": kind.lower(),
+        "shortNames": [short],
+        "categories": ["aim", "all"],
+    }
+    assert [v["name"] for v in spec["versions"]] == versions
+    assert [v["storage"] for v in spec["versions"]] == [True] + [False] * (len(versions) - 1)
+    for version in spec["versions"]:
+        assert version["served"] is True
+        assert version["subresources"] == {"status": {}}
+    # One schema for every version: the server converts with the None strategy.
+    schemas = [v["schema"] for v in spec["versions"]]
+    assert all(s == schemas[0] for s in schemas)
+
+
+def test_the_two_config_kinds_share_one_schema() -> None:
+    cluster = aim_crd(CLUSTER_CONFIG)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    namespaced = aim_crd(NS_CONFIG)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert cluster["properties"]["spec"] == namespaced["properties"]["spec"]
+    assert cluster["properties"]["status"] == namespaced["properties"]["status"]
+
+
+@pytest.mark.parametrize("definition", AIM_CRDS, ids=lambda d: d.kind)
+def test_no_schema_default_anywhere_in_the_aim_crds(definition: crdgen.CRDDefinition) -> None:
+    text = (CRD_DIR / definition.file_name).read_text()
+    assert "default:" not in text.replace("defaultStorageClassName:", "")
+    for path, node in schema_nodes(aim_crd(definition)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]):
+        assert "default" not in node, path
+
+
+def test_runtime_config_spec_fields() -> None:
+    spec = aim_crd(NS_CONFIG)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    props = spec["properties"]
+    assert set(props) == set(LAYERED)
+    assert props["storage"]["properties"].keys() == {"defaultStorageClassName", "pvcHeadroomPercent"}
+    assert props["storage"]["properties"]["pvcHeadroomPercent"]["minimum"] == 0
+    assert props["pvcHeadroomPercent"]["minimum"] == 0
+    routing = props["routing"]["properties"]
+    assert routing.keys() == {"enabled", "gatewayRef", "pathTemplate", "requestTimeout", "annotations"}
+    assert routing["requestTimeout"]["type"] == "string"
+    assert routing["annotations"]["additionalProperties"] == {"type": "string"}
+    gateway_ref = routing["gatewayRef"]
+    assert gateway_ref["required"] == ["name"]
+    assert gateway_ref["properties"].keys() == {"group", "kind", "name", "namespace", "sectionName", "port"}
+    env = props["env"]
+    assert env["x-kubernetes-list-type"] == "map"
+    assert env["x-kubernetes-list-map-keys"] == ["name"]
+    assert env["items"]["required"] == ["name"]
+    assert env["items"]["properties"]["valueFrom"]["x-kubernetes-preserve-unknown-fields"] is True
+    assert props["labelPropagation"]["properties"]["match"]["items"] == {"type": "string"}
+    assert "upstream" in spec["description"] and "dropped" in spec["description"]
+
+
+def test_service_schema_fields_and_columns() -> None:
+    version = aim_crd(SERVICE)["spec"]["versions"][0]
+    schema = version["schema"]["openAPIV3Schema"]["properties"]
+    spec = schema["spec"]
+    assert spec["required"] == ["model"]
+    props = spec["properties"]
+    assert props.keys() == {
+        "model",
+        "runtimeConfigName",
+        "runtimeConfig",
+        "routing",
+        "env",
+        "storage",
+        "replicas",
+        "resources",
+        "caching",
+    }
+    assert props["model"]["properties"].keys() == {"name", "image"}
+    assert (props["model"]["minProperties"], props["model"]["maxProperties"]) == (1, 1)
+    assert props["runtimeConfig"]["properties"].keys() == {"storage", "routing", "env", "labelPropagation"}
+    config = aim_crd(NS_CONFIG)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert props["routing"] == config["properties"]["routing"] | {"description": props["routing"]["description"]}
+    assert props["storage"]["properties"].keys() >= {"defaultStorageClassName", "size", "storageClassName"}
+    assert props["storage"]["properties"]["size"]["x-kubernetes-int-or-string"] is True
+    assert props["replicas"]["minimum"] == 0
+    assert props["resources"]["properties"]["limits"]["additionalProperties"]["x-kubernetes-int-or-string"] is True
+    status = schema["status"]["properties"]
+    assert status["status"]["enum"] == ["Pending", "Starting", "Running", "Degraded", "Failed"]
+    assert status["conditions"]["x-kubernetes-list-map-keys"] == ["type"]
+    assert status["conditions"]["items"]["properties"].keys() >= {
+        "type",
+        "status",
+        "reason",
+        "message",
+        "lastTransitionTime",
+        "observedGeneration",
+    }
+    resolved = status["resolvedRuntimeConfig"]["properties"]
+    assert resolved.keys() == {"kind", "name", "namespace", "scope", "uid"}
+    assert resolved["scope"]["enum"] == ["Namespace", "Cluster"]
+    assert status["routing"]["properties"].keys() == {"path"}
+    assert "observedGeneration" in status
+    columns = [(c["name"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
+    assert columns == [
+        ("Status", ".status.status"),
+        ("Model", ".spec.model.name"),
+        ("Path", ".status.routing.path"),
+        ("Age", ".metadata.creationTimestamp"),
+    ]
+
+
+# -- the models parse the samples and the spec's status examples --------------------------------------------
+
+
+def sample_docs() -> Iterator[tuple[str, dict[str, Any]]]:
+    for path in sorted(SAMPLES.rglob("*.yaml")):
+        for doc in load(path):
+            yield str(path.relative_to(SAMPLES)), doc
+
+
+MODELS: dict[str, type[aim.AIMClusterRuntimeConfig] | type[aim.AIMService]] = {
+    "AIMClusterRuntimeConfig": aim.AIMClusterRuntimeConfig,
+    "AIMRuntimeConfig": aim.AIMRuntimeConfig,
+    "AIMService": aim.AIMService,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "doc"),
+    [(n, d) for n, d in sample_docs() if d["kind"] in MODELS],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_models_parse_every_aim_sample_and_dump_it_back_unchanged(name: str, doc: dict[str, Any]) -> None:
+    assert MODELS[doc["kind"]].model_validate(doc).to_dict() == doc
+
+
+def test_model_defaults_match_the_versions() -> None:
+    assert aim.AIMClusterRuntimeConfig().to_dict()["apiVersion"] == "aim.eai.amd.com/v1alpha1"
+    assert aim.AIMRuntimeConfig().to_dict()["kind"] == "AIMRuntimeConfig"
+    assert aim.AIMService().to_dict() == {"apiVersion": "aim.eai.amd.com/v1alpha2", "kind": "AIMService"}
+
+
+def test_status_examples_of_the_spec_parse() -> None:
+    for scope, kind, ns in (("Namespace", "AIMRuntimeConfig", "ml-team"), ("Cluster", "AIMClusterRuntimeConfig", "")):
+        ref = {"kind": kind, "name": "default", "namespace": ns, "scope": scope, "uid": "abc123-def456-..."}
+        status = aim.AIMServiceStatus.model_validate({"resolvedRuntimeConfig": ref, "status": "Running"})
+        assert status.resolved_runtime_config is not None
+        assert status.resolved_runtime_config.scope == scope
+        assert status.to_dict()["resolvedRuntimeConfig"] == ref
+
+
+@pytest.mark.parametrize("model", [{}, {"name": "a", "image": "b"}, {"name": ""}])
+def test_service_model_needs_exactly_one_of_name_and_image(model: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="model"):
+        aim.AIMServiceSpec.model_validate({"model": model})
+
+
+def test_service_storage_size_must_be_a_quantity() -> None:
+    assert aim.ServiceStorage.model_validate({"size": "100Gi"}).size == "100Gi"
+    assert aim.ServiceStorage.model_validate({"size": 1024}).size == 1024
+    with pytest.raises(ValueError, match="quantity"):
+        aim.ServiceStorage.model_validate({"size": "lots"})
+
+
+def test_unset_layered_fields_stay_unset() -> None:
+    config = aim.RuntimeConfigSpec.model_validate({"labelPropagation": {"match": ["a/*"]}, "storage": {}})
+    assert config.to_dict() == {"labelPropagation": {"match": ["a/*"]}, "storage": {}}
+    assert config.label_propagation is not None and config.label_propagation.enabled is None
+    assert config.storage is not None and config.storage.pvc_headroom_percent is None
+
+
+# -- the API server: samples, pruning, versions, status, columns ------------------------------------------
+
+
+async def test_every_aim_and_thirdparty_crd_is_established(raw: RawClient, installed: None) -> None:
+    names = [d.name for d in AIM_CRDS] + [load(p)[0]["metadata"]["name"] for p in OUR_THIRDPARTY]
+    for name in names:
+        got = (await raw.get(f"{CRDS_PATH}/{name}")).body
+        conditions = {c["type"]: c["status"] for c in got["status"]["conditions"]}
+        assert conditions["Established"] == "True", name
+    for plural in ("aimclusterruntimeconfigs", "aimruntimeconfigs"):
+        for version in ("v1alpha1", "v1alpha2"):
+            listed = await raw.get(f"{AIM}/{version}/{plural}")
+            assert listed.status == 200, (version, plural)
+
+
+@pytest.mark.kubectl
+async def test_every_sample_scenario_applies_with_kubectl_and_is_stored_whole(raw: RawClient, kubectl: Kubectl) -> None:
+    crds = [str(CRD_DIR / d.file_name) for d in AIM_CRDS] + [str(p) for p in OUR_THIRDPARTY]
+    await kubectl.arun("apply", *(a for f in crds for a in ("-f", f)))
+    await kubectl.arun("wait", "--for=condition=Established", "crd", "--all")
+    await kubectl.arun("apply", "-f", str(SAMPLES / "00-namespaces.yaml"), "-f", str(SAMPLES / "gateway.yaml"))
+    gateway = (await raw.get(path_of(load(SAMPLES / "gateway.yaml")[0]))).body
+    assert gateway["spec"] == load(SAMPLES / "gateway.yaml")[0]["spec"]
+
+    assert sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()) == sorted(SCENARIOS)
+    for scenario in SCENARIOS:
+        # kubectl's default --validate=strict: a field the schema does not know fails the apply.
+        await kubectl.arun("apply", "-f", str(SAMPLES / scenario))
+        for path in sorted((SAMPLES / scenario).glob("*.yaml")):
+            for doc in load(path):
+                stored = (await raw.get(path_of(doc))).body
+                assert stored["spec"] == doc["spec"], (scenario, path.name)  # nothing pruned, nothing defaulted
+                assert stored["metadata"].get("labels") == doc["metadata"].get("labels")
+
+
+async def test_the_demo_applier_takes_the_whole_crd_tree_and_the_samples(server: EmbeddedAPIServer) -> None:
+    docs = manifest_documents([CRD_DIR, SAMPLES / "00-namespaces.yaml", SAMPLES / "gateway.yaml", SAMPLES / "routing"])
+    kinds = {d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"}
+    assert {d.name for d in crdgen.CRDS} <= kinds
+    assert "inferenceservices.serving.kserve.io" in kinds
+    for doc in docs:
+        assert await apply_document(server, doc) == "created", doc["metadata"]["name"]
+
+
+async def test_unknown_fields_fail_strict_and_are_pruned_otherwise(raw: RawClient, installed: None) -> None:
+    body = service_body(
+        model={"name": "m"},
+        routing={"pathTemplate": "/x", "bogus": 1},
+        runtimeConfig={"storage": {"defaultStorageClassName": "ssd", "extra": True}},
+    )
+    reply = await raw.post(f"{AIM}/v1alpha2/{ML_TEAM}/aimservices{STRICT}", body)
+    assert reply.status == 400, reply.body
+    assert 'unknown field "spec.routing.bogus"' in reply.body["message"]
+    assert 'unknown field "spec.runtimeConfig.storage.extra"' in reply.body["message"]
+
+    reply = await raw.post(f"{AIM}/v1alpha2/{ML_TEAM}/aimservices", body)
+    assert reply.status == 201, reply.body
+    assert reply.body["spec"] == {
+        "model": {"name": "m"},
+        "routing": {"pathTemplate": "/x"},
+        "runtimeConfig": {"storage": {"defaultStorageClassName": "ssd"}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"model": {"name": "m", "image": "i"}}, "spec.model: Too many: 2: must have at most 1 item"),
+        ({"model": {}}, "spec.model: Invalid value: 0: spec.model in body should have at least 1 properties"),
+        ({"replicas": 1}, "spec.model: Required value"),
+        ({"model": {"name": "m"}, "replicas": -1}, "spec.replicas: Invalid value: -1"),
+        ({"model": {"name": "m"}, "storage": {"size": "lots"}}, "spec.storage.size: Invalid value"),
+        ({"model": {"name": "m"}, "routing": {"gatewayRef": {"namespace": "g"}}}, "spec.routing.gatewayRef.name"),
+        (
+            {"model": {"name": "m"}, "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]},
+            'spec.env[1]: Duplicate value: {"name":"A"}',
+        ),
+        (
+            {"model": {"name": "m"}, "runtimeConfig": {"storage": {"pvcHeadroomPercent": -5}}},
+            "spec.runtimeConfig.storage.pvcHeadroomPercent: Invalid value: -5",
+        ),
+    ],
+    ids=["name-and-image", "no-model-field", "no-model", "replicas", "size", "gateway-name", "env-dup", "headroom"],
+)
+async def test_invalid_services_are_rejected_with_422(
+    raw: RawClient, installed: None, spec: dict[str, Any], message: str
+) -> None:
+    reply = await raw.post(f"{AIM}/v1alpha2/{ML_TEAM}/aimservices", service_body(**spec))
+    assert reply.status == 422, reply.body
+    assert message in reply.body["message"]
+
+
+async def test_config_stored_as_v1alpha1_reads_back_as_v1alpha2_and_back(raw: RawClient, installed: None) -> None:
+    (doc,) = load(SAMPLES / "routing" / "ml-team-default.yaml")
+    assert (await raw.post(f"{AIM}/v1alpha1/{ML_TEAM}/aimruntimeconfigs{STRICT}", doc)).status == 201
+    got = (await raw.get(f"{AIM}/v1alpha2/{ML_TEAM}/aimruntimeconfigs/default")).body
+    assert got["apiVersion"] == "aim.eai.amd.com/v1alpha2"
+    assert got["spec"] == doc["spec"]
+
+    # Written through v1alpha2, read through v1alpha1: one object, one store.
+    v2 = {**got, "spec": {**got["spec"], "pvcHeadroomPercent": 0}}
+    reply = await raw.put(f"{AIM}/v1alpha2/{ML_TEAM}/aimruntimeconfigs/default{STRICT}", v2)
+    assert reply.status == 200, reply.body
+    back = (await raw.get(f"{AIM}/v1alpha1/{ML_TEAM}/aimruntimeconfigs/default")).body
+    assert back["apiVersion"] == "aim.eai.amd.com/v1alpha1"
+    assert back["spec"]["pvcHeadroomPercent"] == 0  # a present 0 is kept, not dropped
+    assert back["metadata"]["uid"] == got["metadata"]["uid"]
+
+    (cluster,) = load(SAMPLES / "cost-tracking" / "cluster-default.yaml")
+    cluster["apiVersion"] = "aim.eai.amd.com/v1alpha2"
+    assert (await raw.post(f"{AIM}/v1alpha2/aimclusterruntimeconfigs{STRICT}", cluster)).status == 201
+    got = (await raw.get(f"{AIM}/v1alpha1/aimclusterruntimeconfigs/default")).body
+    assert got["spec"] == cluster["spec"]
+
+
+@pytest.mark.kubectl
+async def test_kubectl_reads_a_v1alpha1_config_as_v1alpha2(raw: RawClient, installed: None, kubectl: Kubectl) -> None:
+    await kubectl.arun("apply", "-f", str(SAMPLES / "env" / "ml-team-default.yaml"))
+    _, out, _ = await kubectl.arun(
+        "get", "aimruntimeconfigs.v1alpha2.aim.eai.amd.com", "default", "-n", "ml-team", "-o", "json"
+    )
+    got = json.loads(out)
+    assert got["apiVersion"] == "aim.eai.amd.com/v1alpha2"
+    assert got["spec"] == {"env": [{"name": "AIM_DOWNLOADER_PROTOCOL", "value": "HTTP"}]}
+    _, out, _ = await kubectl.arun("get", "aimrc", "-n", "ml-team", "-o", "jsonpath={.items[0].apiVersion}")
+    assert out == "aim.eai.amd.com/v1alpha2"  # the preferred version
+    _, out, _ = await kubectl.arun("get", "aimruntimeconfigs.v1alpha1.aim.eai.amd.com", "-n", "ml-team", "-o", "name")
+    assert out.strip() == "aimruntimeconfig.aim.eai.amd.com/default"
+
+
+@pytest.mark.kubectl
+async def test_service_status_subresource_and_printer_columns(
+    raw: RawClient, installed: None, kubectl: Kubectl
+) -> None:
+    await kubectl.arun("apply", "-f", str(SAMPLES / "routing" / "qwen-chat.yaml"))
+    url = f"{AIM}/v1alpha2/{ML_TEAM}/aimservices/qwen-chat"
+    created = (await raw.get(url)).body
+    status = {
+        "status": "Running",
+        "observedGeneration": created["metadata"]["generation"],
+        "conditions": [
+            {
+                "type": "RuntimeConfigReady",
+                "status": "True",
+                "reason": "RuntimeConfigResolved",
+                "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "observedGeneration": created["metadata"]["generation"],
+            }
+        ],
+        "resolvedRuntimeConfig": {
+            "kind": "AIMRuntimeConfig",
+            "name": "default",
+            "namespace": "ml-team",
+            "scope": "Namespace",
+            "uid": "abc123",
+        },
+        "routing": {"path": "/ml/ml-team/conversational-ai"},
+    }
+    reply = await raw.put(f"{url}/status{STRICT}", {**created, "status": status})
+    assert reply.status == 200, reply.body
+    assert reply.body["status"] == status
+    assert reply.body["metadata"]["generation"] == created["metadata"]["generation"]
+
+    # A write through the main resource leaves status alone.
+    spec = {"model": {"name": "qwen-qwen3-32b"}, "replicas": 2}
+    reply = await raw.put(url, {**reply.body, "status": {"status": "Failed"}, "spec": spec})
+    assert reply.status == 200, reply.body
+    assert reply.body["status"] == status
+    assert reply.body["spec"] == spec
+
+    _, out, _ = await kubectl.arun("get", "aimservice", "-n", "ml-team")
+    header, row = (line.split() for line in out.strip().splitlines())
+    assert header == ["NAME", "STATUS", "MODEL", "PATH", "AGE"]
+    assert row[:4] == ["qwen-chat", "Running", "qwen-qwen3-32b", "/ml/ml-team/conversational-ai"]
+    _, out, _ = await kubectl.arun("get", "aimsvc", "-n", "ml-team", "-o", "name")
+    assert out.strip() == "aimservice.aim.eai.amd.com/qwen-chat"
+    _, out, _ = await kubectl.arun("get", "aim", "-n", "ml-team", "-o", "name")
+    assert out.strip() == "aimservice.aim.eai.amd.com/qwen-chat"
+
+    table = (await raw.get(url, headers={"Accept": TABLE})).body
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Status", "Model", "Path", "Age"]
+
+
+# -- third-party stand-ins: KServe InferenceService beside OME's, Gateway API routes ----------------------
+
+
+def kserve_isvc(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": name, "namespace": "ml-team"},
+        "spec": {
+            "predictor": {
+                "model": {"modelFormat": {"name": "aim"}, "runtime": "aim-runtime"},
+                "containers": [{"name": "kserve-container", "image": "amdenterpriseai/aim-qwen:0.8"}],
+                "minReplicas": 1,
+            }
+        },
+    }
+
+
+def ome_isvc(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "ome.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": name, "namespace": "ml-team"},
+        "spec": {"model": {"name": "llama"}, "runtime": {"name": "sglang"}},
+    }
+
+
+@pytest.mark.kubectl
+async def test_kserve_and_ome_inference_services_live_side_by_side(
+    raw: RawClient, installed: None, kubectl: Kubectl
+) -> None:
+    (ome_crd,) = [d for d in crdgen.CRDS if d.name == "inferenceservices.ome.io"]
+    assert (await raw.post(CRDS_PATH, committed_crd(ome_crd.file_name))).status == 201
+    kserve = (await raw.post(KSERVE_ISVC + STRICT, kserve_isvc("qwen-chat"))).body
+    assert kserve["spec"] == kserve_isvc("qwen-chat")["spec"]  # predictor kept as written
+    assert (await raw.post(OME_ISVC, ome_isvc("llama-ome"))).status == 201
+
+    status = {
+        "observedGeneration": 1,
+        "url": "http://qwen-chat.ml-team.example.com",
+        "address": {"url": "http://qwen-chat-predictor.ml-team.svc.cluster.local"},
+        "components": {"predictor": {"latestReadyRevision": "qwen-chat-predictor-00001"}},
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+    }
+    reply = await raw.put(f"{KSERVE_ISVC}/qwen-chat/status{STRICT}", {**kserve, "status": status})
+    assert reply.status == 200, reply.body
+    assert reply.body["status"] == status
+
+    _, out, _ = await kubectl.arun("get", "inferenceservices.serving.kserve.io", "-n", "ml-team")
+    header, row = (line.split() for line in out.strip().splitlines())
+    assert header == ["NAME", "URL", "READY", "AGE"]
+    assert row[:3] == ["qwen-chat", "http://qwen-chat.ml-team.example.com", "True"]
+    # The bare plural and OME's short name resolve to ome.io, which sorts first among the groups.
+    for resource in ("inferenceservices", "inferenceservice", "isvc"):
+        _, out, _ = await kubectl.arun("get", resource, "-n", "ml-team", "-o", "name")
+        assert out.strip() == "inferenceservice.ome.io/llama-ome", resource
+    _, out, _ = await kubectl.arun("get", "inferenceservices.ome.io", "-n", "ml-team", "-o", "name")
+    assert out.strip() == "inferenceservice.ome.io/llama-ome"
+    _, out, _ = await kubectl.arun("api-resources", "--api-group=serving.kserve.io", "--no-headers")
+    (row,) = (line.split() for line in out.strip().splitlines())
+    assert row == ["inferenceservices", "serving.kserve.io/v1beta1", "true", "InferenceService"]
+
+
+async def test_kserve_isvc_requires_a_predictor(raw: RawClient, installed: None) -> None:
+    body = kserve_isvc("x")
+    body["spec"] = {}
+    reply = await raw.post(KSERVE_ISVC, body)
+    assert reply.status == 422, reply.body
+    assert "spec.predictor: Required value" in reply.body["message"]
+
+
+@pytest.mark.kubectl
+async def test_httproute_as_aim_renders_it_round_trips_with_status(
+    raw: RawClient, installed: None, kubectl: Kubectl
+) -> None:
+    await kubectl.arun("apply", "-f", str(SAMPLES / "gateway.yaml"))
+    parent_ref = {
+        "group": "gateway.networking.k8s.io",
+        "kind": "Gateway",
+        "name": "inference-gateway",
+        "namespace": "gateways",
+    }
+    route: dict[str, Any] = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "qwen-chat", "namespace": "ml-team", "annotations": {"a": "b"}},
+        "spec": {
+            "parentRefs": [parent_ref],
+            "rules": [
+                {
+                    "matches": [{"path": {"type": "PathPrefix", "value": "/ml/ml-team/conversational-ai"}}],
+                    "filters": [
+                        {
+                            "type": "URLRewrite",
+                            "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}},
+                        }
+                    ],
+                    "backendRefs": [{"name": "qwen-chat-predictor", "port": 80}],
+                    "timeouts": {"request": "180s"},
+                }
+            ],
+        },
+    }
+    created = await raw.post(ROUTES + STRICT, route)
+    assert created.status == 201, created.body
+    assert created.body["spec"] == route["spec"]
+    status = {
+        "parents": [
+            {
+                "parentRef": parent_ref,
+                "controllerName": "omectl.io/sim-gateway",
+                "conditions": [
+                    {"type": "Accepted", "status": "True", "reason": "Accepted", "observedGeneration": 1},
+                    {"type": "ResolvedRefs", "status": "True", "reason": "ResolvedRefs", "observedGeneration": 1},
+                ],
+            }
+        ]
+    }
+    reply = await raw.put(f"{ROUTES}/qwen-chat/status{STRICT}", {**created.body, "status": status})
+    assert reply.status == 200, reply.body
+    assert reply.body["status"] == status
+
+    missing_name = {**route, "metadata": {"name": "bad", "namespace": "ml-team"}}
+    missing_name["spec"] = {"parentRefs": [{"namespace": "gateways"}]}
+    reply = await raw.post(ROUTES, missing_name)
+    assert reply.status == 422, reply.body
+    assert "spec.parentRefs[0].name: Required value" in reply.body["message"]
+
+    _, out, _ = await kubectl.arun("get", "httproutes", "-n", "ml-team", "-o", "name")
+    assert out.strip() == "httproute.gateway.networking.k8s.io/qwen-chat"
+    _, out, _ = await kubectl.arun("get", "gtw", "-n", "gateways")
+    header, row = (line.split() for line in out.strip().splitlines())
+    assert header == ["NAME", "CLASS", "ADDRESS", "PROGRAMMED", "AGE"]
+    assert row[:2] == ["inference-gateway", "omectl-sim"]
+
+
+def test_thirdparty_files_are_minimal_stand_ins_with_a_header() -> None:
+    for path in OUR_THIRDPARTY:
+        text = path.read_text()
+        assert text.startswith("# Minimal stand-in for "), path.name
+        assert "NOT the upstream" in text, path.name
+        (crd,) = load(path)
+        spec = crd["spec"]
+        assert path.name == f"{spec['group']}_{spec['names']['plural']}.yaml"
+        assert [v["subresources"] for v in spec["versions"]] == [{"status": {}}]
+    (kserve,) = load(OUR_THIRDPARTY[0])
+    assert "shortNames" not in kserve["spec"]["names"]  # `isvc` belongs to ome.io
