@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from omectl.embedded.fleet import EmbeddedFleet
+from omectl.embedded.fleet import EmbeddedFleet, FleetSimulation
+from omectl.embedded.simulator import NODES_HELP, parse_nodes_option
 
 dev_app = typer.Typer(no_args_is_help=True, help="Run a simulated fleet for development and demos.")
 DEFAULT_MANIFESTS = Path("deploy/crds")
@@ -38,8 +39,21 @@ def up(
         None, "--register", help="Write a ClusterRegistration per cluster into this directory."
     ),
     controller: bool = typer.Option(False, "--controller", help="Also run the controller in this process."),
+    simulate: bool = typer.Option(
+        False,
+        "--simulate",
+        help="Run the workload simulator: GPU nodes (default 2x8 nvidia.com/gpu H100 per cluster), model labels, "
+        "and Deployments, LeaderWorkerSets, KServe InferenceServices, Jobs and PVCs made ready when they fit.",
+    ),
+    nodes: list[str] = typer.Option(None, "--nodes", help=NODES_HELP),
 ) -> None:
     """Start N embedded clusters and serve them until SIGINT or SIGTERM."""
+    simulation: FleetSimulation | None = None
+    if simulate or nodes:
+        try:
+            simulation = parse_nodes_option(nodes or [])
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--nodes") from None
     manifests = list(apply or [])
     if not manifests and DEFAULT_MANIFESTS.is_dir():
         manifests = [DEFAULT_MANIFESTS]
@@ -50,7 +64,18 @@ def up(
         if controller and register is None:
             register = Path(".omectl/clusters")
         asyncio.run(
-            _serve(clusters, name_prefix, tls, kubeconfig_out, manifests, state_dir, ready_file, register, controller)
+            _serve(
+                clusters,
+                name_prefix,
+                tls,
+                kubeconfig_out,
+                manifests,
+                state_dir,
+                ready_file,
+                register,
+                controller,
+                simulation,
+            )
         )
     except ValueError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
@@ -67,9 +92,10 @@ async def _serve(
     ready_file: Path | None,
     register: Path | None = None,
     controller: bool = False,
+    simulation: FleetSimulation | None = None,
 ) -> None:
     console = Console()
-    fleet = await EmbeddedFleet(count, name_prefix=prefix, tls=tls, state_dir=state_dir).start()
+    fleet = await EmbeddedFleet(count, name_prefix=prefix, tls=tls, state_dir=state_dir, simulator=simulation).start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -90,10 +116,15 @@ async def _serve(
             await app.start()
             await app.wait_synced()
         table = Table(title=f"simulated fleet ({count} clusters)")
-        for column in ("CLUSTER", "CONTEXT", "URL", "APPLIED"):
+        columns = ["CLUSTER", "CONTEXT", "URL", "APPLIED"] + (["NODES"] if simulation is not None else [])
+        for column in columns:
             table.add_column(column)
         for server in fleet.servers:
-            table.add_row(server.name, server.name, server.url, str(len(applied.get(server.name, []))))
+            row = [server.name, server.name, server.url, str(len(applied.get(server.name, [])))]
+            if simulation is not None:
+                config = server.simulator_config
+                row.append(config.describe() if config is not None else "-")
+            table.add_row(*row)
         console.print(table)
         console.print(f"kubeconfig: {kubeconfig_out}  (export KUBECONFIG={kubeconfig_out})")
         if ready_file is not None:

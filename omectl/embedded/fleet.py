@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,10 @@ from .api import WriteOptions
 from .errors import APIError
 from .kubeconfig import write_kubeconfig
 from .server import EmbeddedAPIServer
+from .simulator import SimulatorConfig
 
+# One config for every cluster, a config per cluster name (absent: none), or a function of the name.
+FleetSimulation = SimulatorConfig | Mapping[str, SimulatorConfig | None] | Callable[[str], SimulatorConfig | None]
 APPLY_MANAGER = "omectl-dev"
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the OME CRDs are large
 
@@ -73,8 +76,20 @@ async def apply_document(server: EmbeddedAPIServer, doc: dict[str, Any]) -> str:
     )
 
 
+def simulator_for(simulation: FleetSimulation | None, cluster: str) -> SimulatorConfig | None:
+    if simulation is None or isinstance(simulation, SimulatorConfig):
+        return simulation
+    if isinstance(simulation, Mapping):
+        return simulation.get(cluster)
+    return simulation(cluster)
+
+
 class EmbeddedFleet:
-    """N clusters named `<prefix>1..N`, sharing one CA when TLS is on."""
+    """N clusters named `<prefix>1..N`, sharing one CA when TLS is on.
+
+    `simulator` turns on the workload simulator: one `SimulatorConfig` for all, a mapping of cluster name to
+    config, or a function of the cluster name (None: that cluster simulates nothing).
+    """
 
     def __init__(
         self,
@@ -85,6 +100,7 @@ class EmbeddedFleet:
         state_dir: Path | str | None = None,
         ports: list[int] | None = None,
         bookmark_interval: float = 60.0,
+        simulator: FleetSimulation | None = None,
     ) -> None:
         if count < 1:
             raise ValueError("a fleet needs at least one cluster")
@@ -97,6 +113,7 @@ class EmbeddedFleet:
                 ca=ca,
                 state_dir=state_dir,
                 bookmark_interval=bookmark_interval,
+                simulator=simulator_for(simulator, f"{name_prefix}{i + 1}"),
             )
             for i in range(count)
         ]

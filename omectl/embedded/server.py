@@ -20,6 +20,7 @@ from .controllers import ClusterControllers
 from .faults import FaultInjector
 from .http import ClusterHTTP
 from .kubeconfig import KubeconfigEntry, write_kubeconfig
+from .simulator import SimulatorConfig, WorkloadSimulator
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,8 @@ class EmbeddedAPIServer:
 
     `await start()` serves on `url`; `stop()` closes it; `restart()` comes back on the same port with its data
     (or empty); `partition()`/`heal()` refuse and accept connections; `faults` injects request failures.
-    With `state_dir`, the store is saved on a clean stop and loaded on start.
+    With `state_dir`, the store is saved on a clean stop and loaded on start. With `simulator`, simulated GPU
+    nodes make workloads ready (`omectl.embedded.simulator`); it starts, stops and restarts with the server.
     """
 
     def __init__(
@@ -45,6 +47,7 @@ class EmbeddedAPIServer:
         history_window: int = 50_000,
         bookmark_interval: float = 60.0,
         allow_http_webhooks: bool = False,
+        simulator: SimulatorConfig | None = None,
     ) -> None:
         self.name = name
         self.host = host
@@ -58,6 +61,8 @@ class EmbeddedAPIServer:
         self.faults = FaultInjector()
         self.api = self._new_api(self._load_store())
         self.controllers = ClusterControllers(self.api)
+        self.simulator_config = simulator
+        self.simulator = self._new_simulator()
         self.http = ClusterHTTP(self)
         self._runner: web.ServerRunner | None = None
         self._site: web.BaseSite | None = None
@@ -68,6 +73,11 @@ class EmbeddedAPIServer:
 
     def _new_api(self, store: Store) -> ClusterAPI:
         return ClusterAPI(self.name, store, allow_http_webhooks=self.allow_http_webhooks)
+
+    def _new_simulator(self) -> WorkloadSimulator | None:
+        if self.simulator_config is None:
+            return None
+        return WorkloadSimulator(self.api, self.simulator_config, cluster=self.name)
 
     @property
     def _state_file(self) -> Path | None:
@@ -119,6 +129,8 @@ class EmbeddedAPIServer:
         if self._runner is not None:
             return self
         self.controllers.start()
+        if self.simulator is not None:
+            await self.simulator.start()
         self._runner = web.ServerRunner(self.http.web_server(), handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
         await self._listen()
@@ -157,6 +169,8 @@ class EmbeddedAPIServer:
         await self._unlisten()
         await self._runner.cleanup()
         self._runner = None
+        if self.simulator is not None:
+            await self.simulator.stop()
         await self.controllers.stop()
         await self.api.webhooks.close()
         self.save_state()
@@ -173,6 +187,7 @@ class EmbeddedAPIServer:
         else:
             self.api = self._new_api(Store(history_window=self.history_window))
         self.controllers = ClusterControllers(self.api)
+        self.simulator = self._new_simulator()
         self.http = ClusterHTTP(self)
         await self.start()
 

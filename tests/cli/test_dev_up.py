@@ -88,3 +88,61 @@ def test_dev_up_rejects_a_missing_manifest(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "does not exist" in proc.stderr
+
+
+def test_dev_up_nodes_turns_on_the_simulator_per_cluster(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "fleet.kubeconfig"
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "omectl",
+            "dev",
+            "up",
+            "--clusters",
+            "2",
+            "--name-prefix",
+            "n-",
+            "--kubeconfig-out",
+            str(kubeconfig),
+            "--ready-file",
+            str(ready),
+            "--apply",
+            str(ROOT / "deploy" / "samples" / "modelcache-crd.yaml"),
+            "--nodes",
+            "2x8:amd:MI300X",
+            "--nodes",
+            "n-2=none",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200"),
+    )
+    try:
+        wait_for_file(ready, proc)
+        k = Kubectl(kubectl_path(), kubeconfig, tmp_path / "cache")
+        jsonpath = "{range .items[*]}{.metadata.name} {.status.allocatable.amd\\.com/gpu}{'\\n'}{end}"
+        out = k.run("--context=n-1", "get", "nodes", "-o", f"jsonpath={jsonpath}").stdout
+        assert out.split("\n")[:2] == ["n-1-gpu-node-1 8", "n-1-gpu-node-2 8"]
+        assert k.run("--context=n-2", "get", "nodes", "-o", "name").stdout.strip() == ""
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "2x8 amd.com/gpu MI300X" in out
+
+
+def test_dev_up_rejects_a_malformed_nodes_option(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "omectl", "dev", "up", "--nodes", "lots"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="400"),
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "COUNTxGPUS" in proc.stderr
