@@ -69,11 +69,19 @@ def units_of(figures: dict[str, tuple[str, str]]) -> dict[str, str]:
 
 
 def evaluate_targets(figures: dict[str, float], quick: bool, targets: Targets) -> dict[str, dict[str, Any]]:
-    """Each target's value and pass/fail (`op` is ">=" or "<="); a quick run's verdicts carry a note saying so."""
+    """Each target's value and pass/fail (`op` is ">=", "<=" or "=="); a quick run's verdicts carry a note saying
+    so."""
     result: dict[str, dict[str, Any]] = {}
     for name, (op, target) in targets.items():
         value = figures[name]
-        passed = value >= target if op == ">=" else value <= target
+        if op == ">=":
+            passed = value >= target
+        elif op == "<=":
+            passed = value <= target
+        elif op == "==":
+            passed = value == target
+        else:
+            raise ValueError(f"target {name}: unknown op {op!r}")
         result[name] = {"target": target, "op": op, "value": value, "pass": passed}
         if quick:
             result[name]["note"] = "quick run: small counts, not a measurement of the target"

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks import fleet_convergence, resolver
+from benchmarks import engine_rollout, fleet_convergence, resolver
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xdist_group("benchmark")
@@ -70,3 +70,21 @@ def test_fleet_convergence_quick_run_reports_every_figure_as_a_positive_number_a
         assert results["phases"][phase]["verified_on_server"] == children, phase
     assert results["phases"]["raw"]["errors"] == 0
     assert (fleet_convergence.README.read_text() if fleet_convergence.README.exists() else None) == readme_before
+
+
+def test_engine_rollout_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_readme(
+    tmp_path: Path,
+) -> None:
+    readme_before = engine_rollout.README.read_text() if engine_rollout.README.exists() else None
+    results = run_quick("benchmarks.engine_rollout", tmp_path / "engine.json", timeout=120)
+
+    assert_every_figure_positive(results, engine_rollout.FIGURES, engine_rollout.TARGETS)
+    isvcs = int(results["figures"]["inference_services"])
+    for phase in ("render", "edit"):
+        assert not results["phases"][phase]["deadline_hit"], phase
+        assert results["phases"][phase]["verified_on_server"] == isvcs, phase
+    raw = results["phases"]["raw"]
+    assert raw["errors"] == 0 and raw["writes"] == isvcs
+    assert raw["engine_applies"] == 0  # the controller does not fight the raw updates
+    assert results["phases"]["edit"]["deployment_modified_per_deployment"]["min"] >= 1
+    assert (engine_rollout.README.read_text() if engine_rollout.README.exists() else None) == readme_before

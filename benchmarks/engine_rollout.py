@@ -1,0 +1,714 @@
+"""Benchmark of an engine rollout: one profile edit reaching 2,000 autoSync InferenceServices on 4 simulated clusters.
+
+`python -m benchmarks.engine_rollout` starts the simulated fleet the way a user does, `python -m omectl dev up
+--clusters 4` (one process serving the 4 embedded API servers, with `deploy/crds/` applied), and runs the controller
+in this process as `ControllerApp`. On each cluster it creates the samples' ClusterBaseModel and `sglang-profile`
+ClusterServingRuntime, a ServingRuntime child of the profile in each namespace, then 500 InferenceServices naming
+that child (autoSync), and times until every engine Deployment is rendered. It measures the servers' raw update
+rate against those Deployments (one PUT each from concurrent aiohttp clients in this process), then merge-patches
+the profile's runner image and times until every engine Deployment in the controller's informer cache carries the
+new image, counting the API writes it took (applies, Deployment updates seen by watch, InferenceService status
+writes, ControllerRevisions). It prints progress and a final table, writes `benchmarks/results/engine_rollout.json`
+and rewrites its section in `benchmarks/README.md`. `--quick` runs small counts (the smoke test) and leaves the
+README alone; `--profile` runs the controller under cProfile during the profile edit and prints its hot spots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import copy
+import cProfile
+import functools
+import gc
+import pstats
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import yaml
+
+from benchmarks.common import (
+    README,
+    RESULTS_DIR,
+    ROOT,
+    cpu_notes,
+    evaluate_targets,
+    machine_info,
+    markdown_rows,
+    print_phase,
+    rewrite_readme_section,
+    run_header,
+    text_table,
+    units_of,
+    write_results,
+)
+from benchmarks.fleet_convergence import (
+    RAW_CLIENTS,
+    SETUP_CLIENTS,
+    USER_AGENT,
+    Fleet,
+    FleetProcess,
+    Meter,
+    controller_counts,
+    delta,
+    run_concurrently,
+    wait_idle,
+)
+from omectl.cli.dev import write_registrations
+from omectl.controller.app import ControllerApp
+from omectl.controller.engine import RENDER_HASH
+from omectl.core.render import component_name
+from omectl.settings import Settings
+
+DEFAULT_OUT = RESULTS_DIR / "engine_rollout.json"
+README_BEGIN = "<!-- engine-rollout:begin -->"
+README_END = "<!-- engine-rollout:end -->"
+SAMPLES = ROOT / "deploy" / "samples" / "ome"
+
+OME_PATH = "/apis/ome.io/v1beta1"
+APPS_PATH = "/apis/apps/v1"
+RUNNER = "ome-container"  # the runner container of the sample profile
+NEW_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-cu129-amd64"
+PROBE_ANNOTATION = "bench.omectl.io/probe"
+ROLLOUT_TARGET = 0.5  # the rollout reaches >= 50% of the raw update rate
+
+TARGETS: dict[str, tuple[str, float]] = {
+    "edit_vs_raw": (">=", ROLLOUT_TARGET),
+    "deployment_updates_per_isvc": ("==", 1.0),
+}
+# Every figure of a run: name -> (unit, label). Each one is a positive number in the results file.
+FIGURES: dict[str, tuple[str, str]] = {
+    "inference_services": ("", "autoSync InferenceServices (the profile edit reaches them all)"),
+    "render_s": ("s", "render: from the first create until every engine Deployment has the profile's image"),
+    "render_isvcs_per_s": ("/s", "render: InferenceServices rendered/s"),
+    "raw_updates_per_s": ("/s", "raw PUT rate of the servers (one per engine Deployment)"),
+    "edit_rollout_s": ("s", "profile edit: until every engine Deployment has the new image"),
+    "edit_isvcs_per_s": ("/s", "profile edit: Deployments rolled out/s"),
+    "edit_vs_raw": ("", "profile edit: rolled out/s ÷ raw updates/s"),
+    "deployment_updates_per_isvc": ("", "profile edit: Deployment updates (watch events) per InferenceService"),
+    "api_writes_per_isvc": ("", "profile edit: all API writes per InferenceService"),
+}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Counts and deadlines of one run; every wait stops at its deadline and says so."""
+
+    clusters: int
+    isvcs_per_cluster: int
+    namespaces: int
+    phase_deadline_s: float
+
+
+FULL = Sizes(clusters=4, isvcs_per_cluster=500, namespaces=5, phase_deadline_s=300.0)
+QUICK = Sizes(clusters=4, isvcs_per_cluster=25, namespaces=2, phase_deadline_s=60.0)
+
+
+# --- objects (the samples, renamed) ------------------------------------------------------------------------------
+
+
+def sample(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((SAMPLES / name).read_text())
+    return loaded
+
+
+PROFILE = sample("profile.yaml")
+RUNTIME = sample("runtime.yaml")
+MODEL = sample("clusterbasemodel.yaml")
+ISVC = sample("isvc.yaml")
+PROFILE_NAME: str = PROFILE["metadata"]["name"]
+CHILD_NAME: str = RUNTIME["metadata"]["name"]
+OLD_IMAGE: str = PROFILE["spec"]["engineConfig"]["runner"]["image"]
+
+
+def runtime_object(namespace: str) -> dict[str, Any]:
+    obj = copy.deepcopy(RUNTIME)
+    obj["metadata"]["namespace"] = namespace
+    return obj
+
+
+def isvc_object(namespace: str, name: str) -> dict[str, Any]:
+    obj = copy.deepcopy(ISVC)
+    obj["metadata"].update(name=name, namespace=namespace)
+    obj["spec"]["runtime"]["name"] = CHILD_NAME
+    return obj
+
+
+def runner_image(deployment: Mapping[str, Any] | None) -> str | None:
+    if deployment is None:
+        return None
+    containers = ((((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+    return next((c.get("image") for c in containers if c.get("name") == RUNNER), None)
+
+
+def namespaces_of(sizes: Sizes) -> list[str]:
+    return [f"team-{i}" for i in range(sizes.namespaces)]
+
+
+IsvcKey = tuple[str, str, str]  # (cluster, namespace, InferenceService name)
+
+
+def isvc_keys(sizes: Sizes, clusters: list[str]) -> list[IsvcKey]:
+    """Every InferenceService, the clusters interleaved (the order they are created in)."""
+    namespaces = namespaces_of(sizes)
+    return [
+        (cluster, namespaces[index % len(namespaces)], f"llama-{index:04d}")
+        for index in range(sizes.isvcs_per_cluster)
+        for cluster in clusters
+    ]
+
+
+# --- observing the rollout ---------------------------------------------------------------------------------------
+
+
+class Rollout:
+    """Watches the controller's Deployment informers for the moment every engine Deployment runs `image`.
+
+    An informer caches an object only from the API server's list or watch, so a Deployment counts once the server
+    has committed it *and* streamed it back: the time includes the watch delivery. The same handlers count the
+    watch events per Deployment (each update is one MODIFIED event), and handlers on the InferenceService
+    informers count their MODIFIED events (the controller's status writes: nothing else writes them).
+    """
+
+    def __init__(self, app: ControllerApp, isvcs: list[IsvcKey]) -> None:
+        self.app = app
+        self.keys = [(cluster, ns, component_name(name, "engine")) for cluster, ns, name in isvcs]
+        self.image = OLD_IMAGE
+        self.pending: set[IsvcKey] = set()
+        self.done = asyncio.Event()
+        self.last_at = 0.0
+        self.modified: Counter[IsvcKey] = Counter()
+        self.added = 0
+        self.isvc_modified = 0
+        self.modified_goal = 0  # `modified_reached` is set once this many MODIFIED events were seen since a reset
+        self.modified_reached = asyncio.Event()
+        for name, cluster in app.controller.clusters.items():
+            cluster.deployments.add_handler(self._deployment_handler(name))
+            cluster.inference_services.add_handler(self._isvc_handler)
+
+    def _deployment_handler(self, cluster: str) -> Callable[[str, dict[str, Any], dict[str, Any] | None, bool], None]:
+        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
+            meta = obj["metadata"]
+            key = (cluster, meta.get("namespace", ""), meta["name"])
+            if event_type == "MODIFIED":
+                self.modified[key] += 1
+                if self.modified_goal and self.modified.total() >= self.modified_goal:
+                    self.modified_reached.set()
+            elif event_type == "ADDED" and not initial:
+                self.added += 1
+            if key in self.pending and event_type != "DELETED" and runner_image(obj) == self.image:
+                self.pending.discard(key)
+                self.last_at = time.perf_counter()
+                if not self.pending:
+                    self.done.set()
+
+        return on_event
+
+    def _isvc_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
+        if event_type == "MODIFIED":
+            self.isvc_modified += 1
+
+    def cached(self, key: IsvcKey) -> dict[str, Any] | None:
+        cluster, namespace, name = key
+        return self.app.controller.clusters[cluster].deployments.cache.get(namespace, name)  # type: ignore[no-any-return]
+
+    def counts(self) -> dict[str, int]:
+        """Watch events seen so far: Deployment MODIFIED (total) and ADDED, InferenceService MODIFIED."""
+        return {
+            "deployment_modified_events": sum(self.modified.values()),
+            "deployment_added_events": self.added,
+            "isvc_modified_events": self.isvc_modified,
+        }
+
+    def reset_counts(self) -> None:
+        self.modified.clear()
+        self.modified_goal = 0
+        self.modified_reached = asyncio.Event()
+
+    async def wait_modified(self, count: int, timeout: float) -> bool:
+        """Until `count` Deployment MODIFIED events were seen since the last reset; False at the timeout."""
+        self.modified_goal = count
+        if self.modified.total() >= count:
+            return True
+        try:
+            await asyncio.wait_for(self.modified_reached.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def per_deployment(self) -> dict[str, int]:
+        """Min, max and total MODIFIED events per engine Deployment since the last `reset_counts`."""
+        values = [self.modified.get(key, 0) for key in self.keys]
+        return {"min": min(values), "max": max(values), "total": sum(values)}
+
+    def expect(self, image: str) -> None:
+        """From now on, wait for every engine Deployment to run `image` (those that already do count at once)."""
+        self.image = image
+        self.pending = {key for key in self.keys if runner_image(self.cached(key)) != image}
+        self.done = asyncio.Event()
+        self.last_at = time.perf_counter()
+        if not self.pending:
+            self.done.set()
+
+    async def wait(self, phase: str, what: str, started: float, deadline_s: float) -> tuple[float, bool]:
+        """Seconds from `started` to the last Deployment converging; True when the deadline stopped the wait."""
+        total = len(self.keys)
+        deadline = started + deadline_s
+        next_report = time.perf_counter() + 1.0
+        while not self.done.is_set():
+            now = time.perf_counter()
+            if now > deadline:
+                print(f"[{phase:>7}] deadline: {total - len(self.pending)}/{total} {what}", flush=True)
+                images = Counter(str(runner_image(self.cached(key))) for key in self.pending)
+                for image, count in images.most_common():
+                    print(f"[{phase:>7}]   still pending: {count} with image {image}", flush=True)
+                return now - started, True
+            if now >= next_report:
+                print(f"[{phase:>7}] {total - len(self.pending)}/{total} {what} ({now - started:.1f} s)", flush=True)
+                next_report = now + 1.0
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.done.wait(), min(0.25, max(0.01, deadline - now)))
+        return self.last_at - started, False
+
+
+# --- HTTP set-up, the raw baseline, server-side checks -----------------------------------------------------------
+
+
+class EngineFleet(Fleet):
+    """The bench process's own aiohttp view of the fleet, for InferenceServices and their Deployments."""
+
+    async def create_runtimes(self, sizes: Sizes) -> None:
+        """Per cluster: the namespaces, the ClusterBaseModel, the profile, a child runtime per namespace."""
+
+        async def one_cluster(url: str) -> None:
+            for namespace in namespaces_of(sizes):
+                await self.call("POST", f"{url}/api/v1/namespaces", {"metadata": {"name": namespace}})
+            await self.call("POST", f"{url}{OME_PATH}/clusterbasemodels", MODEL)
+            await self.call("POST", f"{url}{OME_PATH}/clusterservingruntimes", PROFILE)
+            for namespace in namespaces_of(sizes):
+                await self.call(
+                    "POST", f"{url}{OME_PATH}/namespaces/{namespace}/servingruntimes", runtime_object(namespace)
+                )
+
+        await asyncio.gather(*(one_cluster(url) for url in self.urls.values()))
+
+    async def create_isvcs(self, isvcs: list[IsvcKey]) -> None:
+        """POST every InferenceService from `SETUP_CLIENTS` concurrent clients, the clusters interleaved."""
+        calls: list[Callable[[], Any]] = []
+        for cluster, namespace, name in isvcs:
+            url = f"{self.urls[cluster]}{OME_PATH}/namespaces/{namespace}/inferenceservices"
+            calls.append(functools.partial(self.call, "POST", url, isvc_object(namespace, name)))
+        await run_concurrently(calls, SETUP_CLIENTS)
+
+    async def list_deployments(self, cluster: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = (await self.call("GET", f"{self.urls[cluster]}{APPS_PATH}/deployments"))["items"]
+        return items
+
+    async def count_on_server(self, image: str) -> int:
+        """How many engine Deployments the servers themselves say run `image` (the check after each phase)."""
+        lists = await asyncio.gather(*(self.list_deployments(cluster) for cluster in self.urls))
+        return sum(
+            1
+            for items in lists
+            for item in items
+            if item["metadata"]["name"].endswith("-engine") and runner_image(item) == image
+        )
+
+    async def count_revisions(self) -> int:
+        """ControllerRevisions on every cluster (the controller creates one per new merged spec per namespace)."""
+        lists = await asyncio.gather(
+            *(self.call("GET", f"{url}{APPS_PATH}/controllerrevisions") for url in self.urls.values())
+        )
+        return sum(len(listed["items"]) for listed in lists)
+
+    async def raw_updates(self, clients: int) -> tuple[int, float, int]:
+        """PUT every engine Deployment once (a new `bench.omectl.io/probe` annotation) from `clients` clients.
+
+        Bodies are built from a list taken just before (untimed), so each PUT carries the live resourceVersion; the
+        render-hash annotation is kept, so the controller has nothing to re-apply. Returns (writes, seconds, errors).
+        """
+        per_cluster = await asyncio.gather(*(self.list_deployments(cluster) for cluster in self.urls))
+        columns = [
+            [(url, item) for item in items if item["metadata"]["name"].endswith("-engine")]
+            for url, items in zip(self.urls.values(), per_cluster, strict=True)
+        ]
+        requests: list[tuple[str, bytes]] = []
+        for row in range(max(len(column) for column in columns)):  # interleave the clusters
+            for column in columns:
+                if row < len(column):
+                    url, item = column[row]
+                    meta = {k: v for k, v in item["metadata"].items() if k != "managedFields"}
+                    assert RENDER_HASH in (meta.get("annotations") or {})
+                    meta["annotations"] = {**meta["annotations"], PROBE_ANNOTATION: f"raw update {row}"}
+                    path = f"{APPS_PATH}/namespaces/{meta['namespace']}/deployments/{meta['name']}"
+                    requests.append((url + path, orjson.dumps({**item, "metadata": meta})))
+        errors = 0
+        next_request = 0
+
+        async def client() -> None:
+            nonlocal errors, next_request
+            while next_request < len(requests):
+                url, body = requests[next_request]
+                next_request += 1
+                async with self.session.put(url, data=body, headers={"Content-Type": "application/json"}) as resp:
+                    await resp.read()
+                    if resp.status != 200:
+                        errors += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        return len(requests) - errors, time.perf_counter() - started, errors
+
+
+# --- the run -----------------------------------------------------------------------------------------------------
+
+
+def engine_counts(app: ControllerApp) -> dict[str, int]:
+    """The controller's own counters: reconciles, resolver cache use, and the engine reconciler's applies."""
+    return {**controller_counts(app), "engine_applies": app.controller.engine.writes}
+
+
+class Bench:
+    def __init__(self, sizes: Sizes, server: FleetProcess, fleet: EngineFleet, workdir: Path, profile: bool) -> None:
+        self.sizes = sizes
+        self.server = server
+        self.fleet = fleet
+        self.workdir = workdir
+        self.profile = cProfile.Profile() if profile else None
+        self.figures: dict[str, float] = {}
+        self.phases: dict[str, dict[str, Any]] = {}
+
+    def progress(self, phase: str, text: str) -> None:
+        details = self.phases[phase]
+        notes = cpu_notes(details, "controller_process_cpu_cores", "controller process cpu")
+        if details.get("deadline_hit"):
+            notes.append("stopped at the deadline")
+        print_phase(phase, text, notes, width=7)
+
+    async def run(self, raw_clients: int) -> None:
+        sizes = self.sizes
+        isvcs = isvc_keys(sizes, list(self.server.urls))
+        self.figures["inference_services"] = float(len(isvcs))
+        registry = self.workdir / "clusters"
+        write_registrations(registry, self.server.kubeconfig, list(self.server.urls))
+        settings = Settings.load(
+            clusters_dir=registry, trace_file=self.workdir / "traces.jsonl", install_webhooks=False
+        )
+        app = ControllerApp(settings)
+        await app.start()
+        try:
+            # The controller starts on the empty fleet and sees every object arrive by watch (as fleet_convergence).
+            await app.wait_synced(sizes.phase_deadline_s)
+            rollout = Rollout(app, isvcs)
+            await self._phase_render(app, rollout, isvcs)
+            await self._phase_raw(app, rollout, raw_clients)
+            await self._phase_edit(app, rollout)
+        finally:
+            await app.stop()
+        self.figures["edit_vs_raw"] = round(self.figures["edit_isvcs_per_s"] / self.figures["raw_updates_per_s"], 3)
+
+    async def _measure(
+        self, app: ControllerApp, rollout: Rollout, phase: str, image: str, what: str, action: Callable[[], Any]
+    ) -> dict[str, Any]:
+        """Run `action` and wait until every engine Deployment runs `image`; the phase's counts and CPU."""
+        await wait_idle(app, self.sizes.phase_deadline_s)
+        total = len(rollout.keys)
+        revisions_before = await self.fleet.count_revisions()
+        rollout.reset_counts()
+        before = {**engine_counts(app), **rollout.counts()}
+        rollout.expect(image)
+        profiling = self.profile is not None and phase == "edit"
+        if profiling:
+            assert self.profile is not None
+            self.profile.enable()
+        meter = Meter(self.server)
+        started = time.perf_counter()
+        await action()
+        elapsed, deadline_hit = await rollout.wait(phase, what, started, self.sizes.phase_deadline_s)
+        cpu = meter.read()
+        idle_s = await wait_idle(app, self.sizes.phase_deadline_s)
+        if profiling:
+            assert self.profile is not None
+            self.profile.disable()
+        verified = await self.fleet.count_on_server(image)
+        revisions_after = await self.fleet.count_revisions()
+        counts = delta({**engine_counts(app), **rollout.counts()}, before)
+        converged = total - len(rollout.pending)
+        return {
+            **cpu,
+            "elapsed_s": round(elapsed, 3),
+            "deadline_hit": deadline_hit,
+            "converged": converged,
+            "verified_on_server": verified,
+            "queue_idle_after_s": round(idle_s, 3),
+            "per_s": round(converged / elapsed, 1),
+            **counts,
+            "deployment_modified_per_deployment": rollout.per_deployment(),
+            "controller_revisions_created": revisions_after - revisions_before,
+        }
+
+    async def _phase_render(self, app: ControllerApp, rollout: Rollout, isvcs: list[IsvcKey]) -> None:
+        """Runtimes first (untimed), then every InferenceService: until every engine Deployment is rendered."""
+        await self.fleet.create_runtimes(self.sizes)
+
+        async def create() -> None:
+            started = time.perf_counter()
+            await self.fleet.create_isvcs(isvcs)
+            print(
+                f"[ render] {len(isvcs)} InferenceServices created in {time.perf_counter() - started:.2f} s from "
+                f"{SETUP_CLIENTS} clients",
+                flush=True,
+            )
+
+        details = await self._measure(app, rollout, "render", OLD_IMAGE, "engine Deployments rendered", create)
+        self.phases["render"] = details
+        self.figures["render_s"] = details["elapsed_s"]
+        self.figures["render_isvcs_per_s"] = details["per_s"]
+        self.progress(
+            "render",
+            f"{details['verified_on_server']}/{len(isvcs)} engine Deployments (server-side check) "
+            f"{details['elapsed_s']:.2f} s after the first create, {details['engine_applies']} applies",
+        )
+
+    async def _phase_raw(self, app: ControllerApp, rollout: Rollout, clients: int) -> None:
+        await wait_idle(app, self.sizes.phase_deadline_s)
+        rollout.reset_counts()
+        before = {**engine_counts(app), **rollout.counts()}
+        meter = Meter(self.server)
+        writes, elapsed, errors = await self.fleet.raw_updates(clients)
+        cpu = meter.read()
+        await wait_idle(app, self.sizes.phase_deadline_s)
+        # Every PUT is streamed back to the controller: wait (bounded) until its informers have seen them all, so
+        # that any reconcile they could cause has been queued and counted.
+        all_seen = await rollout.wait_modified(writes, self.sizes.phase_deadline_s)
+        await wait_idle(app, self.sizes.phase_deadline_s)
+        rate = writes / elapsed
+        counts = delta({**engine_counts(app), **rollout.counts()}, before)
+        self.phases["raw"] = {
+            **cpu,
+            "clients": clients,
+            "writes": writes,
+            "errors": errors,
+            "elapsed_s": round(elapsed, 3),
+            "per_s": round(rate, 1),
+            "controller_saw_every_update": all_seen,
+            **counts,
+            "deployment_modified_per_deployment": rollout.per_deployment(),
+        }
+        self.figures["raw_updates_per_s"] = round(rate, 1)
+        self.progress(
+            "raw",
+            f"{writes} PUT from {clients} clients in {elapsed:.2f} s = {rate:,.0f}/s; controller: "
+            f"{counts['engine_applies']} applies, {counts['reconciles']} reconciles",
+        )
+
+    async def _phase_edit(self, app: ControllerApp, rollout: Rollout) -> None:
+        patch = {"spec": {"engineConfig": {"runner": {"image": NEW_IMAGE}}}}
+
+        async def edit() -> None:
+            await asyncio.gather(
+                *(
+                    self.fleet.call(
+                        "PATCH",
+                        f"{url}{OME_PATH}/clusterservingruntimes/{PROFILE_NAME}",
+                        patch,
+                        "application/merge-patch+json",
+                    )
+                    for url in self.server.urls.values()
+                )
+            )
+
+        details = await self._measure(app, rollout, "edit", NEW_IMAGE, "engine Deployments on the new image", edit)
+        total = len(rollout.keys)
+        writes = details["engine_applies"] + details["isvc_modified_events"] + details["controller_revisions_created"]
+        details["api_writes"] = writes
+        self.phases["edit"] = details
+        self.figures["edit_rollout_s"] = details["elapsed_s"]
+        self.figures["edit_isvcs_per_s"] = details["per_s"]
+        self.figures["deployment_updates_per_isvc"] = round(details["deployment_modified_events"] / total, 3)
+        self.figures["api_writes_per_isvc"] = round(writes / total, 3)
+        per = details["deployment_modified_per_deployment"]
+        self.progress(
+            "edit",
+            f"{details['verified_on_server']}/{total} on the new image (server-side check) in "
+            f"{details['elapsed_s']:.2f} s = {details['per_s']:,.0f}/s; {details['engine_applies']} applies, "
+            f"Deployment updates per Deployment {per['min']}..{per['max']}, {details['isvc_modified_events']} "
+            f"status writes, {details['controller_revisions_created']} revisions",
+        )
+
+
+def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool) -> dict[str, Any]:
+    total = sizes.clusters * sizes.isvcs_per_cluster
+    print(
+        f"engine rollout benchmark ({'quick' if quick else 'full'}): {sizes.clusters} clusters in one `dev up` "
+        f"process, {total} InferenceServices, the controller in this process",
+        flush=True,
+    )
+    machine = machine_info()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="omectl-bench-engine-") as tmp:
+        workdir = Path(tmp)
+        with FleetProcess(workdir, sizes.clusters) as server:
+
+            async def main() -> Bench:
+                timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=120)
+                connector = aiohttp.TCPConnector(limit=64)
+                async with aiohttp.ClientSession(
+                    connector=connector, timeout=timeout, headers={"User-Agent": USER_AGENT}
+                ) as session:
+                    bench = Bench(sizes, server, EngineFleet(server.urls, session), workdir, profile)
+                    await bench.run(raw_clients)
+                    return bench
+
+            gc.collect()
+            bench = asyncio.run(main())
+    if bench.profile is not None:
+        for order in ("cumulative", "tottime"):
+            print(f"\n=== controller process, profile edit phase: top 30 by {order} ===", flush=True)
+            pstats.Stats(bench.profile, stream=sys.stdout).sort_stats(order).print_stats(30)
+    return {
+        **run_header("engine_rollout", quick, started),
+        "machine": machine,
+        "layout": {
+            "servers": f"one `python -m omectl dev up --clusters {sizes.clusters}` process",
+            "controller": "ControllerApp in the benchmark process (defaults: concurrency 16, tracing to a file; "
+            "webhooks not installed)",
+            "raw_clients": raw_clients,
+        },
+        "sizes": asdict(sizes),
+        "figures": bench.figures,
+        "units": units_of(FIGURES),
+        "targets": evaluate_targets(bench.figures, quick, TARGETS),
+        "phases": bench.phases,
+        "profiled": profile,
+    }
+
+
+# --- output ------------------------------------------------------------------------------------------------------
+
+
+def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for name, (unit, label) in FIGURES.items():
+        value = results["figures"][name]
+        shown = f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
+        target = results["targets"].get(name)
+        wanted = f"{target['op']} {target['target']:.2f}" if target else ""
+        verdict = ("PASS" if target["pass"] else "FAIL") if target else ""
+        rows.append((label, f"{shown} {unit}".rstrip().replace(" /s", "/s"), wanted, verdict))
+    return rows
+
+
+def format_table(results: dict[str, Any]) -> str:
+    return text_table(table_rows(results))
+
+
+README_INTRO = """## Engine rollout
+
+```sh
+.venv/bin/python -m benchmarks.engine_rollout                           # the full run; rewrites this section
+.venv/bin/python -m benchmarks.engine_rollout --quick --out /tmp/e.json # small counts, README untouched
+.venv/bin/python -m benchmarks.engine_rollout --profile --no-readme     # cProfile of the controller's edit phase
+```
+
+**Layout.** As in the fleet-convergence benchmark: the 4 simulated clusters are served by one `python -m omectl dev
+up --clusters 4` process (with `deploy/crds/` applied); the controller runs in the benchmark process as
+`ControllerApp` with its default settings (16 workers, spans to a trace file), minus the admission webhooks; the raw
+baseline's clients run in the benchmark process too, so both rates are measured with the same split of cores, in
+the same run, against the same 2,000 engine Deployments.
+
+**Phases** (each bounded by a deadline, each printing progress such as `1234/2000 engine Deployments rendered`):
+
+1. The controller starts on the empty fleet and syncs (started first for the reason the fleet-convergence section
+   gives). On each cluster (untimed): 5 namespaces, the samples' ClusterBaseModel and `sglang-profile`
+   ClusterServingRuntime, and in each namespace a ServingRuntime child of the profile like `runtime.yaml`. Then 500
+   InferenceServices per cluster (2,000 in all, spread over the namespaces) like `isvc.yaml`, each naming its
+   namespace's child runtime (autoSync, the default), from 32 concurrent clients: **render** is the time from the
+   first create until every engine Deployment `<isvc>-engine` is in the controller's cache with the profile's image.
+2. **raw**: every engine Deployment gets one `PUT` with a new `bench.omectl.io/probe` annotation (a real change: one
+   new resourceVersion and one watch event each), built from a list taken just before (untimed) so each carries the
+   live resourceVersion, from 16 concurrent aiohttp clients (the controller's worker count) spread over the 4
+   clusters. **raw PUT rate** = 2,000 / time to the last response. The controller sees those events; the PUT keeps
+   the `omectl.io/render-hash` annotation and changes no status, so it writes nothing
+   (`phases.raw.engine_applies` and `phases.raw.reconciles` are 0).
+3. **profile edit**: a merge patch of the profile's `spec.engineConfig.runner.image` on the 4 clusters at once;
+   timed until every engine Deployment in the controller's cache runs the new image. **rolled out/s** = 2,000 /
+   time from the edit to the last Deployment; the target is rolled out/s >= 50% of the raw rate.
+
+**The observable.** An informer caches only what the API server lists or streams, so a Deployment counts once the
+server committed the new spec and streamed it back (the watch delivery is included). After each phase the servers
+themselves are listed (`verified_on_server`). **Writes**: `engine_applies` is the EngineReconciler's own count of
+server-side applies (every rendered kind); independently, a handler on the controller's Deployment informers counts
+the MODIFIED events per Deployment during the phase (`deployment_modified_per_deployment`: min/max/total; target:
+exactly 1 update per InferenceService), one on the InferenceService informers counts their MODIFIED events (the
+controller's status writes: nothing else writes them), and the ControllerRevisions are counted on the servers
+before and after (one per new merged spec per namespace). **API writes per InferenceService** = (applies + status
+writes + revisions) / 2,000.
+"""
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    machine = results["machine"]
+    phases = results["phases"]
+    edit = phases["edit"]
+    per = edit["deployment_modified_per_deployment"]
+    cpu = ", ".join(
+        f"{name} {phases[name]['server_cpu_cores']:.2f} / {phases[name]['controller_process_cpu_cores']:.2f}"
+        for name in ("render", "raw", "edit")
+    )
+    total = int(results["figures"]["inference_services"])
+    lines = [
+        README_INTRO,
+        *markdown_rows(table_rows(results)),
+        "",
+        f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
+        f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}, {machine['platform']}; "
+        f"servers: {results['layout']['servers']}; controller: {results['layout']['controller']}; raw baseline: "
+        f"{results['layout']['raw_clients']} concurrent aiohttp clients in the benchmark process.",
+        "",
+        f"CPU per phase in cores, server process / controller process: {cpu}; 1-minute load average before the run: "
+        f"{machine['load_average_1m_before']}. Profile edit: {edit['engine_applies']} applies, Deployment updates per "
+        f"Deployment {per['min']} to {per['max']} ({per['total']} in all), {edit['isvc_modified_events']} "
+        f"InferenceService status writes, {edit['controller_revisions_created']} ControllerRevisions created, "
+        f"{edit['reconciles']} reconciles. Render: {phases['render']['engine_applies']} applies (Deployments and "
+        f"Services), {phases['render']['reconciles']} reconciles. Raw phase: the controller made "
+        f"{phases['raw']['engine_applies']} applies and {phases['raw']['reconciles']} reconciles. "
+        f"Checked on the servers: render {phases['render']['verified_on_server']}, "
+        f"edit {edit['verified_on_server']} of {total}.",
+    ]
+    return "\n".join(lines)
+
+
+# --- command line ------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.engine_rollout", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small counts (the smoke test); the README is untouched")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results JSON (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--raw-clients", type=int, default=RAW_CLIENTS, help=f"concurrent raw writers (default {RAW_CLIENTS})"
+    )
+    parser.add_argument("--no-readme", action="store_true", help="do not rewrite the table in the README")
+    parser.add_argument("--profile", action="store_true", help="cProfile the controller process in the edit phase")
+    args = parser.parse_args(argv)
+    results = run_benchmark(QUICK if args.quick else FULL, args.quick, args.raw_clients, args.profile)
+    print("\n" + format_table(results), flush=True)
+    write_results(args.out, results)
+    if not args.quick and not args.no_readme and not args.profile:
+        rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=True)
+        print(f"table rewritten in {README}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
