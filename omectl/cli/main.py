@@ -6,6 +6,7 @@ import typer
 
 from .cluster import cluster_app
 from .dev import dev_app
+from .fleet import fleet_app
 from .run import run
 from .runtime import runtime_app
 from .runtime_plan import plan
@@ -20,6 +21,7 @@ app.add_typer(dev_app, name="dev")
 app.add_typer(cluster_app, name="cluster")
 app.command("run")(run)
 app.add_typer(trace_app, name="trace")
+app.add_typer(fleet_app, name="fleet")
 runtime_app.command("plan")(plan)
 app.add_typer(runtime_app, name="runtime")
 

@@ -54,9 +54,10 @@ What it does, and the contract other code may rely on:
 
 from __future__ import annotations
 
+from omectl.core.workloads import GPU_RESOURCES, gpu_requests, workload_shape
+
 from .config import NODES_HELP, NodePool, SimulatorConfig, parse_nodes_option, parse_pools
 from .engine import WorkloadSimulator
-from .workloads import GPU_RESOURCES, gpu_requests, workload_shape
 
 __all__ = [
     "GPU_RESOURCES",

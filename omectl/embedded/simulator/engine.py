@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omectl.core.render import model_node_selector_key
+from omectl.core.workloads import WorkloadShape, workload_shape
 
 from ..api import CRD_KEY, ClusterAPI, WriteOptions
 from ..clock import now_rfc3339
@@ -34,7 +35,6 @@ from .status import (
     kserve_status,
     leader_worker_set_status,
 )
-from .workloads import WorkloadShape, workload_shape
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .workloads import PodShape, is_gpu_resource, parse_count
+from omectl.core.workloads import PodShape, is_gpu_resource, parse_count
 
 Binding = tuple[str, tuple[tuple[str, int], ...]]  # (node name, GPUs taken there)
 

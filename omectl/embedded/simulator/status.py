@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from .workloads import WorkloadShape
+from omectl.core.workloads import WorkloadShape
 
 DEPLOYMENT_AVAILABLE = "Deployment has minimum availability."
 DEPLOYMENT_UNAVAILABLE = "Deployment does not have minimum availability."

@@ -1,0 +1,149 @@
+"""`omectl fleet status`: per registered cluster, its GPUs (total and requested) and its engines (ready and total).
+
+Read straight from the clusters (no running controller needed): GPU capacity is the sum of the nodes'
+`status.allocatable` for every `*/gpu` resource; GPUs requested are those of the workloads rendered for
+InferenceServices (Deployments and LeaderWorkerSets labelled `ome.io/inferenceservice`, every replica counted, placed
+or not); an engine is an InferenceService, ready when its `Ready` condition is True.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from omectl.core.workloads import gpu_requests, is_gpu_resource, parse_count
+from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.resources import DEPLOYMENTS, INFERENCE_SERVICES, LEADER_WORKER_SETS, ResourceRef
+
+from .runtime import (
+    CLUSTERS_DIR_OPTION,
+    EXIT_CLUSTER_FAILED,
+    OUTPUT_OPTION,
+    TIMEOUT_OPTION,
+    ClusterTarget,
+    CommandError,
+    OutputFormat,
+    _emit,
+    _fail,
+    _print_table,
+    _registered_target,
+    _registrations,
+    _with_client,
+)
+
+__all__ = ["cluster_gpu_report", "fleet_app"]
+
+fleet_app = typer.Typer(no_args_is_help=True, help="The fleet at a glance: GPUs and engines per cluster.")
+
+NODES = ResourceRef("", "v1", "nodes", "Node", False)
+ISVC_LABEL = "ome.io/inferenceservice"
+
+
+def _ready(obj: Mapping[str, Any]) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, Mapping))
+
+
+def cluster_gpu_report(
+    cluster: str,
+    nodes: list[dict[str, Any]],
+    workloads: list[dict[str, Any]],
+    inference_services: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The status document of one cluster from its nodes, engine workloads and InferenceServices."""
+    total: dict[str, int] = {}
+    for node in nodes:
+        for resource, quantity in ((node.get("status") or {}).get("allocatable") or {}).items():
+            if is_gpu_resource(resource):
+                total[resource] = total.get(resource, 0) + parse_count(quantity)
+    requested: dict[str, int] = {}
+    for workload in workloads:
+        for resource, count in gpu_requests(workload).items():
+            requested[resource] = requested.get(resource, 0) + count
+    gpus = {
+        resource: {"total": total.get(resource, 0), "requested": requested.get(resource, 0)}
+        for resource in sorted(total.keys() | requested.keys())
+    }
+    return {
+        "cluster": cluster,
+        "nodes": len(nodes),
+        "gpus": gpus,
+        "engines": {"ready": sum(1 for isvc in inference_services if _ready(isvc)), "total": len(inference_services)},
+    }
+
+
+async def _list_or_empty(client: ClusterClient, ref: ResourceRef, **query: Any) -> list[dict[str, Any]]:
+    try:
+        return await client.list_all(ref, **query)
+    except KubeAPIError as exc:
+        if exc.status == 404:
+            return []  # the kind is not installed in this cluster
+        raise
+
+
+async def _read_cluster(client: ClusterClient, name: str) -> dict[str, Any]:
+    nodes, deployments, groups, isvcs = await asyncio.gather(
+        client.list_all(NODES),
+        client.list_all(DEPLOYMENTS, label_selector=ISVC_LABEL),
+        _list_or_empty(client, LEADER_WORKER_SETS, label_selector=ISVC_LABEL),
+        _list_or_empty(client, INFERENCE_SERVICES),
+    )
+    for objects, ref in ((deployments, DEPLOYMENTS), (groups, LEADER_WORKER_SETS)):
+        for obj in objects:  # list items carry no apiVersion or kind
+            obj.setdefault("apiVersion", ref.api_version)
+            obj.setdefault("kind", ref.kind)
+    return cluster_gpu_report(name, nodes, [*deployments, *groups], isvcs)
+
+
+async def _read_fleet(targets: list[ClusterTarget]) -> list[dict[str, Any] | CommandError]:
+    async def one(target: ClusterTarget) -> dict[str, Any] | CommandError:
+        try:
+            return await _with_client(target, lambda client: _read_cluster(client, target.name))
+        except CommandError as exc:
+            return CommandError(exc.message, EXIT_CLUSTER_FAILED)
+
+    return list(await asyncio.gather(*(one(target) for target in targets)))
+
+
+@fleet_app.command("status")
+def status(
+    clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
+) -> None:
+    """GPUs total and requested, and engines ready of total, for every registered cluster."""
+    directory, registrations, registry_errors = _registrations(clusters_dir)
+    if not registrations and not registry_errors:
+        _fail(CommandError(f"no clusters registered in {directory}"))
+    targets = [_registered_target(registrations[name], timeout) for name in sorted(registrations)]
+    outcomes = asyncio.run(_read_fleet(targets))
+    results = [o for o in outcomes if isinstance(o, dict)]
+    errors = [f"{source}: {message}" for source, message in sorted(registry_errors.items())]
+    errors += [o.message for o in outcomes if isinstance(o, CommandError)]
+    if output is OutputFormat.table:
+        rows = []
+        for result in results:
+            engines = f"{result['engines']['ready']}/{result['engines']['total']}"
+            for resource, counts in result["gpus"].items() or [("-", {"total": 0, "requested": 0})]:
+                free = counts["total"] - counts["requested"]
+                rows.append(
+                    [
+                        result["cluster"],
+                        str(result["nodes"]),
+                        resource,
+                        f"{counts['requested']}/{counts['total']}",
+                        str(free) if free >= 0 else f"{free} (over)",
+                        engines,
+                    ]
+                )
+        _print_table(["CLUSTER", "NODES", "GPU", "REQUESTED/TOTAL", "FREE", "ENGINES READY/TOTAL"], rows)
+        for error in errors:
+            typer.echo(f"error: {error}", err=True)
+    else:
+        _emit({"clusters": results, "errors": errors}, output)
+    if errors:
+        raise typer.Exit(EXIT_CLUSTER_FAILED)
