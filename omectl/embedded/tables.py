@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
+from omectl.core.jsonpath import JSONPath, JSONPathError, compile_jsonpath
 from omectl.embedded.errors import bad_request, go_value
-from omectl.embedded.jsonpath import JSONPath, JSONPathError, compile_jsonpath
 from omectl.embedded.registry import PrinterColumn, ResourceType
 
 __all__ = ["human_duration", "table_for"]

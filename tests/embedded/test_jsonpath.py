@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from omectl.embedded.jsonpath import JSONPathError, compile_jsonpath
+from omectl.core.jsonpath import JSONPathError, compile_jsonpath
 
 DOC: dict[str, Any] = {
     "kind": "Widget",

@@ -1,5 +1,8 @@
 """kubectl-style JSONPath (the dialect of k8s.io/client-go/util/jsonpath): compile once, find every match.
 
+Pure, so both the embedded API server (printer columns, `-o jsonpath`) and the AIM path templates
+(`omectl.core.aim.paths`) use it.
+
 Supported: an optional surrounding `{...}`, a leading `$`/`@`/`.`, `.field` (with `\\.` escapes), `.*`,
 `['key']` / `["key"]` (the key is taken literally, dots included), `[n]` and negative indices, `[a:b]` and
 `[a:b:step]` slices, `[*]`, `..` recursive descent, filters `[?(@.path OP value)]` with `==`, `!=`, `<`, `>`,
@@ -18,7 +21,12 @@ __all__ = ["JSONPath", "JSONPathError", "compile_jsonpath"]
 
 
 class JSONPathError(ValueError):
-    """The expression is not valid JSONPath."""
+    """The expression is not valid JSONPath. `why` is the reason alone, without the expression."""
+
+    def __init__(self, expression: str, why: str) -> None:
+        super().__init__(f"invalid JSONPath {expression!r}: {why}")
+        self.expression = expression
+        self.why = why
 
 
 Step = Callable[[list[Any]], list[Any]]
@@ -77,12 +85,12 @@ def _strip_braces(expression: str) -> str:
     text = expression.strip()
     if text.startswith("{"):
         if not text.endswith("}"):
-            raise JSONPathError(f"invalid JSONPath {expression!r}: unclosed action")
+            raise JSONPathError(expression, "unclosed action")
         text = text[1:-1].strip()
         if "{" in text or "}" in text:
-            raise JSONPathError(f"invalid JSONPath {expression!r}: only one {{...}} expression is supported")
+            raise JSONPathError(expression, "only one {...} expression is supported")
     elif text.endswith("}"):
-        raise JSONPathError(f"invalid JSONPath {expression!r}: unexpected '}}'")
+        raise JSONPathError(expression, "unexpected '}'")
     return text
 
 
@@ -228,7 +236,7 @@ class _Parser:
         self.last_name = ""
 
     def error(self, why: str) -> JSONPathError:
-        return JSONPathError(f"invalid JSONPath {self.expression!r}: {why}")
+        return JSONPathError(self.expression, why)
 
     def parse_path(self) -> tuple[list[Step], tuple[str, ...] | None]:
         steps: list[Step] = []

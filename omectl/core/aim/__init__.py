@@ -1,0 +1,15 @@
+"""AMD AIM runtime configuration, as pure functions over plain dicts (spec `aim-runtime-config.md`, DESIGN §4).
+
+- `layers`: merging config layers field by field, with provenance.
+- `resolution`: which configs a consumer resolves, its status reference, conditions and events; which consumers a
+  config change reaches.
+- `env`: environment variables by precedence, for inference containers and download Jobs.
+- `paths`: route paths from path templates (JSONPath, RFC 3986 encoding, limits).
+- `labels`: label patterns and propagation to children.
+- `durations`: Go durations for request timeouts.
+- `meta`: owner references and the labels every child carries.
+- `routing`: enabling routing and rendering the HTTPRoute.
+- `kserve`: rendering the InferenceService and the model-cache PVC.
+- `status`: rolling components up into conditions and `status.status`.
+- `validation`: admission checks for runtime configs and inline configs.
+"""

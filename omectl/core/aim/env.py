@@ -1,0 +1,137 @@
+"""Environment variables of AIM workloads, by precedence (the spec's "Merge precedence", DESIGN §4.11).
+
+Lowest first, each layer merged by `name` (`merge_env`: the lower layer's order is kept, an entry of an upper layer
+replaces the entry of the same name whole, in place, and new names are appended in the upper layer's order):
+
+1. Operator defaults: for a download Job `AIM_DOWNLOADER_PROTOCOL=XET,HF_TRANSFER`, `TMPDIR=/tmp/`,
+   `HF_HOME=/tmp/.hf`, `EXPECTED_SIZE_BYTES` (when the size is known), `MOUNT_PATH=/cache`, `ARTIFACT_NAME`,
+   `ARTIFACT_NAMESPACE`, `STALL_TIMEOUT=120`, `TARGET_DIR=/cache` (upstream `buildDownloadJob`); for the inference
+   container `AIM_CACHE_PATH=/workspace/cache`, `VLLM_ENABLE_METRICS=true` (upstream `buildMergedEnvVars`).
+2. The resolved runtime config's `env`: cluster < namespace (< the AIMService's inline `spec.runtimeConfig.env`),
+   already merged by `omectl.core.aim.layers`.
+3. The profile (AIMProfile / AIMClusterProfile), when the workload is built from one: `spec.containerEnv`, then
+   `spec.engineEnv` over it for the inference container (engine arguments as env); `spec.containerEnv` only for a
+   download Job (engine arguments mean nothing to the downloader).
+4. The workload's owner: `AIMArtifact.spec.env` for a download Job, `AIMService.spec.env` for the inference
+   container.
+
+Entries are copied; the result shares nothing with the inputs. An entry without a name is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from omectl.core.aim.layers import copy_json
+
+DOWNLOADER_PROTOCOL: Final = "AIM_DOWNLOADER_PROTOCOL"
+DEFAULT_DOWNLOADER_PROTOCOL: Final = "XET,HF_TRANSFER"
+CACHE_MOUNT_PATH: Final = "/cache"
+"""Where a download Job mounts the artifact's PVC."""
+INFERENCE_CACHE_PATH: Final = "/workspace/cache"
+"""Where the inference container finds cached models."""
+
+EnvList = list[dict[str, Any]]
+
+
+def env_var(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value}
+
+
+def merge_env(*layers: Sequence[Mapping[str, Any]] | None) -> EnvList:
+    """Merge env lists by name, lowest first; None or an empty list adds nothing."""
+    out: EnvList = []
+    positions: dict[str, int] = {}
+    for layer in layers:
+        for item in layer or ():
+            name = item.get("name") if isinstance(item, Mapping) else None
+            if not isinstance(name, str) or not name:
+                continue
+            entry = copy_json(item)
+            position = positions.get(name)
+            if position is None:
+                positions[name] = len(out)
+                out.append(entry)
+            else:
+                out[position] = entry
+    return out
+
+
+def download_job_defaults(artifact_name: str, namespace: str, expected_size_bytes: int | None = None) -> EnvList:
+    """The operator's defaults for an artifact's download Job, in upstream's order."""
+    env = [
+        env_var(DOWNLOADER_PROTOCOL, DEFAULT_DOWNLOADER_PROTOCOL),
+        env_var("TMPDIR", "/tmp/"),
+        env_var("HF_HOME", "/tmp/.hf"),
+    ]
+    if expected_size_bytes is not None:
+        env.append(env_var("EXPECTED_SIZE_BYTES", str(expected_size_bytes)))
+    env += [
+        env_var("MOUNT_PATH", CACHE_MOUNT_PATH),
+        env_var("ARTIFACT_NAME", artifact_name),
+        env_var("ARTIFACT_NAMESPACE", namespace),
+        env_var("STALL_TIMEOUT", "120"),
+        env_var("TARGET_DIR", CACHE_MOUNT_PATH),
+    ]
+    return env
+
+
+def inference_defaults() -> EnvList:
+    """The operator's defaults for the inference container."""
+    return [env_var("AIM_CACHE_PATH", INFERENCE_CACHE_PATH), env_var("VLLM_ENABLE_METRICS", "true")]
+
+
+def download_job_env(
+    artifact: Mapping[str, Any],
+    config: Mapping[str, Any],
+    profile: Mapping[str, Any] | None = None,
+    *,
+    expected_size_bytes: int | None = None,
+) -> EnvList:
+    """Env of an AIMArtifact's download Job: defaults < config env < profile `containerEnv` < artifact `spec.env`."""
+    metadata = _mapping(artifact.get("metadata"))
+    defaults = download_job_defaults(
+        str(metadata.get("name") or ""), str(metadata.get("namespace") or ""), expected_size_bytes
+    )
+    return merge_env(
+        defaults,
+        _env(config.get("env")),
+        _env(_spec(profile).get("containerEnv")),
+        _env(_spec(artifact).get("env")),
+    )
+
+
+def inference_env(
+    service: Mapping[str, Any], config: Mapping[str, Any], profile: Mapping[str, Any] | None = None
+) -> EnvList:
+    """Env of an AIMService's inference container: defaults < config env < profile `containerEnv` < profile
+    `engineEnv` < service `spec.env`."""
+    profile_spec = _spec(profile)
+    return merge_env(
+        inference_defaults(),
+        _env(config.get("env")),
+        _env(profile_spec.get("containerEnv")),
+        _env(profile_spec.get("engineEnv")),
+        _env(_spec(service).get("env")),
+    )
+
+
+def env_value(env: Iterable[Mapping[str, Any]], name: str) -> Any:
+    """The `value` of the entry named `name`, or None."""
+    for item in env:
+        if item.get("name") == name:
+            return item.get("value")
+    return None
+
+
+def _env(value: Any) -> Sequence[Mapping[str, Any]] | None:
+    return value if isinstance(value, list | tuple) else None
+
+
+def _spec(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return _mapping(obj.get("spec")) if obj is not None else {}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

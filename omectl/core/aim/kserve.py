@@ -1,0 +1,201 @@
+"""Render what serves an AIMService: its KServe InferenceService and, when asked for, its model-cache PVC.
+
+InferenceService (`serving.kserve.io/v1beta1`), same name and namespace as the AIMService (DESIGN §4.8):
+
+- Labels `app.kubernetes.io/component: inference`, `app.kubernetes.io/managed-by: omectl`,
+  `aim.eai.amd.com/service: <name>` (`omectl.core.aim.meta`); annotations `serving.kserve.io/autoscalerClass:
+  none` when the replica count is fixed, and `prometheus.kserve.io/port: "8000"`. Owned by the AIMService.
+- Predictor: `minReplicas` = `spec.minReplicas`, else `spec.replicas` (default 1); `maxReplicas` =
+  `spec.maxReplicas`, else `spec.replicas`, never below `minReplicas`. `imagePullSecrets` and `serviceAccountName`
+  from the service.
+- Container `kserve-container`: the image (`model_image`), env by precedence (`omectl.core.aim.env.inference_env`),
+  port 8000 `http`, resources from `spec.resources`. A GPU (`amd.com/gpu`, `nvidia.com/gpu`) named only in
+  `limits` or only in `requests` is set in both, equal, since Kubernetes schedules extended resources by their
+  request and requires request = limit; without `spec.resources` the container asks for one `amd.com/gpu`.
+- Volumes: `dshm` (memory-backed emptyDir, 8Gi) at `/dev/shm`; with a model cache, its PVC at `/workspace/cache`.
+
+Image (`model_image`): an image the controller resolved from the AIMModel / AIMClusterModel named by
+`spec.model.name` (that model's `spec.image`), else `spec.model.image`, else a PLACEHOLDER derived from the name:
+`docker.io/amdenterpriseai/aim-<spec.model.name>:latest` (AIM's public image naming; a stand-in until the model is
+resolved, so a render never fails for want of an image).
+
+Model cache (our minimal design; upstream AIMService creates no PVC): `spec.storage.size` (a quantity such as
+`200Gi`) asks for a PVC `<service>-model-cache` of that size, access modes `spec.storage.accessModes` (default
+`[ReadWriteMany]`, so every replica mounts it), storage class = `spec.storage.storageClassName` > the resolved
+config's `storage.defaultStorageClassName` > unset (the cluster's default class). No size, no PVC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from omectl.core.aim.env import INFERENCE_CACHE_PATH, inference_env
+from omectl.core.aim.layers import copy_json
+from omectl.core.aim.meta import child_labels, name_of, namespace_of, owner_reference
+
+KSERVE_API_VERSION: Final = "serving.kserve.io/v1beta1"
+INFERENCE_SERVICE_KIND: Final = "InferenceService"
+CONTAINER_NAME: Final = "kserve-container"
+CONTAINER_PORT: Final = 8000
+INFERENCE_COMPONENT: Final = "inference"
+MODEL_CACHE_COMPONENT: Final = "model-cache"
+MODEL_CACHE_VOLUME: Final = "model-cache"
+PLACEHOLDER_IMAGE_REPOSITORY: Final = "docker.io/amdenterpriseai"
+GPU_RESOURCES: Final = ("amd.com/gpu", "nvidia.com/gpu")
+DEFAULT_GPU_RESOURCE: Final = "amd.com/gpu"
+DEFAULT_CACHE_ACCESS_MODES: Final = ("ReadWriteMany",)
+SHM_SIZE: Final = "8Gi"
+
+
+def inference_service_name(service: Mapping[str, Any]) -> str:
+    return name_of(service)
+
+
+def model_cache_pvc_name(service: Mapping[str, Any]) -> str:
+    return f"{name_of(service)}-model-cache"
+
+
+def model_image(service: Mapping[str, Any], resolved_image: str | None = None) -> str:
+    """The serving image: `resolved_image` > `spec.model.image` > the placeholder for `spec.model.name`."""
+    if resolved_image:
+        return resolved_image
+    model = _mapping(_spec(service).get("model"))
+    image = model.get("image")
+    if isinstance(image, str) and image:
+        return image
+    name = model.get("name")
+    if isinstance(name, str) and name:
+        return f"{PLACEHOLDER_IMAGE_REPOSITORY}/aim-{name}:latest"
+    raise ValueError(f"AIMService {name_of(service)!r} names no model (spec.model.name or spec.model.image)")
+
+
+def replica_bounds(service: Mapping[str, Any]) -> tuple[int, int]:
+    """`(minReplicas, maxReplicas)` of the predictor."""
+    spec = _spec(service)
+    replicas = _int(spec.get("replicas"), 1)
+    minimum = _int(spec.get("minReplicas"), replicas)
+    maximum = max(_int(spec.get("maxReplicas"), replicas), minimum)
+    return minimum, maximum
+
+
+def container_resources(service: Mapping[str, Any]) -> dict[str, Any]:
+    """`spec.resources` with every GPU in both requests and limits; one `amd.com/gpu` when none is given."""
+    given = _spec(service).get("resources")
+    if not isinstance(given, Mapping) or not given:
+        return {"requests": {DEFAULT_GPU_RESOURCE: "1"}, "limits": {DEFAULT_GPU_RESOURCE: "1"}}
+    resources: dict[str, Any] = copy_json(given)
+    requests = dict(_mapping(resources.get("requests")))
+    limits = dict(_mapping(resources.get("limits")))
+    for gpu in GPU_RESOURCES:
+        if gpu in limits and gpu not in requests:
+            requests[gpu] = limits[gpu]
+        elif gpu in requests and gpu not in limits:
+            limits[gpu] = requests[gpu]
+    for field, values in (("requests", requests), ("limits", limits)):
+        if values:
+            resources[field] = values
+    return resources
+
+
+def storage_class_name(own: Any, config: Mapping[str, Any]) -> str | None:
+    """A child's storage class: its own `spec.storageClassName` > the config's `storage.defaultStorageClassName` >
+    None (the cluster's default class)."""
+    if isinstance(own, str) and own:
+        return own
+    default = _mapping(config.get("storage")).get("defaultStorageClassName")
+    return default if isinstance(default, str) and default else None
+
+
+def render_model_cache_pvc(service: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The service's model-cache PVC, or None when `spec.storage.size` does not ask for one."""
+    storage = _mapping(_spec(service).get("storage"))
+    size = storage.get("size")
+    if not isinstance(size, str | int) or size == "":
+        return None
+    modes = storage.get("accessModes")
+    spec: dict[str, Any] = {
+        "accessModes": list(modes) if isinstance(modes, list) and modes else list(DEFAULT_CACHE_ACCESS_MODES),
+        "resources": {"requests": {"storage": str(size)}},
+    }
+    storage_class = storage_class_name(storage.get("storageClassName"), config)
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": model_cache_pvc_name(service),
+            "namespace": namespace_of(service),
+            "labels": child_labels(service, MODEL_CACHE_COMPONENT),
+            "ownerReferences": [owner_reference(service)],
+        },
+        "spec": spec,
+    }
+
+
+def render_inference_service(
+    service: Mapping[str, Any],
+    config: Mapping[str, Any],
+    *,
+    profile: Mapping[str, Any] | None = None,
+    resolved_image: str | None = None,
+) -> dict[str, Any]:
+    """The KServe InferenceService serving `service` (module docstring). `config` is the resolved runtime config,
+    `profile` the AIMProfile it is built from (its env layers), when there is one."""
+    spec = _spec(service)
+    minimum, maximum = replica_bounds(service)
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
+    if render_model_cache_pvc(service, config) is not None:
+        mounts.append({"name": MODEL_CACHE_VOLUME, "mountPath": INFERENCE_CACHE_PATH})
+        volumes.append(
+            {"name": MODEL_CACHE_VOLUME, "persistentVolumeClaim": {"claimName": model_cache_pvc_name(service)}}
+        )
+    container = {
+        "name": CONTAINER_NAME,
+        "image": model_image(service, resolved_image),
+        "env": inference_env(service, config, profile),
+        "ports": [{"name": "http", "containerPort": CONTAINER_PORT, "protocol": "TCP"}],
+        "resources": container_resources(service),
+        "volumeMounts": mounts,
+    }
+    predictor: dict[str, Any] = {
+        "minReplicas": minimum,
+        "maxReplicas": maximum,
+        "containers": [container],
+        "volumes": volumes,
+    }
+    pull_secrets = spec.get("imagePullSecrets")
+    if isinstance(pull_secrets, list) and pull_secrets:
+        predictor["imagePullSecrets"] = copy_json(pull_secrets)
+    account = spec.get("serviceAccountName")
+    if isinstance(account, str) and account:
+        predictor["serviceAccountName"] = account
+    annotations = {"prometheus.kserve.io/port": str(CONTAINER_PORT)}
+    if minimum == maximum:
+        annotations["serving.kserve.io/autoscalerClass"] = "none"
+    return {
+        "apiVersion": KSERVE_API_VERSION,
+        "kind": INFERENCE_SERVICE_KIND,
+        "metadata": {
+            "name": inference_service_name(service),
+            "namespace": namespace_of(service),
+            "labels": child_labels(service, INFERENCE_COMPONENT),
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(service)],
+        },
+        "spec": {"predictor": predictor},
+    }
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _mapping(obj.get("spec"))
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

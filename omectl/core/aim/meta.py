@@ -1,0 +1,59 @@
+"""Object metadata shared by the children an AIMService renders: owner references and the labels we always set.
+
+Children are labelled `app.kubernetes.io/managed-by: omectl` (omectl's controller writes and owns them; upstream
+writes `aim-engine`), `app.kubernetes.io/component: <inference|routing|model-cache>` and
+`aim.eai.amd.com/service: <AIMService name>` (cut to 63 characters). Labels propagated from the AIMService
+(`omectl.core.aim.labels`) are added by the controller on top of these and never replace them (a child's own
+labels win).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+AIM_API_VERSION: Final = "aim.eai.amd.com/v1alpha1"
+AIM_SERVICE_KIND: Final = "AIMService"
+
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+COMPONENT_LABEL: Final = "app.kubernetes.io/component"
+SERVICE_LABEL: Final = "aim.eai.amd.com/service"
+MANAGED_BY: Final = "omectl"
+
+
+def owner_reference(owner: Mapping[str, Any], *, default_kind: str = AIM_SERVICE_KIND) -> dict[str, Any]:
+    """A controller owner reference to `owner` (its own apiVersion and kind when it carries them)."""
+    metadata = owner.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    return {
+        "apiVersion": str(owner.get("apiVersion") or AIM_API_VERSION),
+        "kind": str(owner.get("kind") or default_kind),
+        "name": str(metadata.get("name") or ""),
+        "uid": str(metadata.get("uid") or ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def child_labels(service: Mapping[str, Any], component: str) -> dict[str, str]:
+    """The labels every child of `service` carries."""
+    return {
+        COMPONENT_LABEL: component,
+        MANAGED_BY_LABEL: MANAGED_BY,
+        SERVICE_LABEL: label_value(name_of(service)),
+    }
+
+
+def label_value(text: str) -> str:
+    """`text` cut to the 63 characters a label value may hold, ending in a letter or digit."""
+    return text[:63].rstrip("-_.")
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    return str(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    return str(metadata.get("namespace") or "") if isinstance(metadata, Mapping) else ""
