@@ -246,7 +246,7 @@ class EngineReconciler:
             resolution.names,
             [rv for *_, rv in resolution.key[1]],
             resolution.result.spec,
-            _referenced_revisions(cluster, namespace),
+            lambda: _referenced_revisions(cluster, namespace),
         )
         requested = runtime_spec.get("revision")
         if requested:

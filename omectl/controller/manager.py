@@ -222,7 +222,11 @@ class ClusterRuntime:
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool
     ) -> None:
         """A workload's status changed (or it was deleted): its InferenceService's readiness may have too."""
-        if initial or (event_type == "MODIFIED" and old is not None and old.get("status") == obj.get("status")):
+        if initial or (event_type == "ADDED" and not obj.get("status")):
+            return  # a new workload reports nothing yet; the reconcile that created it has seen it
+        if obj.get("kind") == "Service" and event_type != "DELETED":
+            return  # a Service's status says nothing of readiness; only its deletion needs a re-render
+        if event_type == "MODIFIED" and old is not None and old.get("status") == obj.get("status"):
             return
         meta = obj["metadata"]
         isvc_name = (meta.get("labels") or {}).get(ISVC_LABEL)

@@ -9,7 +9,7 @@ by an InferenceService are never deleted; the others beyond the newest 10 per ru
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,9 +86,10 @@ class RevisionStore:
         chain: Sequence[str],
         resource_versions: Sequence[str],
         merged_spec: Mapping[str, Any],
-        referenced: set[str],
+        referenced: Callable[[], set[str]],
     ) -> Revision:
-        """The revision of this merged spec, created (and older ones collected) when it is new."""
+        """The revision of this merged spec, created (and older ones collected) when it is new; `referenced` names
+        the revisions that must survive collection (asked only when a revision is created)."""
         digest = spec_hash(merged_spec)
         name = revision_name(runtime, digest)
         existing = await self.get(namespace, name)
@@ -120,7 +121,7 @@ class RevisionStore:
             created = await self.client.get(CONTROLLER_REVISIONS, name, namespace=namespace)
         revision = Revision.from_object(created)
         self._known[(namespace, name)] = revision
-        await self._collect([*siblings, revision], namespace, referenced | {name})
+        await self._collect([*siblings, revision], namespace, referenced() | {name})
         return revision
 
     async def _list(self, namespace: str, runtime: str) -> list[Revision]:

@@ -26,6 +26,7 @@ class ObjectCache:
 
     def __init__(self) -> None:
         self._objects: dict[ObjectKey, dict[str, Any]] = {}
+        self._by_namespace: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> name -> object
         self._index_funcs: dict[str, IndexFunc] = {}
         # index name -> index value -> keys of the objects carrying that value
         self._indexes: dict[str, dict[str, set[ObjectKey]]] = {}
@@ -84,6 +85,7 @@ class ObjectCache:
         key = object_key(obj)
         old = self._objects.get(key)
         self._objects[key] = obj
+        self._by_namespace.setdefault(key[0], {})[key[1]] = obj
         for name, fn in self._index_funcs.items():
             if old is not None:
                 self._unfile(name, key)
@@ -95,6 +97,10 @@ class ObjectCache:
         key = (namespace or "", name)
         old = self._objects.pop(key, None)
         if old is not None:
+            names = self._by_namespace[key[0]]
+            del names[name]
+            if not names:
+                del self._by_namespace[key[0]]
             for index_name in self._index_funcs:
                 self._unfile(index_name, key)
         return old
@@ -107,7 +113,7 @@ class ObjectCache:
     def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
         if namespace is None:
             return list(self._objects.values())
-        return [obj for (ns, _), obj in self._objects.items() if ns == namespace]
+        return list(self._by_namespace.get(namespace, {}).values())
 
     def object_keys(self) -> builtins.list[ObjectKey]:
         return list(self._objects)

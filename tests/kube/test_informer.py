@@ -449,3 +449,18 @@ def test_cache_reads_hand_out_the_stored_dict() -> None:
     cache.upsert(obj)
     assert cache.get(None, "n") is obj
     assert cache.get("", "n") is obj
+
+
+def test_cache_lists_one_namespace_through_upserts_moves_and_deletes() -> None:
+    cache = ObjectCache()
+    for namespace, name in (("a", "x"), ("a", "y"), ("b", "x"), ("", "cluster-wide")):
+        cache.upsert(configmap(name, namespace))
+    assert sorted(o["metadata"]["name"] for o in cache.list("a")) == ["x", "y"]
+    assert [o["metadata"]["name"] for o in cache.list("b")] == ["x"]
+    cache.upsert(configmap("y", "a", data="new"))
+    assert sorted(o["metadata"]["name"] for o in cache.list("a")) == ["x", "y"]
+    cache.delete("a", "x")
+    cache.delete("b", "x")
+    assert [o["metadata"]["name"] for o in cache.list("a")] == ["y"]
+    assert cache.list("b") == [] and cache.list("missing") == []
+    assert len(cache.list()) == 2
