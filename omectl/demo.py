@@ -19,6 +19,7 @@ import yaml
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
 from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.embedded.simulator import NodePool, SimulatorConfig
 from omectl.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +39,45 @@ GPU_VARIANTS = {
     "sim-2": ("H200", "nvidia.com/gpu"),
     "sim-3": ("MI300X", "amd.com/gpu"),
 }
+NEW_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-cu129-amd64"
+READY_COLUMNS = (
+    "custom-columns=NAME:.metadata.name,"
+    'ENGINE:.status.conditions[?(@.type=="EngineReady")].status,'
+    'READY:.status.conditions[?(@.type=="Ready")].status,'
+    'DRIFTED:.status.conditions[?(@.type=="RuntimeDrifted")].status,'
+    "REVISION:.status.runtime.revision,URL:.status.url"
+)
+
+
+def simulated_nodes() -> dict[str, SimulatorConfig]:
+    """Two 8-GPU nodes per cluster, of the cluster's GPU model."""
+    return {
+        cluster: SimulatorConfig(pools=(NodePool(count=2, gpus_per_node=8, gpu_resource=resource, gpu_type=gpu),))
+        for cluster, (gpu, resource) in GPU_VARIANTS.items()
+    }
+
+
+def variant_isvc(cluster: str) -> str:
+    """The spec's InferenceService, named for the cluster's GPU and naming its GPU-specific runtime."""
+    gpu, _ = GPU_VARIANTS[cluster]
+    doc = yaml.safe_load((SAMPLES / "isvc.yaml").read_text())
+    doc["metadata"]["name"] = f"llama-3-2-3b-{gpu.lower()}"
+    doc["spec"]["runtime"]["name"] = f"sglang-llama-3-2-3b-{gpu.lower()}"
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def pinned_isvc() -> str:
+    """The spec's InferenceService pinned to the revision it first renders (`autoSync: false`)."""
+    doc = yaml.safe_load((SAMPLES / "isvc.yaml").read_text())
+    doc["metadata"]["name"] = "llama-3-2-3b-pinned"
+    doc["spec"]["runtime"]["autoSync"] = False
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def edited_profile() -> str:
+    doc = yaml.safe_load((SAMPLES / "profile.yaml").read_text())
+    doc["spec"]["engineConfig"]["runner"]["image"] = NEW_IMAGE
+    return yaml.safe_dump(doc, sort_keys=False)
 
 
 class Shell:
@@ -50,6 +90,8 @@ class Shell:
     def _run(self, argv: list[str], shown: str, input: str | None, expect_failure: bool) -> str:
         print(f"\n$ {shown}", flush=True)
         env = dict(os.environ, HOME=str(self.cache), OMECTL_TRACE_FILE=str(self.trace_file))
+        # kubectl finds the `kubectl-ome` plugin next to this interpreter (the virtualenv's bin)
+        env["PATH"] = os.pathsep.join((str(Path(sys.executable).parent), env.get("PATH", "")))
         env.pop("KUBECONFIG", None)
         proc = subprocess.run(argv, input=input, capture_output=True, text=True, env=env, timeout=120)
         output = (proc.stdout + proc.stderr).rstrip()
@@ -59,6 +101,19 @@ class Shell:
             raise SystemExit(f"demo step failed (exit {proc.returncode}): {shown}")
         return proc.stdout
 
+    def plugin(self, *args: str) -> str:
+        """`kubectl ome ...`: kubectl refuses global flags before a plugin's name, so the kubeconfig goes by env."""
+        return self._run([self.kubectl, "ome", *args], "kubectl ome " + " ".join(args), None, False)
+
+    def kq(self, *args: str) -> None:
+        """kubectl, quietly (waits): only a failure is shown."""
+        argv = [self.kubectl, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache}", *args]
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, env=dict(os.environ, HOME=str(self.cache)), timeout=120
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"demo step failed: kubectl {' '.join(args)}\n{proc.stdout}{proc.stderr}")
+
     def k(self, *args: str, input: str | None = None, expect_failure: bool = False) -> str:
         argv = [self.kubectl, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache}", *args]
         return self._run(argv, "kubectl " + " ".join(args), input, expect_failure)
@@ -66,6 +121,9 @@ class Shell:
     def omectl(self, *args: str) -> str:
         argv = [sys.executable, "-m", "omectl", *args]
         return self._run(argv, "omectl " + " ".join(args), None, False)
+
+    def omectl_with(self, args: list[str], shown: str) -> str:
+        return self._run([sys.executable, "-m", "omectl", *args], "omectl " + shown, None, False)
 
     def wait_for(self, args: list[str], predicate: str, timeout: float = 30) -> None:
         """Quietly re-run a kubectl get until its output contains `predicate`, then show it once."""
@@ -100,7 +158,7 @@ def main() -> int:
         return 1
     with tempfile.TemporaryDirectory(prefix="omectl-demo-") as tmp:
         work = Path(tmp)
-        fleet = BackgroundFleet(EmbeddedFleet(3, name_prefix="sim-"))
+        fleet = BackgroundFleet(EmbeddedFleet(3, name_prefix="sim-", simulator=simulated_nodes()))
         fleet.start()
         app: ControllerApp | None = None
         try:
@@ -158,6 +216,158 @@ def main() -> int:
                     ENGINE_JSONPATH,
                 ],
                 "--mem-frac=0.9",
+            )
+
+            print(
+                "\n# 2c. On every cluster: the spec's InferenceService and one for the cluster's own GPUs, on simulated"
+            )
+            print("#     GPU nodes (sim-3 has AMD GPUs only, so the spec's NVIDIA engine cannot be placed there):")
+            for server in fleet.fleet.servers:
+                ctx = f"--context={server.name}"
+                if server.name != "sim-1":
+                    sh.k(ctx, "apply", "-f", str(SAMPLES / "clusterbasemodel.yaml"))
+                    sh.k(ctx, "apply", "-f", str(SAMPLES / "isvc.yaml"))
+                sh.k(ctx, "apply", "-f", "-", input=variant_isvc(server.name))
+            sh.k("--context=sim-1", "apply", "-f", "-", input=pinned_isvc())
+            for server in fleet.fleet.servers:
+                gpu = GPU_VARIANTS[server.name][0].lower()
+                sh.kq(
+                    f"--context={server.name}",
+                    "wait",
+                    "inferenceservice",
+                    f"llama-3-2-3b-{gpu}",
+                    "-n",
+                    "llama-demo",
+                    "--for=condition=Ready",
+                    "--timeout=30s",
+                )
+            sh.kq(
+                "--context=sim-3",
+                "wait",
+                "inferenceservice",
+                "llama-3-2-3b-instruct",
+                "-n",
+                "llama-demo",
+                "--for=condition=EngineReady=False",
+                "--timeout=30s",
+            )
+            sh.kq(
+                "--context=sim-1",
+                "wait",
+                "inferenceservice",
+                "llama-3-2-3b-pinned",
+                "-n",
+                "llama-demo",
+                "--for=condition=Ready",
+                "--timeout=30s",
+            )
+            for server in fleet.fleet.servers:
+                sh.k(f"--context={server.name}", "get", "inferenceservice", "-n", "llama-demo", "-o", READY_COLUMNS)
+            sh.k(
+                "--context=sim-3",
+                "get",
+                "inferenceservice",
+                "llama-3-2-3b-instruct",
+                "-n",
+                "llama-demo",
+                "-o",
+                'jsonpath={.status.conditions[?(@.type=="EngineReady")].message}{"\\n"}',
+            )
+            sh.omectl("fleet", "status", "--clusters-dir", str(clusters_dir))
+
+            print("\n# 2d. Before editing the profile: its blast radius across the fleet, and the plan of the edit:")
+            sh.plugin("runtime", "tree", "sglang-profile", "--all-clusters", "--clusters-dir", str(clusters_dir))
+            edit = work / "edited-profile.yaml"
+            edit.write_text(edited_profile())
+            sh.omectl("runtime", "plan", "-f", str(edit), "--cluster", "sim-1", "--clusters-dir", str(clusters_dir))
+
+            print(
+                "\n# 2e. The image bump, applied on every cluster, rolls every autoSync engine; the pinned one drifts:"
+            )
+            for server in fleet.fleet.servers:
+                sh.k(f"--context={server.name}", "apply", "-f", str(edit))
+            for server in fleet.fleet.servers:
+                gpu = GPU_VARIANTS[server.name][0].lower()
+                sh.wait_for(
+                    [
+                        f"--context={server.name}",
+                        "get",
+                        "deployment",
+                        f"llama-3-2-3b-{gpu}-engine",
+                        "-n",
+                        "llama-demo",
+                        "-o",
+                        "jsonpath={.spec.template.spec.containers[0].image}",
+                    ],
+                    NEW_IMAGE,
+                )
+            sh.kq(
+                "--context=sim-1",
+                "wait",
+                "inferenceservice",
+                "llama-3-2-3b-pinned",
+                "-n",
+                "llama-demo",
+                "--for=condition=RuntimeDrifted=True",
+                "--timeout=30s",
+            )
+            sh.k("--context=sim-1", "get", "inferenceservice", "-n", "llama-demo", "-o", READY_COLUMNS)
+            sh.k(
+                "--context=sim-1",
+                "get",
+                "deployment",
+                "llama-3-2-3b-pinned-engine",
+                "-n",
+                "llama-demo",
+                "-o",
+                'jsonpath={.spec.template.spec.containers[0].image}{"\\n"}',
+            )
+            sh.omectl_with(
+                [
+                    "runtime",
+                    "rollout",
+                    "llama-3-2-3b-pinned",
+                    "-n",
+                    "llama-demo",
+                    "--kubeconfig",
+                    str(kubeconfig),
+                    "--context",
+                    "sim-1",
+                ],
+                "runtime rollout llama-3-2-3b-pinned -n llama-demo --context sim-1",
+            )
+            sh.kq(
+                "--context=sim-1",
+                "wait",
+                "inferenceservice",
+                "llama-3-2-3b-pinned",
+                "-n",
+                "llama-demo",
+                "--for=condition=RuntimeDrifted=False",
+                "--timeout=30s",
+            )
+            sh.wait_for(
+                [
+                    "--context=sim-1",
+                    "get",
+                    "deployment",
+                    "llama-3-2-3b-pinned-engine",
+                    "-n",
+                    "llama-demo",
+                    "-o",
+                    "jsonpath={.spec.template.spec.containers[0].image}",
+                ],
+                NEW_IMAGE,
+            )
+            sh.k(
+                "--context=sim-1",
+                "get",
+                "inferenceservice",
+                "llama-3-2-3b-pinned",
+                "-n",
+                "llama-demo",
+                "-o",
+                READY_COLUMNS,
             )
 
             print("\n# 3. Delete the profile on sim-2: its children report ParentNotFound and keep their last chain:")
