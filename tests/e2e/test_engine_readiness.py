@@ -131,6 +131,8 @@ def test_an_engine_that_does_not_fit_reports_the_schedulers_reason(env: Env) -> 
 
 
 def test_fleet_status_counts_gpus_requested_against_capacity_and_ready_engines(env: Env) -> None:
+    env.k("apply", "-f", str(SAMPLES / "isvc.yaml"))  # idempotent: the tests above may run in any order
+    env.k("apply", "-f", "-", input=big_isvc())
     env.wait_condition("llama-3-2-3b-instruct", "Ready", "True")
     env.wait_condition("too-big", "Ready", "False")
     status = fleet_status(env.clusters_dir)
