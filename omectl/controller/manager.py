@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from omectl.controller.aim import AIM_SERVICE_KEY, AimServiceReconciler
 from omectl.controller.engine import EngineReconciler, RetryLater
 from omectl.controller.lookup import (
     INHERIT_INDEX,
@@ -124,6 +125,7 @@ class ClusterRuntime:
             client, LEADER_WORKER_SETS, label_selector=ISVC_LABEL, handlers=[self._workload_handler], optional=True
         )
         self.services = Informer(client, SERVICES, label_selector=ISVC_LABEL, handlers=[self._workload_handler])
+        self.aim = controller.aim.watch(self)  # AMD AIM: optional informers (omectl.controller.aim_watch)
         self._tasks: list[asyncio.Task[None]] = []
         self._event_tasks: set[asyncio.Task[Any]] = set()
 
@@ -143,6 +145,7 @@ class ClusterRuntime:
             self.deployments,
             self.leader_worker_sets,
             self.services,
+            *self.aim.informers,
         ]
 
     def workload_cache(self, kind: str) -> ObjectCache | None:
@@ -308,6 +311,7 @@ class FleetController:
         self.concurrency = concurrency
         self.resolver = resolver or ChainResolver()
         self.engine = EngineReconciler(self.resolver)
+        self.aim = AimServiceReconciler()
         self.tracer = tracer
         self.clusters: dict[str, ClusterRuntime] = {}
         self.registry_errors: dict[str, str] = {}
@@ -386,6 +390,8 @@ class FleetController:
             return Result(requeue_after=0.1)
         if key.kind == ISVC_KEY:
             cache = cluster.inference_services.cache
+        elif key.kind == AIM_SERVICE_KEY:
+            cache = cluster.aim.services.cache
         else:
             cache = cluster.serving.cache if key.kind == SR_KEY else cluster.cluster_serving.cache
         obj = cache.get(key.namespace, key.name)
@@ -405,6 +411,8 @@ class FleetController:
             try:
                 if key.kind == ISVC_KEY:
                     await self.engine.reconcile(cluster, obj)
+                elif key.kind == AIM_SERVICE_KEY:
+                    await self.aim.reconcile(cluster, obj, self.tracer)
                 else:
                     await self._reconcile_runtime(cluster, key, obj)
             except RetryLater as exc:

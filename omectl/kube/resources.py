@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 __all__ = [
+    "AIM_CLUSTER_RUNTIME_CONFIGS",
+    "AIM_RUNTIME_CONFIGS",
+    "AIM_SERVICES",
     "BASE_MODELS",
     "CLUSTER_BASE_MODELS",
     "CLUSTER_SERVING_RUNTIMES",
@@ -14,10 +17,13 @@ __all__ = [
     "CUSTOM_RESOURCE_DEFINITIONS",
     "DEPLOYMENTS",
     "EVENTS",
+    "HTTP_ROUTES",
     "INFERENCE_SERVICES",
+    "KSERVE_INFERENCE_SERVICES",
     "LEADER_WORKER_SETS",
     "LEASES",
     "NAMESPACES",
+    "PERSISTENT_VOLUME_CLAIMS",
     "SECRETS",
     "SERVICES",
     "SERVING_RUNTIMES",
@@ -93,3 +99,13 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
 CUSTOM_RESOURCE_DEFINITIONS = ResourceRef(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
+
+# AMD AIM (aim.eai.amd.com) and the third-party kinds an AIMService renders; informers for them are optional.
+AIM_SERVICES = ResourceRef("aim.eai.amd.com", "v1alpha2", "aimservices", "AIMService", True)
+AIM_RUNTIME_CONFIGS = ResourceRef("aim.eai.amd.com", "v1alpha1", "aimruntimeconfigs", "AIMRuntimeConfig", True)
+AIM_CLUSTER_RUNTIME_CONFIGS = ResourceRef(
+    "aim.eai.amd.com", "v1alpha1", "aimclusterruntimeconfigs", "AIMClusterRuntimeConfig", False
+)
+KSERVE_INFERENCE_SERVICES = ResourceRef("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService", True)
+HTTP_ROUTES = ResourceRef("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True)
+PERSISTENT_VOLUME_CLAIMS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
