@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +38,7 @@ from omectl.kube.client import KubeAPIError
 from omectl.kube.resources import INFERENCE_SERVICES, ResourceRef
 from omectl.kube.writer import write_status
 
+from .queue import WorkKey
 from .resolver import ChainResolver
 from .revisions import Revision, RevisionStore
 
@@ -59,6 +61,7 @@ _RESOURCES = {
 
 
 DRIFT_CONDITION = "RuntimeDrifted"
+ISVC_STATUS_WORK = "ome.io/InferenceService.status"  # a low-priority work item: write the status decided
 
 
 def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
@@ -115,6 +118,32 @@ def _referenced_revisions(cluster: Any, namespace: str) -> set[str]:
     return names
 
 
+@dataclass(frozen=True)
+class PendingStatus:
+    """What a reconcile decided for an InferenceService's status, waiting for its low-priority write."""
+
+    runtime: Mapping[str, Any]
+    drift: Mapping[str, Any]
+    objects: list[dict[str, Any]]
+    applied: Mapping[tuple[str, str], Mapping[str, Any]]
+    """The workloads as the cluster answered the apply (or as cached when unchanged)."""
+
+    def readiness(self, cluster: Any) -> Readiness:
+        def live(kind: str, name: str) -> Mapping[str, Any] | None:
+            applied = self.applied.get((kind, name))
+            cache = cluster.workload_cache(kind)
+            if applied is None or cache is None:
+                return applied
+            cached: Mapping[str, Any] | None = cache.get(applied["metadata"].get("namespace", ""), name)
+            if cached is None:
+                return applied
+            # the newer spec wins; for the same spec the cache has the newer status
+            newer = (applied["metadata"].get("generation") or 0) > (cached["metadata"].get("generation") or 0)
+            return applied if newer else cached
+
+        return readiness(self.objects, live)
+
+
 class RetryLater(Exception):
     """The InferenceService cannot be rendered now (a broken chain): retry with backoff, write nothing."""
 
@@ -138,6 +167,7 @@ class EngineReconciler:
     def __init__(self, resolver: ChainResolver) -> None:
         self.resolver = resolver
         self.writes = 0
+        self.pending_status: dict[tuple[str, str, str], PendingStatus] = {}
 
     async def reconcile(self, cluster: Any, isvc: dict[str, Any]) -> None:
         meta = isvc["metadata"]
@@ -219,17 +249,33 @@ class EngineReconciler:
         else:
             desired_runtime["hash"] = object_hash({"objects": objects})
 
-        ready = readiness(objects, lambda kind, name: applied.get((kind, name)))
-        if desired_isvc_status(isvc, desired_runtime, drift, ready) is not None:
-            await write_status(
-                cluster.client,
-                INFERENCE_SERVICES,
-                namespace,
-                meta["name"],
-                lambda live: desired_isvc_status(live, desired_runtime, drift, ready),
-                field_manager=FIELD_MANAGER,
-                cached=isvc,
+        pending = PendingStatus(desired_runtime, drift, objects, applied)
+        if desired_isvc_status(isvc, desired_runtime, drift, pending.readiness(cluster)) is not None:
+            # Workloads first: during a rollout every InferenceService's workloads are applied before any status
+            # is written, so the status write (bookkeeping) waits in the low-priority lane of the queue.
+            self.pending_status[(cluster.name, namespace, meta["name"])] = pending
+            cluster.controller.queue.add(
+                WorkKey(cluster.name, ISVC_STATUS_WORK, namespace, meta["name"]), low_priority=True
             )
+
+    async def write_pending_status(self, cluster: Any, isvc: dict[str, Any]) -> None:
+        """Write the status the last reconcile of `isvc` decided, with readiness as the caches report it now."""
+        meta = isvc["metadata"]
+        pending = self.pending_status.pop((cluster.name, meta.get("namespace", ""), meta["name"]), None)
+        if pending is None:
+            return
+        ready = pending.readiness(cluster)
+        if desired_isvc_status(isvc, pending.runtime, pending.drift, ready) is None:
+            return
+        await write_status(
+            cluster.client,
+            INFERENCE_SERVICES,
+            meta.get("namespace", ""),
+            meta["name"],
+            lambda live: desired_isvc_status(live, pending.runtime, pending.drift, ready),
+            field_manager=FIELD_MANAGER,
+            cached=isvc,
+        )
 
     async def _pinned_revision(
         self, cluster: Any, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any

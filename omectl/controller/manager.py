@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from omectl.controller.aim import AIM_SERVICE_KEY, AimServiceReconciler
-from omectl.controller.engine import EngineReconciler, RetryLater
+from omectl.controller.engine import ISVC_STATUS_WORK, EngineReconciler, RetryLater
 from omectl.controller.lookup import (
     INHERIT_INDEX,
     MODEL_INDEX,
@@ -388,6 +388,11 @@ class FleetController:
             # Like client-go's WaitForCacheSync: a chain read from half-listed caches could report a parent that
             # exists as missing. Come back once every informer of the cluster has listed.
             return Result(requeue_after=0.1)
+        if key.kind == ISVC_STATUS_WORK:
+            isvc = cluster.inference_services.cache.get(key.namespace, key.name)
+            if isvc is not None:
+                await self.engine.write_pending_status(cluster, isvc)
+            return Result()
         if key.kind == ISVC_KEY:
             cache = cluster.inference_services.cache
         elif key.kind == AIM_SERVICE_KEY:
