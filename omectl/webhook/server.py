@@ -4,6 +4,8 @@ Each cluster calls `POST /validate/<cluster>/<kind>` (kind: `servingruntime`, `c
 `inferenceservice`). A runtime is admitted when its chain resolves and the profile rule holds; an
 InferenceService when the chain of the runtime it names resolves; otherwise the denial reason is the chain error,
 exactly as the spec words it. Malformed objects get a clear denial, never a 500.
+
+AMD AIM kinds (`aimruntimeconfig`, `aimclusterruntimeconfig`, `aimservice`) are checked by `omectl.webhook.aim`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from aiohttp import web
 
 from omectl.core.inheritance import ChainError, profile_error, resolve_chain
 from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
+from omectl.webhook.aim import AIM_KINDS, aim_verdict, aim_webhooks
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +240,7 @@ class WebhookServer:
             "servingruntime": SERVING_RUNTIME,
             "clusterservingruntime": CLUSTER_SERVING_RUNTIME,
             "inferenceservice": INFERENCE_SERVICE,
+            **AIM_KINDS,  # AMD AIM: aimruntimeconfig, aimclusterruntimeconfig, aimservice (omectl.webhook.aim)
         }.get(kind_path)
         factory = self.clusters.get(cluster)
         if kind is None:
@@ -245,6 +249,8 @@ class WebhookServer:
             return web.json_response(_review(uid, False, f"cluster {cluster!r} is not registered with omectl", 503))
         if req.get("operation") == "DELETE":
             return web.json_response(_review(uid, True))
+        if kind_path in AIM_KINDS:  # AMD AIM: pure checks of the object itself
+            return web.json_response(_review(uid, *aim_verdict(kind, req.get("object"))))
         try:
             check = (
                 validate_inference_service(req.get("object"), factory())
@@ -293,5 +299,6 @@ def webhook_configuration(server: WebhookServer, cluster: str, failure_policy: s
             hook(SERVING_RUNTIME_WEBHOOK, SERVING_RUNTIME, "servingruntimes"),
             hook(CLUSTER_SERVING_RUNTIME_WEBHOOK, CLUSTER_SERVING_RUNTIME, "clusterservingruntimes"),
             hook(INFERENCE_SERVICE_WEBHOOK, INFERENCE_SERVICE, "inferenceservices"),
+            *aim_webhooks(server.url_for, cluster, ca_bundle, failure_policy),  # AMD AIM (omectl.webhook.aim)
         ],
     }
