@@ -604,6 +604,57 @@ async def test_a_kserve_inference_service_becomes_ready_or_says_why_not(
     assert await failed_scheduling(raw, "wide") == [INSUFFICIENT]
 
 
+# --- the gateway controller ----------------------------------------------------------------------------------
+
+ROUTES = "/apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes"
+GATEWAYS = "/apis/gateway.networking.k8s.io/v1/namespaces/gateways/gateways"
+THIRD_PARTY = ROOT / "deploy" / "crds" / "thirdparty"
+
+
+def route(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "parentRefs": [{"name": "inference-gateway", "namespace": "gateways"}],
+            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": f"/{name}"}}]}],
+        },
+    }
+
+
+async def test_a_route_is_accepted_once_its_gateway_exists_and_refused_when_it_goes(
+    server: EmbeddedAPIServer, raw: RawClient
+) -> None:
+    for crd in ("gateway.networking.k8s.io_gateways.yaml", "gateway.networking.k8s.io_httproutes.yaml"):
+        await create(raw, CRDS, load_yaml(THIRD_PARTY / crd))
+    await create(raw, "/api/v1/namespaces", {"metadata": {"name": "gateways"}})
+    await create(raw, ROUTES, route("chat"))
+    await settle(server)
+    (parent,) = (await status_of(raw, ROUTES + "/chat"))["parents"]
+    accepted = condition(parent, "Accepted")
+    assert (accepted["status"], accepted["reason"]) == ("False", "NoMatchingParent")
+    assert accepted["message"] == "Gateway gateways/inference-gateway not found"
+    gateway = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "inference-gateway", "namespace": "gateways"},
+        "spec": {"gatewayClassName": "sim", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+    }
+    await create(raw, GATEWAYS, gateway)
+    await settle(server)
+    (parent,) = (await status_of(raw, ROUTES + "/chat"))["parents"]
+    assert parent["parentRef"] == {"name": "inference-gateway", "namespace": "gateways"}
+    assert [(c["type"], c["status"], c["reason"]) for c in parent["conditions"]] == [
+        ("Accepted", "True", "Accepted"),
+        ("ResolvedRefs", "True", "ResolvedRefs"),
+    ]
+    assert (await raw.call("DELETE", GATEWAYS + "/inference-gateway")).status == 200
+    await settle(server)
+    (parent,) = (await status_of(raw, ROUTES + "/chat"))["parents"]
+    assert condition(parent, "Accepted")["reason"] == "NoMatchingParent"
+
+
 # --- fleets, options and the GPU request helper ------------------------------------------------------------
 
 

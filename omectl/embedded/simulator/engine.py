@@ -28,12 +28,14 @@ from .config import SimulatorConfig
 from .nodes import simulated_nodes
 from .scheduler import Binding, GPULedger
 from .status import (
+    GATEWAY_CONTROLLER,
     bound_claim_status,
     deployment_status,
     job_finished,
     job_status,
     kserve_status,
     leader_worker_set_status,
+    route_status,
 )
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ DEPLOYMENTS: StorageKey = ("apps", "deployments")
 JOBS: StorageKey = ("batch", "jobs")
 LEADER_WORKER_SETS: StorageKey = ("leaderworkerset.x-k8s.io", "leaderworkersets")
 KSERVE_INFERENCE_SERVICES: StorageKey = ("serving.kserve.io", "inferenceservices")
+HTTP_ROUTES: StorageKey = ("gateway.networking.k8s.io", "httproutes")
+GATEWAYS: StorageKey = ("gateway.networking.k8s.io", "gateways")
 MODEL_KINDS: dict[StorageKey, str] = {
     ("ome.io", "clusterbasemodels"): "ClusterBaseModel",
     ("ome.io", "basemodels"): "BaseModel",
@@ -105,6 +109,8 @@ class WorkloadSimulator:
             **dict.fromkeys(_SCHEDULED, self._sync_workload),
             JOBS: self._sync_job,
             CLAIMS: self._sync_claim,
+            HTTP_ROUTES: self._sync_route,
+            GATEWAYS: self._sync_gateway,
             **dict.fromkeys(MODEL_KINDS, self._sync_model),
         }
         for node in self.store.items(NODES):
@@ -355,6 +361,29 @@ class WorkloadSimulator:
 
             claim = (await self.api._write_update(rt, ref[1], ref[2], bind, opts, "", precondition_rv=None)).obj
         await self._write_status(ref, claim, bound_claim_status(claim), "kube-controller-manager")
+
+    # --- the gateway controller --------------------------------------------------------------------------
+
+    async def _sync_route(self, ref: ObjectRef) -> None:
+        """Accept an HTTPRoute for each parent Gateway that exists, as a gateway controller reports it."""
+        route = self.store.get(*ref)
+        if route is None or route["metadata"].get("deletionTimestamp"):
+            return
+
+        def gateway_exists(namespace: str, name: str) -> bool:
+            return self.store.get(GATEWAYS, namespace, name) is not None
+
+        await self._write_status(ref, route, route_status(route, gateway_exists, now_rfc3339()), GATEWAY_CONTROLLER)
+
+    async def _sync_gateway(self, ref: ObjectRef) -> None:
+        """A Gateway came or went: every route naming it is accepted or refused anew."""
+        _, namespace, name = ref
+        for route in list(self.store.items(HTTP_ROUTES)):
+            route_ns = route["metadata"].get("namespace", "")
+            for parent in (route.get("spec") or {}).get("parentRefs") or []:
+                if parent.get("name") == name and (parent.get("namespace") or route_ns) == namespace:
+                    await self._sync_route((HTTP_ROUTES, route_ns, route["metadata"]["name"]))
+                    break
 
     # --- the model agent -------------------------------------------------------------------------------
 

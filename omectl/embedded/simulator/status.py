@@ -7,7 +7,7 @@ the whole new status; the caller skips the write when it equals the live one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -160,6 +160,56 @@ def bound_claim_status(claim: Mapping[str, Any]) -> dict[str, Any]:
     if storage is not None:
         status["capacity"] = {"storage": storage}
     return status
+
+
+GATEWAY_CONTROLLER = "gateway.omectl.io/simulated"
+
+
+def route_status(route: Mapping[str, Any], gateway_exists: Callable[[str, str], bool], now: str) -> dict[str, Any]:
+    """An HTTPRoute's `status.parents` as a Gateway API controller writes it: `Accepted` (reason `Accepted`, or
+    `NoMatchingParent` when the Gateway does not exist) and `ResolvedRefs` per parent Gateway; transition times kept
+    while a condition's status stays the same."""
+    meta = route["metadata"]
+    namespace, generation = meta.get("namespace", ""), meta.get("generation")
+    previous = {
+        (p.get("parentRef") or {}).get("name"): {c.get("type"): c for c in p.get("conditions") or []}
+        for p in (route.get("status") or {}).get("parents") or []
+        if isinstance(p, Mapping)
+    }
+    parents = []
+    for ref in (route.get("spec") or {}).get("parentRefs") or []:
+        if not isinstance(ref, Mapping) or ref.get("kind", "Gateway") != "Gateway":
+            continue
+        gateway_ns = ref.get("namespace") or namespace
+        found = gateway_exists(gateway_ns, str(ref.get("name")))
+        accepted = (
+            ("True", "Accepted", "Route is accepted")
+            if found
+            else (
+                "False",
+                "NoMatchingParent",
+                f"Gateway {gateway_ns}/{ref.get('name')} not found",
+            )
+        )
+        conditions = []
+        for type_, (status, reason, message) in (
+            ("Accepted", accepted),
+            ("ResolvedRefs", ("True", "ResolvedRefs", "Resolved all the Object references for the Route")),
+        ):
+            before = previous.get(ref.get("name"), {}).get(type_) or {}
+            stamp = before.get("lastTransitionTime") if before.get("status") == status else None
+            conditions.append(
+                {
+                    "type": type_,
+                    "status": status,
+                    "reason": reason,
+                    "message": message,
+                    "observedGeneration": generation,
+                    "lastTransitionTime": stamp or now,
+                }
+            )
+        parents.append({"parentRef": dict(ref), "controllerName": GATEWAY_CONTROLLER, "conditions": conditions})
+    return {**(route.get("status") or {}), "parents": parents}
 
 
 def pod_template_hash(template: Any) -> str:
