@@ -24,6 +24,7 @@ from omectl.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "deploy" / "samples" / "ome"
+AIM_SAMPLES = ROOT / "deploy" / "samples" / "aim"
 CRDS = ROOT / "deploy" / "crds"
 CHAIN_COLUMNS = (
     "custom-columns=NAME:.metadata.name,CHAIN:.status.inheritanceChain[*],"
@@ -40,6 +41,19 @@ GPU_VARIANTS = {
     "sim-3": ("MI300X", "amd.com/gpu"),
 }
 NEW_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-cu129-amd64"
+AIM_COLUMNS = (
+    "custom-columns=NAME:.metadata.name,STATUS:.status.status,PATH:.status.routing.path,"
+    "CONFIG:.status.resolvedRuntimeConfig.kind,SCOPE:.status.resolvedRuntimeConfig.scope,"
+    'CONFIG-VALID:.status.conditions[?(@.type=="ConfigValid")].reason'
+)
+COST_LABELS = ("org.example/cost-center=eng-ml", "org.example/department=engineering", "org.example/project=chatbot-v2")
+NON_EXISTENT_CONFIG = """apiVersion: aim.eai.amd.com/v1alpha1
+kind: AIMRuntimeConfig
+metadata:
+  name: non-existent
+  namespace: ml-team
+spec: {}
+"""
 READY_COLUMNS = (
     "custom-columns=NAME:.metadata.name,"
     'ENGINE:.status.conditions[?(@.type=="EngineReady")].status,'
@@ -149,6 +163,44 @@ def variant_child(cluster: str) -> str:
     runner["args"] = ["--tp-size=1", "--mem-frac=0.85"]
     doc["spec"]["engineConfig"]["nodeSelector"] = {"gpu.omectl.io/type": gpu}
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def aim_story(sh: Shell) -> None:
+    """The spec's AMD AIM runtime-config examples on sim-3 (AMD GPUs), with the real kubectl."""
+    ctx, ns = "--context=sim-3", ("-n", "ml-team")
+    print("\n# 5. AMD AIM runtime configs on sim-3: the ml-team namespace config routes qwen-chat by its labels:")
+    sh.k(ctx, "apply", "-f", str(AIM_SAMPLES / "00-namespaces.yaml"), "-f", str(AIM_SAMPLES / "gateway.yaml"))
+    sh.k(ctx, "apply", "-f", str(AIM_SAMPLES / "routing"))
+    sh.wait_for([ctx, "get", "aimservice", *ns, "-o", AIM_COLUMNS], "/ml/ml-team/conversational-ai")
+    sh.k(ctx, "get", "httproute", "qwen-chat", *ns, "-o", 'jsonpath={.spec.rules[0].matches[0].path.value}{"\\n"}')
+    sh.wait_for([ctx, "get", "aimservice", "qwen-chat", *ns, "-o", AIM_COLUMNS], "Running")
+
+    print("\n# The service's own pathTemplate wins over the runtime config's:")
+    sh.k(ctx, "apply", "-f", str(AIM_SAMPLES / "routing-override"))
+    sh.wait_for([ctx, "get", "aimservice", "qwen-chat", *ns, "-o", AIM_COLUMNS], "/custom/qwen-chat")
+
+    print("\n# Multi-tenant cost tracking: a cluster config propagates the org.example labels to the children:")
+    sh.k(ctx, "apply", "-f", str(AIM_SAMPLES / "cost-tracking" / "cluster-default.yaml"))
+    sh.k(ctx, "label", "aimservice", "qwen-chat", *ns, *COST_LABELS)
+    columns = "-L" + ",".join(label.split("=")[0] for label in COST_LABELS)
+    sh.wait_for([ctx, "get", "httproute", "qwen-chat", *ns, columns], "chatbot-v2")
+    sh.k(ctx, "get", "inferenceservices.serving.kserve.io,httproute", *ns, columns)
+
+    print("\n# A service naming a config that does not exist fails with ReferenceNotFound until it appears:")
+    sh.k(ctx, "apply", "-f", str(AIM_SAMPLES / "missing-config"))
+    sh.wait_for([ctx, "get", "aimservice", "qwen-chat-missing-config", *ns, "-o", AIM_COLUMNS], "ReferenceNotFound")
+    sh.k(
+        ctx,
+        "get",
+        "events",
+        *ns,
+        "--field-selector",
+        "reason=ReferenceNotFound",
+        "-o",
+        "custom-columns=TYPE:.type,REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message",
+    )
+    sh.k(ctx, "apply", "-f", "-", input=NON_EXISTENT_CONFIG)
+    sh.wait_for([ctx, "get", "aimservice", "qwen-chat-missing-config", *ns, "-o", AIM_COLUMNS], "Running")
 
 
 def main() -> int:
@@ -397,6 +449,8 @@ def main() -> int:
             app.tracing.provider.force_flush()
             sh.omectl("trace", "explain", "ServingRuntime", "llama-demo/sglang-llama-3-2-3b", "--cluster", "sim-1")
             sh.omectl("trace", "list", "--cluster", "sim-2", "--limit", "5")
+
+            aim_story(sh)
         finally:
             if app is not None:
                 fleet.run(app.stop())
