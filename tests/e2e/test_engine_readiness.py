@@ -131,9 +131,11 @@ def test_an_engine_that_does_not_fit_reports_the_schedulers_reason(env: Env) -> 
 
 
 def test_fleet_status_counts_gpus_requested_against_capacity_and_ready_engines(env: Env) -> None:
-    env.k("apply", "-f", str(SAMPLES / "isvc.yaml"))  # idempotent: the tests above may run in any order
-    env.k("apply", "-f", "-", input=big_isvc())
+    # Idempotent set-up (tests may run in any order): the 1-GPU engine placed first, then the one that cannot fit
+    # (which would otherwise take both GPUs for two of its three pods).
+    env.k("apply", "-f", str(SAMPLES / "isvc.yaml"))
     env.wait_condition("llama-3-2-3b-instruct", "Ready", "True")
+    env.k("apply", "-f", "-", input=big_isvc())
     env.wait_condition("too-big", "Ready", "False")
     status = fleet_status(env.clusters_dir)
     assert status["nodes"] == 1
