@@ -1,8 +1,8 @@
 """InferenceService readiness on simulated GPU nodes, driven by the real kubectl, and `omectl fleet status`.
 
 One cluster has a single node with 2 NVIDIA GPUs. The spec's InferenceService (1 GPU) becomes Ready; a second one
-asking for 3 replicas does not fit and reports the scheduler's reason on EngineReady and Ready; deleting the
-first frees its GPU but still not enough; `fleet status` counts GPUs requested against the nodes' capacity.
+asking for 4 GPUs in one pod never fits and reports the scheduler's reason on EngineReady and Ready; `fleet status`
+counts GPUs requested against the nodes' capacity. Each test sets up what it needs, so any order works.
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
 def big_isvc() -> str:
     doc = yaml.safe_load((SAMPLES / "isvc.yaml").read_text())
     doc["metadata"]["name"] = "too-big"
-    doc["spec"]["engine"] = {"minReplicas": 3, "maxReplicas": 3}  # 3 pods x 1 GPU on a 2-GPU node
+    gpus = {"nvidia.com/gpu": "4"}  # one pod asking for 4 GPUs, on a 2-GPU node: it never fits and holds none
+    doc["spec"]["engine"] = {"runner": {"name": "ome-container", "resources": {"requests": gpus, "limits": gpus}}}
     return yaml.safe_dump(doc)
 
 
@@ -131,18 +132,16 @@ def test_an_engine_that_does_not_fit_reports_the_schedulers_reason(env: Env) -> 
 
 
 def test_fleet_status_counts_gpus_requested_against_capacity_and_ready_engines(env: Env) -> None:
-    # Idempotent set-up (tests may run in any order): the 1-GPU engine placed first, then the one that cannot fit
-    # (which would otherwise take both GPUs for two of its three pods).
-    env.k("apply", "-f", str(SAMPLES / "isvc.yaml"))
-    env.wait_condition("llama-3-2-3b-instruct", "Ready", "True")
+    env.k("apply", "-f", str(SAMPLES / "isvc.yaml"))  # idempotent: the tests may run in any order
     env.k("apply", "-f", "-", input=big_isvc())
+    env.wait_condition("llama-3-2-3b-instruct", "Ready", "True")
     env.wait_condition("too-big", "Ready", "False")
     status = fleet_status(env.clusters_dir)
     assert status["nodes"] == 1
-    assert status["gpus"] == {"nvidia.com/gpu": {"total": 2, "requested": 4}}  # 1 + 3, placed or not
+    assert status["gpus"] == {"nvidia.com/gpu": {"total": 2, "requested": 5}}  # 1 + 4, placed or not
     assert status["engines"] == {"ready": 1, "total": 2}
     table = CliRunner().invoke(omectl_app, ["fleet", "status", "--clusters-dir", str(env.clusters_dir)])
     assert table.exit_code == 0, table.output
     header, row = table.stdout.splitlines()
     assert header.split() == ["CLUSTER", "NODES", "GPU", "REQUESTED/TOTAL", "FREE", "ENGINES", "READY/TOTAL"]
-    assert row.split() == [CLUSTER, "1", "nvidia.com/gpu", "4/2", "-2", "(over)", "1/2"]
+    assert row.split() == [CLUSTER, "1", "nvidia.com/gpu", "5/2", "-3", "(over)", "1/2"]
