@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -21,6 +22,7 @@ from .api import ClusterAPI, WriteOptions, parse_bool
 from .errors import APIError
 from .faults import FaultInjector, status_reason
 from .registry import ResourceType
+from .requestlog import CLIENT_IDENTITY_HEADER
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
 from .store import ADDED, DELETED, MODIFIED, Subscriber, WatchEvent
 from .tables import table_for
@@ -165,6 +167,30 @@ class ClusterHTTP:
     # --- entry point -----------------------------------------------------------------------------------
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Serve one request and record it in the server's request log (admin paths are not recorded)."""
+        arrived = time.time()
+        status = 0
+        try:
+            response = await self._handle(request)
+            status = response.status
+            return response
+        finally:
+            path = request.path
+            if not path.startswith("/_omectl/"):
+                method = request.method
+                headers = request.headers
+                self.server.request_log.append(
+                    arrived,
+                    time.time(),
+                    method,
+                    path,
+                    method == "GET" and parse_bool_safe(request.query.get("watch")),
+                    status,
+                    headers.get("User-Agent"),
+                    headers.get(CLIENT_IDENTITY_HEADER),
+                )
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         expect = request.headers.get("Expect")
         if expect:
@@ -538,6 +564,8 @@ class ClusterHTTP:
 
     async def _admin(self, request: web.BaseRequest) -> web.StreamResponse:
         if request.path != "/_omectl/faults" or request.method != "POST":
+            if request.path == "/_omectl/requests" and request.method == "GET":
+                return self._request_log(request)
             if request.path == "/_omectl/state" and request.method == "GET":
                 return _json_response(
                     {
@@ -593,6 +621,16 @@ class ClusterHTTP:
         except (ValueError, TypeError) as exc:
             return _error_response(errors.bad_request(f"bad fault request: {exc}"))
         return _json_response({"ok": True, "action": action})
+
+    def _request_log(self, request: web.BaseRequest) -> web.StreamResponse:
+        """`GET /_omectl/requests?since=N[&limit=M]`: the request log from entry N on (see `requestlog.py`)."""
+        try:
+            since = int(request.query.get("since", "0") or 0)
+            limit_raw = request.query.get("limit")
+            limit = int(limit_raw) if limit_raw else None
+        except ValueError:
+            return _error_response(errors.bad_request("since and limit must be integers"))
+        return _json_response(self.server.request_log.read(since, limit))
 
 
 async def _expect_continue(request: web.BaseRequest, expect: str) -> None:

@@ -20,6 +20,8 @@ from .controllers import ClusterControllers
 from .faults import FaultInjector
 from .http import ClusterHTTP
 from .kubeconfig import KubeconfigEntry, write_kubeconfig
+from .requestlog import DEFAULT_CAPACITY as DEFAULT_REQUEST_LOG_CAPACITY
+from .requestlog import RequestLog
 from .simulator import SimulatorConfig, WorkloadSimulator
 from .store import Store
 
@@ -48,6 +50,7 @@ class EmbeddedAPIServer:
         bookmark_interval: float = 60.0,
         allow_http_webhooks: bool = False,
         simulator: SimulatorConfig | None = None,
+        request_log_capacity: int = DEFAULT_REQUEST_LOG_CAPACITY,
     ) -> None:
         self.name = name
         self.host = host
@@ -59,6 +62,8 @@ class EmbeddedAPIServer:
         self.bookmark_interval = bookmark_interval
         self.allow_http_webhooks = allow_http_webhooks
         self.faults = FaultInjector()
+        # Every API request, kept across restarts (GET /_omectl/requests).
+        self.request_log = RequestLog(request_log_capacity)
         self.api = self._new_api(self._load_store())
         self.controllers = ClusterControllers(self.api)
         self.simulator_config = simulator
