@@ -119,6 +119,19 @@ class Shell:
         """`kubectl ome ...`: kubectl refuses global flags before a plugin's name, so the kubeconfig goes by env."""
         return self._run([self.kubectl, "ome", *args], "kubectl ome " + " ".join(args), None, False)
 
+    def wait_isvc(self, context: str, name: str, condition: str) -> None:
+        """Quietly wait until an InferenceService in llama-demo has `condition` (`Type` or `Type=Status`)."""
+        self.kq(
+            context,
+            "wait",
+            "inferenceservice",
+            name,
+            "-n",
+            "llama-demo",
+            f"--for=condition={condition}",
+            "--timeout=30s",
+        )
+
     def kq(self, *args: str) -> None:
         """kubectl, quietly (waits): only a failure is shown."""
         argv = [self.kubectl, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache}", *args]
@@ -163,6 +176,112 @@ def variant_child(cluster: str) -> str:
     runner["args"] = ["--tp-size=1", "--mem-frac=0.85"]
     doc["spec"]["engineConfig"]["nodeSelector"] = {"gpu.omectl.io/type": gpu}
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def engine_story(sh: Shell, servers: list[str], clusters_dir: Path, kubeconfig: Path, work: Path) -> None:
+    """Engine workloads on simulated GPU nodes: readiness, fleet status, blast radius, plan, rollout and drift."""
+    print("\n# 2c. On every cluster: the spec's InferenceService and one for the cluster's own GPUs, on simulated")
+    print("#     GPU nodes (sim-3 has AMD GPUs only, so the spec's NVIDIA engine cannot be placed there):")
+    for server in servers:
+        ctx = f"--context={server}"
+        if server != "sim-1":
+            sh.k(ctx, "apply", "-f", str(SAMPLES / "clusterbasemodel.yaml"))
+            sh.k(ctx, "apply", "-f", str(SAMPLES / "isvc.yaml"))
+        sh.k(ctx, "apply", "-f", "-", input=variant_isvc(server))
+    sh.k("--context=sim-1", "apply", "-f", "-", input=pinned_isvc())
+    for server in servers:
+        gpu = GPU_VARIANTS[server][0].lower()
+        sh.wait_isvc(f"--context={server}", f"llama-3-2-3b-{gpu}", "Ready")
+    sh.wait_isvc("--context=sim-3", "llama-3-2-3b-instruct", "EngineReady=False")
+    sh.wait_isvc("--context=sim-1", "llama-3-2-3b-pinned", "Ready")
+    for server in servers:
+        sh.k(f"--context={server}", "get", "inferenceservice", "-n", "llama-demo", "-o", READY_COLUMNS)
+    sh.k(
+        "--context=sim-3",
+        "get",
+        "inferenceservice",
+        "llama-3-2-3b-instruct",
+        "-n",
+        "llama-demo",
+        "-o",
+        'jsonpath={.status.conditions[?(@.type=="EngineReady")].message}{"\\n"}',
+    )
+    sh.omectl("fleet", "status", "--clusters-dir", str(clusters_dir))
+
+    print("\n# 2d. Before editing the profile: its blast radius across the fleet, and the plan of the edit:")
+    sh.plugin("runtime", "tree", "sglang-profile", "--all-clusters", "--clusters-dir", str(clusters_dir))
+    edit = work / "edited-profile.yaml"
+    edit.write_text(edited_profile())
+    sh.omectl("runtime", "plan", "-f", str(edit), "--cluster", "sim-1", "--clusters-dir", str(clusters_dir))
+
+    print("\n# 2e. The image bump, applied on every cluster, rolls every autoSync engine; the pinned one drifts:")
+    for server in servers:
+        sh.k(f"--context={server}", "apply", "-f", str(edit))
+    for server in servers:
+        gpu = GPU_VARIANTS[server][0].lower()
+        sh.wait_for(
+            [
+                f"--context={server}",
+                "get",
+                "deployment",
+                f"llama-3-2-3b-{gpu}-engine",
+                "-n",
+                "llama-demo",
+                "-o",
+                "jsonpath={.spec.template.spec.containers[0].image}",
+            ],
+            NEW_IMAGE,
+        )
+    sh.wait_isvc("--context=sim-1", "llama-3-2-3b-pinned", "RuntimeDrifted=True")
+    sh.k("--context=sim-1", "get", "inferenceservice", "-n", "llama-demo", "-o", READY_COLUMNS)
+    sh.k(
+        "--context=sim-1",
+        "get",
+        "deployment",
+        "llama-3-2-3b-pinned-engine",
+        "-n",
+        "llama-demo",
+        "-o",
+        'jsonpath={.spec.template.spec.containers[0].image}{"\\n"}',
+    )
+    sh.omectl_with(
+        [
+            "runtime",
+            "rollout",
+            "llama-3-2-3b-pinned",
+            "-n",
+            "llama-demo",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--context",
+            "sim-1",
+        ],
+        "runtime rollout llama-3-2-3b-pinned -n llama-demo --context sim-1",
+    )
+    sh.wait_isvc("--context=sim-1", "llama-3-2-3b-pinned", "RuntimeDrifted=False")
+    sh.wait_for(
+        [
+            "--context=sim-1",
+            "get",
+            "deployment",
+            "llama-3-2-3b-pinned-engine",
+            "-n",
+            "llama-demo",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+        ],
+        NEW_IMAGE,
+    )
+    sh.k(
+        "--context=sim-1",
+        "get",
+        "inferenceservice",
+        "llama-3-2-3b-pinned",
+        "-n",
+        "llama-demo",
+        "-o",
+        READY_COLUMNS,
+    )
 
 
 def aim_story(sh: Shell) -> None:
@@ -270,157 +389,7 @@ def main() -> int:
                 "--mem-frac=0.9",
             )
 
-            print(
-                "\n# 2c. On every cluster: the spec's InferenceService and one for the cluster's own GPUs, on simulated"
-            )
-            print("#     GPU nodes (sim-3 has AMD GPUs only, so the spec's NVIDIA engine cannot be placed there):")
-            for server in fleet.fleet.servers:
-                ctx = f"--context={server.name}"
-                if server.name != "sim-1":
-                    sh.k(ctx, "apply", "-f", str(SAMPLES / "clusterbasemodel.yaml"))
-                    sh.k(ctx, "apply", "-f", str(SAMPLES / "isvc.yaml"))
-                sh.k(ctx, "apply", "-f", "-", input=variant_isvc(server.name))
-            sh.k("--context=sim-1", "apply", "-f", "-", input=pinned_isvc())
-            for server in fleet.fleet.servers:
-                gpu = GPU_VARIANTS[server.name][0].lower()
-                sh.kq(
-                    f"--context={server.name}",
-                    "wait",
-                    "inferenceservice",
-                    f"llama-3-2-3b-{gpu}",
-                    "-n",
-                    "llama-demo",
-                    "--for=condition=Ready",
-                    "--timeout=30s",
-                )
-            sh.kq(
-                "--context=sim-3",
-                "wait",
-                "inferenceservice",
-                "llama-3-2-3b-instruct",
-                "-n",
-                "llama-demo",
-                "--for=condition=EngineReady=False",
-                "--timeout=30s",
-            )
-            sh.kq(
-                "--context=sim-1",
-                "wait",
-                "inferenceservice",
-                "llama-3-2-3b-pinned",
-                "-n",
-                "llama-demo",
-                "--for=condition=Ready",
-                "--timeout=30s",
-            )
-            for server in fleet.fleet.servers:
-                sh.k(f"--context={server.name}", "get", "inferenceservice", "-n", "llama-demo", "-o", READY_COLUMNS)
-            sh.k(
-                "--context=sim-3",
-                "get",
-                "inferenceservice",
-                "llama-3-2-3b-instruct",
-                "-n",
-                "llama-demo",
-                "-o",
-                'jsonpath={.status.conditions[?(@.type=="EngineReady")].message}{"\\n"}',
-            )
-            sh.omectl("fleet", "status", "--clusters-dir", str(clusters_dir))
-
-            print("\n# 2d. Before editing the profile: its blast radius across the fleet, and the plan of the edit:")
-            sh.plugin("runtime", "tree", "sglang-profile", "--all-clusters", "--clusters-dir", str(clusters_dir))
-            edit = work / "edited-profile.yaml"
-            edit.write_text(edited_profile())
-            sh.omectl("runtime", "plan", "-f", str(edit), "--cluster", "sim-1", "--clusters-dir", str(clusters_dir))
-
-            print(
-                "\n# 2e. The image bump, applied on every cluster, rolls every autoSync engine; the pinned one drifts:"
-            )
-            for server in fleet.fleet.servers:
-                sh.k(f"--context={server.name}", "apply", "-f", str(edit))
-            for server in fleet.fleet.servers:
-                gpu = GPU_VARIANTS[server.name][0].lower()
-                sh.wait_for(
-                    [
-                        f"--context={server.name}",
-                        "get",
-                        "deployment",
-                        f"llama-3-2-3b-{gpu}-engine",
-                        "-n",
-                        "llama-demo",
-                        "-o",
-                        "jsonpath={.spec.template.spec.containers[0].image}",
-                    ],
-                    NEW_IMAGE,
-                )
-            sh.kq(
-                "--context=sim-1",
-                "wait",
-                "inferenceservice",
-                "llama-3-2-3b-pinned",
-                "-n",
-                "llama-demo",
-                "--for=condition=RuntimeDrifted=True",
-                "--timeout=30s",
-            )
-            sh.k("--context=sim-1", "get", "inferenceservice", "-n", "llama-demo", "-o", READY_COLUMNS)
-            sh.k(
-                "--context=sim-1",
-                "get",
-                "deployment",
-                "llama-3-2-3b-pinned-engine",
-                "-n",
-                "llama-demo",
-                "-o",
-                'jsonpath={.spec.template.spec.containers[0].image}{"\\n"}',
-            )
-            sh.omectl_with(
-                [
-                    "runtime",
-                    "rollout",
-                    "llama-3-2-3b-pinned",
-                    "-n",
-                    "llama-demo",
-                    "--kubeconfig",
-                    str(kubeconfig),
-                    "--context",
-                    "sim-1",
-                ],
-                "runtime rollout llama-3-2-3b-pinned -n llama-demo --context sim-1",
-            )
-            sh.kq(
-                "--context=sim-1",
-                "wait",
-                "inferenceservice",
-                "llama-3-2-3b-pinned",
-                "-n",
-                "llama-demo",
-                "--for=condition=RuntimeDrifted=False",
-                "--timeout=30s",
-            )
-            sh.wait_for(
-                [
-                    "--context=sim-1",
-                    "get",
-                    "deployment",
-                    "llama-3-2-3b-pinned-engine",
-                    "-n",
-                    "llama-demo",
-                    "-o",
-                    "jsonpath={.spec.template.spec.containers[0].image}",
-                ],
-                NEW_IMAGE,
-            )
-            sh.k(
-                "--context=sim-1",
-                "get",
-                "inferenceservice",
-                "llama-3-2-3b-pinned",
-                "-n",
-                "llama-demo",
-                "-o",
-                READY_COLUMNS,
-            )
+            engine_story(sh, [s.name for s in fleet.fleet.servers], clusters_dir, kubeconfig, work)
 
             print("\n# 3. Delete the profile on sim-2: its children report ParentNotFound and keep their last chain:")
             sh.k("--context=sim-2", "delete", "clusterservingruntime", "sglang-profile")

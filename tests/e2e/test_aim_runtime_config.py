@@ -17,12 +17,11 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.embedded.fleet import BackgroundFleet
 from omectl.embedded.simulator import NodePool, SimulatorConfig
-from omectl.settings import Settings
-from tests.support import Kubectl, kubectl_path
+from tests.e2e.conftest import running_fleet
+from tests.support import Kubectl
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "deploy" / "samples" / "aim"
@@ -119,32 +118,12 @@ def env_of(isvc: dict[str, Any]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    base = tmp_path_factory.mktemp("aim")
     simulator = SimulatorConfig(pools=(NodePool(count=4, gpus_per_node=8, gpu_resource="amd.com/gpu"),))
-    bg = BackgroundFleet(EmbeddedFleet(1, name_prefix="aim-", simulator=simulator))
-    bg.start()
-    try:
-        bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))
-        kubeconfig = bg.fleet.write_kubeconfig(base / "fleet.kubeconfig")
-        clusters_dir = base / "clusters"
-        write_registrations(clusters_dir, kubeconfig, [CLUSTER])
-        settings = Settings.load(clusters_dir=clusters_dir, trace_file=base / "traces.jsonl", install_webhooks=False)
-
-        async def start() -> ControllerApp:
-            controller = ControllerApp(settings)
-            await controller.start()
-            await controller.wait_synced(60)
-            return controller
-
-        app = bg.run(start())
-        try:
-            env = Env(bg, app, Kubectl(kubectl_path(), kubeconfig, base / "kube-cache"))
-            env.k("apply", "-f", str(SAMPLES / "00-namespaces.yaml"), "-f", str(SAMPLES / "gateway.yaml"))
-            yield env
-        finally:
-            bg.run(app.stop())
-    finally:
-        bg.stop()
+    base = tmp_path_factory.mktemp("aim")
+    with running_fleet(base, 1, "aim-", simulator=simulator, install_webhooks=False) as fleet:
+        env = Env(fleet.bg, fleet.app, fleet.kubectl)
+        env.k("apply", "-f", str(SAMPLES / "00-namespaces.yaml"), "-f", str(SAMPLES / "gateway.yaml"))
+        yield env
 
 
 # --- Missing default config ----------------------------------------------------------------------------------

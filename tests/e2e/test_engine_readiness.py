@@ -16,13 +16,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from omectl.cli.dev import write_registrations
 from omectl.cli.main import app as omectl_app
-from omectl.controller.app import ControllerApp
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.embedded.fleet import BackgroundFleet
 from omectl.embedded.simulator import NodePool, SimulatorConfig
-from omectl.settings import Settings
-from tests.support import Kubectl, kubectl_path
+from tests.e2e.conftest import running_fleet
+from tests.support import Kubectl
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "deploy" / "samples" / "ome"
@@ -60,34 +58,14 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    base = tmp_path_factory.mktemp("readiness")
     simulator = SimulatorConfig(pools=(NodePool(count=1, gpus_per_node=2, gpu_resource="nvidia.com/gpu"),))
-    bg = BackgroundFleet(EmbeddedFleet(1, name_prefix="ready-", simulator=simulator))
-    bg.start()
-    try:
-        bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))
-        kubeconfig = bg.fleet.write_kubeconfig(base / "fleet.kubeconfig")
-        clusters_dir = base / "clusters"
-        write_registrations(clusters_dir, kubeconfig, [CLUSTER])
-        settings = Settings.load(clusters_dir=clusters_dir, trace_file=base / "traces.jsonl", install_webhooks=False)
-
-        async def start() -> ControllerApp:
-            controller = ControllerApp(settings)
-            await controller.start()
-            await controller.wait_synced(60)
-            return controller
-
-        controller = bg.run(start())
-        try:
-            env = Env(bg, Kubectl(kubectl_path(), kubeconfig, base / "kube-cache"), clusters_dir)
-            env.k("create", "namespace", "llama-demo")
-            for sample in ("clusterbasemodel.yaml", "profile.yaml", "runtime.yaml"):
-                env.k("apply", "-f", str(SAMPLES / sample))
-            yield env
-        finally:
-            bg.run(controller.stop())
-    finally:
-        bg.stop()
+    base = tmp_path_factory.mktemp("readiness")
+    with running_fleet(base, 1, "ready-", simulator=simulator, install_webhooks=False) as fleet:
+        env = Env(fleet.bg, fleet.kubectl, fleet.clusters_dir)
+        env.k("create", "namespace", "llama-demo")
+        for sample in ("clusterbasemodel.yaml", "profile.yaml", "runtime.yaml"):
+            env.k("apply", "-f", str(SAMPLES / sample))
+        yield env
 
 
 def big_isvc() -> str:
