@@ -287,3 +287,385 @@ class AIMService(_AIMResource):
     """Kind of the object."""
     spec: AIMServiceSpec | None = None
     status: AIMServiceStatus | None = None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# v1alpha2: models, profiles, profile sets, profile caches, artifacts and cluster model sources
+#
+# Every kind below consumes a runtime config the way an AIMService does: `spec.runtimeConfigName` ("default" when
+# unset) and, in status, `resolvedRuntimeConfig` plus the `RuntimeConfigReady` / `ConfigValid` conditions. None of
+# their fields has a schema default. See docs/aim-resources.md for what creates each kind and what it creates.
+
+MODEL_VERSIONS: Final = (V1ALPHA2,)
+"""The versions the v1alpha2 kinds (models, profiles, caches, artifacts, sources) are served in."""
+
+ObjectStatus = Literal["Pending", "Progressing", "Ready", "Degraded", "Failed"]
+"""`status.status` of a model, profile, profile set or model source."""
+CacheStatus = Literal["Pending", "Progressing", "Ready", "Failed"]
+"""`status.status` of a profile cache: Progressing while its artifacts download."""
+ArtifactStatus = Literal["Pending", "Downloading", "Ready", "Failed"]
+"""`status.status` of an artifact: it follows its download Job."""
+
+Quantity = Annotated[IntOrString | None, Field(default=None, json_schema_extra={"pattern": QUANTITY_PATTERN})]
+
+
+def _check_quantity(value: IntOrString | None) -> IntOrString | None:
+    if isinstance(value, str) and not re.match(QUANTITY_PATTERN, value):
+        raise ValueError(f"{value!r} is not a quantity (e.g. 100Gi)")
+    return value
+
+
+class ModelSource(_Object):
+    """One set of model files to download (a HuggingFace repository, an S3 prefix, ...): one AIMArtifact each."""
+
+    name: str = Field(min_length=1, max_length=63)
+    """Name of the source, unique within its list; part of the artifact's name."""
+    source_uri: str = Field(min_length=1)
+    """Where the files are, e.g. hf://Qwen/Qwen3-32B or s3://bucket/prefix."""
+    model_id: str | None = None
+    """Model id the inference container knows the files by (mounted at /workspace/cache/<modelId>)."""
+    size: Quantity
+    """Size of the files, a quantity such as 65Gi; the artifact's PVC is this plus the headroom."""
+    env: EnvList
+    """Environment of the download Job for this source; merged by name over the cache's env."""
+
+    @field_validator("size")
+    @classmethod
+    def _quantity(cls, value: IntOrString | None) -> IntOrString | None:
+        return _check_quantity(value)
+
+
+ModelSourceList = Annotated[list[ModelSource] | None, Field(default=None, json_schema_extra=list_map("name"))]
+
+
+class ModelDiscovery(_Object):
+    """Discovery of a model's profiles by a Job that runs the model image."""
+
+    enabled: bool | None = None
+    """Run the discovery Job; true when unset."""
+
+
+class ConsumerStatus(_Object):
+    """What every runtime-config consumer publishes."""
+
+    conditions: ConditionList
+    """RuntimeConfigReady, ConfigValid, Ready and the kind's own conditions."""
+    resolved_runtime_config: ResolvedReference | None = None
+    """The runtime config in use; absent when none resolved."""
+    observed_generation: int | None = None
+    """The metadata.generation this status was computed from."""
+
+
+class AIMModelSpec(_Object):
+    """An AIM model image and the files it serves. Its discovery Job lists the profiles the image supports."""
+
+    image: str = Field(min_length=1)
+    """Container image of the AIM model; the discovery Job and the inference container run it."""
+    runtime_config_name: str | None = None
+    """Name of the AIMRuntimeConfig / AIMClusterRuntimeConfig to use; "default" when unset (and then a missing
+    config is not an error). A cluster model looks the namespaced config up in the operator namespace."""
+    model_sources: ModelSourceList
+    """The model's files; profiles inherit them unless discovery names their own."""
+    env: EnvList
+    """Environment of the discovery Job; merged by name over the runtime config's env."""
+    discovery: ModelDiscovery | None = None
+    """Profile discovery; enabled when unset."""
+
+
+class AIMModelStatus(ConsumerStatus):
+    """Observed state of a model."""
+
+    status: ObjectStatus | None = None
+    """Overall state: Pending until discovery ran, Ready with its profiles, Failed on a missing explicit config or a
+    failed discovery."""
+    profile_count: int | None = None
+    """Number of profiles discovery found."""
+
+
+class AIMClusterModel(_AIMResource):
+    """A cluster-wide AIM model; its discovery Job runs in the operator namespace (AIM_SYSTEM_NAMESPACE) and its
+    profiles are AIMClusterProfiles."""
+
+    api_version: str | None = f"{GROUP}/{V1ALPHA2}"
+    """APIVersion of the object's schema."""
+    kind: str | None = "AIMClusterModel"
+    """Kind of the object."""
+    spec: AIMModelSpec | None = None
+    status: AIMModelStatus | None = None
+
+
+class AIMModel(AIMClusterModel):
+    """An AIM model of one namespace; its discovery Job runs there and its profiles are AIMProfiles."""
+
+    kind: str | None = "AIMModel"
+    """Kind of the object."""
+
+
+class ProfileFields(_Object):
+    """The self-contained runtime configuration of a profile: hardware, precision, goal and environment."""
+
+    profile_id: str | None = None
+    """The id the model image knows the profile by (AIM_PROFILE_ID)."""
+    gpu: str | None = None
+    """GPU model, e.g. MI300X."""
+    gpu_count: int | None = Field(default=None, ge=0)
+    """GPUs per replica."""
+    precision: str | None = None
+    """Numeric precision, e.g. fp8, bf16."""
+    metric: str | None = None
+    """What the profile optimises, e.g. latency or throughput."""
+    container_env: EnvList
+    """Environment of the inference container and of the download Jobs built from this profile; over the runtime
+    config's env, under the artifact's or service's own."""
+    engine_env: EnvList
+    """Engine arguments as environment; over containerEnv, under the artifact's or service's own env."""
+    model_sources: ModelSourceList
+    """The files the profile serves; one artifact each when it is cached."""
+
+
+class AIMProfileSpec(ProfileFields):
+    """A self-contained runtime configuration of a model."""
+
+    model_name: str = Field(min_length=1)
+    """The AIMModel (in the namespace) or AIMClusterModel the profile belongs to."""
+    image: str | None = None
+    """Container image; the model's when unset."""
+    runtime_config_name: str | None = None
+    """Name of the runtime config used when the profile is cached; "default" when unset."""
+    storage_class_name: str | None = None
+    """Storage class of the profile's cache PVCs; wins over the runtime config's defaultStorageClassName."""
+
+
+class AIMProfileStatus(ConsumerStatus):
+    """Observed state of a profile."""
+
+    status: ObjectStatus | None = None
+    """Ready once its runtime config resolves; Failed on a missing explicit config."""
+
+
+class AIMClusterProfile(_AIMResource):
+    """A cluster-wide profile, discovered from an AIMClusterModel."""
+
+    api_version: str | None = f"{GROUP}/{V1ALPHA2}"
+    """APIVersion of the object's schema."""
+    kind: str | None = "AIMClusterProfile"
+    """Kind of the object."""
+    spec: AIMProfileSpec | None = None
+    status: AIMProfileStatus | None = None
+
+
+class AIMProfile(AIMClusterProfile):
+    """A profile of one namespace: discovered from an AIMModel or derived from an AIMProfileSet."""
+
+    kind: str | None = "AIMProfile"
+    """Kind of the object."""
+
+
+class ProfileRef(_Object):
+    """A profile that already exists."""
+
+    kind: Literal["AIMProfile", "AIMClusterProfile"]
+    """AIMProfile (in the set's namespace) or AIMClusterProfile."""
+    name: str = Field(min_length=1)
+    """Name of the profile."""
+
+
+class ProfileSetEntry(ProfileFields):
+    """One profile of a set: derived as AIMProfile <set>-<name>, unless profileRef names an existing profile."""
+
+    name: str = Field(min_length=1, max_length=63)
+    """Name of the entry, unique within the set."""
+    profile_ref: ProfileRef | None = None
+    """The existing profile this entry records (a model's discovered profiles); nothing is derived for it."""
+
+
+class AIMProfileSetSpec(_Object):
+    """A set of profiles of one model."""
+
+    model_name: str = Field(min_length=1)
+    """The AIMModel or AIMClusterModel the profiles belong to."""
+    runtime_config_name: str | None = None
+    """Name of the runtime config; "default" when unset. Copied to the derived profiles."""
+    profiles: Annotated[list[ProfileSetEntry] | None, Field(default=None, json_schema_extra=list_map("name"))]
+    """The profiles of the set."""
+
+
+class AIMProfileSetStatus(ConsumerStatus):
+    """Observed state of a profile set."""
+
+    status: ObjectStatus | None = None
+    """Ready once its runtime config resolves and its profiles exist."""
+    profile_count: int | None = None
+    """Number of profiles in the set."""
+
+
+class AIMProfileSet(_AIMResource):
+    """A set of profiles of a model: a model's discovery result, or a hand-written set from which AIMProfiles are
+    derived."""
+
+    api_version: str | None = f"{GROUP}/{V1ALPHA2}"
+    """APIVersion of the object's schema."""
+    kind: str | None = "AIMProfileSet"
+    """Kind of the object."""
+    spec: AIMProfileSetSpec | None = None
+    status: AIMProfileSetStatus | None = None
+
+
+class AIMProfileCacheSpec(_Object):
+    """The cached files of one profile."""
+
+    profile_name: str = Field(min_length=1)
+    """The profile whose model sources are cached."""
+    profile_scope: Literal["Namespace", "Cluster"] | None = None
+    """Namespace (an AIMProfile in the cache's namespace) or Cluster (an AIMClusterProfile); Namespace when unset."""
+    runtime_config_name: str | None = None
+    """Name of the runtime config (downloader env, storage defaults); "default" when unset. Copied to the
+    artifacts."""
+    storage_class_name: str | None = None
+    """Storage class of the artifacts' PVCs; wins over the runtime config's defaultStorageClassName."""
+    env: EnvList
+    """Environment of the download Jobs; each model source's env is merged over it by name."""
+    model_sources: ModelSourceList
+    """The files to cache; the profile's when unset."""
+    download_image: str | None = None
+    """Image of the download Jobs; the operator's downloader when unset."""
+
+
+class CachedArtifact(_Object):
+    """One artifact of a cache."""
+
+    name: str
+    """Name of the AIMArtifact."""
+    source_name: str | None = None
+    """The model source it downloads."""
+    model_id: str | None = None
+    """Model id of the source."""
+    status: ArtifactStatus | None = None
+    """The artifact's status."""
+    persistent_volume_claim: str | None = None
+    """Its PVC."""
+
+
+class AIMProfileCacheStatus(ConsumerStatus):
+    """Observed state of a profile cache."""
+
+    status: CacheStatus | None = None
+    """Ready when every artifact is Ready; Failed when one failed."""
+    artifacts: Annotated[list[CachedArtifact] | None, Field(default=None, json_schema_extra=list_map("name"))]
+    """The cache's artifacts."""
+
+
+class AIMProfileCache(_AIMResource):
+    """The model files of a profile, downloaded into PVCs by one AIMArtifact per model source."""
+
+    api_version: str | None = f"{GROUP}/{V1ALPHA2}"
+    """APIVersion of the object's schema."""
+    kind: str | None = "AIMProfileCache"
+    """Kind of the object."""
+    spec: AIMProfileCacheSpec | None = None
+    status: AIMProfileCacheStatus | None = None
+
+
+class AIMArtifactSpec(_Object):
+    """One set of model files, downloaded into a PVC by a Job."""
+
+    source_uri: str = Field(min_length=1)
+    """Where the files are, e.g. hf://Qwen/Qwen3-32B."""
+    model_id: str | None = None
+    """Model id the inference container knows the files by."""
+    size: Quantity
+    """Size of the files; the PVC is this plus the runtime config's headroom (10 % when unset), rounded up to Gi."""
+    storage_class_name: str | None = None
+    """Storage class of the PVC; wins over the runtime config's defaultStorageClassName."""
+    env: EnvList
+    """Environment of the download Job: the top layer, over the profile's and the runtime config's env."""
+    download_image: str | None = None
+    """Image of the download Job; ghcr.io/silogen/aim-artifact-downloader:0.2.0 when unset."""
+    runtime_config_name: str | None = None
+    """Name of the runtime config (downloader env, storage defaults); "default" when unset."""
+    profile_name: str | None = None
+    """The profile whose containerEnv/engineEnv the download Job's env takes, when the artifact was made for one."""
+    profile_scope: Literal["Namespace", "Cluster"] | None = None
+    """Namespace (AIMProfile) or Cluster (AIMClusterProfile); Namespace when unset."""
+
+    @field_validator("size")
+    @classmethod
+    def _quantity(cls, value: IntOrString | None) -> IntOrString | None:
+        return _check_quantity(value)
+
+
+class ArtifactDownload(_Object):
+    """Progress of an artifact's download."""
+
+    job: str | None = None
+    """Name of the download Job."""
+    protocol: str | None = None
+    """The protocol in use (the first of the sequence until the downloader reports another)."""
+    protocol_sequence: str | None = None
+    """AIM_DOWNLOADER_PROTOCOL of the Job, e.g. XET,HF_TRANSFER."""
+    attempt: int | None = None
+    """The protocol attempt, from 1."""
+    total_attempts: int | None = None
+    """Number of protocols in the sequence."""
+    message: str | None = None
+    """Last message of the download."""
+
+
+class AIMArtifactStatus(ConsumerStatus):
+    """Observed state of an artifact."""
+
+    status: ArtifactStatus | None = None
+    """Pending until its Job runs, Downloading while it runs, Ready when it completed, Failed when it failed."""
+    persistent_volume_claim: str | None = None
+    """Name of the PVC holding the files."""
+    allocated_size: str | None = None
+    """Size of the PVC, e.g. 72Gi."""
+    download: ArtifactDownload | None = None
+    """Progress of the download."""
+
+
+class AIMArtifact(_AIMResource):
+    """Model files downloaded into a PVC by a Job; the InferenceService mounts them once Ready."""
+
+    api_version: str | None = f"{GROUP}/{V1ALPHA2}"
+    """APIVersion of the object's schema."""
+    kind: str | None = "AIMArtifact"
+    """Kind of the object."""
+    spec: AIMArtifactSpec | None = None
+    status: AIMArtifactStatus | None = None
+
+
+class SourcedModel(AIMModelSpec):
+    """One AIMClusterModel a source creates."""
+
+    name: str = Field(min_length=1, max_length=253)
+    """Name of the AIMClusterModel."""
+
+
+class AIMClusterModelSourceSpec(_Object):
+    """The AIMClusterModels to create. Registry scanning is out of scope: the models are listed here."""
+
+    runtime_config_name: str | None = None
+    """Name of the runtime config (label propagation); "default" when unset. Copied to models that set none."""
+    models: Annotated[list[SourcedModel] | None, Field(default=None, json_schema_extra=list_map("name"))]
+    """The models, each an AIMClusterModel of that name."""
+
+
+class AIMClusterModelSourceStatus(ConsumerStatus):
+    """Observed state of a model source."""
+
+    status: ObjectStatus | None = None
+    """Ready once its models exist."""
+    model_count: int | None = None
+    """Number of AIMClusterModels the source created."""
+
+
+class AIMClusterModelSource(_AIMResource):
+    """A list of AIMClusterModels to create and keep (registry scanning is out of scope)."""
+
+    api_version: str | None = f"{GROUP}/{V1ALPHA2}"
+    """APIVersion of the object's schema."""
+    kind: str | None = "AIMClusterModelSource"
+    """Kind of the object."""
+    spec: AIMClusterModelSourceSpec | None = None
+    status: AIMClusterModelSourceStatus | None = None

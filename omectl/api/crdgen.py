@@ -214,6 +214,63 @@ _AIM_SERVICE_COLUMNS: Final = (
     _AGE,
 )
 _AIM_CATEGORIES: Final = ("aim", "all")
+_AIM_STATUS: Final = _column("Status", "string", ".status.status")
+_AIM_MODEL_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("Image", "string", ".spec.image"),
+    _column("Profiles", "integer", ".status.profileCount", description="Profiles discovery found"),
+    _AGE,
+)
+_AIM_PROFILE_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("Model", "string", ".spec.modelName"),
+    _column("GPU", "string", ".spec.gpu"),
+    _column("GPUs", "integer", ".spec.gpuCount"),
+    _column("Precision", "string", ".spec.precision"),
+    _column("Metric", "string", ".spec.metric"),
+    _AGE,
+)
+_AIM_PROFILE_SET_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("Model", "string", ".spec.modelName"),
+    _column("Profiles", "integer", ".status.profileCount"),
+    _AGE,
+)
+_AIM_PROFILE_CACHE_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("Profile", "string", ".spec.profileName"),
+    _column("Scope", "string", ".spec.profileScope", priority=1),
+    _AGE,
+)
+_AIM_ARTIFACT_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("ModelID", "string", ".spec.modelId"),
+    _column("Size", "string", ".status.allocatedSize", description="Size of the PVC"),
+    _column("PVC", "string", ".status.persistentVolumeClaim"),
+    _column("Protocol", "string", ".status.download.protocol"),
+    _column("Source", "string", ".spec.sourceUri", priority=1),
+    _AGE,
+)
+_AIM_SOURCE_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("Models", "integer", ".status.modelCount"),
+    _AGE,
+)
+
+
+_AIM_V1ALPHA2_KINDS: Final[
+    tuple[tuple[type[ome.Resource], Literal["Namespaced", "Cluster"], tuple[dict[str, Any], ...], tuple[str, ...]], ...]
+] = (
+    (aim.AIMModel, "Namespaced", _AIM_MODEL_COLUMNS, ("aimmdl",)),
+    (aim.AIMClusterModel, "Cluster", _AIM_MODEL_COLUMNS, ("aimclmdl",)),
+    (aim.AIMProfile, "Namespaced", _AIM_PROFILE_COLUMNS, ()),
+    (aim.AIMClusterProfile, "Cluster", _AIM_PROFILE_COLUMNS, ()),
+    (aim.AIMProfileSet, "Namespaced", _AIM_PROFILE_SET_COLUMNS, ()),
+    (aim.AIMProfileCache, "Namespaced", _AIM_PROFILE_CACHE_COLUMNS, ()),
+    (aim.AIMArtifact, "Namespaced", _AIM_ARTIFACT_COLUMNS, ("aimart",)),
+    (aim.AIMClusterModelSource, "Cluster", _AIM_SOURCE_COLUMNS, ("aimclsrc",)),
+)
+"""The v1alpha2 consumers: model, scope, printer columns, short names (upstream's where it has the kind)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -285,6 +342,20 @@ CRDS: Final = (
         group=aim.GROUP,
         versions=aim.SERVICE_VERSIONS,
         categories=_AIM_CATEGORIES,
+    ),
+    *(
+        CRDDefinition(
+            model,
+            model.__name__,
+            f"{model.__name__.lower()}s",
+            scope,
+            columns,
+            short,
+            group=aim.GROUP,
+            versions=aim.MODEL_VERSIONS,
+            categories=_AIM_CATEGORIES,
+        )
+        for model, scope, columns, short in _AIM_V1ALPHA2_KINDS
     ),
 )
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.api import aim, crdgen
+from omectl.api import aim, crdgen, ome
 from omectl.embedded.fleet import apply_document, manifest_documents
 from omectl.embedded.server import EmbeddedAPIServer
 from tests.api.test_crds import CRDS_PATH, STRICT, TABLE, committed_crd, schema_nodes
@@ -38,10 +38,12 @@ SCENARIOS = (
     "label-propagation",
     "cost-tracking",
     "missing-config",
+    "models-and-caching",
 )
 
 AIM_CRDS = tuple(d for d in crdgen.CRDS if d.group == aim.GROUP)
-CLUSTER_CONFIG, NS_CONFIG, SERVICE = AIM_CRDS
+CLUSTER_CONFIG, NS_CONFIG, SERVICE = AIM_CRDS[:3]
+V1ALPHA2_CRDS = AIM_CRDS[3:]
 LAYERED = ("storage", "routing", "env", "labelPropagation", "defaultStorageClassName", "pvcHeadroomPercent")
 
 AIM = "/apis/aim.eai.amd.com"
@@ -94,11 +96,19 @@ async def installed(raw: RawClient) -> None:
 # -- the generator: AIM CRDs, versions, names; --check leaves thirdparty/ alone ----------------------------
 
 
-def test_generator_knows_the_three_aim_crds_by_file_name() -> None:
+def test_generator_knows_the_aim_crds_by_file_name() -> None:
     assert [d.file_name for d in AIM_CRDS] == [
         "aim.eai.amd.com_aimclusterruntimeconfigs.yaml",
         "aim.eai.amd.com_aimruntimeconfigs.yaml",
         "aim.eai.amd.com_aimservices.yaml",
+        "aim.eai.amd.com_aimmodels.yaml",
+        "aim.eai.amd.com_aimclustermodels.yaml",
+        "aim.eai.amd.com_aimprofiles.yaml",
+        "aim.eai.amd.com_aimclusterprofiles.yaml",
+        "aim.eai.amd.com_aimprofilesets.yaml",
+        "aim.eai.amd.com_aimprofilecaches.yaml",
+        "aim.eai.amd.com_aimartifacts.yaml",
+        "aim.eai.amd.com_aimclustermodelsources.yaml",
     ]
     assert {p.name for p in CRD_DIR.glob("*.yaml")} == {d.file_name for d in crdgen.CRDS}
 
@@ -246,11 +256,7 @@ def sample_docs() -> Iterator[tuple[str, dict[str, Any]]]:
             yield str(path.relative_to(SAMPLES)), doc
 
 
-MODELS: dict[str, type[aim.AIMClusterRuntimeConfig] | type[aim.AIMService]] = {
-    "AIMClusterRuntimeConfig": aim.AIMClusterRuntimeConfig,
-    "AIMRuntimeConfig": aim.AIMRuntimeConfig,
-    "AIMService": aim.AIMService,
-}
+MODELS: dict[str, type[ome.Resource]] = {d.kind: d.model for d in AIM_CRDS}
 
 
 @pytest.mark.parametrize(
@@ -628,3 +634,176 @@ def test_thirdparty_files_are_minimal_stand_ins_with_a_header() -> None:
         assert [v["subresources"] for v in spec["versions"]] == [{"status": {}}]
     (kserve,) = load(OUR_THIRDPARTY[0])
     assert "shortNames" not in kserve["spec"]["names"]  # `isvc` belongs to ome.io
+
+
+# -- v1alpha2 models, profiles, profile sets, caches, artifacts and model sources -----------------------------
+
+V1ALPHA2_KINDS = (
+    ("AIMModel", "Namespaced", ("aimmdl",)),
+    ("AIMClusterModel", "Cluster", ("aimclmdl",)),
+    ("AIMProfile", "Namespaced", ()),
+    ("AIMClusterProfile", "Cluster", ()),
+    ("AIMProfileSet", "Namespaced", ()),
+    ("AIMProfileCache", "Namespaced", ()),
+    ("AIMArtifact", "Namespaced", ("aimart",)),
+    ("AIMClusterModelSource", "Cluster", ("aimclsrc",)),
+)
+OWN_STATUS = {
+    "AIMModel": {"profileCount"},
+    "AIMClusterModel": {"profileCount"},
+    "AIMProfile": set(),
+    "AIMClusterProfile": set(),
+    "AIMProfileSet": {"profileCount"},
+    "AIMProfileCache": {"artifacts"},
+    "AIMArtifact": {"persistentVolumeClaim", "allocatedSize", "download"},
+    "AIMClusterModelSource": {"modelCount"},
+}
+
+
+def openapi(definition: crdgen.CRDDefinition) -> dict[str, Any]:
+    schema: dict[str, Any] = aim_crd(definition)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+@pytest.mark.parametrize(
+    ("definition", "expected"),
+    list(zip(V1ALPHA2_CRDS, V1ALPHA2_KINDS, strict=True)),
+    ids=[k for k, _, _ in V1ALPHA2_KINDS],
+)
+def test_v1alpha2_kinds_names_scope_and_common_fields(
+    definition: crdgen.CRDDefinition, expected: tuple[str, str, tuple[str, ...]]
+) -> None:
+    kind, scope, short = expected
+    crd = aim_crd(definition)
+    spec = crd["spec"]
+    assert (definition.kind, spec["scope"]) == (kind, scope)
+    names = {
+        "kind": kind,
+        "listKind": f"{kind}List",
+        "plural": f"{kind.lower()}s",
+        "singular": kind.lower(),
+        "categories": ["aim", "all"],
+    }
+    if short:
+        names["shortNames"] = list(short)
+    assert spec["names"] == names
+    assert [v["name"] for v in spec["versions"]] == ["v1alpha2"]
+    (version,) = spec["versions"]
+    assert version["subresources"] == {"status": {}}
+    columns = [c["name"] for c in version["additionalPrinterColumns"]]
+    assert columns[0] == "Status" and columns[-1] == "Age"
+    schema = openapi(definition)["properties"]
+    assert schema["spec"]["properties"]["runtimeConfigName"]["type"] == "string"
+    status = schema["status"]["properties"]
+    assert set(status) == {"status", "conditions", "resolvedRuntimeConfig", "observedGeneration"} | OWN_STATUS[kind]
+    assert status["resolvedRuntimeConfig"]["properties"].keys() == {"kind", "name", "namespace", "scope", "uid"}
+    assert status["conditions"]["x-kubernetes-list-map-keys"] == ["type"]
+
+
+def test_v1alpha2_spec_fields() -> None:
+    by_kind = {d.kind: openapi(d)["properties"]["spec"] for d in V1ALPHA2_CRDS}
+    assert by_kind["AIMModel"]["required"] == ["image"]
+    assert by_kind["AIMModel"]["properties"].keys() == {
+        "image",
+        "runtimeConfigName",
+        "modelSources",
+        "env",
+        "discovery",
+    }
+    source = by_kind["AIMModel"]["properties"]["modelSources"]
+    assert source["x-kubernetes-list-map-keys"] == ["name"]
+    assert source["items"]["required"] == ["name", "sourceUri"]
+    assert source["items"]["properties"].keys() == {"name", "sourceUri", "modelId", "size", "env"}
+    profile = by_kind["AIMProfile"]["properties"]
+    assert profile.keys() >= {"modelName", "containerEnv", "engineEnv", "gpu", "gpuCount", "precision", "metric"}
+    for env in ("containerEnv", "engineEnv"):
+        assert profile[env]["x-kubernetes-list-map-keys"] == ["name"]
+    assert by_kind["AIMProfileSet"]["properties"]["profiles"]["items"]["required"] == ["name"]
+    cache = by_kind["AIMProfileCache"]["properties"]
+    assert cache["profileScope"]["enum"] == ["Namespace", "Cluster"]
+    assert cache.keys() >= {"profileName", "storageClassName", "env", "modelSources", "runtimeConfigName"}
+    artifact = by_kind["AIMArtifact"]
+    assert artifact["required"] == ["sourceUri"]
+    assert artifact["properties"].keys() >= {"sourceUri", "modelId", "size", "storageClassName", "env", "downloadImage"}
+    assert artifact["properties"]["size"]["x-kubernetes-int-or-string"] is True
+    assert by_kind["AIMClusterModelSource"]["properties"]["models"]["items"]["required"] == ["image", "name"]
+    download = openapi(V1ALPHA2_CRDS[6])["properties"]["status"]["properties"]["download"]["properties"]
+    assert download.keys() == {"job", "protocol", "protocolSequence", "attempt", "totalAttempts", "message"}
+
+
+async def test_every_v1alpha2_sample_is_created_and_stored_whole(raw: RawClient, installed: None) -> None:
+    for path in sorted((SAMPLES / "models-and-caching").glob("*.yaml")):
+        for doc in load(path):
+            group_version = doc["apiVersion"]
+            plural = doc["kind"].lower() + "s"
+            ns = f"namespaces/{doc['metadata']['namespace']}/" if doc["metadata"].get("namespace") else ""
+            reply = await raw.post(f"/apis/{group_version}/{ns}{plural}{STRICT}", doc)
+            assert reply.status == 201, (path.name, reply.body)
+            assert reply.body["spec"] == doc["spec"]
+    for definition in V1ALPHA2_CRDS:
+        listed = await raw.get(f"{AIM}/v1alpha2/{definition.plural}")
+        assert listed.status == 200 and listed.body["items"], definition.kind
+
+
+@pytest.mark.parametrize(
+    ("plural", "spec", "message"),
+    [
+        ("aimartifacts", {"size": "10Gi"}, "spec.sourceUri: Required value"),
+        ("aimartifacts", {"sourceUri": "hf://x", "size": "lots"}, "spec.size: Invalid value"),
+        ("aimmodels", {"modelSources": []}, "spec.image: Required value"),
+        ("aimprofilecaches", {"profileName": "p", "profileScope": "Galaxy"}, "spec.profileScope: Unsupported value"),
+        ("aimprofiles", {"modelName": "m", "gpuCount": -1}, "spec.gpuCount: Invalid value: -1"),
+    ],
+)
+async def test_invalid_v1alpha2_objects_are_rejected(
+    raw: RawClient, installed: None, plural: str, spec: dict[str, Any], message: str
+) -> None:
+    body = {"apiVersion": "aim.eai.amd.com/v1alpha2", "metadata": {"name": "bad", "namespace": "ml-team"}, "spec": spec}
+    reply = await raw.post(f"{AIM}/v1alpha2/{ML_TEAM}/{plural}", body)
+    assert reply.status == 422, reply.body
+    assert message in reply.body["message"]
+
+
+@pytest.mark.kubectl
+async def test_artifact_status_subresource_columns_and_short_names(
+    raw: RawClient, installed: None, kubectl: Kubectl
+) -> None:
+    await kubectl.arun("apply", "-f", str(SAMPLES / "models-and-caching"))
+    url = f"{AIM}/v1alpha2/{ML_TEAM}/aimartifacts/qwen3-32b-weights"
+    created = (await raw.get(url)).body
+    status = {
+        "status": "Ready",
+        "observedGeneration": 1,
+        "conditions": [
+            {"type": "RuntimeConfigReady", "status": "True", "reason": "DefaultConfigNotFound", "message": ""},
+            {"type": "Ready", "status": "True", "reason": "ArtifactReady", "message": "Complete"},
+        ],
+        "persistentVolumeClaim": "qwen3-32b-weights-cache-0123abcd",
+        "allocatedSize": "72Gi",
+        "download": {
+            "job": "qwen3-32b-weights-download-0123abcd",
+            "protocol": "XET",
+            "protocolSequence": "XET,HTTP",
+            "attempt": 1,
+            "totalAttempts": 2,
+            "message": "Complete",
+        },
+    }
+    reply = await raw.put(f"{url}/status{STRICT}", {**created, "status": status})
+    assert reply.status == 200, reply.body
+    assert reply.body["status"] == status
+
+    _, out, _ = await kubectl.arun("get", "aimart", "-n", "ml-team")
+    header, row = (line.split() for line in out.strip().splitlines())
+    assert header == ["NAME", "STATUS", "MODELID", "SIZE", "PVC", "PROTOCOL", "AGE"]
+    assert row[:6] == ["qwen3-32b-weights", "Ready", "Qwen/Qwen3-32B", "72Gi", status["persistentVolumeClaim"], "XET"]
+    for short, name in (("aimclsrc", "amd-catalog"), ("aimclmdl", "qwen-qwen3-32b"), ("aimmdl", "qwen")):
+        _, out, _ = await kubectl.arun("get", short, "-n", "ml-team", "-o", "name")
+        assert out.strip().endswith(f"/{name}"), short
+    _, out, _ = await kubectl.arun("get", "aimprofiles", "-n", "ml-team")
+    header, row = (line.split() for line in out.strip().splitlines())
+    assert header == ["NAME", "STATUS", "MODEL", "GPU", "GPUS", "PRECISION", "METRIC", "AGE"]
+    assert row[0] == "qwen-mi300x-fp8" and row[1:6] == ["qwen", "MI300X", "1", "fp8", "latency"]
+    _, out, _ = await kubectl.arun("get", "aim", "-n", "ml-team", "-o", "name")
+    kinds = {line.split("/")[0] for line in out.split()}
+    assert {"aimmodel.aim.eai.amd.com", "aimprofileset.aim.eai.amd.com", "aimartifact.aim.eai.amd.com"} <= kinds

@@ -12,4 +12,14 @@
 - `kserve`: rendering the InferenceService and the model-cache PVC.
 - `status`: rolling components up into conditions and `status.status`.
 - `validation`: admission checks for runtime configs and inline configs.
+
+The v1alpha2 path (docs/aim-resources.md):
+
+- `consumers`: kinds, names, the propagation graph (`propagate_edge`) and the runtime-config part of every consumer's
+  status (`consumer_status`).
+- `caches`: AIMService → AIMProfileCache → AIMArtifacts, and the cache's status.
+- `artifacts`: an AIMArtifact's PVC and download Job, its status from the Job, mounting Ready artifacts.
+- `discovery`: a model's discovery Job, its result ConfigMap, the profiles and the profile set made from it.
+- `profiles`: profiles derived from an AIMProfileSet.
+- `sources`: AIMClusterModels listed by an AIMClusterModelSource.
 """

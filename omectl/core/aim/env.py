@@ -10,8 +10,8 @@ replaces the entry of the same name whole, in place, and new names are appended 
 2. The resolved runtime config's `env`: cluster < namespace (< the AIMService's inline `spec.runtimeConfig.env`),
    already merged by `omectl.core.aim.layers`.
 3. The profile (AIMProfile / AIMClusterProfile), when the workload is built from one: `spec.containerEnv`, then
-   `spec.engineEnv` over it for the inference container (engine arguments as env); `spec.containerEnv` only for a
-   download Job (engine arguments mean nothing to the downloader).
+   `spec.engineEnv` over it (engine arguments as env), for the inference container and for a download Job alike
+   (the spec's "AIMProfile.spec.containerEnv / engineEnv" layer of the merge precedence).
 4. The workload's owner: `AIMArtifact.spec.env` for a download Job, `AIMService.spec.env` for the inference
    container.
 
@@ -89,7 +89,8 @@ def download_job_env(
     *,
     expected_size_bytes: int | None = None,
 ) -> EnvList:
-    """Env of an AIMArtifact's download Job: defaults < config env < profile `containerEnv` < artifact `spec.env`."""
+    """Env of an AIMArtifact's download Job, the spec's merge precedence: operator defaults < config env (cluster <
+    namespace, already merged) < profile `containerEnv` < profile `engineEnv` < artifact `spec.env`."""
     metadata = _mapping(artifact.get("metadata"))
     defaults = download_job_defaults(
         str(metadata.get("name") or ""), str(metadata.get("namespace") or ""), expected_size_bytes
@@ -98,6 +99,7 @@ def download_job_env(
         defaults,
         _env(config.get("env")),
         _env(_spec(profile).get("containerEnv")),
+        _env(_spec(profile).get("engineEnv")),
         _env(_spec(artifact).get("env")),
     )
 

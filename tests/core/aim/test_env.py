@@ -82,9 +82,14 @@ def test_download_env_order_and_every_layer() -> None:
     ]
 
 
-def test_download_env_ignores_the_profiles_engine_env() -> None:
+def test_download_env_takes_the_profiles_engine_env_over_its_container_env() -> None:
     profile = {"spec": {"engineEnv": [{"name": "AIM_DOWNLOADER_PROTOCOL", "value": "ENGINE"}]}}
-    assert env_value(download_job_env(ARTIFACT, {}, profile), "AIM_DOWNLOADER_PROTOCOL") == "XET,HF_TRANSFER"
+    assert env_value(download_job_env(ARTIFACT, {}, profile), "AIM_DOWNLOADER_PROTOCOL") == "ENGINE"
+    profile["spec"]["containerEnv"] = [{"name": "AIM_DOWNLOADER_PROTOCOL", "value": "CONTAINER"}]
+    assert env_value(download_job_env(ARTIFACT, CONFIG, profile), "AIM_DOWNLOADER_PROTOCOL") == "ENGINE"
+    assert (
+        env_value(download_job_env(with_env(ARTIFACT, OWN), CONFIG, profile), "AIM_DOWNLOADER_PROTOCOL") == "XET,HTTP"
+    )
 
 
 SERVICE = {"metadata": {"name": "qwen-chat", "namespace": "ml-team"}, "spec": {}}

@@ -1,0 +1,368 @@
+"""An AIMArtifact's children and status: its PVC, its download Job, and how its status follows the Job
+(docs/aim-resources.md; upstream facts §4, §6).
+
+PVC (`render_artifact_pvc`): name `<artifact>-cache-<hash8(uid)>`, access mode ReadWriteMany, size
+`ceil_Gi(size * (1 + headroom/100))` (at least 1Gi) where headroom = the config's `storage.pvcHeadroomPercent` >
+its deprecated top-level `pvcHeadroomPercent` > 10 (a present 0 counts); storage class = the artifact's
+`spec.storageClassName` > the config's `storage.defaultStorageClassName` > its deprecated top-level
+`defaultStorageClassName` > unset (the cluster's default class). No `spec.size`, no PVC (upstream's check-size Job is
+out of scope). Labels `app.kubernetes.io/component: artifact-cache`, `aim.eai.amd.com/artifact`, plus the artifact's
+labels propagated with the artifact's config. Owned by the artifact.
+
+Download Job (`render_download_job`): name `<artifact>-download-<hash8(uid)>` (at most 63 characters), backoffLimit 2,
+ttlSecondsAfterFinished 600; one container `downloader`, image `spec.downloadImage` >
+`ghcr.io/silogen/aim-artifact-downloader:0.2.0`, args `[spec.sourceUri]`, the PVC at `/cache`, restartPolicy Never.
+Env (`omectl.core.aim.env.download_job_env`), highest first, each layer merged by name:
+`AIMArtifact.spec.env` > the profile's `engineEnv` > its `containerEnv` > the resolved config's `env` (namespace over
+cluster) > operator defaults (`AIM_DOWNLOADER_PROTOCOL=XET,HF_TRANSFER`, `TMPDIR`, `HF_HOME`, `EXPECTED_SIZE_BYTES`,
+`MOUNT_PATH`, `ARTIFACT_NAME`, `ARTIFACT_NAMESPACE`, `STALL_TIMEOUT`, `TARGET_DIR`). Labels
+`app.kubernetes.io/component: download`, `aim.eai.amd.com/component: download`, `aim.eai.amd.com/artifact`, and the
+artifact's labels propagated with the artifact's config, on the Job and on its pod template. Owned by the artifact.
+
+Status (`artifact_status`) follows the Job: none yet → Pending; running → Downloading; `Complete=True` → Ready;
+`Failed=True` → Failed. A Ready artifact whose Job was cleaned up by its TTL stays Ready. Conditions `StorageReady`
+(the PVC is Bound), `DownloadReady` and `Ready`; the runtime-config part is laid over it by
+`omectl.core.aim.consumers.consumer_status`.
+
+The InferenceService mounts Ready artifacts (`mount_artifacts`): each one's PVC read-only at
+`/workspace/cache/<modelId>` (the artifact's name when it has no modelId).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Any, Final
+
+from omectl.core.aim.consumers import (
+    AIM_COMPONENT_LABEL,
+    ARTIFACT_LABEL,
+    base_labels,
+    bounded_name,
+    dns_label,
+    hash8,
+    owner_reference,
+    propagate_edge,
+    spec_of,
+    status_of,
+    text,
+    uid_of,
+)
+from omectl.core.aim.env import CACHE_MOUNT_PATH, DOWNLOADER_PROTOCOL, INFERENCE_CACHE_PATH, download_job_env
+from omectl.core.aim.layers import copy_json
+from omectl.core.aim.meta import name_of, namespace_of
+
+DEFAULT_DOWNLOAD_IMAGE: Final = "ghcr.io/silogen/aim-artifact-downloader:0.2.0"
+DEFAULT_HEADROOM_PERCENT: Final = 10
+DOWNLOAD_BACKOFF_LIMIT: Final = 2
+DOWNLOAD_TTL_SECONDS: Final = 600
+ACCESS_MODES: Final = ("ReadWriteMany",)
+CACHE_VOLUME: Final = "cache"
+DOWNLOADER_CONTAINER: Final = "downloader"
+PVC_COMPONENT: Final = "artifact-cache"
+DOWNLOAD_COMPONENT: Final = "download"
+GI: Final = 1 << 30
+
+PENDING: Final = "Pending"
+DOWNLOADING: Final = "Downloading"
+READY: Final = "Ready"
+FAILED: Final = "Failed"
+
+_QUANTITY: Final = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")
+_SUFFIX: Final[Mapping[str, Fraction]] = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(1 << 10),
+    "Mi": Fraction(1 << 20),
+    "Gi": Fraction(1 << 30),
+    "Ti": Fraction(1 << 40),
+    "Pi": Fraction(1 << 50),
+    "Ei": Fraction(1 << 60),
+}
+
+
+# -- sizes and storage -----------------------------------------------------------------------------------
+
+
+def parse_quantity(value: Any) -> Fraction:
+    """A Kubernetes quantity (`65Gi`, `1.5T`, `500M`, `1e9`, an integer) as an exact number."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fraction(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a quantity")
+    match = _QUANTITY.match(value.strip())
+    if match is None:
+        raise ValueError(f"{value!r} is not a quantity (e.g. 100Gi)")
+    number, suffix = match.group(1), match.group(2) or ""
+    try:
+        base = Fraction(Decimal(number))
+    except InvalidOperation as error:  # pragma: no cover - the pattern admits only decimals
+        raise ValueError(f"{value!r} is not a quantity") from error
+    if suffix[:1] in ("e", "E"):
+        return base * Fraction(10) ** int(suffix[1:])
+    return base * _SUFFIX[suffix]
+
+
+def size_bytes(artifact: Mapping[str, Any]) -> int | None:
+    """`spec.size` in bytes (rounded up), or None when unset."""
+    size = spec_of(artifact).get("size")
+    if size is None or size == "":
+        return None
+    return math.ceil(parse_quantity(size))
+
+
+def headroom_percent(config: Mapping[str, Any]) -> int:
+    """`storage.pvcHeadroomPercent` > deprecated top-level `pvcHeadroomPercent` > 10."""
+    for value in (_mapping(config.get("storage")).get("pvcHeadroomPercent"), config.get("pvcHeadroomPercent")):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return DEFAULT_HEADROOM_PERCENT
+
+
+def pvc_size_gi(size: int, headroom: int) -> int:
+    """`ceil_Gi(size * (1 + headroom/100))`, at least 1."""
+    return max(1, math.ceil(Fraction(size * (100 + headroom), 100 * GI)))
+
+
+def storage_class_name(artifact: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
+    """Artifact `spec.storageClassName` > config `storage.defaultStorageClassName` > deprecated top-level
+    `defaultStorageClassName` > None (the cluster's default class)."""
+    for value in (
+        spec_of(artifact).get("storageClassName"),
+        _mapping(config.get("storage")).get("defaultStorageClassName"),
+        config.get("defaultStorageClassName"),
+    ):
+        if text(value):
+            return str(value)
+    return None
+
+
+# -- children --------------------------------------------------------------------------------------------
+
+
+def pvc_name(artifact: Mapping[str, Any]) -> str:
+    return f"{name_of(artifact)}-cache-{hash8(uid_of(artifact))}"
+
+
+def download_job_name(artifact: Mapping[str, Any]) -> str:
+    return bounded_name(name_of(artifact), f"-download-{hash8(uid_of(artifact))}")
+
+
+def render_artifact_pvc(artifact: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The artifact's PVC (module docstring), or None when its size is unknown. `config` is the artifact's resolved
+    runtime config."""
+    size = size_bytes(artifact)
+    if size is None:
+        return None
+    spec: dict[str, Any] = {
+        "accessModes": list(ACCESS_MODES),
+        "resources": {"requests": {"storage": f"{pvc_size_gi(size, headroom_percent(config))}Gi"}},
+    }
+    storage_class = storage_class_name(artifact, config)
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": pvc_name(artifact),
+            "namespace": namespace_of(artifact),
+            "labels": base_labels(PVC_COMPONENT, {ARTIFACT_LABEL: name_of(artifact)}),
+            "ownerReferences": [owner_reference(artifact)],
+        },
+        "spec": spec,
+    }
+    return propagate_edge(artifact, pvc, config)
+
+
+def render_download_job(
+    artifact: Mapping[str, Any], config: Mapping[str, Any], profile: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The artifact's download Job (module docstring). `config` is the artifact's resolved runtime config, `profile`
+    the AIMProfile / AIMClusterProfile named by `spec.profileName`, when there is one."""
+    spec = spec_of(artifact)
+    source = text(spec.get("sourceUri"))
+    if source is None:
+        raise ValueError(f"AIMArtifact {name_of(artifact)!r} has no spec.sourceUri")
+    labels = base_labels(
+        DOWNLOAD_COMPONENT, {AIM_COMPONENT_LABEL: DOWNLOAD_COMPONENT, ARTIFACT_LABEL: name_of(artifact)}
+    )
+    container = {
+        "name": DOWNLOADER_CONTAINER,
+        "image": text(spec.get("downloadImage")) or DEFAULT_DOWNLOAD_IMAGE,
+        "args": [source],
+        "env": download_job_env(artifact, config, profile, expected_size_bytes=size_bytes(artifact)),
+        "volumeMounts": [{"name": CACHE_VOLUME, "mountPath": CACHE_MOUNT_PATH}],
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": download_job_name(artifact),
+            "namespace": namespace_of(artifact),
+            "labels": dict(labels),
+            "ownerReferences": [owner_reference(artifact)],
+        },
+        "spec": {
+            "backoffLimit": DOWNLOAD_BACKOFF_LIMIT,
+            "ttlSecondsAfterFinished": DOWNLOAD_TTL_SECONDS,
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [container],
+                    "volumes": [{"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": pvc_name(artifact)}}],
+                },
+            },
+        },
+    }
+    return propagate_edge(artifact, job, config)
+
+
+def download_job_due(artifact: Mapping[str, Any]) -> bool:
+    """Whether the controller should (re)create the download Job: the size is known and the artifact is not Ready
+    (a Ready artifact's Job may be gone after its TTL)."""
+    return size_bytes(artifact) is not None and status_of(artifact).get("status") != READY
+
+
+# -- status ----------------------------------------------------------------------------------------------
+
+
+def job_condition(job: Mapping[str, Any] | None, condition_type: str) -> Mapping[str, Any] | None:
+    """The Job's condition of that type when it is True."""
+    for condition in status_of(job).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == condition_type:
+            return condition if condition.get("status") == "True" else None
+    return None
+
+
+def protocol_sequence(job: Mapping[str, Any] | None) -> str | None:
+    """`AIM_DOWNLOADER_PROTOCOL` of the Job's downloader container."""
+    template = _mapping(spec_of(job).get("template"))
+    for container in _mapping(template.get("spec")).get("containers") or ():
+        for item in _mapping(container).get("env") or ():
+            if isinstance(item, Mapping) and item.get("name") == DOWNLOADER_PROTOCOL:
+                return text(item.get("value"))
+    return None
+
+
+def artifact_status(
+    artifact: Mapping[str, Any], job: Mapping[str, Any] | None, pvc: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The artifact's own status (module docstring): `status`, `persistentVolumeClaim`, `allocatedSize`,
+    `download{job, protocol, protocolSequence, attempt, totalAttempts, message}` and conditions `StorageReady`,
+    `DownloadReady`, `Ready`. `job` and `pvc` are the live objects, or None."""
+    out: dict[str, Any] = {}
+    if pvc is not None:
+        out["persistentVolumeClaim"] = name_of(pvc)
+        requested = _mapping(_mapping(spec_of(pvc).get("resources")).get("requests")).get("storage")
+        if text(requested):
+            out["allocatedSize"] = requested
+        bound = status_of(pvc).get("phase") == "Bound"
+        storage = _cond("StorageReady", bound, "PVCBound" if bound else "PVCPending", f"PVC {name_of(pvc)}")
+    elif size_bytes(artifact) is None:
+        storage = _cond("StorageReady", False, "SizeUnknown", "spec.size is not set; the PVC cannot be sized")
+    else:
+        storage = _cond("StorageReady", False, "PVCNotFound", "The PVC is not created yet")
+
+    sequence = protocol_sequence(job)
+    protocols = [p.strip() for p in (sequence or "").split(",") if p.strip()]
+    download: dict[str, Any] = {}
+    if job is not None:
+        download["job"] = name_of(job)
+    if sequence is not None:
+        download["protocolSequence"] = sequence
+        download["totalAttempts"] = len(protocols)
+
+    failed = job_condition(job, "Failed")
+    complete = job_condition(job, "Complete")
+    previous = status_of(artifact)
+    if failed is not None:
+        status, reason, message = FAILED, "DownloadFailed", str(failed.get("message") or "The download Job failed")
+        if protocols:
+            download.update(protocol=protocols[-1], attempt=len(protocols))
+    elif complete is not None:
+        status, reason, message = READY, "DownloadComplete", "Complete"
+        if protocols:
+            download.update(protocol=protocols[0], attempt=1)
+    elif job is not None:
+        status, reason, message = DOWNLOADING, "Downloading", "Downloading"
+        if protocols:
+            download.update(protocol=protocols[0], attempt=1)
+    elif previous.get("status") == READY:
+        status, reason, message = READY, "DownloadComplete", "Complete"
+        download = dict(_mapping(previous.get("download")))
+    elif size_bytes(artifact) is None:
+        status, reason, message = PENDING, "SizeUnknown", "spec.size is not set"
+    else:
+        status, reason, message = PENDING, "DownloadPending", "The download Job is not created yet"
+    download["message"] = message
+
+    out["status"] = status
+    out["download"] = download
+    ready = status == READY
+    out["conditions"] = [
+        storage,
+        _cond("DownloadReady", ready, reason, message),
+        _cond("Ready", ready, "ArtifactReady" if ready else reason, message),
+    ]
+    return out
+
+
+# -- the InferenceService's mounts -----------------------------------------------------------------------
+
+
+def artifact_mount_path(artifact: Mapping[str, Any]) -> str:
+    model_id = text(spec_of(artifact).get("modelId"))
+    return f"{INFERENCE_CACHE_PATH}/{model_id or name_of(artifact)}"
+
+
+def artifact_volumes(artifacts: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """`(volumes, volumeMounts)` for the Ready artifacts (those with `status.status: Ready` and a PVC), in name
+    order: volume `artifact-<name>` (at most 63 characters), mounted read-only at `/workspace/cache/<modelId>`."""
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    for artifact in sorted(artifacts, key=name_of):
+        status = status_of(artifact)
+        claim = text(status.get("persistentVolumeClaim"))
+        if status.get("status") != READY or claim is None:
+            continue
+        volume = bounded_name(f"artifact-{dns_label(name_of(artifact))}")
+        volumes.append({"name": volume, "persistentVolumeClaim": {"claimName": claim, "readOnly": True}})
+        mounts.append({"name": volume, "mountPath": artifact_mount_path(artifact), "readOnly": True})
+    return volumes, mounts
+
+
+def mount_artifacts(
+    inference_service: Mapping[str, Any], artifacts: Sequence[Mapping[str, Any]], container: str = "kserve-container"
+) -> dict[str, Any]:
+    """A copy of a rendered InferenceService with the Ready artifacts' PVCs mounted into its `container`."""
+    out: dict[str, Any] = copy_json(inference_service)
+    volumes, mounts = artifact_volumes(artifacts)
+    if not volumes:
+        return out
+    predictor = out.setdefault("spec", {}).setdefault("predictor", {})
+    predictor["volumes"] = [*(predictor.get("volumes") or []), *volumes]
+    for item in predictor.get("containers") or []:
+        if item.get("name") == container:
+            item["volumeMounts"] = [*(item.get("volumeMounts") or []), *mounts]
+    return out
+
+
+def _cond(condition_type: str, status: bool, reason: str, message: str) -> dict[str, str]:
+    return {"type": condition_type, "status": "True" if status else "False", "reason": reason, "message": message}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
