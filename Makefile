@@ -6,6 +6,7 @@ STAMP  := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint typecheck contracts pytest bench crds clean
+.PHONY: deploy-sync image kind-up kind-e2e kind-down
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; sys.exit("omectl needs Python >= 3.11") if sys.version_info < (3, 11) else None'
@@ -41,3 +42,26 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# --- install (deploy/) and the kind end-to-end fleet (docs/operations.md) ------------------------------------
+
+# Refresh deploy/'s copies of the CRDs and the webhook configuration template (tests/deploy checks them).
+deploy-sync: $(STAMP)
+	$(BIN)/python scripts/sync_deploy.py
+
+# The controller image; needs a Docker engine (the kind targets build it too).
+image:
+	@bash -c 'source scripts/kind/common.sh'
+	docker build -t omectl:dev .
+
+# Need a Docker engine and kind; without one they stop at once (exit 2) and nothing is faked.
+kind-up:
+	scripts/kind/up.sh
+
+kind-e2e:
+	@bash -c 'source scripts/kind/common.sh'
+	$(MAKE) $(STAMP)
+	PYTEST=$(abspath $(BIN))/pytest scripts/kind/e2e.sh
+
+kind-down:
+	scripts/kind/down.sh
