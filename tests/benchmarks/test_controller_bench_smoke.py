@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks import engine_rollout, fleet_convergence, resolver
+from benchmarks import engine_rollout, fleet_convergence, fleet_scale, resolver
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xdist_group("benchmark")
@@ -88,3 +88,26 @@ def test_engine_rollout_quick_run_reports_every_figure_as_a_positive_number_and_
     assert raw["engine_applies"] == 0  # the controller does not fight the raw updates
     assert results["phases"]["edit"]["deployment_modified_per_deployment"]["min"] >= 1
     assert (engine_rollout.README.read_text() if engine_rollout.README.exists() else None) == readme_before
+
+
+def test_fleet_scale_quick_run_reports_every_figure_as_a_positive_number_draws_the_plot_and_leaves_the_readme(
+    tmp_path: Path,
+) -> None:
+    readme_before = fleet_scale.README.read_text() if fleet_scale.README.exists() else None
+    results = run_quick("benchmarks.fleet_scale", tmp_path / "scale.json", timeout=240)
+
+    assert_every_figure_positive(
+        results, fleet_scale.all_figures(fleet_scale.QUICK), fleet_scale.targets_of(fleet_scale.QUICK)
+    )
+    assert results["sizes"]["fleets"] == [1, 2]
+    for clusters in (1, 2):
+        phases = results["phases"][f"{clusters}_clusters"]
+        assert not phases["cold_start"]["deadline_hit"] and not phases["edit"]["deadline_hit"]
+        assert phases["raw"]["errors"] == 0 and phases["latency"]["errors"] == 0
+        assert phases["latency"]["samples"] > 0
+        for who in ("omectl", "kopf"):
+            steps = phases[f"runtime_convergence_{who}"]
+            assert not steps["delete"]["deadline_hit"] and not steps["recreate"]["deadline_hit"], who
+        assert phases["kopf"]["processes"] == clusters
+    assert (tmp_path / "scale.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # drawn beside --out
+    assert (fleet_scale.README.read_text() if fleet_scale.README.exists() else None) == readme_before
