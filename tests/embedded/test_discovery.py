@@ -120,6 +120,8 @@ def test_group_versions_put_preferred_first_and_leave_core_out(types: list[Resou
         "apps",
         "events.k8s.io",
         "batch",
+        "policy",
+        "rbac.authorization.k8s.io",
         "admissionregistration.k8s.io",
         "apiextensions.k8s.io",
         "coordination.k8s.io",
