@@ -42,6 +42,15 @@ class Settings(BaseSettings):
     )
     webhook_failure_policy: str = Field(default="Fail", description="failurePolicy of the installed webhooks.")
     resync_seconds: float = Field(default=0.0, ge=0, description="Periodic full re-reconcile (0: off).")
+    metrics_host: str = Field(default="127.0.0.1", description="Address of the /metrics, /healthz, /readyz server.")
+    metrics_port: int = Field(
+        default=0, ge=-1, le=65535, description="Port of the metrics and health server (0: any free port; -1: off)."
+    )
+    readiness_grace_seconds: float = Field(
+        default=30.0, ge=0, description="A cluster disconnected this long no longer holds /readyz back."
+    )
+    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
+    log_format: str = Field(default="text", description="text or json (one JSON object per line).")
 
     @field_validator("webhook_failure_policy")
     @classmethod
@@ -49,6 +58,20 @@ class Settings(BaseSettings):
         if value not in ("Fail", "Ignore"):
             raise ValueError("must be Fail or Ignore")
         return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        if value.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError("must be DEBUG, INFO, WARNING or ERROR")
+        return value.upper()
+
+    @field_validator("log_format")
+    @classmethod
+    def _format(cls, value: str) -> str:
+        if value.lower() not in ("text", "json"):
+            raise ValueError("must be text or json")
+        return value.lower()
 
     @classmethod
     def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import signal
 from pathlib import Path
 
@@ -29,10 +28,14 @@ def run(
     ),
     trace_file: Path | None = typer.Option(None, "--trace-file", help="OTLP-JSON lines file for spans."),
     status_file: Path = typer.Option(DEFAULT_STATUS_FILE, "--status-file", help="Where `omectl cluster status` reads."),
-    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
+    log_level: str | None = typer.Option(None, "--log-level", help="DEBUG, INFO (default), WARNING or ERROR."),
+    log_format: str | None = typer.Option(None, "--log-format", help="text (default) or json: one object a line."),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", help="Port of /metrics, /healthz and /readyz (0: any free port, -1: off)."
+    ),
+    metrics_host: str | None = typer.Option(None, "--metrics-host", help="Address the metrics server listens on."),
 ) -> None:
     """Run the fleet controller against every registered cluster."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = Settings.load(
             config,
@@ -41,6 +44,10 @@ def run(
             webhook_port=webhook_port,
             install_webhooks=install_webhooks,
             trace_file=trace_file,
+            log_level=log_level,
+            log_format=log_format,
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
         )
     except ValidationError as exc:
         where = f"{config}: " if config else ""
@@ -50,6 +57,9 @@ def run(
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
+    from omectl.observability.logs import configure_logging
+
+    configure_logging(settings.log_level, "json" if settings.log_format == "json" else "text")
     asyncio.run(serve(settings, status_file))
 
 
@@ -65,6 +75,8 @@ async def serve(settings: Settings, status_file: Path | None) -> None:
     await app.start()
     source = f"hub {settings.hub_kubeconfig}" if settings.hub_kubeconfig else str(settings.clusters_dir)
     console.print(f"omectl: clusters from {source}; webhooks on {app.webhook.base_url}")
+    if app.status_server is not None:
+        console.print(f"omectl: metrics and health on {app.status_server.base_url} (/metrics, /healthz, /readyz)")
     try:
         await show_sync_progress(app, console, stop)
         await stop.wait()

@@ -45,6 +45,7 @@ from omectl.fleet.registration import ClusterRegistration, RegistrationError, op
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeConfigError, KubeError
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
+from omectl.observability.redact import redact_object
 
 __all__ = ["ClusterRead", "effective_report", "runtime_app", "runtime_tree"]
 
@@ -326,7 +327,7 @@ def effective_report(read: ClusterRead, isvc: Mapping[str, Any]) -> dict[str, An
         {**_ref_document(hop), "resourceVersion": version}
         for hop, version in zip(chain.refs, chain.resource_versions, strict=True)
     ]
-    report["effectiveSpec"] = merged.spec
+    report["effectiveSpec"] = redact_object(merged.spec)  # secret-looking env values print as <redacted>
     report["provenance"] = merged.provenance
     return report
 

@@ -52,6 +52,7 @@ from omectl.kube.resources import (
     SERVING_RUNTIMES,
     ResourceRef,
 )
+from omectl.observability.redact import redact_object
 
 from .runtime import (
     CLUSTER_OPTION,
@@ -232,7 +233,8 @@ def render_diff(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str
 
 
 def _yaml_lines(obj: Mapping[str, Any] | None) -> list[str]:
-    return [] if obj is None else yaml.safe_dump(dict(obj), sort_keys=True).splitlines(keepends=True)
+    # secret-looking env values print as <redacted> (a rotated secret shows as an unchanged line)
+    return [] if obj is None else yaml.safe_dump(redact_object(obj), sort_keys=True).splitlines(keepends=True)
 
 
 def _with_edits(read: ClusterRead, edits: list[tuple[RuntimeRef, dict[str, Any]]]) -> ClusterRead:

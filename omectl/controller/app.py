@@ -16,9 +16,13 @@ from urllib.parse import urlsplit
 import orjson
 
 from omectl.controller.manager import ClusterRuntime, FleetController
+from omectl.controller.observe import FleetObserver
 from omectl.fleet.providers import RegistrationProvider, provider_from_settings
 from omectl.kube.client import KubeAPIError
 from omectl.kube.resources import SERVING_RUNTIMES, VALIDATING_WEBHOOK_CONFIGURATIONS
+from omectl.observability.metrics import ControllerMetrics
+from omectl.observability.redact import scrub
+from omectl.observability.server import StatusServer
 from omectl.settings import Settings
 from omectl.tls import CertificateAuthority, server_ssl_context
 from omectl.tracing.setup import configure_tracing
@@ -43,6 +47,18 @@ class ControllerApp:
         self._registry_applied = asyncio.Condition()
         self.controller.on_cluster_added.append(self._cluster_added)
         self.controller.on_cluster_removed.append(self._cluster_removed)
+        # metrics, /healthz and /readyz (omectl.observability; the readiness rule is in omectl.controller.observe)
+        self.metrics = ControllerMetrics()
+        self.controller.metrics = self.metrics
+        self.observer = FleetObserver(
+            self.controller, grace=settings.readiness_grace_seconds, registry_ready=lambda: self.ready.is_set()
+        )
+        self.metrics.watch_fleet(self.observer.sample)
+        self.status_server: StatusServer | None = None
+        if settings.metrics_port >= 0:
+            self.status_server = StatusServer(
+                settings.metrics_host, settings.metrics_port, self.metrics.registry, self.observer.readiness
+            )
 
     def _webhook_server(self) -> WebhookServer:
         s = self.settings
@@ -70,6 +86,7 @@ class ControllerApp:
 
     async def _cluster_removed(self, cluster: ClusterRuntime) -> None:
         self.webhook.unregister(cluster.name)
+        self.metrics.forget_cluster(cluster.name)
 
     def _admission(self, cluster: ClusterRuntime) -> ClusterAdmission:
         async def live_get(kind: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -112,6 +129,9 @@ class ControllerApp:
             self.settings.clusters_dir, self.settings.hub_kubeconfig, hub_namespace=self.settings.hub_namespace
         )
         await self.webhook.start()
+        if self.status_server is not None:
+            await self.status_server.start()
+        self.observer.start()
         self.controller.start_workers()
         self._tasks.append(asyncio.create_task(self._follow_registry(), name="registry"))
         if self.status_file is not None:
@@ -150,7 +170,11 @@ class ControllerApp:
             return
         self.status_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.status_file.with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps({"pid": os.getpid(), **self.controller.status()}, option=orjson.OPT_INDENT_2))
+        document = {"pid": os.getpid(), **self.controller.status()}
+        if self.status_server is not None:
+            document["metricsUrl"] = self.status_server.base_url
+        # lastError and registry errors quote what servers and kubeconfig loaders said: no secret may reach the CLI
+        tmp.write_text(scrub(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()))
         os.replace(tmp, self.status_file)
 
     async def stop(self) -> None:
@@ -163,6 +187,9 @@ class ControllerApp:
         self._tasks.clear()
         await self.controller.stop()
         await self.webhook.stop()
+        await self.observer.stop()
+        if self.status_server is not None:
+            await self.status_server.stop()
         if self.provider is not None:
             await self.provider.close()
         self.tracing.shutdown()

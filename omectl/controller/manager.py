@@ -61,7 +61,9 @@ from omectl.kube.resources import (
     ResourceRef,
 )
 from omectl.kube.writer import write_status
-from omectl.tracing.spans import reconcile_span, watch_event_context
+from omectl.observability.logs import note_span
+from omectl.observability.metrics import RESULT_ERROR, RESULT_REQUEUE, RESULT_SUCCESS, ControllerMetrics
+from omectl.tracing.spans import reconcile_span, set_result, watch_event_context
 
 log = logging.getLogger(__name__)
 
@@ -317,6 +319,7 @@ class FleetController:
         self.registry_errors: dict[str, str] = {}
         self.on_cluster_added: list[Any] = []
         self.on_cluster_removed: list[Any] = []
+        self.metrics: ControllerMetrics | None = None  # set by ControllerApp; one observation per reconcile
         self._workers: asyncio.Task[None] | None = None
 
     # --- clusters --------------------------------------------------------------------------------------
@@ -402,6 +405,7 @@ class FleetController:
         obj = cache.get(key.namespace, key.name)
         if obj is None:
             return Result()
+        started, outcome = time.perf_counter(), RESULT_ERROR
         with reconcile_span(
             self.tracer,
             cluster=key.cluster,
@@ -412,7 +416,8 @@ class FleetController:
             queue_wait=item.queue_wait,
             retries=item.retries,
             links=[t for t in item.triggers if t is not None],  # type: ignore[misc]
-        ):
+        ) as span:
+            note_span(span)  # the trace id reaches the log lines of this reconcile, a failure's included
             try:
                 if key.kind == ISVC_KEY:
                     await self.engine.reconcile(cluster, obj)
@@ -420,13 +425,19 @@ class FleetController:
                     await self.aim.reconcile(cluster, obj, self.tracer)
                 else:
                     await self._reconcile_runtime(cluster, key, obj)
+                outcome = RESULT_SUCCESS
             except RetryLater as exc:
+                outcome = RESULT_REQUEUE
+                set_result(span, RESULT_REQUEUE)
                 return Result(error=exc)  # backoff; the workload is left as it is
             except Exception:
                 cluster.health.errors += 1
                 raise
             finally:
                 cluster.health.reconciles += 1
+                if self.metrics is not None:
+                    elapsed = time.perf_counter() - started
+                    self.metrics.observe_reconcile(key.cluster, key.kind, outcome, elapsed, item.queue_wait)
         return Result()
 
     async def _reconcile_runtime(self, cluster: ClusterRuntime, key: WorkKey, obj: dict[str, Any]) -> None:

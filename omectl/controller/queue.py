@@ -17,6 +17,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from omectl.observability.logs import bind as bind_log_fields
+from omectl.observability.logs import unbind as unbind_log_fields
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -482,9 +485,12 @@ async def _work(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Result
             item = await queue.get()
         except QueueShutDown:
             return
+        key = item.key  # log lines of this reconcile carry the object (omectl.observability.logs)
+        token = bind_log_fields(cluster=key.cluster, kind=key.kind, namespace=key.namespace, name=key.name)
         try:
             await _handle(queue, handler, item)
         finally:
+            unbind_log_fields(token)
             queue.done(item)
 
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from omectl.observability.redact import register_kubeconfig_secrets
+
 if TYPE_CHECKING:
     from omectl.kube.client import ClusterClient
 
@@ -253,6 +255,7 @@ def resolve_kubeconfig(reg: ClusterRegistration) -> dict[str, Any]:
         raise RegistrationError(f"cannot parse kubeconfig {where}: {_yaml_problem(exc)}") from None
     if not isinstance(config, dict):
         raise RegistrationError(f"cannot parse kubeconfig {where}: not a kubeconfig (expected a mapping)")
+    register_kubeconfig_secrets(config)  # its credentials never reach a log line, an event or a span
     contexts = _named(config.get("contexts"), "contexts", where)
     clusters = _named(config.get("clusters"), "clusters", where)
     if not contexts:

@@ -28,6 +28,8 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
+from omectl.observability.redact import register_kubeconfig_secrets, register_secret
+
 from .resources import ResourceRef
 
 __all__ = [
@@ -128,6 +130,12 @@ def _encode_body(body: Any) -> bytes | None:
     return orjson.dumps(body)
 
 
+def _register_credentials(configuration: Configuration) -> None:
+    """Keep the credentials a kubeconfig (or an exec plugin) gave out of every log line, event and span."""
+    register_secret(configuration.api_key.get("BearerToken"))
+    register_secret(configuration.password)
+
+
 def _parse_retry_after(headers: Mapping[str, str], body: Any) -> float | None:
     raw = headers.get("Retry-After")
     if raw:
@@ -167,6 +175,7 @@ class ClusterClient:
         self._session_tls: tuple[Any, ...] | None = None
         self._credential_lock = asyncio.Lock()
         self._closed = False
+        self.api_errors: dict[int, int] = {}  # non-2xx answers by HTTP status, for the metrics
 
     # --- construction ------------------------------------------------------------------------------------
 
@@ -210,11 +219,13 @@ class ClusterClient:
                 f"context {chosen!r} not found in kubeconfig {source}; available: {', '.join(available) or '(none)'}",
             )
         configuration = Configuration()
+        register_kubeconfig_secrets(config_dict if config_dict is not None else dict(document.value))
         try:
             loader = KubeConfigLoader(document, active_context=chosen, config_base_path=None)
             await loader.load_and_set(configuration)
         except (ConfigException, KeyError, ValueError, AssertionError, OSError) as exc:
             raise KubeConfigError(name, f"kubeconfig {source}, context {chosen!r}: {exc}") from exc
+        _register_credentials(configuration)
         context_node = loader.current_context or {}
         namespace = (context_node.get("context") or {}).get("namespace") or "default"
         return cls(
@@ -293,6 +304,7 @@ class ClusterClient:
             except Exception as exc:
                 raise KubeConfigError(self.name, f"exec credential plugin failed: {exc}") from exc
             loader._set_config(self.configuration)
+            _register_credentials(self.configuration)
             return True
 
     async def _headers(self, content_type: str | None) -> dict[str, str]:
@@ -318,6 +330,7 @@ class ClusterClient:
         return extra
 
     def _api_error(self, method: str, path: str, status: int, raw: bytes, headers: Mapping[str, str]) -> KubeAPIError:
+        self.api_errors[status] = self.api_errors.get(status, 0) + 1
         body: Any = None
         try:
             body = orjson.loads(raw) if raw else None

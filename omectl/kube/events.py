@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from omectl.observability.redact import scrub
+
 from .client import ClusterClient, KubeAPIError, KubeError
 from .resources import EVENTS
 
@@ -87,6 +89,7 @@ class EventRecorder:
         if type_ not in ("Normal", "Warning"):
             raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
         involved = self._involved_object(obj, api_version, kind)
+        message = scrub(message)  # messages quote servers' errors, which may quote env values or credentials
         key = (
             involved.get("apiVersion", ""),
             involved.get("kind", ""),

@@ -20,6 +20,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanContext
 
+from omectl.observability.redact import known_secrets
+
 # OTLP span flags (trace.proto): the low byte carries W3C trace flags; these two bits say whether the
 # parent (or linked) context is known to be remote.
 FLAG_HAS_IS_REMOTE = 0x100
@@ -168,6 +170,8 @@ class JsonLinesSpanExporter(SpanExporter):
         if not spans:
             return SpanExportResult.SUCCESS
         line = orjson.dumps(encode_request(spans)) + b"\n"
+        if len(known_secrets()):  # a credential the process knows never reaches the trace file
+            line = known_secrets().scrub(line.decode()).encode()
         with self._lock:
             if self._shut_down:
                 return SpanExportResult.FAILURE

@@ -8,12 +8,15 @@ from the event's identity that the reconcile links to. Each merge of a runtime c
 from __future__ import annotations
 
 import hashlib
+import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import orjson
 from opentelemetry import context as otel_context
-from opentelemetry.trace import Link, Span, SpanContext, SpanKind, TraceFlags, Tracer
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags, Tracer
+
+from omectl.observability.redact import scrub
 
 ATTR_CLUSTER = "k8s.cluster.name"
 ATTR_KIND = "omectl.kind"
@@ -59,6 +62,24 @@ def watch_event_context(cluster: str, kind: str, ns: str | None, name: str, rv: 
     return SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.DEFAULT))
 
 
+def record_error(span: Span, exc: BaseException) -> None:
+    """The `exception` event and error status OpenTelemetry would record, with secrets scrubbed from the text
+    (an API server's error may quote an env value; a kubeconfig loader's, a credential)."""
+    if not span.is_recording():
+        return
+    message = scrub(str(exc))
+    span.add_event(
+        "exception",
+        {
+            "exception.type": type(exc).__qualname__,
+            "exception.message": message,
+            "exception.stacktrace": scrub("".join(traceback.format_exception(exc))),
+            "exception.escaped": "False",
+        },
+    )
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
+
+
 def set_result(span: Span, result: str) -> None:
     """Record how the reconcile ended: `success`, `requeue`, `error` or `terminal`."""
     span.set_attribute(ATTR_RESULT, result)
@@ -100,11 +121,14 @@ def reconcile_span(
         kind=SpanKind.INTERNAL,
         attributes=attributes,
         links=[Link(link, {ATTR_LINK_REFERENCE_TYPE: LINK_FOLLOWS_FROM}) for link in unique_links],
+        record_exception=False,
+        set_status_on_exception=False,
     ) as span:
         try:
             yield span
-        except BaseException:
+        except BaseException as exc:
             set_result(span, RESULT_ERROR)
+            record_error(span, exc)
             raise
         if span.is_recording() and ATTR_RESULT not in (getattr(span, "attributes", None) or {}):
             set_result(span, RESULT_SUCCESS)
@@ -152,5 +176,15 @@ def merge_span(
         attributes[ATTR_MERGE_RUNTIME_NAMESPACE] = runtime_namespace
     if runtime_name:
         attributes[ATTR_MERGE_RUNTIME_NAME] = runtime_name
-    with tracer.start_as_current_span(MERGE_SPAN_NAME, kind=SpanKind.INTERNAL, attributes=attributes) as span:
-        yield span
+    with tracer.start_as_current_span(
+        MERGE_SPAN_NAME,
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield span
+        except BaseException as exc:
+            record_error(span, exc)
+            raise
