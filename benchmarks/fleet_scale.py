@@ -1049,9 +1049,10 @@ MISSED: dict[str, str] = {
     "controller's hot spots, and skip the InferenceService status write when only the runtime record moved",
     "runtime_converge_s_omectl_over_kopf": "omectl re-checks every InferenceService of the profile in the same work "
     "queue as the runtime statuses (a delete makes 1,000 InferenceServices per cluster unresolvable, a re-create "
-    "re-renders them), records a Warning Event per broken chain and a span per reconcile; kopf resolves the 200 "
-    "runtimes per cluster only, in one process per cluster (all cores to itself). Next: cProfile `omectl run` in this "
-    "phase and give runtime-status work its own queue lane ahead of InferenceService renders",
+    "re-renders them: at 10 clusters the runtimes' statuses waited behind 10,000 InferenceService reconciles), "
+    "records a Warning Event per broken chain and a span per reconcile; kopf resolves the 200 runtimes per cluster "
+    "only, in one process per cluster (all cores to itself). Next: cProfile `omectl run` in this phase and give "
+    "runtime-status work its own queue lane ahead of InferenceService renders",
     "rss_mb_omectl_over_kopf": "omectl caches every runtime, InferenceService and engine Deployment (about 1,200 + "
     "1,000 Deployments per cluster, ~25 KB of RSS each against ~2.2 KB of JSON) while kopf caches the 200 runtimes "
     "per cluster only. Next: tracemalloc of the informer caches, and a trimmed cache of Deployments (only the fields "
@@ -1059,6 +1060,9 @@ MISSED: dict[str, str] = {
     "growth_cold_reconciled_s": "one `dev up` process serves every cluster on one core, so the servers' write and "
     "watch throughput does not grow with the fleet; the controller used well under its core (see `cold_cpu_s`). "
     "Next: one `dev up` process per few clusters on a machine with more cores, to tell server from controller limits",
+    "growth_cold_cpu_s": "CPU per cached object at the cold start grows a little with the fleet (more watch "
+    "streams and work-queue entries in one process and one event loop); next: cProfile `omectl run`'s cold start on "
+    "4 and 10 clusters and compare the per-object hot spots",
     "growth_edit_converge_s": "as for the cold start: one server process for the whole fleet. Next: as above",
     "growth_latency_p99_ms": "200 edits/s each re-render the engine Deployments of the edited runtime's "
     "InferenceServices (~5 each), more than the controller sustains, so the queue grows during the 15 s and the p99 "
@@ -1234,8 +1238,8 @@ def panel(
 ) -> None:
     """A line chart in `box` (left, top, width, height): x = cluster counts, one line per series (dash 0: solid)."""
     left, top, width, height = box
-    plot_left, plot_top = left + 70, top + 40
-    plot_w, plot_h = width - 90, height - 190
+    plot_left, plot_top = left + 70, top + 60
+    plot_w, plot_h = width - 90, height - 210
     top_value = max((v for _, values, _, _ in series for v in values if math.isfinite(v)), default=1.0) * 1.05
     magnitude = 10 ** math.floor(math.log10(top_value)) if top_value > 0 else 1.0
     ymax = next(m * magnitude for m in (1, 2, 2.5, 4, 5, 8, 10) if m * magnitude >= top_value) if top_value > 0 else 1.0
@@ -1260,7 +1264,7 @@ def panel(
         canvas.line(px(x), plot_top + plot_h, px(x), plot_top + plot_h + 6, BLACK, 2)
         canvas.text(int(px(x)) - text_width(str(x)) // 2, plot_top + plot_h + 12, str(x))
     canvas.text(plot_left + (plot_w - text_width("clusters")) // 2, plot_top + plot_h + 34, "clusters")
-    canvas.text(left + 4, top + 8, y_label, GREY)
+    canvas.text(left + 4, top + 32, y_label, GREY)
     for _name, values, color, dash in series:
         points = [(px(x), py(v)) for x, v in zip(xs, values, strict=True) if math.isfinite(v)]
         for (x0, y0), (x1, y1) in itertools.pairwise(points):
