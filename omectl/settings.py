@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from omectl.fleet.sharding import LeaseTimings
 
 
 class Settings(BaseSettings):
@@ -51,6 +54,38 @@ class Settings(BaseSettings):
     )
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
     log_format: str = Field(default="text", description="text or json (one JSON object per line).")
+
+    # --- high availability (omectl.fleet.sharding): clusters sharded across replicas with Leases -------------
+    ha: bool = Field(default=False, description="Shard clusters across replicas with Leases (off: this one runs all).")
+    replica_id: str | None = Field(default=None, description="This replica's id (default: <host>-<random>).")
+    ha_kubeconfig: Path | None = Field(
+        default=None, description="Cluster holding the Leases (default: hub_kubeconfig, else $KUBECONFIG)."
+    )
+    ha_context: str | None = Field(default=None, description="Context of ha_kubeconfig.")
+    ha_namespace: str = Field(default="omectl-system", description="Namespace of the Leases.")
+    ha_lease_duration: float = Field(default=15.0, gt=0, description="Lease duration, s (client-go: 15).")
+    ha_renew_deadline: float = Field(default=10.0, gt=0, description="Writes stop this long after a renewal, s (10).")
+    ha_retry_period: float = Field(default=2.0, gt=0, description="Renew and rebalance every, s (client-go: 2).")
+
+    @field_validator("replica_id")
+    @classmethod
+    def _replica_id(cls, value: str | None) -> str | None:
+        from omectl.fleet.sharding import validate_replica_id
+
+        problem = validate_replica_id(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @model_validator(mode="after")
+    def _ha_timings(self) -> Settings:
+        self.lease_timings()  # raises ValueError naming the rule broken
+        return self
+
+    def lease_timings(self) -> LeaseTimings:
+        from omectl.fleet.sharding import LeaseTimings
+
+        return LeaseTimings(self.ha_lease_duration, self.ha_renew_deadline, self.ha_retry_period)
 
     @field_validator("webhook_failure_policy")
     @classmethod

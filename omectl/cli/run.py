@@ -34,6 +34,10 @@ def run(
         None, "--metrics-port", help="Port of /metrics, /healthz and /readyz (0: any free port, -1: off)."
     ),
     metrics_host: str | None = typer.Option(None, "--metrics-host", help="Address the metrics server listens on."),
+    ha: bool | None = typer.Option(
+        None, "--ha/--no-ha", help="Shard clusters across replicas with Leases (off: this replica runs every cluster)."
+    ),
+    replica_id: str | None = typer.Option(None, "--replica-id", help="This replica's id (default: <host>-<random>)."),
 ) -> None:
     """Run the fleet controller against every registered cluster."""
     try:
@@ -48,6 +52,8 @@ def run(
             log_format=log_format,
             metrics_port=metrics_port,
             metrics_host=metrics_host,
+            ha=ha,
+            replica_id=replica_id,
         )
     except ValidationError as exc:
         where = f"{config}: " if config else ""

@@ -128,6 +128,10 @@ class ControllerApp:
         self.provider = await provider_from_settings(
             self.settings.clusters_dir, self.settings.hub_kubeconfig, hub_namespace=self.settings.hub_namespace
         )
+        if self.settings.ha:  # only the clusters whose Leases this replica holds (omectl.controller.ha)
+            from omectl.controller.ha import shard_registry
+
+            self.provider = await shard_registry(self.controller, self.provider, self.settings)
         await self.webhook.start()
         if self.status_server is not None:
             await self.status_server.start()

@@ -40,6 +40,7 @@ __all__ = [
     "KubeConnectionError",
     "KubeError",
     "PatchType",
+    "set_user_agent",
 ]
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,14 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
     "strategic": "application/strategic-merge-patch+json",
 }
 _USER_AGENT = "omectl/0.1.0"
+
+
+def set_user_agent(agent: str) -> None:
+    """The User-Agent of every request from this process (an HA replica: `omectl/<version> (replica=<id>)`)."""
+    global _USER_AGENT
+    _USER_AGENT = agent
+
+
 # An exec credential is renewed this long before the expiry it announced, so no request carries a stale token.
 _CREDENTIAL_EXPIRY_SKEW = datetime.timedelta(seconds=10)
 _READ_BUFFER = 2**21  # watch lines carry whole objects; etcd allows up to 1.5 MiB
