@@ -33,8 +33,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from omectl.controller.aim_caching import cache_artifacts, service_profile
 from omectl.controller.aim_watch import AimWatch
 from omectl.controller.engine import RENDER_HASH, RetryLater, object_hash
+from omectl.core.aim.artifacts import mount_artifacts
+from omectl.core.aim.caches import render_profile_cache
 from omectl.core.aim.kserve import render_inference_service, render_model_cache_pvc
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, propagate_to_object, read_propagated_keys
 from omectl.core.aim.meta import AIM_SERVICE_KIND
@@ -63,6 +66,7 @@ from omectl.core.aim.status import (
 )
 from omectl.kube.client import KubeAPIError
 from omectl.kube.resources import (
+    AIM_PROFILE_CACHES,
     AIM_SERVICES,
     HTTP_ROUTES,
     KSERVE_INFERENCE_SERVICES,
@@ -85,6 +89,7 @@ _RESOURCES: Final = {
     "InferenceService": KSERVE_INFERENCE_SERVICES,
     "HTTPRoute": HTTP_ROUTES,
     "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
+    "AIMProfileCache": AIM_PROFILE_CACHES,
 }
 
 
@@ -155,11 +160,15 @@ def with_propagated_labels(
     live_meta = (live or {}).get("metadata") or {}
     previous = read_propagated_keys(live) if live is not None else frozenset()
     rendered_meta = dict(rendered.get("metadata") or {})
-    rendered_labels = dict(rendered_meta.get("labels") or {})
+    # a render that propagated already (the v1alpha2 renders do, as on creation) is taken back to its own labels,
+    # so a label the live child set itself is not overwritten by the render's copy of the parent's
+    in_render = read_propagated_keys(rendered)
+    rendered_labels = {k: v for k, v in (rendered_meta.get("labels") or {}).items() if k not in in_render}
     foreign = {
         k: v for k, v in (live_meta.get("labels") or {}).items() if k not in previous and k not in rendered_labels
     }
     annotations = dict(rendered_meta.get("annotations") or {})
+    annotations.pop(PROPAGATED_LABELS_ANNOTATION, None)
     if previous:
         annotations[PROPAGATED_LABELS_ANNOTATION] = ",".join(sorted(previous))
     probe = dict(rendered, metadata=dict(rendered_meta, labels={**foreign, **rendered_labels}, annotations=annotations))
@@ -220,7 +229,16 @@ class AimServiceReconciler:
         pvc = render_model_cache_pvc(service, config)
         if pvc is not None:
             await self._apply_child(cluster, service, pvc, config, tolerate_invalid=True)
-        isvc = await self._apply_child(cluster, service, render_inference_service(service, config), config)
+        # caching (aim_caching): the service's profile, its AIMProfileCache, and the cache's Ready artifacts mounted
+        profile = service_profile(aim, service)
+        artifacts: list[dict[str, Any]] = []
+        if profile is not None:
+            cache = render_profile_cache(service, profile, config)
+            if cache is not None:
+                await self._apply_child(cluster, service, cache, config)
+                artifacts = cache_artifacts(aim, service, profile)
+        rendered_isvc = mount_artifacts(render_inference_service(service, config, profile=profile), artifacts)
+        isvc = await self._apply_child(cluster, service, rendered_isvc, config)
         components.append(inference_service_component(isvc))
         plan = plan_routing(service, config)
         route_component = await self._route(cluster, service, plan, config)

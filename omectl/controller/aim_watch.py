@@ -13,6 +13,10 @@ and empty, so the OME side of the fleet is unaffected.
 - The children an AIMService renders, selected by the label `aim.eai.amd.com/service`: KServe InferenceServices,
   Gateway API HTTPRoutes and PVCs. A status change (readiness, a route's acceptance, a claim's binding) or a
   deletion queues the owning AIMService, found by its controller owner reference.
+- The v1alpha2 consumers (models, profiles, profile sets, caches, artifacts, cluster model sources) and their
+  children: `aim_consumers_watch.ConsumerWatch` (`AimWatch.consumers`). A config change queues them as it queues
+  services; an AIMProfileCache's status change queues its AIMService (which mounts the Ready artifacts), and a
+  profile's change queues the AIMServices with caching of its model (`SERVICE_MODEL_INDEX`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from omectl.controller.aim_consumers_watch import ConsumerWatch
 from omectl.controller.queue import WorkKey
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
 from omectl.core.aim.resolution import (
@@ -45,10 +50,19 @@ AIM_SERVICE_KEY: Final = "aim.eai.amd.com/AIMService"
 """Work key kind of an AIMService reconcile."""
 CONFIG_NAME_INDEX: Final = "aim.eai.amd.com/runtime-config-name"
 """AIMServices by effective runtime-config name."""
+SERVICE_MODEL_INDEX: Final = "aim.eai.amd.com/service-model"
+"""AIMServices with caching enabled, by `spec.model.name` (the model whose profile they cache)."""
 
 
 def config_name_index(obj: dict[str, Any]) -> list[str]:
     return [effective_config_name(obj)]
+
+
+def service_model_index(obj: dict[str, Any]) -> list[str]:
+    spec = obj.get("spec") or {}
+    caching = spec.get("caching") or {}
+    name = (spec.get("model") or {}).get("name")
+    return [name] if caching.get("enabled") is True and isinstance(name, str) and name else []
 
 
 def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -84,6 +98,7 @@ class AimWatch:
         client = cluster.client
         self.services = Informer(client, AIM_SERVICES, handlers=[self._service_handler], optional=True)
         self.services.cache.add_index(CONFIG_NAME_INDEX, config_name_index)
+        self.services.cache.add_index(SERVICE_MODEL_INDEX, service_model_index)
         self.runtime_configs = Informer(
             client, AIM_RUNTIME_CONFIGS, handlers=[self._config_handler(RUNTIME_CONFIG_KIND)], optional=True
         )
@@ -96,6 +111,7 @@ class AimWatch:
         self.inference_services = self._child_informer(KSERVE_INFERENCE_SERVICES)
         self.http_routes = self._child_informer(HTTP_ROUTES)
         self.claims = self._child_informer(PERSISTENT_VOLUME_CLAIMS)
+        self.consumers = ConsumerWatch(self)  # the v1alpha2 consumers and their children
 
     def _child_informer(self, resource: ResourceRef) -> Informer:
         return Informer(
@@ -111,6 +127,7 @@ class AimWatch:
             self.inference_services,
             self.http_routes,
             self.claims,
+            *self.consumers.informers,
         ]
 
     def child_cache(self, kind: str) -> ObjectCache | None:
@@ -118,6 +135,7 @@ class AimWatch:
             "InferenceService": self.inference_services.cache,
             "HTTPRoute": self.http_routes.cache,
             "PersistentVolumeClaim": self.claims.cache,
+            "AIMProfileCache": self.consumers.kinds["AIMProfileCache"].cache,
         }.get(kind)
 
     def config_lookup(self, namespace: str, name: str) -> Mapping[str, Any] | None:
@@ -131,6 +149,16 @@ class AimWatch:
     def _enqueue(self, namespace: str, name: str, trigger: Any, *, low_priority: bool = False) -> None:
         key = WorkKey(self.cluster.name, AIM_SERVICE_KEY, namespace, name)
         self.cluster.controller.queue.add(key, low_priority=low_priority, trigger=trigger)
+
+    def enqueue_service(self, namespace: str, name: str, trigger: Any) -> None:
+        self._enqueue(namespace, name, trigger)
+
+    def enqueue_services_of_model(self, model: str, namespace: str | None, trigger: Any) -> None:
+        """Queue the AIMServices with caching that serve `model` (in `namespace`, or anywhere when None)."""
+        for service in self.services.cache.by_index(SERVICE_MODEL_INDEX, model):
+            service_ns = str(_metadata(service).get("namespace") or "")
+            if namespace is None or service_ns == namespace:
+                self._enqueue(service_ns, str(_metadata(service)["name"]), trigger)
 
     def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
         meta = _metadata(obj)
@@ -175,6 +203,13 @@ class AimWatch:
                 ):
                     service_meta = _metadata(service)
                     self._enqueue(str(service_meta.get("namespace") or ""), str(service_meta["name"]), trigger)
+            for kind, consumer in self.consumers.consumers_named(name):
+                if config_change_reaches(
+                    config_kind, namespace, name, consumer, operator_namespace=self.operator_namespace
+                ):
+                    consumer_meta = _metadata(consumer)
+                    namespace_of = str(consumer_meta.get("namespace") or "")
+                    self.consumers.enqueue(kind, namespace_of, str(consumer_meta["name"]), trigger)
 
         return on_event
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from omectl.controller.aim import AIM_SERVICE_KEY, AimServiceReconciler
+from omectl.controller.aim_consumers import AimConsumerReconciler
+from omectl.controller.aim_consumers_watch import CONSUMER_KEYS as AIM_CONSUMER_KEYS
 from omectl.controller.engine import ISVC_STATUS_WORK, EngineReconciler, RetryLater
 from omectl.controller.lookup import (
     INHERIT_INDEX,
@@ -314,6 +316,7 @@ class FleetController:
         self.resolver = resolver or ChainResolver()
         self.engine = EngineReconciler(self.resolver)
         self.aim = AimServiceReconciler()
+        self.aim_consumers = AimConsumerReconciler(operator_namespace=self.aim.operator_namespace)  # AIM v1alpha2
         self.tracer = tracer
         self.clusters: dict[str, ClusterRuntime] = {}
         self.registry_errors: dict[str, str] = {}
@@ -400,6 +403,8 @@ class FleetController:
             cache = cluster.inference_services.cache
         elif key.kind == AIM_SERVICE_KEY:
             cache = cluster.aim.services.cache
+        elif key.kind in AIM_CONSUMER_KEYS:
+            cache = cluster.aim.consumers.kinds[AIM_CONSUMER_KEYS[key.kind]].cache
         else:
             cache = cluster.serving.cache if key.kind == SR_KEY else cluster.cluster_serving.cache
         obj = cache.get(key.namespace, key.name)
@@ -423,6 +428,8 @@ class FleetController:
                     await self.engine.reconcile(cluster, obj)
                 elif key.kind == AIM_SERVICE_KEY:
                     await self.aim.reconcile(cluster, obj, self.tracer)
+                elif key.kind in AIM_CONSUMER_KEYS:
+                    await self.aim_consumers.reconcile(cluster, key.kind, obj, self.tracer)
                 else:
                     await self._reconcile_runtime(cluster, key, obj)
                 outcome = RESULT_SUCCESS

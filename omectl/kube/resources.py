@@ -6,7 +6,15 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 __all__ = [
+    "AIM_ARTIFACTS",
+    "AIM_CLUSTER_MODELS",
+    "AIM_CLUSTER_MODEL_SOURCES",
+    "AIM_CLUSTER_PROFILES",
     "AIM_CLUSTER_RUNTIME_CONFIGS",
+    "AIM_MODELS",
+    "AIM_PROFILES",
+    "AIM_PROFILE_CACHES",
+    "AIM_PROFILE_SETS",
     "AIM_RUNTIME_CONFIGS",
     "AIM_SERVICES",
     "BASE_MODELS",
@@ -19,6 +27,7 @@ __all__ = [
     "EVENTS",
     "HTTP_ROUTES",
     "INFERENCE_SERVICES",
+    "JOBS",
     "KSERVE_INFERENCE_SERVICES",
     "LEADER_WORKER_SETS",
     "LEASES",
@@ -109,3 +118,15 @@ AIM_CLUSTER_RUNTIME_CONFIGS = ResourceRef(
 KSERVE_INFERENCE_SERVICES = ResourceRef("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService", True)
 HTTP_ROUTES = ResourceRef("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True)
 PERSISTENT_VOLUME_CLAIMS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
+
+# The AIM v1alpha2 kinds besides AIMService (docs/aim-resources.md) and the Jobs they run (controller/aim_consumers.py).
+_AIM = "aim.eai.amd.com"
+AIM_MODELS = ResourceRef(_AIM, "v1alpha2", "aimmodels", "AIMModel", True)
+AIM_CLUSTER_MODELS = ResourceRef(_AIM, "v1alpha2", "aimclustermodels", "AIMClusterModel", False)
+AIM_PROFILES = ResourceRef(_AIM, "v1alpha2", "aimprofiles", "AIMProfile", True)
+AIM_CLUSTER_PROFILES = ResourceRef(_AIM, "v1alpha2", "aimclusterprofiles", "AIMClusterProfile", False)
+AIM_PROFILE_SETS = ResourceRef(_AIM, "v1alpha2", "aimprofilesets", "AIMProfileSet", True)
+AIM_PROFILE_CACHES = ResourceRef(_AIM, "v1alpha2", "aimprofilecaches", "AIMProfileCache", True)
+AIM_ARTIFACTS = ResourceRef(_AIM, "v1alpha2", "aimartifacts", "AIMArtifact", True)
+AIM_CLUSTER_MODEL_SOURCES = ResourceRef(_AIM, "v1alpha2", "aimclustermodelsources", "AIMClusterModelSource", False)
+JOBS = ResourceRef("batch", "v1", "jobs", "Job", True)

@@ -258,6 +258,34 @@ MEMBER_RULES = {
     "inferenceservices.serving.kserve.io": {"get", "list", "watch", "create", "patch"},
     "persistentvolumeclaims": {"get", "list", "watch", "create", "patch"},
     "httproutes.gateway.networking.k8s.io": {"get", "list", "watch", "create", "patch", "delete"},
+    "aimmodels.aim.eai.amd.com": {"get", "list", "watch"},
+    "aimclustermodelsources.aim.eai.amd.com": {"get", "list", "watch"},
+    **{
+        f"{plural}.aim.eai.amd.com": {"get", "list", "watch", "create", "patch"}
+        for plural in (
+            "aimclustermodels",
+            "aimprofiles",
+            "aimclusterprofiles",
+            "aimprofilesets",
+            "aimprofilecaches",
+            "aimartifacts",
+        )
+    },
+    **{
+        f"{plural}/status.aim.eai.amd.com": {"update"}
+        for plural in (
+            "aimmodels",
+            "aimclustermodels",
+            "aimprofiles",
+            "aimclusterprofiles",
+            "aimprofilesets",
+            "aimprofilecaches",
+            "aimartifacts",
+            "aimclustermodelsources",
+        )
+    },
+    "jobs.batch": {"get", "list", "watch", "create", "patch", "delete"},
+    "configmaps": {"get", "list", "watch", "delete"},
     "events": {"create", "patch"},
     "validatingwebhookconfigurations.admissionregistration.k8s.io[omectl-ome-webhooks]": {"patch"},
     "validatingwebhookconfigurations.admissionregistration.k8s.io": {"create"},
@@ -287,12 +315,15 @@ def test_every_rbac_rule_carries_a_comment() -> None:
 
 def test_rbac_covers_every_kind_the_controller_reads_or_applies() -> None:
     """A kind added to the controller's apply tables or informers without an RBAC rule fails here."""
-    from omectl.controller import aim_service, engine
+    from omectl.controller import aim_consumers, aim_service, engine
 
     rules = MEMBER_RULES
     for ref in [*engine._RESOURCES.values(), *aim_service._RESOURCES.values()]:
         key = f"{ref.plural}.{ref.group}" if ref.group else ref.plural
         assert {"get", "create", "patch"} <= rules.get(key, set()), f"omectl applies {ref} but may not"
+    for ref in aim_consumers.CHILD_RESOURCES.values():  # every one is read (get) and written (status, apply, delete)
+        key = f"{ref.plural}.{ref.group}" if ref.group else ref.plural
+        assert "get" in rules.get(key, set()), f"omectl reads {ref} but may not"
     sources = "\n".join(
         p.read_text() for p in [*(ROOT / "omectl" / "controller").glob("*.py"), ROOT / "omectl" / "kube" / "events.py"]
     )

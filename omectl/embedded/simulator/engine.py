@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from omectl.core.aim.discovery import simulated_discovery_configmap
 from omectl.core.render import model_node_selector_key
 from omectl.core.workloads import WorkloadShape, workload_shape
 
@@ -45,6 +46,7 @@ EVENTS: StorageKey = ("", "events")
 CLAIMS: StorageKey = ("", "persistentvolumeclaims")
 DEPLOYMENTS: StorageKey = ("apps", "deployments")
 JOBS: StorageKey = ("batch", "jobs")
+CONFIG_MAPS: StorageKey = ("", "configmaps")
 LEADER_WORKER_SETS: StorageKey = ("leaderworkerset.x-k8s.io", "leaderworkersets")
 KSERVE_INFERENCE_SERVICES: StorageKey = ("serving.kserve.io", "inferenceservices")
 HTTP_ROUTES: StorageKey = ("gateway.networking.k8s.io", "httproutes")
@@ -335,7 +337,23 @@ class WorkloadSimulator:
             return
         if (job.get("spec") or {}).get("suspend") is True:
             return
-        await self._write_status(ref, job, job_status(job, now_rfc3339()), "kube-controller-manager")
+        status = job_status(job, now_rfc3339())
+        if "succeeded" in status:
+            await self._write_discovery_result(job)  # before the Job completes, as the container writes it
+        await self._write_status(ref, job, status, "kube-controller-manager")
+
+    async def _write_discovery_result(self, job: dict[str, Any]) -> None:
+        """An AIM discovery Job carrying `sim.omectl.io/discovery-result`: its result ConfigMap (owned by the Job)."""
+        configmap = simulated_discovery_configmap(job)
+        rt = self._served(CONFIG_MAPS)
+        if configmap is None or rt is None:
+            return
+        meta = job["metadata"]
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta.get("uid", "")}
+        configmap["metadata"]["ownerReferences"] = [owner]
+        if self.store.get(CONFIG_MAPS, meta.get("namespace", ""), meta["name"]) is not None:
+            return
+        await self.api.create(rt, meta.get("namespace", ""), configmap, WriteOptions(field_manager="aim-discovery"))
 
     async def _sync_claim(self, ref: ObjectRef) -> None:
         """Bind like the volume binder: `spec.volumeName` (and its annotations) first, then the status."""

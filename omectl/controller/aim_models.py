@@ -1,0 +1,99 @@
+"""Models, profiles, profile sets and cluster model sources on the v1alpha2 path (docs/aim-resources.md).
+
+- **AIMModel / AIMClusterModel** (`reconcile_model`): unless discovery is disabled, the discovery Job
+  (`render_discovery_job`) in the model's namespace, or in the operator namespace for a cluster model, with the
+  model's runtime-config env and propagated labels. A live Job whose `aim.eai.amd.com/discovery-inputs` differs
+  from the model's (image, env or model sources changed) is stale: it and its result ConfigMap are deleted, and the
+  deletion brings the model back to run it anew. The result ConfigMap (same name and namespace as the Job; ignored
+  when its inputs annotation is another run's) becomes the AIMProfiles / AIMClusterProfiles
+  (`profiles_from_discovery`) and the child AIMProfileSet (`profile_set_for`). Status `model_status`.
+- **AIMProfile / AIMClusterProfile** (`reconcile_profile`): configuration only; Ready (`profile_status`).
+- **AIMProfileSet** (`reconcile_profile_set`): its derived AIMProfiles (`derive_profiles`); `profile_set_status`.
+- **AIMClusterModelSource** (`reconcile_model_source`): the AIMClusterModels it lists (`cluster_models_for`);
+  `model_source_status`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from omectl.core.aim.discovery import (
+    INPUTS_ANNOTATION,
+    DiscoveryResultError,
+    discovery_current,
+    discovery_enabled,
+    discovery_inputs,
+    discovery_name,
+    discovery_namespace,
+    model_status,
+    profile_set_for,
+    profiles_from_discovery,
+    render_discovery_job,
+)
+from omectl.core.aim.profiles import derive_profiles, profile_set_status, profile_status
+from omectl.core.aim.sources import cluster_models_for, model_source_status
+
+
+async def reconcile_model(
+    reconciler: Any, cluster: Any, model: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    if not discovery_enabled(model):
+        return model_status(model, None, None)
+    namespace = discovery_namespace(model, reconciler.operator_namespace)
+    name = discovery_name(model)
+    job = await reconciler.live(cluster, "Job", namespace, name)
+    result = await reconciler.live(cluster, "ConfigMap", namespace, name)
+    if job is not None and not discovery_current(model, job):
+        await reconciler.delete(cluster, "Job", namespace, name)
+        if result is not None:
+            await reconciler.delete(cluster, "ConfigMap", namespace, name)
+        return model_status(model, None, None)  # the Job's deletion queues the model again
+    rendered = render_discovery_job(model, config, reconciler.operator_namespace)
+    job = await reconciler.apply_job(cluster, model, rendered, config)
+    if result is not None and _inputs(result) not in (None, discovery_inputs(model)):
+        result = None  # another run's result
+    if result is not None:
+        try:
+            profiles = profiles_from_discovery(model, _mapping(result.get("data")), config)
+        except DiscoveryResultError:
+            profiles = None  # the status says why
+        if profiles is not None:
+            for profile in profiles:
+                await reconciler.apply(cluster, model, profile, config)
+            profile_set = profile_set_for(model, profiles, config, operator_namespace=reconciler.operator_namespace)
+            await reconciler.apply(cluster, model, profile_set, config)
+    return model_status(model, job, result)
+
+
+async def reconcile_profile(
+    reconciler: Any, cluster: Any, profile: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    return profile_status(profile)
+
+
+async def reconcile_profile_set(
+    reconciler: Any, cluster: Any, profile_set: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    for profile in derive_profiles(profile_set, config):
+        await reconciler.apply(cluster, profile_set, profile, config)
+    return profile_set_status(profile_set)
+
+
+async def reconcile_model_source(
+    reconciler: Any, cluster: Any, source: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    created = 0
+    for model in cluster_models_for(source, config):
+        if await reconciler.apply(cluster, source, model, config) is not None:
+            created += 1
+    return model_source_status(source, created)
+
+
+def _inputs(obj: Mapping[str, Any]) -> str | None:
+    value = _mapping(_mapping(obj.get("metadata")).get("annotations")).get(INPUTS_ANNOTATION)
+    return value if isinstance(value, str) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

@@ -1,0 +1,553 @@
+"""AIM v1alpha2 models and caching end to end (docs/aim-resources.md) through the real kubectl: the spec's
+multi-tenant cost-tracking example down to the download Jobs' pods, the download env and storage class precedence,
+discovery to profiles (namespaced and cluster models), sources, derived profiles, every propagation edge, recovery
+from a missing explicit config on every consumer kind, and config changes re-reconciling consumers.
+
+One embedded cluster with the workload simulator (it completes Jobs, binds PVCs and writes a discovery result given
+as the model's `sim.omectl.io/discovery-result` annotation) and the controller. Scenarios use namespaces and config
+names of their own; the cluster-wide `default` config is the cost-tracking one (label propagation only).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+from omectl.embedded.simulator import NodePool, SimulatorConfig
+from tests.e2e.conftest import running_fleet
+from tests.support import Kubectl
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "deploy" / "samples" / "aim"
+CLUSTER = "aimc-1"
+V2 = "aim.eai.amd.com/v1alpha2"
+V1 = "aim.eai.amd.com/v1alpha1"
+KSERVE = "inferenceservices.serving.kserve.io"
+ROUTES = "httproutes.gateway.networking.k8s.io"
+COST = {
+    "org.example/cost-center": "eng-ml",
+    "org.example/department": "engineering",
+    "org.example/project": "chatbot-v2",
+}
+pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
+T = TypeVar("T")
+
+
+class Env:
+    def __init__(self, kubectl: Kubectl) -> None:
+        self.kubectl = kubectl
+
+    def k(self, *args: str, **kw: Any) -> str:
+        return self.kubectl.run(f"--context={CLUSTER}", *args, **kw).stdout  # type: ignore[no-any-return]
+
+    def apply(self, *docs: dict[str, Any]) -> None:
+        self.k("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+
+    def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        args = ["get", resource, name, "-o", "json", *(["-n", namespace] if namespace else [])]
+        proc = self.kubectl.run(f"--context={CLUSTER}", *args, check=False)
+        if proc.returncode != 0:
+            assert "NotFound" in proc.stderr, proc.stderr
+            return None
+        return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+    def items(self, resource: str, namespace: str | None = None, selector: str | None = None) -> list[dict[str, Any]]:
+        args = ["get", resource, "-o", "json", *(["-n", namespace] if namespace else [])]
+        if selector:
+            args += ["-l", selector]
+        return json.loads(self.k(*args))["items"]  # type: ignore[no-any-return]
+
+    def status(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        found = self.get(resource, name, namespace)
+        return (found or {}).get("status") or {}
+
+    def condition(self, resource: str, name: str, namespace: str | None, condition_type: str) -> dict[str, Any]:
+        conditions = self.status(resource, name, namespace).get("conditions") or []
+        return next((c for c in conditions if c["type"] == condition_type), {})
+
+
+def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"never: {what} (last: {last!r})")
+
+
+def obj(kind: str, name: str, namespace: str | None = None, labels: dict[str, str] | None = None, **spec: Any):  # type: ignore[no-untyped-def]
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = labels
+    version = V1 if kind.endswith("RuntimeConfig") else V2
+    return {"apiVersion": version, "kind": kind, "metadata": meta, "spec": spec}
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def env_value(env: list[dict[str, Any]], name: str) -> str | None:
+    return next((e.get("value") for e in env if e["name"] == name), None)
+
+
+def job_env(job: dict[str, Any]) -> list[dict[str, Any]]:
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    return container.get("env") or []  # type: ignore[no-any-return]
+
+
+WEIGHTS = {"name": "weights", "sourceUri": "hf://Qwen/Qwen3-32B", "modelId": "Qwen/Qwen3-32B", "size": "65Gi"}
+DISCOVERY_RESULT = """\
+- id: vllm-mi300x-fp8-tp1-latency
+  gpu: MI300X
+  gpuCount: 1
+  precision: fp8
+  metric: latency
+  engineEnv: {VLLM_TENSOR_PARALLEL_SIZE: "1"}
+- id: vllm-mi300x-bf16-tp2-throughput
+  gpu: MI300X
+  gpuCount: 2
+  precision: bf16
+  metric: throughput
+"""
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    simulator = SimulatorConfig(pools=(NodePool(count=2, gpus_per_node=8, gpu_resource="amd.com/gpu"),))
+    base = tmp_path_factory.mktemp("aimc")
+    with running_fleet(base, 1, "aimc-", simulator=simulator, install_webhooks=False) as fleet:
+        env = Env(fleet.kubectl)
+        env.k("apply", "-f", str(SAMPLES / "00-namespaces.yaml"), "-f", str(SAMPLES / "gateway.yaml"))
+        env.apply(namespace("aim-system"))
+        env.k("apply", "-f", str(SAMPLES / "cost-tracking" / "cluster-default.yaml"))
+        yield env
+
+
+# --- the spec's multi-tenant cost tracking ---------------------------------------------------------------------
+
+
+def test_cost_tracking_labels_reach_every_child_down_to_the_download_pods(env: Env) -> None:
+    env.apply(
+        obj("AIMProfile", "qwen3-mi300x", "ml-team", modelName="qwen-qwen3-32b", modelSources=[WEIGHTS]),
+        obj(
+            "AIMService",
+            "qwen-chat",
+            "ml-team",
+            labels=COST,
+            model={"name": "qwen-qwen3-32b"},
+            caching={"enabled": True},
+            routing={"enabled": True, "gatewayRef": {"name": "inference-gateway", "namespace": "gateways"}},
+        ),
+    )
+    cache = "qwen-chat-qwen3-mi300x"
+    artifact = f"{cache}-weights"
+    until(lambda: env.status("aimartifacts", artifact, "ml-team").get("status") == "Ready", "the artifact Ready")
+    until(lambda: env.status("aimprofilecaches", cache, "ml-team").get("status") == "Ready", "the cache Ready")
+    columns = ",".join(COST)
+    expected = re.compile(r"\beng-ml\s+engineering\s+chatbot-v2\s*$", re.M)  # the three -L columns
+    for resource, selector_or_name in [
+        (KSERVE, "qwen-chat"),
+        (ROUTES, "qwen-chat"),
+        ("aimprofilecaches", cache),
+        ("aimartifacts", artifact),
+    ]:
+        out = until(
+            lambda r=resource, n=selector_or_name: (
+                (o := env.k("get", r, n, "-n", "ml-team", "-L", columns)) and expected.search(o) and o
+            ),
+            f"the cost labels on {resource}",
+        )
+        assert expected.search(out)
+    for resource in ("pvc", "jobs"):
+        out = env.k("get", resource, "-n", "ml-team", "-l", f"aim.eai.amd.com/artifact={artifact}", "-L", columns)
+        assert len(out.strip().splitlines()) == 2 and expected.search(out), out
+    pods = env.k(
+        "get",
+        "jobs",
+        "-n",
+        "ml-team",
+        "-l",
+        f"aim.eai.amd.com/artifact={artifact}",
+        "-o",
+        "jsonpath={.items[0].spec.template.metadata.labels}",
+    )
+    assert {k: json.loads(pods)[k] for k in COST} == COST
+    # the InferenceService mounts the Ready artifact read-only
+    isvc = until(
+        lambda: (i := env.get(KSERVE, "qwen-chat", "ml-team")) and len(i["spec"]["predictor"]["volumes"]) > 1 and i,
+        "the artifact mounted",
+    )
+    claim = env.status("aimartifacts", artifact, "ml-team")["persistentVolumeClaim"]
+    assert {"name": f"artifact-{artifact}", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}} in isvc[
+        "spec"
+    ]["predictor"]["volumes"]
+    (container,) = isvc["spec"]["predictor"]["containers"]
+    assert {"name": f"artifact-{artifact}", "mountPath": "/workspace/cache/Qwen/Qwen3-32B", "readOnly": True} in (
+        container["volumeMounts"]
+    )
+    # a label the service drops leaves every child
+    env.k("label", "aimservices", "qwen-chat", "-n", "ml-team", "org.example/project-")
+    until(
+        lambda: "org.example/project" not in env.get("pvc", claim, "ml-team")["metadata"]["labels"],  # type: ignore[index]
+        "the dropped label removed from the PVC",
+    )
+    job = env.items("jobs", "ml-team", f"aim.eai.amd.com/artifact={artifact}")[0]
+    until(
+        lambda: "org.example/project" not in env.get("jobs", job["metadata"]["name"], "ml-team")["metadata"]["labels"],  # type: ignore[index]
+        "the dropped label removed from the Job",
+    )
+    env.k("label", "aimservices", "qwen-chat", "-n", "ml-team", "org.example/project=chatbot-v2")
+
+
+# --- download env precedence --------------------------------------------------------------------------------------
+
+LAYERS = ("artifact", "engineEnv", "containerEnv", "namespace", "cluster")
+PROTOCOL = {
+    "artifact": "XET",
+    "engineEnv": "HF_TRANSFER",
+    "containerEnv": "HTTP,HF_TRANSFER",
+    "namespace": "HTTP",
+    "cluster": "HTTP,XET",
+}
+
+
+@pytest.mark.parametrize(
+    "present",
+    [
+        LAYERS,
+        LAYERS[1:],
+        LAYERS[2:],
+        LAYERS[3:],
+        LAYERS[4:],
+        (),
+        ("artifact", "namespace"),
+        ("engineEnv", "cluster"),
+        ("artifact", "engineEnv", "containerEnv", "cluster"),
+    ],
+    ids=lambda p: "+".join(p) or "operator-defaults",
+)
+def test_download_env_follows_the_merge_precedence(env: Env, present: tuple[str, ...]) -> None:
+    ns = "dl-" + ("-".join(p[:3].lower() for p in present) or "none")
+    config = f"cfg-{ns}"
+    docs: list[dict[str, Any]] = [namespace(ns)]
+
+    def layer_env(layer: str) -> list[dict[str, str]]:
+        return [
+            {"name": "AIM_DOWNLOADER_PROTOCOL", "value": PROTOCOL[layer]},
+            {"name": f"LAYER_{layer.upper()}", "value": "1"},
+        ]
+
+    if "cluster" in present:
+        docs.append(obj("AIMClusterRuntimeConfig", config, env=layer_env("cluster")))
+    if "namespace" in present:
+        docs.append(obj("AIMRuntimeConfig", config, ns, env=layer_env("namespace")))
+    spec: dict[str, Any] = {"sourceUri": "hf://Qwen/Qwen3-32B", "size": "1Gi"}
+    if "cluster" in present or "namespace" in present:
+        spec["runtimeConfigName"] = config
+    profile: dict[str, Any] = {}
+    for layer in ("engineEnv", "containerEnv"):
+        if layer in present:
+            profile[layer] = layer_env(layer)
+    if profile:
+        docs.append(obj("AIMProfile", "p", ns, modelName="m", **profile))
+        spec["profileName"] = "p"
+    if "artifact" in present:
+        spec["env"] = layer_env("artifact")
+    docs.append(obj("AIMArtifact", "weights", ns, **spec))
+    env.apply(*docs)
+    jobs = until(lambda: env.items("jobs", ns, "aim.eai.amd.com/artifact=weights"), "the download Job")
+    variables = job_env(jobs[0])
+    top = next((layer for layer in LAYERS if layer in present), None)
+    assert env_value(variables, "AIM_DOWNLOADER_PROTOCOL") == (PROTOCOL[top] if top else "XET,HF_TRANSFER")
+    for layer in LAYERS:
+        assert (env_value(variables, f"LAYER_{layer.upper()}") == "1") == (layer in present), layer
+    assert env_value(variables, "ARTIFACT_NAME") == "weights"
+    assert env_value(variables, "MOUNT_PATH") == "/cache"
+    status = until(
+        lambda: (s := env.status("aimartifacts", "weights", ns)).get("status") == "Ready" and s, "artifact Ready"
+    )
+    assert status["download"]["protocolSequence"] == env_value(variables, "AIM_DOWNLOADER_PROTOCOL")
+
+
+# --- storage class precedence -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("case", "artifact_class", "config_spec", "expected"),
+    [
+        ("own", "mine", {"storage": {"defaultStorageClassName": "cfg"}, "defaultStorageClassName": "old"}, "mine"),
+        ("config", None, {"storage": {"defaultStorageClassName": "cfg"}, "defaultStorageClassName": "old"}, "cfg"),
+        ("deprecated", None, {"defaultStorageClassName": "old"}, "old"),
+        ("cluster-default", None, {"env": [{"name": "X", "value": "1"}]}, None),
+    ],
+)
+def test_artifact_pvc_storage_class_precedence(
+    env: Env, case: str, artifact_class: str | None, config_spec: dict[str, Any], expected: str | None
+) -> None:
+    ns = f"sc-{case}"
+    spec: dict[str, Any] = {"sourceUri": "s3://bucket/model", "size": "65Gi", "runtimeConfigName": "storage"}
+    if artifact_class:
+        spec["storageClassName"] = artifact_class
+    env.apply(namespace(ns), obj("AIMRuntimeConfig", "storage", ns, **config_spec), obj("AIMArtifact", "a", ns, **spec))
+    (pvc,) = until(lambda: env.items("pvc", ns, "aim.eai.amd.com/artifact=a"), "the artifact PVC")
+    assert pvc["spec"].get("storageClassName") == expected
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "72Gi"  # 65Gi + 10% headroom, rounded up
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    status = until(lambda: (s := env.status("aimartifacts", "a", ns)).get("status") == "Ready" and s, "Ready")
+    assert status["persistentVolumeClaim"] == pvc["metadata"]["name"]
+    assert status["resolvedRuntimeConfig"]["scope"] == "Namespace"
+
+
+# --- discovery, profiles, profile sets, sources -----------------------------------------------------------------
+
+
+def test_a_model_discovers_profiles_and_its_profile_set(env: Env) -> None:
+    ns = "disc"
+    env.apply(
+        namespace(ns),
+        obj(
+            "AIMRuntimeConfig",
+            "default",
+            ns,
+            env=[{"name": "HF_ENDPOINT", "value": "https://mirror.example"}],
+            labelPropagation={"enabled": True, "match": ["org.example/*"]},
+        ),
+    )
+    model = obj(
+        "AIMModel",
+        "qwen",
+        ns,
+        labels={"org.example/cost-center": "eng-ml"},
+        image="docker.io/amdenterpriseai/aim-qwen-qwen3-32b:0.8.4",
+        modelSources=[WEIGHTS],
+        env=[{"name": "AIM_LOG_LEVEL", "value": "debug"}],
+    )
+    model["metadata"]["annotations"] = {"sim.omectl.io/discovery-result": DISCOVERY_RESULT}
+    env.apply(model)
+    status = until(lambda: (s := env.status("aimmodels", "qwen", ns)).get("status") == "Ready" and s, "model Ready")
+    assert status["profileCount"] == 2
+    job = env.get("jobs", "qwen-discovery", ns)
+    assert job is not None
+    variables = job_env(job)
+    assert env_value(variables, "HF_ENDPOINT") == "https://mirror.example"  # the model's runtime-config env
+    assert env_value(variables, "AIM_LOG_LEVEL") == "debug"
+    assert env_value(variables, "AIM_DISCOVERY_CONFIGMAP") == "qwen-discovery"
+    for labels in (job["metadata"]["labels"], job["spec"]["template"]["metadata"]["labels"]):
+        assert labels["org.example/cost-center"] == "eng-ml"  # AIMModel -> discovery Job (and its pods)
+        assert labels["aim.eai.amd.com/model"] == "qwen"
+    assert env.get("configmaps", "qwen-discovery", ns) is not None
+    names = {"qwen-vllm-mi300x-fp8-tp1-latency", "qwen-vllm-mi300x-bf16-tp2-throughput"}
+    profiles = until(
+        lambda: (p := env.items("aimprofiles", ns, "aim.eai.amd.com/model=qwen")) and len(p) == 2 and p, "profiles"
+    )
+    assert {p["metadata"]["name"] for p in profiles} == names
+    fp8 = next(p for p in profiles if "fp8" in p["metadata"]["name"])
+    assert fp8["spec"]["engineEnv"] == [{"name": "VLLM_TENSOR_PARALLEL_SIZE", "value": "1"}]
+    assert fp8["spec"]["modelSources"] == [WEIGHTS]
+    assert fp8["metadata"]["labels"]["org.example/cost-center"] == "eng-ml"  # AIMModel -> AIMProfile
+    profile_set = until(lambda: env.get("aimprofilesets", "qwen", ns), "the profile set")
+    assert profile_set["metadata"]["labels"]["org.example/cost-center"] == "eng-ml"  # AIMModel -> AIMProfileSet
+    assert {e["profileRef"]["name"] for e in profile_set["spec"]["profiles"]} == names
+    until(lambda: env.status("aimprofilesets", "qwen", ns).get("profileCount") == 2, "the set's status")
+    until(lambda: env.status("aimprofiles", fp8["metadata"]["name"], ns).get("status") == "Ready", "profile Ready")
+
+    # a label change of the model reaches its children; a new image re-runs discovery
+    env.k("label", "aimmodels", "qwen", "-n", ns, "org.example/cost-center=finance", "--overwrite")
+    until(
+        lambda: env.get("aimprofilesets", "qwen", ns)["metadata"]["labels"]["org.example/cost-center"] == "finance",  # type: ignore[index]
+        "the relabelled profile set",
+    )
+    old_uid = job["metadata"]["uid"]
+    env.k("patch", "aimmodels", "qwen", "-n", ns, "--type=merge", "-p", '{"spec":{"image":"example/qwen:0.9"}}')
+    rerun = until(
+        lambda: (j := env.get("jobs", "qwen-discovery", ns)) and j["metadata"]["uid"] != old_uid and j, "a new Job"
+    )
+    assert rerun["spec"]["template"]["spec"]["containers"][0]["image"] == "example/qwen:0.9"
+    until(
+        lambda: all(
+            p["spec"]["image"] == "example/qwen:0.9" for p in env.items("aimprofiles", ns, "aim.eai.amd.com/model=qwen")
+        ),
+        "the profiles of the new run",
+    )
+
+
+def test_a_cluster_model_discovers_in_the_operator_namespace_with_the_config_there(env: Env) -> None:
+    env.apply(
+        obj(
+            "AIMRuntimeConfig",
+            "ops",
+            "aim-system",
+            env=[{"name": "AIM_OPS", "value": "from-aim-system"}],
+            labelPropagation={"enabled": True, "match": ["org.example/team"]},
+        )
+    )
+    model = obj(
+        "AIMClusterModel",
+        "llama",
+        labels={"org.example/team": "platform"},
+        image="docker.io/amdenterpriseai/aim-llama:0.8.4",
+        runtimeConfigName="ops",
+        modelSources=[WEIGHTS],
+    )
+    model["metadata"]["annotations"] = {"sim.omectl.io/discovery-result": DISCOVERY_RESULT}
+    env.apply(model)
+    status = until(lambda: (s := env.status("aimclustermodels", "llama")).get("status") == "Ready" and s, "Ready")
+    assert status["resolvedRuntimeConfig"]["namespace"] == "aim-system"
+    assert status["resolvedRuntimeConfig"]["scope"] == "Namespace"
+    job = env.get("jobs", "llama-cluster-discovery", "aim-system")
+    assert job is not None
+    assert env_value(job_env(job), "AIM_OPS") == "from-aim-system"
+    assert env_value(job_env(job), "AIM_DISCOVERY_NAMESPACE") == "aim-system"
+    assert job["spec"]["template"]["metadata"]["labels"]["org.example/team"] == "platform"
+    profiles = until(
+        lambda: (
+            (p := env.items("aimclusterprofiles", None, "aim.eai.amd.com/cluster-model=llama")) and len(p) == 2 and p
+        ),
+        "the cluster profiles",
+    )
+    assert all(p["metadata"]["labels"]["org.example/team"] == "platform" for p in profiles)
+    assert all(p["spec"]["runtimeConfigName"] == "ops" for p in profiles)
+    profile_set = until(lambda: env.get("aimprofilesets", "llama", "aim-system"), "the profile set in aim-system")
+    assert profile_set["metadata"]["labels"]["org.example/team"] == "platform"
+    assert {e["profileRef"]["kind"] for e in profile_set["spec"]["profiles"]} == {"AIMClusterProfile"}
+
+
+def test_a_profile_set_derives_profiles_and_a_source_lists_cluster_models(env: Env) -> None:
+    ns = "sets"
+    env.apply(
+        namespace(ns),
+        obj("AIMRuntimeConfig", "default", ns, labelPropagation={"enabled": True, "match": ["org.example/*"]}),
+    )
+    env.apply(
+        obj(
+            "AIMProfileSet",
+            "variants",
+            ns,
+            labels={"org.example/team": "chat"},
+            modelName="qwen",
+            profiles=[
+                {"name": "eight-gpu", "gpu": "MI300X", "gpuCount": 8, "precision": "fp8", "metric": "throughput"},
+                {"name": "existing", "profileRef": {"kind": "AIMProfile", "name": "elsewhere"}},
+            ],
+        )
+    )
+    derived = until(lambda: env.get("aimprofiles", "variants-eight-gpu", ns), "the derived profile")
+    assert derived["spec"]["gpuCount"] == 8
+    assert derived["metadata"]["labels"]["org.example/team"] == "chat"  # AIMProfileSet -> AIMProfile
+    assert derived["metadata"]["ownerReferences"][0]["kind"] == "AIMProfileSet"
+    assert env.get("aimprofiles", "variants-existing", ns) is None
+    until(lambda: env.status("aimprofilesets", "variants", ns).get("profileCount") == 2, "the set's status")
+
+    # the cluster default propagates org.example/cost-center (the cost-tracking config)
+    env.apply(
+        obj(
+            "AIMClusterModelSource",
+            "catalog",
+            labels={"org.example/cost-center": "platform"},
+            models=[
+                {"name": "catalog-a", "image": "example/a:1", "discovery": {"enabled": False}},
+                {"name": "catalog-b", "image": "example/b:1", "discovery": {"enabled": False}},
+            ],
+        )
+    )
+    status = until(
+        lambda: (s := env.status("aimclustermodelsources", "catalog")).get("status") == "Ready" and s, "source Ready"
+    )
+    assert status["modelCount"] == 2
+    for name in ("catalog-a", "catalog-b"):
+        model = until(lambda n=name: env.get("aimclustermodels", n), name)
+        assert model["metadata"]["labels"]["org.example/cost-center"] == "platform"  # source -> AIMClusterModel
+        assert model["metadata"]["ownerReferences"][0]["kind"] == "AIMClusterModelSource"
+        until(lambda n=name: env.status("aimclustermodels", n).get("status") == "Ready", f"{name} Ready")
+
+
+# --- a missing explicit config, and config changes ---------------------------------------------------------------
+
+CONSUMERS: dict[str, tuple[str, bool, dict[str, Any]]] = {
+    # kind: (plural, namespaced, spec)
+    "AIMModel": ("aimmodels", True, {"image": "example/m:1", "discovery": {"enabled": False}}),
+    "AIMClusterModel": ("aimclustermodels", False, {"image": "example/m:1", "discovery": {"enabled": False}}),
+    "AIMProfile": ("aimprofiles", True, {"modelName": "m"}),
+    "AIMClusterProfile": ("aimclusterprofiles", False, {"modelName": "m"}),
+    "AIMProfileSet": ("aimprofilesets", True, {"modelName": "m"}),
+    "AIMProfileCache": ("aimprofilecaches", True, {"profileName": "p"}),
+    "AIMArtifact": ("aimartifacts", True, {"sourceUri": "hf://org/repo", "size": "1Gi"}),
+    "AIMClusterModelSource": ("aimclustermodelsources", False, {"models": []}),
+}
+
+
+@pytest.mark.parametrize("kind", list(CONSUMERS))
+def test_every_consumer_fails_on_a_missing_explicit_config_and_recovers_when_it_appears(env: Env, kind: str) -> None:
+    plural, namespaced, spec = CONSUMERS[kind]
+    ns = "late" if namespaced else None
+    config = f"late-{kind.lower()}"
+    env.apply(namespace("late"), obj(kind, f"late-{kind.lower()}", ns, runtimeConfigName=config, **spec))
+    name = f"late-{kind.lower()}"
+    failed = until(
+        lambda: (s := env.status(plural, name, ns)).get("status") == "Failed" and s, "Failed / ReferenceNotFound"
+    )
+    reasons = {c["type"]: (c["status"], c["reason"]) for c in failed["conditions"]}
+    assert reasons["ConfigValid"] == ("False", "ReferenceNotFound")
+    assert reasons["RuntimeConfigReady"] == ("False", "ReferenceNotFound")
+    assert reasons["Ready"] == ("False", "ReferenceNotFound")
+    assert "resolvedRuntimeConfig" not in failed
+    # a namespaced consumer's config in its namespace; a cluster-scoped one's in the operator namespace
+    env.apply(obj("AIMRuntimeConfig", config, ns or "aim-system", env=[{"name": "X", "value": "1"}]))
+    recovered = until(
+        lambda: (s := env.status(plural, name, ns)).get("status") not in (None, "Failed") and s, "recovery", timeout=10
+    )
+    reasons = {c["type"]: (c["status"], c["reason"]) for c in recovered["conditions"]}
+    assert reasons["ConfigValid"] == ("True", "ConfigurationValid")
+    assert reasons["RuntimeConfigReady"] == ("True", "RuntimeConfigResolved")
+    assert recovered["resolvedRuntimeConfig"]["namespace"] == (ns or "aim-system")
+
+
+def test_a_config_change_re_reconciles_its_consumers(env: Env) -> None:
+    ns = "chg"
+    env.apply(namespace(ns), obj("AIMClusterRuntimeConfig", "chg"))
+    artifact = obj(
+        "AIMArtifact",
+        "a",
+        ns,
+        labels={"org.example/team": "t1"},
+        sourceUri="hf://o/r",
+        size="1Gi",
+        runtimeConfigName="chg",
+    )
+    env.apply(artifact)
+    status = until(lambda: (s := env.status("aimartifacts", "a", ns)).get("resolvedRuntimeConfig") and s, "resolved")
+    assert status["resolvedRuntimeConfig"]["scope"] == "Cluster"
+    (pvc,) = until(lambda: env.items("pvc", ns, "aim.eai.amd.com/artifact=a"), "the PVC")
+    assert "org.example/team" not in pvc["metadata"]["labels"]
+    # the cluster config starts propagating the label: the PVC and the Job get it
+    env.apply(obj("AIMClusterRuntimeConfig", "chg", labelPropagation={"enabled": True, "match": ["org.example/team"]}))
+    until(
+        lambda: all(
+            o["metadata"]["labels"].get("org.example/team") == "t1"
+            for resource in ("pvc", "jobs")
+            for o in env.items(resource, ns, "aim.eai.amd.com/artifact=a")
+        ),
+        "the label on the PVC and the Job",
+    )
+    # a namespace config of that name appears: the artifact now resolves it
+    env.apply(obj("AIMRuntimeConfig", "chg", ns, labelPropagation={"enabled": False}))
+    until(
+        lambda: env.status("aimartifacts", "a", ns).get("resolvedRuntimeConfig", {}).get("scope") == "Namespace",
+        "the namespace config resolved",
+    )
+    until(
+        lambda: "org.example/team" not in env.items("pvc", ns, "aim.eai.amd.com/artifact=a")[0]["metadata"]["labels"],
+        "propagation turned off by the namespace config",
+    )
