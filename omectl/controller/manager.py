@@ -75,6 +75,7 @@ ISVC_KEY = "ome.io/InferenceService"
 ISVC_LABEL = "ome.io/inferenceservice"  # on every workload rendered for an InferenceService
 ROLLOUT_ANNOTATION = "omectl.io/rollout-requested"  # set by `omectl runtime rollout`: re-pin to the live revision
 FIELD_MANAGER = "omectl"
+RETRY_LATER_FLOOR = 2.0  # seconds before a RetryLater reconcile runs again (then the per-item backoff grows)
 _KIND_OF = {SR_KEY: SERVING_RUNTIME, CSR_KEY: CLUSTER_SERVING_RUNTIME}
 _KEY_OF = {SERVING_RUNTIME: SR_KEY, CLUSTER_SERVING_RUNTIME: CSR_KEY}
 
@@ -436,7 +437,10 @@ class FleetController:
             except RetryLater as exc:
                 outcome = RESULT_REQUEUE
                 set_result(span, RESULT_REQUEUE)
-                return Result(error=exc)  # backoff; the workload is left as it is
+                # The workload is left as it is. What heals a broken chain or a missing config is a watch event
+                # (the reverse index requeues everything below a runtime or config that changes), so retries are
+                # a slow safety net rather than a hot loop over every InferenceService below a deleted profile.
+                return Result(error=exc, retry_floor=RETRY_LATER_FLOOR)
             except Exception:
                 cluster.health.errors += 1
                 raise
