@@ -106,6 +106,19 @@ async def test_backoff_doubles_per_failure_up_to_the_cap_and_forget_resets_it() 
     assert len(queue) == 1
 
 
+async def test_a_backoff_floor_delays_early_retries_and_lets_later_ones_grow_past_it() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock, base_delay=1.0, max_delay=64.0)
+    k = key("x")
+    for expected in [3.0, 3.0, 4.0, 8.0]:  # max(1, 3), max(2, 3), then the backoff itself
+        queue.add_rate_limited(k, floor=3.0)
+        clock.advance(expected - 0.01)
+        assert len(queue) == 0, f"ready before {expected}s"
+        clock.advance(0.01)
+        assert len(queue) == 1, f"not ready after {expected}s"
+        queue.done(await take(queue))
+
+
 def test_default_backoff_runs_from_5ms_to_1000s() -> None:
     queue = WorkQueue(max_concurrency=1, clock=FakeClock())
     delays = [queue.next_backoff(key("x")) for _ in range(25)]
