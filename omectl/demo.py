@@ -322,6 +322,31 @@ def aim_story(sh: Shell) -> None:
     sh.wait_for([ctx, "get", "aimservice", "qwen-chat-missing-config", *ns, "-o", AIM_COLUMNS], "Running")
 
 
+def aim_caching_story(sh: Shell) -> None:
+    """Model caching on sim-3 (docs/aim-resources.md): qwen-chat caches its profile; the cost-tracking labels reach
+    every child down to the download pods, and the download Job's env follows the spec's merge precedence."""
+    ctx, ns = "--context=sim-3", ("-n", "ml-team")
+    print("\n# 6. Model caching: download protocol cluster HTTP,XET, ml-team HTTP; qwen-chat caches its profile:")
+    protocol = '{"spec":{"env":[{"name":"AIM_DOWNLOADER_PROTOCOL","value":"%s"}]}}'
+    sh.k(ctx, "patch", "aimclusterruntimeconfig", "default", "--type=merge", "-p", protocol % "HTTP,XET")
+    sh.k(ctx, "patch", "aimruntimeconfig", "default", *ns, "--type=merge", "-p", protocol % "HTTP")
+    sh.k(ctx, "apply", "-f", str(AIM_SAMPLES / "cost-tracking" / "caching.yaml"))
+    sh.k(ctx, "patch", "aimservice", "qwen-chat", *ns, "--type=merge", "-p", '{"spec":{"caching":{"enabled":true}}}')
+    sh.wait_for([ctx, "get", "aimprofilecache", *ns], "Ready")
+    print("\n# The org.example labels on every child, one kind at a time:")
+    columns = "-L" + ",".join(label.split("=")[0] for label in COST_LABELS)
+    download = ("-l", "aim.eai.amd.com/component=download")
+    for kind in ("inferenceservices.serving.kserve.io", "httproute", "aimprofilecache", "aimartifact"):
+        sh.k(ctx, "get", kind, *ns, columns)
+    sh.k(ctx, "get", "pvc", *ns, "-l", "aim.eai.amd.com/artifact", columns)
+    sh.k(ctx, "get", "jobs", *ns, *download, columns)
+    pods = 'jsonpath={range .items[*]}{.metadata.name}{": "}{.spec.template.metadata.labels}{"\\n"}{end}'
+    sh.k(ctx, "get", "jobs", *ns, *download, "-o", pods)
+    print("\n# AIM_DOWNLOADER_PROTOCOL of the download Jobs: ml-team's over the cluster's; an artifact's own wins:")
+    env = '.spec.template.spec.containers[0].env[?(@.name=="AIM_DOWNLOADER_PROTOCOL")].value'
+    sh.k(ctx, "get", "jobs", *ns, *download, "-o", f"custom-columns=JOB:.metadata.name,AIM_DOWNLOADER_PROTOCOL:{env}")
+
+
 def main() -> int:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
@@ -420,6 +445,7 @@ def main() -> int:
             sh.omectl("trace", "list", "--cluster", "sim-2", "--limit", "5")
 
             aim_story(sh)
+            aim_caching_story(sh)
         finally:
             if app is not None:
                 fleet.run(app.stop())
