@@ -205,8 +205,10 @@ class ClusterRuntime:
                 _KIND_OF[work_kind], namespace, meta["name"], self.serving.cache, self.cluster_serving.cache
             ):
                 queue.add(WorkKey(self.name, _KEY_OF[kind], ns, name), trigger=trigger)
+            # The runtimes' own status first: the InferenceServices a runtime edit reaches re-render in the
+            # low-priority lane, so a profile edit's chain statuses are not queued behind thousands of renders.
             for isvc in self.inference_services_below(_KIND_OF[work_kind], namespace, meta["name"]):
-                self._enqueue_isvc(isvc, trigger)
+                self._enqueue_isvc(isvc, trigger, low_priority=True)
 
         return on_event
 
