@@ -267,15 +267,20 @@ class EngineReconciler:
         ready = pending.readiness(cluster)
         if desired_isvc_status(isvc, pending.runtime, pending.drift, ready) is None:
             return
-        await write_status(
-            cluster.client,
-            INFERENCE_SERVICES,
-            meta.get("namespace", ""),
-            meta["name"],
-            lambda live: desired_isvc_status(live, pending.runtime, pending.drift, ready),
-            field_manager=FIELD_MANAGER,
-            cached=isvc,
-        )
+        try:
+            await write_status(
+                cluster.client,
+                INFERENCE_SERVICES,
+                meta.get("namespace", ""),
+                meta["name"],
+                lambda live: desired_isvc_status(live, pending.runtime, pending.drift, ready),
+                field_manager=FIELD_MANAGER,
+                cached=isvc,
+            )
+        except BaseException:
+            # the retry of this work item must still find what to write (unless a newer reconcile decided again)
+            self.pending_status.setdefault((cluster.name, meta.get("namespace", ""), meta["name"]), pending)
+            raise
 
     async def _pinned_revision(
         self, cluster: Any, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any

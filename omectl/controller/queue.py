@@ -473,6 +473,14 @@ class TerminalError(Exception):
     """A reconcile failure that retrying cannot fix: the key's backoff is reset and it is not requeued."""
 
 
+def retry_after_of(exc: BaseException, cap: float) -> float:
+    """The `retry_after` seconds an error carries (a Kubernetes 429/503's Retry-After), at most `cap`; else 0."""
+    value = getattr(exc, "retry_after", None)
+    if isinstance(value, int | float) and value > 0:
+        return float(min(value, cap))
+    return 0.0
+
+
 async def run_workers(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Result | None]], n: int) -> None:
     """Run `n` workers over `queue` until it is shut down (then returns once in-flight items are done)."""
     if n < 1:
@@ -505,9 +513,10 @@ async def _handle(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Resu
         log.error("reconcile of %s failed permanently", key, exc_info=True)
         queue.forget(key)
         return
-    except Exception:
+    except Exception as exc:
         log.warning("reconcile of %s failed (retry %d)", key, item.retries + 1, exc_info=True)
-        queue.add_rate_limited(key)
+        # a server that said when to come back (429/503 with Retry-After) is not asked again before then
+        queue.add_rate_limited(key, floor=retry_after_of(exc, queue.max_delay))
         return
     if result is not None and result.error is not None:
         log.info("reconcile of %s returned an error (retry %d): %s", key, item.retries + 1, result.error)

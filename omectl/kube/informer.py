@@ -8,7 +8,11 @@ The watch-resume rule, in one place:
   objects deleted meanwhile produce DELETED, changed ones MODIFIED and new ones ADDED;
 - any other failure (refused, reset, 5xx, 429, a stream silent for `inactivity_timeout`, a watch that closes at
   once with nothing in it) backs off 0.8 s → 30 s with jitter (at least Retry-After), then re-watches from the
-  newest resourceVersion seen; the backoff resets after a healthy period.
+  newest resourceVersion seen; the backoff resets after a healthy period;
+- a server whose resourceVersion went back (restarted empty, restored from an older backup) re-lists, as after a
+  410: it is checked with a one-item list before the first watch after a failure or a watch the server ended
+  early, and on every bookmark (a resumed watch would otherwise wait for a resourceVersion that is not coming, and
+  the cache would keep objects the server no longer has).
 Handlers run synchronously on the informer's task, after the cache holds the change.
 """
 
@@ -162,6 +166,9 @@ class Informer:
         self.failures = 0
         self.handler_errors = 0
         self._watch_progressed = False  # the current list/watch cycle delivered something beyond an ERROR line
+        # The watch ended early or the server was unreachable: before the next watch resumes, check that the
+        # server's resourceVersion did not go back (`_raise_if_gone_back`).
+        self._probe_before_watch = False
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -228,6 +235,9 @@ class Informer:
                         self.restarts += 1
                         self._notify_health()
                 except Exception as exc:
+                    if isinstance(exc, KubeConnectionError):
+                        # what answers next may be a restarted server whose store starts over: look before resuming
+                        self._probe_before_watch = True
                     await self._failed(exc)
         finally:
             self._set_connected(False)
@@ -357,6 +367,9 @@ class Informer:
         lines = 0
         path = self.resource.path(self.namespace)
         self._watch_progressed = False
+        if self._probe_before_watch and self.cache.resource_version:
+            await self._check_not_gone_back(path)
+        self._probe_before_watch = False
         async for event in self.client.watch(path, query, inactivity_timeout=self.inactivity_timeout):
             lines += 1
             self._handle_event(event)
@@ -365,6 +378,26 @@ class Informer:
                 self._set_connected(True)
         if lines == 0 and self.clock.monotonic() - started < _SHORT_WATCH_SECONDS:
             raise KubeConnectionError(self.client.name, f"watch {path}: closed at once with no events")
+        if self.clock.monotonic() - started < query["timeoutSeconds"] - 1:
+            # The server ended the watch early (dropped, restarting): before resuming, make sure it did not come
+            # back with a store that starts over, where the resume would wait for a resourceVersion not coming.
+            self._probe_before_watch = True
+
+    async def _check_not_gone_back(self, path: str) -> None:
+        page = await self.client.request("GET", path, query={"limit": 1})
+        current = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        self._raise_if_gone_back(current)
+
+    def _raise_if_gone_back(self, current: str) -> None:
+        """A server whose resourceVersion is below the newest we saw lost its data (restarted empty, restored from
+        an older backup): our cache describes objects that may be gone. Re-list (resourceVersions are compared as
+        numbers only when both are, as etcd's are)."""
+        ours = self.cache.resource_version or ""
+        if current.isdigit() and ours.isdigit() and int(current) < int(ours):
+            raise _Expired(
+                f"cluster {self.client.name}: {self.resource.path(self.namespace)}: the server's resourceVersion "
+                f"{current} is below {ours}: it lost its data"
+            )
 
     def _handle_event(self, event: dict[str, Any]) -> None:
         type_ = event.get("type")
@@ -389,6 +422,7 @@ class Informer:
         rv = meta.get("resourceVersion")
         if type_ == "BOOKMARK":
             if rv:
+                self._raise_if_gone_back(str(rv))
                 self.cache.resource_version = str(rv)
             return
         cache = self.cache
