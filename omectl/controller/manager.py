@@ -75,6 +75,8 @@ ISVC_KEY = "ome.io/InferenceService"
 ISVC_LABEL = "ome.io/inferenceservice"  # on every workload rendered for an InferenceService
 ROLLOUT_ANNOTATION = "omectl.io/rollout-requested"  # set by `omectl runtime rollout`: re-pin to the live revision
 FIELD_MANAGER = "omectl"
+EVENT_WRITERS = 4  # concurrent event writes per cluster
+EVENT_BACKLOG = 2000  # events waiting to be written per cluster; beyond it they are dropped (client-go: 1000)
 RETRY_LATER_FLOOR = 2.0  # seconds before a RetryLater reconcile runs again (then the per-item backoff grows)
 _KIND_OF = {SR_KEY: SERVING_RUNTIME, CSR_KEY: CLUSTER_SERVING_RUNTIME}
 _KEY_OF = {SERVING_RUNTIME: SR_KEY, CLUSTER_SERVING_RUNTIME: CSR_KEY}
@@ -133,6 +135,8 @@ class ClusterRuntime:
         self.aim = controller.aim.watch(self)  # AMD AIM: optional informers (omectl.controller.aim_watch)
         self._tasks: list[asyncio.Task[None]] = []
         self._event_tasks: set[asyncio.Task[Any]] = set()
+        self._event_writers = asyncio.Semaphore(EVENT_WRITERS)
+        self.events_dropped = 0
 
     def _informer(self, resource: ResourceRef, work_kind: str) -> Informer:
         informer = Informer(self.client, resource, handlers=[self._handler(work_kind)])
@@ -261,10 +265,22 @@ class ClusterRuntime:
             self._enqueue_isvc(isvc, trigger)
 
     def record_event(self, obj: dict[str, Any], type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
-        """Record an event off the reconcile path (like client-go's broadcaster); events are best effort."""
-        task = asyncio.get_running_loop().create_task(self.recorder.record(obj, type_, reason, message))
+        """Record an event off the reconcile path (like client-go's broadcaster); events are best effort: a few
+        are written at a time, so a burst of them never crowds the reconciles' own writes out of the connection
+        pool, and beyond a backlog they are dropped (counted in `events_dropped`)."""
+        if len(self._event_tasks) >= EVENT_BACKLOG:
+            self.events_dropped += 1
+            log.debug("cluster %s: event backlog full; dropped %s %s", self.name, type_, reason)
+            return
+        task = asyncio.get_running_loop().create_task(self._record_event(obj, type_, reason, message))
         self._event_tasks.add(task)
         task.add_done_callback(self._event_tasks.discard)
+
+    async def _record_event(
+        self, obj: dict[str, Any], type_: Literal["Normal", "Warning"], reason: str, message: str
+    ) -> None:
+        async with self._event_writers:
+            await self.recorder.record(obj, type_, reason, message)
 
     async def start(self) -> None:
         for informer in self.informers:

@@ -263,10 +263,12 @@ class WorkQueue:
             entry.low_priority = entry.low_priority and low_priority
             self._delay(key, entry, due)
 
-    def add_rate_limited(self, key: WorkKey, *, trigger: object | None = None, floor: float = 0.0) -> None:
+    def add_rate_limited(
+        self, key: WorkKey, *, trigger: object | None = None, floor: float = 0.0, low_priority: bool = False
+    ) -> None:
         """Queue `key` after its next backoff: `base_delay` doubling per failure up to `max_delay`, at least
         `floor` seconds."""
-        self.add_after(key, max(self.next_backoff(key), floor), trigger=trigger)
+        self.add_after(key, max(self.next_backoff(key), floor), trigger=trigger, low_priority=low_priority)
 
     def next_backoff(self, key: WorkKey) -> float:
         """Count one more failure for `key` and return the delay it earns."""
@@ -466,7 +468,8 @@ class Result:
     requeue_after: float | None = None
     error: BaseException | None = None
     retry_floor: float = 0.0
-    """With `error`: the retry waits at least this long (for failures a watch event heals, retries are a net)."""
+    """With `error`: the retry waits at least this long, in the low-priority lane when it is above 0 (a failure a
+    watch event heals: the retry is a safety net that must not hold up live work)."""
 
 
 class TerminalError(Exception):
@@ -520,7 +523,7 @@ async def _handle(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Resu
         return
     if result is not None and result.error is not None:
         log.info("reconcile of %s returned an error (retry %d): %s", key, item.retries + 1, result.error)
-        queue.add_rate_limited(key, floor=result.retry_floor)
+        queue.add_rate_limited(key, floor=result.retry_floor, low_priority=result.retry_floor > 0)
         return
     queue.forget(key)
     if result is not None and result.requeue_after is not None:

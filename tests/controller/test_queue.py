@@ -119,6 +119,16 @@ async def test_a_backoff_floor_delays_early_retries_and_lets_later_ones_grow_pas
         queue.done(await take(queue))
 
 
+async def test_a_low_priority_retry_waits_behind_live_work() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock, base_delay=1.0)
+    queue.add_rate_limited(key("retry"), floor=2.0, low_priority=True)
+    clock.advance(2.0)
+    queue.add(key("live"))
+    first, second = await take(queue), await take(queue)
+    assert (first.key.name, second.key.name) == ("live", "retry")
+
+
 def test_default_backoff_runs_from_5ms_to_1000s() -> None:
     queue = WorkQueue(max_concurrency=1, clock=FakeClock())
     delays = [queue.next_backoff(key("x")) for _ in range(25)]
