@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make kind-e2e: the end-to-end suite against the kind fleet made by `make kind-up`.
-# The suite gets the fleet's merged kubeconfig in OMECTL_E2E_KUBECONFIG. NOTE: tests/e2e does not read it yet
-# (it runs against the embedded fleet); making it honour the variable is future work.
+# The suite gets the fleet's merged kubeconfig in OMECTL_E2E_KUBECONFIG and the hub's context in
+# OMECTL_E2E_HUB_CONTEXT: tests/e2e/conftest.py aliases the member contexts to the names the tests use.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 require_tools kind kubectl

@@ -1,14 +1,23 @@
-"""A simulated fleet with the OME CRDs and the controller running on a background loop, driven by real kubectl."""
+"""A simulated fleet with the OME CRDs and the controller running on a background loop, driven by real kubectl.
+
+With `OMECTL_E2E_KUBECONFIG` set (`make kind-e2e` sets it), the same tests run against a real fleet instead: the
+controller installed there (kustomize) does the work, the members are that kubeconfig's contexts (those listed in
+`OMECTL_E2E_CONTEXTS`, else every context but `OMECTL_E2E_HUB_CONTEXT`), and each gets an alias with the name the
+tests use (`e2e-1`, ...) in a kubeconfig written for the run. Tests that need the embedded fleet's simulated GPU
+nodes or the in-process controller's internals are skipped there, with that reason.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
@@ -21,10 +30,15 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "deploy" / "samples" / "ome"
 
 
+E2E_KUBECONFIG_ENV = "OMECTL_E2E_KUBECONFIG"
+E2E_CONTEXTS_ENV = "OMECTL_E2E_CONTEXTS"
+E2E_HUB_CONTEXT_ENV = "OMECTL_E2E_HUB_CONTEXT"
+
+
 @dataclass
 class ControlledFleet:
-    bg: BackgroundFleet
-    app: ControllerApp
+    bg: BackgroundFleet | None  # None on a real fleet
+    app: ControllerApp | None  # None on a real fleet: the installed controller does the work
     kubectl: Kubectl
     clusters_dir: Path
 
@@ -42,7 +56,15 @@ def running_fleet(
     **settings: Any,
 ) -> Iterator[ControlledFleet]:
     """`count` embedded clusters with every CRD of `deploy/crds/` on a background thread, registered from a
-    directory, and the controller running against them; everything stops on exit."""
+    directory, and the controller running against them; everything stops on exit. On a real fleet (see the module
+    docstring): its first `count` members under the names `<prefix>1..N`."""
+    external = os.environ.get(E2E_KUBECONFIG_ENV)
+    if external:
+        if simulator is not None:
+            pytest.skip(f"needs the embedded fleet's simulated GPU nodes ({E2E_KUBECONFIG_ENV} is set)")
+        kubeconfig = aliased_kubeconfig(Path(external), base / "fleet.kubeconfig", count, prefix)
+        yield ControlledFleet(None, None, Kubectl(kubectl_path(), kubeconfig, base / "kube-cache"), base)
+        return
     bg = BackgroundFleet(EmbeddedFleet(count, name_prefix=prefix, simulator=simulator))
     bg.start()
     try:
@@ -65,6 +87,23 @@ def running_fleet(
             bg.run(app.stop())
     finally:
         bg.stop()
+
+
+def aliased_kubeconfig(source: Path, out: Path, count: int, prefix: str) -> Path:
+    """A copy of `source` with contexts `<prefix>1..N` aliasing its first `count` member contexts."""
+    config = yaml.safe_load(source.read_text())
+    contexts = {c["name"]: c for c in config.get("contexts") or []}
+    listed = [name for name in os.environ.get(E2E_CONTEXTS_ENV, "").split(",") if name]
+    hub = os.environ.get(E2E_HUB_CONTEXT_ENV)
+    members = listed or [name for name in contexts if name != hub]
+    if len(members) < count:
+        pytest.fail(f"{E2E_KUBECONFIG_ENV}: {count} member contexts needed, found {members}")
+    for index, name in enumerate(members[:count], 1):
+        if name not in contexts:
+            pytest.fail(f"{E2E_CONTEXTS_ENV}: no context {name!r} in {source}")
+        config["contexts"].append({"name": f"{prefix}{index}", "context": dict(contexts[name]["context"])})
+    out.write_text(yaml.safe_dump(config))
+    return out
 
 
 @pytest.fixture(scope="module")
