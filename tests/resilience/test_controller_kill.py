@@ -1,10 +1,11 @@
 """The controller process SIGKILLed in the middle of a rollout, and started again.
 
 The clusters run on this test's event loop; the controller is a real `omectl run` process. A profile edit starts
-a rollout (engine writes slowed to keep it under way), the process is SIGKILLed once some but not all engines of
-a cluster carry the new image, the profile is edited once more while no controller runs, and a new process starts.
-Work resumes: every cluster converges on the expected render of the newest profile, and no write of the new
-process renders from a stale view: every engine Deployment it commits carries the newest image.
+a rollout (one reconcile at a time, engine writes slowed by 0.3 s, to keep it under way), the process is SIGKILLed
+once some but not all engines of a cluster carry the new image, the profile is edited once more while no
+controller runs, and a new process starts. Work resumes: every cluster converges on the expected render of the
+newest profile, and no write of the new process renders from a stale view: every engine Deployment it commits
+carries the newest image.
 """
 
 from __future__ import annotations
@@ -46,11 +47,14 @@ def _env() -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def controller_process(base: Path, name: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, Path]]:
+async def controller_process(
+    base: Path, name: str, concurrency: int = 16
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, Path]]:
     status_file = base / f"{name}.status.json"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "omectl", "run", "--clusters-dir", str(base / "clusters"), "--no-install-webhooks",
-        "--metrics-port", "0", "--status-file", str(status_file), "--trace-file", str(base / f"{name}.jsonl"),
+        "--metrics-port", "0", "--concurrency", str(concurrency), "--status-file", str(status_file),
+        "--trace-file", str(base / f"{name}.jsonl"),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=_env(),
     )  # fmt: skip
     try:
@@ -89,13 +93,13 @@ async def test_the_controller_killed_mid_rollout_resumes_without_rendering_from_
                 tmp_path / "clusters", server.write_kubeconfig(tmp_path / f"{server.name}.kc"), [server.name]
             )
         fleet = MixedFleet(sim, None, tmp_path, tmp_path / "clusters", {})  # type: ignore[arg-type]
-        async with controller_process(tmp_path, "first") as (first, first_status):
+        async with controller_process(tmp_path, "first", concurrency=1) as (first, first_status):
             await status_of(first, first_status)
             await fleet.seed()
             await fleet.converged(60)
             victim = sim.servers[0]
             for server in sim.servers:
-                server.faults.delay_next(100, 0.15, method="PATCH", path_contains="/deployments/")
+                server.faults.delay_next(100, 0.3, method="PATCH", path_contains="/deployments/")
             await fleet.rollout("sglang:v2")
             await until([victim], lambda: images(victim)["sglang:v2"] >= 2, 20, "the rollout under way")
             first.send_signal(signal.SIGKILL)

@@ -1,0 +1,90 @@
+"""One cluster partitioned for 60 s while the other two keep reconciling, then healed.
+
+The partition lasts the 60 s the issue names (it runs once, in an xdist group of its own, so the rest of the suite
+runs beside it). During it the healthy clusters get a profile edit every 3 s; the latency of each is measured from
+the edit's commit to the commit of the last of the cluster's 10 engine Deployments carrying the new image (store
+listeners, so the time is taken at the commits). Bound: every such rollout on a healthy cluster completes within
+`LATENCY_BOUND` (2 s; unloaded it takes ~0.1-0.3 s), so a partitioned cluster does not stall the others (its
+reconciles fail fast and back off; the queue is fair across clusters). After healing, the partitioned cluster,
+which got the same edits in-process (invisible to the controller), converges within `HEAL_BOUND` (40 s: after 60 s
+of refused connections its informers' backoff is at its 30 s cap, as client-go's reflector's is; then 10 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from omectl.embedded.server import EmbeddedAPIServer
+from omectl.embedded.store import WatchEvent
+from tests.resilience.workload import DEPLOYMENTS, ISVCS_PER_NAMESPACE, images, mixed_fleet, until
+
+pytestmark = pytest.mark.xdist_group("resilience-partition")
+PARTITION_SECONDS = 60.0
+EDIT_EVERY = 3.0
+LATENCY_BOUND = 2.0
+HEAL_BOUND = 40.0  # the informers' reconnect backoff is capped at 30 s (client-go's 0.8 s -> 30 s), plus 10 s
+ENGINES = 2 * ISVCS_PER_NAMESPACE
+
+
+class RolloutClock:
+    """Commit times of engine Deployments per image, on one cluster."""
+
+    def __init__(self, server: EmbeddedAPIServer) -> None:
+        self.server = server
+        self.done: dict[str, float] = {}
+        self.seen: dict[str, set[str]] = {}
+        server.api.store.listeners.append(self._on_commit)
+
+    def _on_commit(self, event: WatchEvent) -> None:
+        if event.key != DEPLOYMENTS or event.type == "DELETED":
+            return
+        image = event.obj["spec"]["template"]["spec"]["containers"][0]["image"]
+        names = self.seen.setdefault(image, set())
+        names.add(f"{event.obj['metadata']['namespace']}/{event.obj['metadata']['name']}")
+        if len(names) == ENGINES and image not in self.done:
+            self.done[image] = time.monotonic()
+
+    def close(self) -> None:
+        self.server.api.store.listeners.remove(self._on_commit)
+
+
+async def test_a_cluster_partitioned_for_60_s_does_not_slow_the_others_and_converges_after_healing(
+    tmp_path: Path,
+) -> None:
+    async with mixed_fleet(tmp_path, "pt-") as fleet:
+        cut, *healthy = fleet.servers
+        clocks = {s.name: RolloutClock(s) for s in healthy}
+        latencies: list[float] = []
+        await cut.partition()
+        partitioned_at = time.monotonic()
+        try:
+            round_ = 0
+            while time.monotonic() - partitioned_at < PARTITION_SECONDS - EDIT_EVERY:
+                image = f"sglang:part-{round_}"
+                edited = time.monotonic()
+                await fleet.rollout(image)  # on every cluster; the partitioned one cannot tell the controller
+                await until(healthy, lambda i=image: all(i in c.done for c in clocks.values()), 10, f"{image} rolled")
+                latencies += [clocks[s.name].done[image] - edited for s in healthy]
+                round_ += 1
+                await asyncio.sleep(max(0.0, edited + EDIT_EVERY - time.monotonic()))  # the next edit's time
+            assert not images(cut).get(image), "the partitioned cluster cannot have been reached"
+            await asyncio.sleep(max(0.0, partitioned_at + PARTITION_SECONDS - time.monotonic()))
+        finally:
+            await cut.heal()
+            for clock in clocks.values():
+                clock.close()
+        healed_at = time.monotonic()
+        print(
+            f"partition {healed_at - partitioned_at:.1f} s; {len(latencies)} rollouts on healthy clusters: "
+            f"median {statistics.median(latencies):.3f} s, max {max(latencies):.3f} s"
+        )
+        await fleet.converged(HEAL_BOUND)
+        print(f"the partitioned cluster converged {time.monotonic() - healed_at:.2f} s after healing")
+        assert healed_at - partitioned_at >= PARTITION_SECONDS
+        assert max(latencies) < LATENCY_BOUND, latencies
+        await fleet.healthy()
