@@ -29,11 +29,11 @@ from typing import Any, Final
 
 from omectl.controller import aim_caching, aim_models
 from omectl.controller.aim_consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
-from omectl.controller.aim_service import FIELD_MANAGER, PVC_NOT_UPDATED, _now, with_propagated_labels
-from omectl.controller.engine import RENDER_HASH, RetryLater, object_hash
+from omectl.controller.aim_service import FIELD_MANAGER, PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
+from omectl.controller.engine import RENDER_HASH, object_hash
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
-from omectl.core.aim.resolution import DEFAULT_MISSING, Resolution, default_missing_event_due, resolve
+from omectl.core.aim.resolution import Resolution, resolve
 from omectl.kube.client import KubeAPIError
 from omectl.kube.resources import CONFIG_MAPS, JOBS, PERSISTENT_VOLUME_CLAIMS, ResourceRef
 from omectl.kube.writer import write_status
@@ -82,7 +82,7 @@ class AimConsumerReconciler:
         self.writes = 0
         self.reconciles: Counter[tuple[str, str, str, str]] = Counter()
         """Reconciles per (cluster, kind, namespace, name)."""
-        self._default_event_sent: set[tuple[str, str]] = set()
+        self.config_events = ConfigEvents()
 
     async def reconcile(self, cluster: Any, key_kind: str, obj: dict[str, Any], tracer: Any = None) -> None:
         kind = CONSUMER_KEYS[key_kind]
@@ -94,17 +94,9 @@ class AimConsumerReconciler:
         previous = list((obj.get("status") or {}).get("conditions") or [])
         if not resolution.may_apply:
             await self.write_status(cluster, obj, resolution, {"status": "Failed"})
-            if resolution.event is not None:
-                cluster.record_event(obj, resolution.event.type, resolution.event.reason, resolution.event.message)
-            raise RetryLater(resolution.event.message if resolution.event else "runtime config not found")
+            self.config_events.refuse(cluster, obj, resolution)
         event_key = (cluster.name, str(meta.get("uid") or f"{kind}/{namespace}/{name}"))
-        if resolution.outcome == DEFAULT_MISSING:
-            if default_missing_event_due(resolution, previous) and event_key not in self._default_event_sent:
-                assert resolution.event is not None
-                cluster.record_event(obj, resolution.event.type, resolution.event.reason, resolution.event.message)
-            self._default_event_sent.add(event_key)
-        else:
-            self._default_event_sent.discard(event_key)
+        self.config_events.note_default(cluster, obj, resolution, previous, event_key)
         own = await STEPS[kind](self, cluster, obj, resolution.config)
         await self.write_status(cluster, obj, resolution, own)
 

@@ -31,7 +31,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from omectl.controller.aim_caching import cache_artifacts, service_profile
 from omectl.controller.aim_watch import AimWatch
@@ -183,13 +183,40 @@ def with_propagated_labels(
     return out
 
 
+class ConfigEvents:
+    """The runtime-config events of an AIM consumer: a Warning on every reconcile while an explicit config is
+    missing, and one Normal `DefaultConfigNotFound` on its first reconcile only (also remembered here, since the
+    status that records it may lag the event)."""
+
+    def __init__(self) -> None:
+        self._default_sent: set[tuple[str, str]] = set()
+
+    @staticmethod
+    def refuse(cluster: Any, obj: Mapping[str, Any], resolution: Resolution) -> NoReturn:
+        """Record the missing explicit config and retry later: nothing is applied meanwhile."""
+        if resolution.event is not None:
+            cluster.record_event(obj, resolution.event.type, resolution.event.reason, resolution.event.message)
+        raise RetryLater(resolution.event.message if resolution.event else "runtime config not found")
+
+    def note_default(
+        self, cluster: Any, obj: Mapping[str, Any], resolution: Resolution, previous: Any, key: tuple[str, str]
+    ) -> None:
+        if resolution.outcome != DEFAULT_MISSING:
+            self._default_sent.discard(key)
+            return
+        if default_missing_event_due(resolution, previous) and key not in self._default_sent:
+            assert resolution.event is not None
+            cluster.record_event(obj, resolution.event.type, resolution.event.reason, resolution.event.message)
+        self._default_sent.add(key)
+
+
 class AimServiceReconciler:
     def __init__(self, *, operator_namespace: str | None = None) -> None:
         self.operator_namespace = operator_namespace or aim_operator_namespace()
         self.writes = 0
         self.reconciles: Counter[tuple[str, str, str]] = Counter()
         """Reconciles per (cluster, namespace, name): tests check that a config change reaches exactly its services."""
-        self._default_event_sent: set[tuple[str, str]] = set()
+        self.config_events = ConfigEvents()
 
     def watch(self, cluster: Any) -> AimWatch:
         return AimWatch(cluster, operator_namespace=self.operator_namespace)
@@ -212,18 +239,10 @@ class AimServiceReconciler:
         if not resolution.may_apply:
             rolled = roll_up(components, config_error=config_error, previous_conditions=previous)
             await self._write_status(cluster, service, rolled, resolution, None)
-            if resolution.event is not None:
-                cluster.record_event(service, resolution.event.type, resolution.event.reason, resolution.event.message)
-            raise RetryLater(resolution.event.message if resolution.event else "runtime config not found")
+            self.config_events.refuse(cluster, service, resolution)
 
         event_key = (cluster.name, str(meta.get("uid") or f"{namespace}/{name}"))
-        if resolution.outcome == DEFAULT_MISSING:
-            if default_missing_event_due(resolution, previous) and event_key not in self._default_event_sent:
-                assert resolution.event is not None
-                cluster.record_event(service, resolution.event.type, resolution.event.reason, resolution.event.message)
-            self._default_event_sent.add(event_key)
-        else:
-            self._default_event_sent.discard(event_key)
+        self.config_events.note_default(cluster, service, resolution, previous, event_key)
 
         config = resolution.config
         pvc = render_model_cache_pvc(service, config)
