@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JSON = "application/json"
-_CLIENT_MAX_SIZE = 64 * 1024 * 1024
+# kube-apiserver's MaxRequestBodyBytes: a larger body is refused with 413 before it is decoded.
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
+_CLIENT_MAX_SIZE = MAX_REQUEST_BODY_BYTES
 
 
 class JSONBytesResponse(web.StreamResponse):
@@ -218,6 +220,9 @@ class ClusterHTTP:
             return _error_response(exc)
         except SelectorError as exc:
             return _error_response(errors.bad_request(str(exc)))
+        except web.HTTPRequestEntityTooLarge:
+            message = f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
+            return _error_response(APIError(413, "RequestEntityTooLarge", message, {}))
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:

@@ -307,3 +307,13 @@ async def test_concurrent_creates_get_distinct_increasing_versions(raw: RawClien
     rvs = sorted(int(r.body["metadata"]["resourceVersion"]) for r in replies)
     assert len(set(rvs)) == 20
     assert rvs == list(range(rvs[0], rvs[0] + 20))
+
+
+async def test_a_body_over_3_mib_is_refused_with_413_before_it_is_decoded(raw: RawClient) -> None:
+    blob = {"metadata": {"name": "huge"}, "data": {"blob": "x" * (3 * 1024 * 1024)}}
+    reply = await raw.post("/api/v1/namespaces/default/configmaps", blob)
+    assert reply.status == 413
+    body = reply.body
+    assert (body["kind"], body["reason"], body["code"]) == ("Status", "RequestEntityTooLarge", 413)
+    assert body["message"] == "Request entity too large: limit is 3145728"
+    assert (await raw.get("/api/v1/namespaces/default/configmaps/huge")).status == 404
