@@ -65,7 +65,7 @@ from benchmarks.fleet_convergence import (
 )
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.controller.engine import RENDER_HASH
+from omectl.controller.apply import RENDER_HASH
 from omectl.core.render import component_name
 from omectl.settings import Settings
 

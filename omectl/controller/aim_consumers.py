@@ -30,7 +30,7 @@ from typing import Any, Final
 from omectl.controller import aim_caching, aim_models
 from omectl.controller.aim_consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
 from omectl.controller.aim_service import FIELD_MANAGER, PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
-from omectl.controller.engine import RENDER_HASH, object_hash
+from omectl.controller.apply import RENDER_HASH, apply_render, object_hash
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.resolution import Resolution, resolve
@@ -136,27 +136,15 @@ class AimConsumerReconciler:
         namespace = str(meta.get("namespace") or "")
         live = await self.live(cluster, rendered["kind"], namespace, meta["name"])
         obj = with_propagated_labels(parent, rendered, live, config)
-        digest = object_hash(obj)
-        if live is not None and (live["metadata"].get("annotations") or {}).get(RENDER_HASH) == digest:
-            return live
-        body = dict(obj, metadata=dict(obj["metadata"], annotations={**_annotations(obj), RENDER_HASH: digest}))
         try:
-            written: dict[str, Any] = await cluster.client.patch(
-                resource,
-                meta["name"],
-                body,
-                namespace=namespace or None,
-                patch_type="apply",
-                field_manager=FIELD_MANAGER,
-                force=True,
-            )
+            applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
         except KubeAPIError as exc:
             if not tolerate_invalid or exc.status != 422:
                 raise
             cluster.record_event(dict(parent), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
             return live
-        self.writes += 1
-        return written
+        self.writes += wrote
+        return dict(applied)
 
     async def apply_job(
         self, cluster: Any, parent: Mapping[str, Any], rendered: dict[str, Any], config: Mapping[str, Any]

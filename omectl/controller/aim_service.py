@@ -35,7 +35,8 @@ from typing import Any, Final, NoReturn
 
 from omectl.controller.aim_caching import cache_artifacts, service_profile
 from omectl.controller.aim_watch import AimWatch
-from omectl.controller.engine import RENDER_HASH, RetryLater, object_hash
+from omectl.controller.apply import apply_render
+from omectl.controller.engine import RetryLater
 from omectl.core.aim.artifacts import mount_artifacts
 from omectl.core.aim.caches import render_profile_cache
 from omectl.core.aim.kserve import render_inference_service, render_model_cache_pvc
@@ -297,30 +298,16 @@ class AimServiceReconciler:
         namespace = meta.get("namespace", "")
         live = await self._live(cluster, resource, namespace, meta["name"])
         obj = with_propagated_labels(service, rendered, live, config)
-        digest = object_hash(obj)
-        if live is not None and (live["metadata"].get("annotations") or {}).get(RENDER_HASH) == digest:
-            return live
-        obj_meta = obj["metadata"]
-        annotations = {**(obj_meta.get("annotations") or {}), RENDER_HASH: digest}
-        body = dict(obj, metadata=dict(obj_meta, annotations=annotations))
         try:
-            written: Mapping[str, Any] = await cluster.client.patch(
-                resource,
-                meta["name"],
-                body,
-                namespace=namespace,
-                patch_type="apply",
-                field_manager=FIELD_MANAGER,
-                force=True,
-            )
+            applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
         except KubeAPIError as exc:
             if not tolerate_invalid or exc.status != 422:
                 raise
             # a bound claim's spec is mostly immutable: keep serving from it and say why it differs
             cluster.record_event(dict(service), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
             return live
-        self.writes += 1
-        return written
+        self.writes += wrote
+        return applied
 
     async def _live(self, cluster: Any, resource: ResourceRef, namespace: str, name: str) -> Mapping[str, Any] | None:
         cache = cluster.aim.child_cache(resource.kind)

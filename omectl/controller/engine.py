@@ -8,14 +8,11 @@ with backoff. An unchanged render makes no API write: each applied object carrie
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-
-import orjson
 
 from omectl.core.engine_status import COMPONENT_CONDITIONS, READY, Readiness, readiness
 from omectl.core.inheritance import ChainError
@@ -38,14 +35,13 @@ from omectl.kube.client import KubeAPIError
 from omectl.kube.resources import INFERENCE_SERVICES, ResourceRef
 from omectl.kube.writer import write_status
 
+from .apply import FIELD_MANAGER, apply_render, object_hash
 from .queue import WorkKey
 from .resolver import ChainResolver
 from .revisions import Revision, RevisionStore
 
 log = logging.getLogger(__name__)
 
-RENDER_HASH = "omectl.io/render-hash"
-FIELD_MANAGER = "omectl"
 _RESOURCES = {
     ("apps/v1", "Deployment"): ResourceRef("apps", "v1", "deployments", "Deployment", True),
     ("v1", "Service"): ResourceRef("", "v1", "services", "Service", True),
@@ -157,10 +153,6 @@ class ModelLookupOverCaches:
         if kind == "BaseModel":
             return self.base_models.get(namespace, name)  # type: ignore[no-any-return]
         return self.cluster_base_models.get("", name)  # type: ignore[no-any-return]
-
-
-def object_hash(obj: Mapping[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 class EngineReconciler:
@@ -337,7 +329,6 @@ class EngineReconciler:
         if resource is None:
             raise RenderError(f"omectl cannot apply {obj.get('apiVersion')} {obj.get('kind')}")
         meta = obj["metadata"]
-        digest = object_hash(obj)
         cache = cluster.workload_cache(obj["kind"])
         live = cache.get(meta.get("namespace", ""), meta["name"]) if cache is not None else None
         if live is None:  # not a cached kind, or not in the cache yet: ask the cluster
@@ -346,17 +337,6 @@ class EngineReconciler:
             except KubeAPIError as exc:
                 if exc.status != 404:
                     raise
-        if live is not None and (live["metadata"].get("annotations") or {}).get(RENDER_HASH) == digest:
-            return live  # type: ignore[no-any-return]  # unchanged render: no write
-        body = dict(obj, metadata=dict(meta, annotations={**(meta.get("annotations") or {}), RENDER_HASH: digest}))
-        written: Mapping[str, Any] = await cluster.client.patch(
-            resource,
-            meta["name"],
-            body,
-            namespace=meta.get("namespace"),
-            patch_type="apply",
-            field_manager=FIELD_MANAGER,
-            force=True,
-        )
-        self.writes += 1
-        return written
+        applied, wrote = await apply_render(cluster.client, resource, obj, live)
+        self.writes += wrote
+        return applied

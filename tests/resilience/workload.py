@@ -36,7 +36,7 @@ import yaml
 from omectl.cli.dev import write_registrations
 from omectl.controller.aim_service import with_propagated_labels
 from omectl.controller.app import ControllerApp
-from omectl.controller.engine import RENDER_HASH, object_hash
+from omectl.controller.apply import RENDER_HASH, object_hash
 from omectl.controller.revisions import revision_name, spec_hash
 from omectl.core.aim.kserve import render_inference_service
 from omectl.core.aim.resolution import resolve
