@@ -101,6 +101,7 @@ class FleetObserver:
                 healthy=not self.unhealthy(name),
                 queue_depth=depths.get(name, 0),
                 api_errors=dict(getattr(cluster.client, "api_errors", None) or {}),
+                events_dropped=getattr(cluster, "events_dropped", 0),
             )
             for informer in informers:
                 kind = kind_label(informer.resource)

@@ -53,6 +53,7 @@ class ClusterSample:
     watch_restarts: dict[str, int] = field(default_factory=dict)  # kind -> list/watch restarts
     watch_failures: dict[str, int] = field(default_factory=dict)  # kind -> failed list/watch attempts
     api_errors: dict[int, int] = field(default_factory=dict)  # HTTP status -> non-2xx answers
+    events_dropped: int = 0  # events not written because the cluster's event backlog was full
 
 
 @dataclass(slots=True)
@@ -104,8 +105,14 @@ class _FleetCollector(Collector):
             "Non-2xx answers of the clusters' API servers, by HTTP status.",
             labels=["cluster", "code"],
         )
+        events_dropped = CounterMetricFamily(
+            "omectl_events_dropped",
+            "Events not written because the cluster's event backlog was full.",
+            labels=["cluster"],
+        )
         for cluster in fleet.clusters:
             name = cluster.name
+            events_dropped.add_metric([name], cluster.events_dropped)
             depth.add_metric([name], cluster.queue_depth)
             connected.add_metric([name], 1 if cluster.connected else 0)
             synced.add_metric([name], 1 if cluster.synced else 0)
@@ -118,7 +125,7 @@ class _FleetCollector(Collector):
                 failures.add_metric([name, kind], count)
             for code, count in sorted(cluster.api_errors.items()):
                 api_errors.add_metric([name, str(code)], count)
-        yield from (depth, connected, synced, healthy, objects, restarts, failures, api_errors)
+        yield from (depth, connected, synced, healthy, objects, restarts, failures, api_errors, events_dropped)
         yield GaugeMetricFamily("omectl_clusters", "Registered clusters this controller runs.", len(fleet.clusters))
         yield GaugeMetricFamily(
             "omectl_registry_errors", "Registrations that cannot be used (see `omectl cluster status`).",

@@ -168,6 +168,7 @@ async def test_metrics_count_reconciles_queue_caches_resolver_and_api_errors(obs
     assert value(samples, "omectl_cache_objects", cluster="ob-2", kind=SR) == 0
     assert value(samples, "omectl_watch_restarts_total", cluster="ob-1", kind=SR) is not None
     assert (value(samples, "omectl_api_errors_total", cluster="ob-1", code="500") or 0) >= 1
+    assert value(samples, "omectl_events_dropped_total", cluster="ob-1") == 0  # the backlog was never full
     assert (value(samples, "omectl_resolver_misses_total") or 0) >= 1  # the profile and each child merged once
     assert (value(samples, "omectl_resolver_hits_total") or 0) >= 1  # the InferenceService re-used its runtime's
     assert (value(samples, "omectl_resolver_entries") or 0) >= 7
