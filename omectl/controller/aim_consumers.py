@@ -25,12 +25,12 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from omectl.controller import aim_caching, aim_models
 from omectl.controller.aim_consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
 from omectl.controller.aim_service import FIELD_MANAGER, PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
-from omectl.controller.apply import RENDER_HASH, apply_render, object_hash
+from omectl.controller.apply import RENDER_HASH, apply_render, live_object, object_hash
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.resolution import Resolution, resolve
@@ -104,19 +104,9 @@ class AimConsumerReconciler:
 
     async def live(self, cluster: Any, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The child from the informer cache, else from the API server; None when it does not exist."""
-        resource = CHILD_RESOURCES[kind]
-        namespace = namespace if resource.namespaced else ""
         cache = cluster.aim.consumers.cache(kind)
-        found = cache.get(namespace, name) if cache is not None else None
-        if found is not None:
-            return found  # type: ignore[no-any-return]
-        try:
-            got: dict[str, Any] = await cluster.client.get(resource, name, namespace=namespace or None)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return got
+        found = await live_object(cluster.client, CHILD_RESOURCES[kind], cache, namespace, name)
+        return cast("dict[str, Any] | None", found)  # caches and the client hold plain dicts
 
     async def apply(
         self,

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from omectl.controller.apply import child_status_changed
 from omectl.controller.queue import WorkKey
 from omectl.core.aim.consumers import (
     AIM_COMPONENT_LABEL,
@@ -220,10 +221,8 @@ class ConsumerWatch:
     def _child_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
-        if initial or (event_type == "ADDED" and not obj.get("status")):
-            return  # the reconcile that created it has seen it
-        if event_type == "MODIFIED" and old is not None and old.get("status") == obj.get("status"):
-            return  # our own apply, or an edit that changes no readiness
+        if not child_status_changed(event_type, obj, old, initial):
+            return
         owner = controller_owner(obj)
         if owner is None:
             return

@@ -35,7 +35,7 @@ from typing import Any, Final, NoReturn
 
 from omectl.controller.aim_caching import cache_artifacts, service_profile
 from omectl.controller.aim_watch import AimWatch
-from omectl.controller.apply import apply_render
+from omectl.controller.apply import apply_render, live_object
 from omectl.controller.engine import RetryLater
 from omectl.core.aim.artifacts import mount_artifacts
 from omectl.core.aim.caches import render_profile_cache
@@ -310,17 +310,7 @@ class AimServiceReconciler:
         return applied
 
     async def _live(self, cluster: Any, resource: ResourceRef, namespace: str, name: str) -> Mapping[str, Any] | None:
-        cache = cluster.aim.child_cache(resource.kind)
-        live = cache.get(namespace, name) if cache is not None else None
-        if live is not None:
-            return live  # type: ignore[no-any-return]
-        try:
-            found: Mapping[str, Any] = await cluster.client.get(resource, name, namespace=namespace or None)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return found
+        return await live_object(cluster.client, resource, cluster.aim.child_cache(resource.kind), namespace, name)
 
     async def _delete(self, cluster: Any, resource: ResourceRef, namespace: str, name: str) -> None:
         try:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from omectl.controller.aim_consumers_watch import ConsumerWatch
+from omectl.controller.apply import child_status_changed
 from omectl.controller.queue import WorkKey
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
 from omectl.core.aim.resolution import (
@@ -216,10 +217,8 @@ class AimWatch:
     def _child_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
-        if initial or (event_type == "ADDED" and not obj.get("status")):
-            return  # the reconcile that created it has seen it
-        if event_type == "MODIFIED" and old is not None and old.get("status") == obj.get("status"):
-            return  # our own apply, or an edit that changes no readiness
+        if not child_status_changed(event_type, obj, old, initial):
+            return
         service = owning_service(obj)
         namespace = str(_metadata(obj).get("namespace") or "")
         if service is None or self.services.cache.get(namespace, service) is None:

@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from omectl.kube.client import ClusterClient
+from omectl.kube.cache import ObjectCache
+from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.resources import ResourceRef
 
 RENDER_HASH = "omectl.io/render-hash"
@@ -51,3 +52,30 @@ async def apply_render(
         force=True,
     )
     return written, True
+
+
+async def live_object(
+    client: ClusterClient, resource: ResourceRef, cache: ObjectCache | None, namespace: str, name: str
+) -> Mapping[str, Any] | None:
+    """A rendered object as the informer cache holds it, else as the API server does (it may be newer than the
+    cache, or of a kind that has no informer); None when it does not exist."""
+    namespace = namespace if resource.namespaced else ""
+    cached = cache.get(namespace, name) if cache is not None else None
+    if cached is not None:
+        return cached
+    try:
+        found: Mapping[str, Any] = await client.get(resource, name, namespace=namespace or None)
+    except KubeAPIError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return found
+
+
+def child_status_changed(event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None, initial: bool) -> bool:
+    """Whether a child's watch event can change its owner's status: not an initial list (the owners are queued
+    anyway), not a new child without status (the reconcile that created it saw it), not a spec or metadata write
+    (our own apply)."""
+    if initial or (event_type == "ADDED" and not obj.get("status")):
+        return False
+    return not (event_type == "MODIFIED" and old is not None and old.get("status") == obj.get("status"))

@@ -31,11 +31,10 @@ from omectl.core.selection import (
     resolve_model,
     select_runtime,
 )
-from omectl.kube.client import KubeAPIError
 from omectl.kube.resources import INFERENCE_SERVICES, ResourceRef
 from omectl.kube.writer import write_status
 
-from .apply import FIELD_MANAGER, apply_render, object_hash
+from .apply import FIELD_MANAGER, apply_render, live_object, object_hash
 from .queue import WorkKey
 from .resolver import ChainResolver
 from .revisions import Revision, RevisionStore
@@ -329,14 +328,9 @@ class EngineReconciler:
         if resource is None:
             raise RenderError(f"omectl cannot apply {obj.get('apiVersion')} {obj.get('kind')}")
         meta = obj["metadata"]
-        cache = cluster.workload_cache(obj["kind"])
-        live = cache.get(meta.get("namespace", ""), meta["name"]) if cache is not None else None
-        if live is None:  # not a cached kind, or not in the cache yet: ask the cluster
-            try:
-                live = await cluster.client.get(resource, meta["name"], namespace=meta.get("namespace"))
-            except KubeAPIError as exc:
-                if exc.status != 404:
-                    raise
+        live = await live_object(
+            cluster.client, resource, cluster.workload_cache(obj["kind"]), meta.get("namespace", ""), meta["name"]
+        )
         applied, wrote = await apply_render(cluster.client, resource, obj, live)
         self.writes += wrote
         return applied

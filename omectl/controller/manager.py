@@ -24,6 +24,7 @@ from typing import Any, Literal
 from omectl.controller.aim import AIM_SERVICE_KEY, AimServiceReconciler
 from omectl.controller.aim_consumers import AimConsumerReconciler
 from omectl.controller.aim_consumers_watch import CONSUMER_KEYS as AIM_CONSUMER_KEYS
+from omectl.controller.apply import child_status_changed
 from omectl.controller.engine import ISVC_STATUS_WORK, EngineReconciler, RetryLater
 from omectl.controller.lookup import (
     INHERIT_INDEX,
@@ -236,12 +237,10 @@ class ClusterRuntime:
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool
     ) -> None:
         """A workload's status changed (or it was deleted): its InferenceService's readiness may have too."""
-        if initial or (event_type == "ADDED" and not obj.get("status")):
-            return  # a new workload reports nothing yet; the reconcile that created it has seen it
+        if not child_status_changed(event_type, obj, old, initial):
+            return
         if obj.get("kind") == "Service" and event_type != "DELETED":
             return  # a Service's status says nothing of readiness; only its deletion needs a re-render
-        if event_type == "MODIFIED" and old is not None and old.get("status") == obj.get("status"):
-            return
         meta = obj["metadata"]
         isvc_name = (meta.get("labels") or {}).get(ISVC_LABEL)
         isvc = self.inference_services.cache.get(meta.get("namespace", ""), isvc_name) if isvc_name else None
