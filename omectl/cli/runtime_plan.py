@@ -337,6 +337,20 @@ async def _plan_with(client: ClusterClient, edits: list[EditedRuntime]) -> dict[
     return plan_cluster(read, models, placed)
 
 
+EXCLUSIONS_SHOWN = 3
+_EXCLUDED = ". Excluded runtimes: "
+
+
+def bounded_reason(message: str, shown: int = EXCLUSIONS_SHOWN) -> str:
+    """A reason for one table line: automatic selection's list of excluded runtimes (one entry per runtime of the
+    cluster, so tens of KB on a large one) cut to its first few; `-o json|yaml` keep the whole message."""
+    head, found, tail = message.partition(_EXCLUDED)
+    excluded = tail.split("; ") if found else []
+    if len(excluded) <= shown:
+        return message
+    return f"{head}{_EXCLUDED}{'; '.join(excluded[:shown])}; ... {len(excluded) - shown} more (see -o json)"
+
+
 def _print_plan(results: list[dict[str, Any]]) -> None:
     for result in results:
         typer.echo(f"cluster {result['cluster']}:")
@@ -355,7 +369,7 @@ def _print_plan(results: list[dict[str, Any]]) -> None:
                 pinned = entry.get("pinnedRevision") or "its first revision"
                 line += f" (pinned to {pinned}; live revision becomes {entry['liveRevisionAfter']})"
             if entry.get("reason"):
-                line += f": {entry['reason']}"
+                line += f": {bounded_reason(entry['reason'])}"
             typer.echo(line)
             for diff in (entry.get("diff") or {}).values():
                 typer.echo("    " + diff.rstrip("\n").replace("\n", "\n    "))

@@ -221,3 +221,19 @@ def test_bad_edit_files_are_one_line_errors(kubeconfig: Path, tmp_path: Path, co
     assert result.exit_code == 1
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_table_line_cuts_automatic_selections_exclusion_list_to_its_first_entries() -> None:
+    from omectl.cli.runtime_plan import bounded_reason
+    from omectl.core.selection import NoRuntimeFound, select_runtime
+    from tests.core.test_selection import csr, fmt, llama, spec_with
+
+    candidates = [csr(f"rt-{i}", spec_with(fmt(autoSelect=False))) for i in range(40)]
+    with pytest.raises(NoRuntimeFound) as caught:
+        select_runtime("default", llama(), candidates)
+    full = caught.value.message
+    line = bounded_reason(full)
+    assert full.count("rt-") == 40 and line.count("rt-") == 3
+    assert line.startswith(full.split("rt-3 ")[0])
+    assert line.endswith("; ... 37 more (see -o json)")
+    assert bounded_reason("runtime x is disabled") == "runtime x is disabled"
