@@ -10,6 +10,7 @@ from .fleet import fleet_app
 from .run import run
 from .runtime import runtime_app
 from .runtime_plan import plan
+from .runtime_tree import tree
 from .trace import trace_app
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app.command("run")(run)
 app.add_typer(trace_app, name="trace")
 app.add_typer(fleet_app, name="fleet")
 runtime_app.command("plan")(plan)
+runtime_app.command("tree")(tree)
 app.add_typer(runtime_app, name="runtime")
 
 

@@ -3,8 +3,8 @@ edit reaches, read straight from the clusters (no running controller needed).
 
 - `effective ISVC`: the runtime an InferenceService names, its kind, revision, pin and drift, and its inheritance
   chain; `-o json|yaml` adds the chain (root first), the merged spec and which runtime set each field.
-- `tree RUNTIME`: the runtimes that inherit from a runtime (any depth, every namespace) and the InferenceServices
-  that name it or one of them; `--all-clusters` does this for every registered cluster.
+- `tree RUNTIME` (`omectl.cli.runtime_tree`): what an edit of a runtime reaches, per resolution context, or with
+  `--ancestors` the chain it resolves; `--all-clusters` does this for every registered cluster.
 
 kubectl hands a plugin every argument after its name and refuses global flags placed before it, so the commands
 take `--kubeconfig`, `--context` and `-n/--namespace` themselves and read `KUBECONFIG` like kubectl. Exit codes:
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -25,20 +25,11 @@ from typing import Any, NoReturn, TypeVar
 import typer
 import yaml
 from rich.console import Console
-from rich.text import Text
-from rich.tree import Tree
 
-from omectl.controller.lookup import (
-    INHERIT_INDEX,
-    RUNTIME_INDEX,
-    CacheLookup,
-    descendants,
-    inherit_index,
-    runtime_index,
-)
-from omectl.core.inheritance import ChainError, inherit_from, resolve_chain, spec_layers
+from omectl.controller.lookup import INHERIT_INDEX, RUNTIME_INDEX, CacheGraph, CacheLookup, inherit_index, runtime_index
+from omectl.core.inheritance import ChainError, resolve_chain, spec_layers
 from omectl.core.merge import merge_chain
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, RUNTIME_PROFILE_ANNOTATION, SERVING_RUNTIME, RuntimeRef
+from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
 from omectl.core.selection import RuntimeValidation, lookup_named_runtime, named_runtime
 from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env
 from omectl.fleet.registration import ClusterRegistration, RegistrationError, open_client
@@ -47,7 +38,7 @@ from omectl.kube.client import ClusterClient, KubeAPIError, KubeConfigError, Kub
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
 from omectl.observability.redact import redact_object
 
-__all__ = ["ClusterRead", "effective_report", "runtime_app", "runtime_tree"]
+__all__ = ["ClusterRead", "effective_report", "runtime_app"]
 
 runtime_app = typer.Typer(
     no_args_is_help=True, help="Inspect OME runtime inheritance: effective runtimes and what a runtime edit reaches."
@@ -139,6 +130,9 @@ class ClusterRead:
 
     def lookup(self) -> CacheLookup:
         return CacheLookup(self.serving, self.cluster_serving)
+
+    def graph(self) -> CacheGraph:
+        return CacheGraph(self.serving, self.cluster_serving, self.inference_services)
 
     def runtime(self, ref: RuntimeRef) -> dict[str, Any] | None:
         if ref.kind == SERVING_RUNTIME:
@@ -415,165 +409,11 @@ async def _read_effective(client: ClusterClient, namespace: str | None, name: st
     return effective_report(ClusterRead.from_lists(client.name, serving, cluster_serving), isvc)
 
 
-# --- tree --------------------------------------------------------------------------------------------------
-
-
-def _parent_of(read: ClusterRead, ref: RuntimeRef) -> RuntimeRef | None:
-    """The runtime `ref`'s parent resolves to (DESIGN §3 decision 1), or None."""
-    runtime = read.runtime(ref)
-    parent = inherit_from(runtime) if runtime is not None else None
-    if parent is None:
-        return None
-    if ref.kind == SERVING_RUNTIME and read.serving.get(ref.namespace, parent) is not None:
-        return RuntimeRef(SERVING_RUNTIME, ref.namespace, parent)
-    return RuntimeRef(CLUSTER_SERVING_RUNTIME, "", parent)
-
-
-def _named_ref(read: ClusterRead, isvc: Mapping[str, Any]) -> RuntimeRef | None:
-    """The runtime an InferenceService's `spec.runtime.name` resolves to, or None."""
-    name = named_runtime(isvc)
-    if name is None:
-        return None
-    namespace = str(_mapping(isvc.get("metadata")).get("namespace") or "")
-    if read.serving.get(namespace, name) is not None:
-        return RuntimeRef(SERVING_RUNTIME, namespace, name)
-    if read.cluster_serving.get("", name) is not None:
-        return RuntimeRef(CLUSTER_SERVING_RUNTIME, "", name)
-    return None
-
-
-def _sort_key(ref: RuntimeRef) -> tuple[bool, str, str]:
-    return (ref.kind != CLUSTER_SERVING_RUNTIME, ref.namespace, ref.name)
-
-
-def _runtime_node(ref: RuntimeRef, runtime: Mapping[str, Any]) -> dict[str, Any]:
-    annotations = _mapping(_mapping(runtime.get("metadata")).get("annotations"))
-    ready = _condition(runtime, INHERITANCE_CONDITION)
-    return {
-        **_ref_document(ref),
-        "inheritFrom": inherit_from(runtime),
-        "profile": annotations.get(RUNTIME_PROFILE_ANNOTATION) == "true",
-        "disabled": _mapping(runtime.get("spec")).get("disabled") is True,
-        "inheritanceReady": None
-        if ready is None
-        else {"status": ready.get("status"), "reason": ready.get("reason"), "message": ready.get("message")},
-        "inferenceServices": [],
-        "children": [],
-    }
-
-
-def _isvc_entry(isvc: Mapping[str, Any]) -> dict[str, Any]:
-    meta = _mapping(isvc.get("metadata"))
-    pinned, auto_sync, pinned_revision = _pin_state(isvc)
-    drift = _condition(isvc, DRIFT_CONDITION)
-    return {
-        "namespace": meta.get("namespace"),
-        "name": meta.get("name"),
-        "pinned": pinned,
-        "autoSync": auto_sync,
-        "pinnedRevision": pinned_revision,
-        "revision": _mapping(_mapping(isvc.get("status")).get("runtime")).get("revision") or None,
-        "drifted": None if drift is None else drift.get("status") == "True",
-    }
-
-
-def runtime_tree(read: ClusterRead, root: RuntimeRef) -> dict[str, Any] | None:
-    """The runtimes below `root` (any depth, every namespace) and the InferenceServices that name any of them,
-    as a nested node document; None when `root` does not exist in the cluster."""
-    root_runtime = read.runtime(root)
-    if root_runtime is None:
-        return None
-    below = descendants(root.kind, root.namespace, root.name, read.serving, read.cluster_serving)
-    nodes: dict[RuntimeRef, dict[str, Any]] = {root: _runtime_node(root, root_runtime)}
-    refs = [RuntimeRef(kind, namespace, name) for kind, namespace, name in below]  # type: ignore[arg-type]
-    for ref in refs:
-        runtime = read.runtime(ref)
-        if runtime is not None:
-            nodes[ref] = _runtime_node(ref, runtime)
-    for ref in sorted(refs, key=_sort_key):
-        parent = _parent_of(read, ref)
-        if parent is not None and ref in nodes and parent in nodes:
-            nodes[parent]["children"].append(nodes[ref])
-    isvc_count = 0
-    for ref, node in nodes.items():
-        users = [
-            isvc for isvc in read.inference_services.by_index(RUNTIME_INDEX, ref.name) if _named_ref(read, isvc) == ref
-        ]
-        users.sort(key=lambda isvc: (isvc["metadata"].get("namespace", ""), isvc["metadata"]["name"]))
-        node["inferenceServices"] = [_isvc_entry(isvc) for isvc in users]
-        isvc_count += len(users)
-    return {
-        "cluster": read.cluster,
-        "root": nodes[root],
-        "runtimes": len(nodes) - 1,
-        "inferenceServices": isvc_count,
-    }
-
-
-def _walk(node: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    yield node
-    for child in node["children"]:
-        yield from _walk(child)
-
-
-async def _read_tree(client: ClusterClient, root: RuntimeRef) -> dict[str, Any]:
-    serving, cluster_serving, isvcs = await asyncio.gather(
-        client.list_all(SERVING_RUNTIMES),
-        client.list_all(CLUSTER_SERVING_RUNTIMES),
-        client.list_all(INFERENCE_SERVICES),
-    )
-    read = ClusterRead.from_lists(client.name, serving, cluster_serving, isvcs)
-    found = runtime_tree(read, root)
-    if found is None:
-        return {"cluster": client.name, "root": None, "runtimes": 0, "inferenceServices": 0}
-    return found
-
-
-def _node_text(node: Mapping[str, Any]) -> Text:
-    ref = RuntimeRef(node["kind"], node.get("namespace", ""), node["name"])
-    text = Text(_runtime_label(ref), style="bold")
-    tags = [tag for tag, on in (("profile", node["profile"]), ("disabled", node["disabled"])) if on]
-    ready = node["inheritanceReady"]
-    if ready is not None and ready.get("status") != "True":
-        tags.append(f"InheritanceReady={ready.get('status')} {ready.get('reason') or ''}".rstrip())
-    if tags:
-        text.append(f"  ({', '.join(tags)})", style="yellow" if ready and ready.get("status") != "True" else "dim")
-    return text
-
-
-def _isvc_text(entry: Mapping[str, Any]) -> Text:
-    text = Text(f"InferenceService {entry['namespace']}/{entry['name']}", style="cyan")
-    if entry["pinnedRevision"]:
-        how = f"pinned to {entry['pinnedRevision']}"
-    elif entry["pinned"]:
-        how = f"pinned to {entry['revision']}" if entry["revision"] else "pinned (autoSync: false)"
-    else:
-        how = "autoSync: follows edits"
-    if entry["drifted"]:
-        how += ", drifted"
-    text.append(f"  ({how})", style="dim")
-    return text
-
-
-def _rich_tree(label: Text, node: Mapping[str, Any]) -> Tree:
-    tree = Tree(label)
-    _fill(tree, node)
-    return tree
-
-
-def _fill(tree: Tree, node: Mapping[str, Any]) -> None:
-    for entry in node["inferenceServices"]:
-        tree.add(_isvc_text(entry))
-    for child in node["children"]:
-        _fill(tree.add(_node_text(child)), child)
+# --- output ------------------------------------------------------------------------------------------------
 
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-def _reach(runtimes: int, isvcs: int) -> str:
-    return f"{_plural(runtimes, 'runtime')} and {_plural(isvcs, 'InferenceService')}"
 
 
 def _console() -> Console:
@@ -582,106 +422,6 @@ def _console() -> Console:
     if not console.is_terminal:
         console = Console(highlight=False, width=max(WIDE_CONSOLE, console.width))
     return console
-
-
-def _print_tree(root: RuntimeRef, results: list[dict[str, Any]], fleet: bool) -> None:
-    console = _console()
-    for index, result in enumerate(results):
-        if index:
-            console.print()
-        node = result["root"]
-        if node is None:
-            console.print(Text(f"cluster {result['cluster']}: {_runtime_label(root)} not found", style="dim"))
-            continue
-        label = _node_text(node)
-        if fleet:
-            label = Text.assemble(Text(f"cluster {result['cluster']}: ", style="magenta"), label)
-        console.print(_rich_tree(label, node))
-        console.print(f"{_reach(result['runtimes'], result['inferenceServices'])} below {_runtime_label(root)}")
-
-
-@runtime_app.command("tree")
-def tree(
-    runtime: str = typer.Argument(..., help="Runtime name: a ClusterServingRuntime, or with -n a ServingRuntime."),
-    namespace: str | None = typer.Option(
-        None, "-n", "--namespace", help="Start at the ServingRuntime in this namespace instead."
-    ),
-    kubeconfig: Path | None = KUBECONFIG_OPTION,
-    context: str | None = CONTEXT_OPTION,
-    cluster: str | None = CLUSTER_OPTION,
-    all_clusters: bool = typer.Option(False, "--all-clusters", help="Every registered cluster (see --clusters-dir)."),
-    clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
-    output: OutputFormat = OUTPUT_OPTION,
-    timeout: float = TIMEOUT_OPTION,
-) -> None:
-    """What an edit of RUNTIME reaches: the runtimes that inherit from it and the InferenceServices using them."""
-    root = (
-        RuntimeRef(SERVING_RUNTIME, namespace, runtime)
-        if namespace
-        else RuntimeRef(CLUSTER_SERVING_RUNTIME, "", runtime)
-    )
-    if all_clusters:
-        if cluster is not None or kubeconfig is not None or context is not None:
-            _fail(
-                CommandError("--all-clusters reads every registered cluster: drop --cluster, --kubeconfig, --context")
-            )
-        _tree_fleet(root, clusters_dir, output, timeout)
-        return
-    try:
-        target = _single_target(kubeconfig, context, cluster, clusters_dir, timeout)
-        result = asyncio.run(_with_client(target, lambda client: _read_tree(client, root)))
-    except CommandError as exc:
-        _fail(exc)
-    if result["root"] is None:
-        where = f' in namespace "{root.namespace}"' if root.kind == SERVING_RUNTIME else ""
-        _fail(CommandError(f'{root.kind} "{root.name}" not found{where} (cluster {result["cluster"]})'))
-    if output is OutputFormat.table:
-        _print_tree(root, [result], fleet=False)
-    else:
-        _emit({"runtime": _ref_document(root), "clusters": [result], "errors": []}, output)
-
-
-async def _read_fleet(root: RuntimeRef, targets: list[ClusterTarget]) -> list[dict[str, Any] | CommandError]:
-    async def one(target: ClusterTarget) -> dict[str, Any] | CommandError:
-        try:
-            return await _with_client(target, lambda client: _read_tree(client, root))
-        except CommandError as exc:
-            return CommandError(exc.message, EXIT_CLUSTER_FAILED)
-
-    return list(await asyncio.gather(*(one(target) for target in targets)))
-
-
-def _tree_fleet(root: RuntimeRef, clusters_dir: Path | None, output: OutputFormat, timeout: float) -> None:
-    directory, registrations, registry_errors = _registrations(clusters_dir)
-    if not registrations and not registry_errors:
-        _fail(CommandError(f"no clusters registered in {directory}"))
-    targets = [_registered_target(registrations[name], timeout) for name in sorted(registrations)]
-    outcomes = asyncio.run(_read_fleet(root, targets))
-    results = [outcome for outcome in outcomes if isinstance(outcome, dict)]
-    errors = [{"source": source, "message": message} for source, message in sorted(registry_errors.items())]
-    for target, outcome in zip(targets, outcomes, strict=True):
-        if isinstance(outcome, CommandError):
-            errors.append({"cluster": target.name, "message": outcome.message})
-    if output is OutputFormat.table:
-        if results:
-            _print_tree(root, results, fleet=True)
-            found = [r for r in results if r["root"] is not None]
-            typer.echo(
-                f"\nfleet: {_reach(sum(r['runtimes'] for r in found), sum(r['inferenceServices'] for r in found))} "
-                f"below {_runtime_label(root)} in {len(found)} of {_plural(len(targets), 'cluster')}"
-                + (f"; {_plural(len(errors), 'cluster')} could not be read" if errors else "")
-            )
-        for error in errors:
-            typer.echo(f"error: {error['message']}", err=True)
-    else:
-        _emit({"runtime": _ref_document(root), "clusters": results, "errors": errors}, output)
-    if errors:
-        raise typer.Exit(EXIT_CLUSTER_FAILED)
-    if not any(r["root"] is not None for r in results):
-        _fail(CommandError(f"{_runtime_label(root)} not found in any registered cluster"))
-
-
-# --- output ------------------------------------------------------------------------------------------------
 
 
 def _emit(document: Mapping[str, Any], output: OutputFormat) -> None:

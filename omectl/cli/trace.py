@@ -290,7 +290,9 @@ def explain(
         f"  trace {merge.span.trace_id}",
         highlight=False,
     )
-    console.print(f"chain (root first): {escape(' → '.join(merge.chain) or '-')}", highlight=False)
+    where = f", {merge.context}" if merge.context else ""
+    chain = merge.chain_refs or merge.chain
+    console.print(f"chain (root first{escape(where)}): {escape(' → '.join(chain) or '-')}", highlight=False)
     if not merge.provenance:
         console.print("No field provenance was recorded for this merge.")
         return
@@ -298,7 +300,7 @@ def explain(
     table.add_column("FIELD", overflow="fold")
     table.add_column("SET BY", no_wrap=True)
     for field_path, runtime_name in merge.provenance.items():
-        table.add_row(escape(field_path), escape(runtime_name))
+        table.add_row(escape(field_path), escape(merge.set_by(runtime_name)))
     console.print(table)
 
 
@@ -313,6 +315,8 @@ def _explain_json(merge: MergeRecord) -> dict[str, Any]:
         "spanId": merge.span.span_id,
         "cache": merge.cache,
         "chain": merge.chain,
+        "chainRefs": merge.chain_refs,
+        "context": merge.context,
         "layerFields": merge.layer_fields,
         "provenance": merge.provenance,
     }

@@ -1,11 +1,11 @@
-"""Runtime lookups over a cluster's informer caches, and the reverse index walk from a parent to its descendants."""
+"""Runtime lookups over a cluster's informer caches, and the reverse indexes that `omectl.core.reach` walks."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, INHERIT_FROM_ANNOTATION, SERVING_RUNTIME
+from omectl.core.runtimes import INHERIT_FROM_ANNOTATION, SERVING_RUNTIME, RuntimeKind
 
 INHERIT_INDEX = "inherit-from"
 RUNTIME_INDEX = "runtime"
@@ -63,34 +63,20 @@ class CacheLookup:
         return self.cluster_serving.get("", name)
 
 
-def descendants(
-    kind: str, namespace: str, name: str, serving: RuntimeCache, cluster_serving: RuntimeCache
-) -> list[tuple[str, str, str]]:
-    """Every runtime whose chain passes through (kind, namespace, name), at any depth, in every namespace.
+class CacheGraph(CacheLookup):
+    """`RuntimeGraph` over the runtime and InferenceService caches: what `reach` needs to find what an edit reaches.
 
-    A ServingRuntime's parent is looked up in its namespace first, so a ServingRuntime naming `X` is below the
-    ClusterServingRuntime `X` only when its namespace has no ServingRuntime `X` shadowing it.
+    The runtime caches carry the `INHERIT_INDEX` (parent name -> runtimes naming it), the InferenceService cache
+    the `RUNTIME_INDEX` (runtime name -> InferenceServices naming it).
     """
-    found: list[tuple[str, str, str]] = []
-    seen: set[tuple[str, str, str]] = {(kind, namespace, name)}
-    frontier = [(kind, namespace, name)]
-    while frontier:
-        parent_kind, parent_ns, parent_name = frontier.pop()
-        children: list[tuple[str, str, str]] = []
-        if parent_kind == CLUSTER_SERVING_RUNTIME:
-            for child in cluster_serving.by_index(INHERIT_INDEX, parent_name):
-                children.append((CLUSTER_SERVING_RUNTIME, "", child["metadata"]["name"]))
-            for child in serving.by_index(INHERIT_INDEX, parent_name):
-                child_ns = child["metadata"].get("namespace", "")
-                if serving.get(child_ns, parent_name) is None:
-                    children.append((SERVING_RUNTIME, child_ns, child["metadata"]["name"]))
-        else:
-            for child in serving.by_index(INHERIT_INDEX, parent_name):
-                if child["metadata"].get("namespace", "") == parent_ns:
-                    children.append((SERVING_RUNTIME, parent_ns, child["metadata"]["name"]))
-        for ref in children:
-            if ref not in seen:
-                seen.add(ref)
-                found.append(ref)
-                frontier.append(ref)
-    return found
+
+    def __init__(self, serving: RuntimeCache, cluster_serving: RuntimeCache, inference_services: RuntimeCache) -> None:
+        super().__init__(serving, cluster_serving)
+        self.inference_services = inference_services
+
+    def naming(self, kind: RuntimeKind, parent: str) -> Iterable[Mapping[str, Any]]:
+        cache = self.serving if kind == SERVING_RUNTIME else self.cluster_serving
+        return cache.by_index(INHERIT_INDEX, parent)
+
+    def inference_services_naming(self, runtime: str) -> Iterable[Mapping[str, Any]]:
+        return self.inference_services.by_index(RUNTIME_INDEX, runtime)

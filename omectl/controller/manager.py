@@ -30,8 +30,8 @@ from omectl.controller.lookup import (
     INHERIT_INDEX,
     MODEL_INDEX,
     RUNTIME_INDEX,
+    CacheGraph,
     CacheLookup,
-    descendants,
     inherit_index,
     model_index,
     runtime_index,
@@ -40,11 +40,14 @@ from omectl.controller.queue import Result, WorkItem, WorkKey, WorkQueue, run_wo
 from omectl.controller.resolver import ChainResolver
 from omectl.controller.revisions import RevisionStore
 from omectl.controller.runtime_status import desired_status, record_merge_span, resolve_runtime
+from omectl.core.reach import Reach, reach
 from omectl.core.runtimes import (
     CLUSTER_SERVING_RUNTIME,
     INHERIT_FROM_ANNOTATION,
     RUNTIME_PROFILE_ANNOTATION,
     SERVING_RUNTIME,
+    RuntimeKind,
+    RuntimeRef,
 )
 from omectl.fleet.providers import RegistryChange
 from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
@@ -79,7 +82,7 @@ FIELD_MANAGER = "omectl"
 EVENT_WRITERS = 4  # concurrent event writes per cluster
 EVENT_BACKLOG = 2000  # events waiting to be written per cluster; beyond it they are dropped (client-go: 1000)
 RETRY_LATER_FLOOR = 2.0  # seconds before a RetryLater reconcile runs again (then the per-item backoff grows)
-_KIND_OF = {SR_KEY: SERVING_RUNTIME, CSR_KEY: CLUSTER_SERVING_RUNTIME}
+_KIND_OF: dict[str, RuntimeKind] = {SR_KEY: SERVING_RUNTIME, CSR_KEY: CLUSTER_SERVING_RUNTIME}
 _KEY_OF = {SERVING_RUNTIME: SR_KEY, CLUSTER_SERVING_RUNTIME: CSR_KEY}
 
 
@@ -168,25 +171,10 @@ class ClusterRuntime:
             return self.leader_worker_sets.cache
         return None
 
-    def inference_services_below(self, kind: str, namespace: str, name: str) -> list[dict[str, Any]]:
-        """Every InferenceService whose named runtime is this runtime or one below it (any depth, any namespace)."""
-        runtimes = [
-            (kind, namespace, name),
-            *descendants(kind, namespace, name, self.serving.cache, self.cluster_serving.cache),
-        ]
-        found: list[dict[str, Any]] = []
-        for runtime_kind, runtime_ns, runtime_name in runtimes:
-            for isvc in self.inference_services.cache.by_index(RUNTIME_INDEX, runtime_name):
-                isvc_ns = isvc["metadata"].get("namespace", "")
-                if runtime_kind == SERVING_RUNTIME and isvc_ns != runtime_ns:
-                    continue
-                if (
-                    runtime_kind == CLUSTER_SERVING_RUNTIME
-                    and self.serving.cache.get(isvc_ns, runtime_name) is not None
-                ):
-                    continue  # a ServingRuntime of that name in the InferenceService's namespace wins
-                found.append(isvc)
-        return found
+    def reach(self, ref: RuntimeRef) -> Reach:
+        """What an edit of `ref` reaches here: the runtimes whose chains look it up, per resolution context, and the
+        InferenceServices built on them (`omectl.core.reach`)."""
+        return reach(ref, CacheGraph(self.serving.cache, self.cluster_serving.cache, self.inference_services.cache))
 
     def lookup(self) -> CacheLookup:
         return CacheLookup(self.serving.cache, self.cluster_serving.cache)
@@ -206,18 +194,17 @@ class ClusterRuntime:
                 queue.add(WorkKey(self.name, work_kind, namespace, meta["name"]), low_priority=initial, trigger=trigger)
             if initial:
                 return  # every runtime of the initial list is queued anyway
-            for kind, ns, name in descendants(
-                _KIND_OF[work_kind], namespace, meta["name"], self.serving.cache, self.cluster_serving.cache
-            ):
-                queue.add(WorkKey(self.name, _KEY_OF[kind], ns, name), trigger=trigger)
+            reached = self.reach(RuntimeRef(_KIND_OF[work_kind], namespace, meta["name"]))
+            for ref in reached.runtimes:
+                queue.add(WorkKey(self.name, _KEY_OF[ref.kind], ref.namespace, ref.name), trigger=trigger)
             # The runtimes' own status first: the InferenceServices a runtime edit reaches re-render in the
             # low-priority lane, so a profile edit's chain statuses are not queued behind thousands of renders.
-            for isvc in self.inference_services_below(_KIND_OF[work_kind], namespace, meta["name"]):
+            for isvc in reached.inference_services:
                 self._enqueue_isvc(isvc, trigger, low_priority=True)
 
         return on_event
 
-    def _enqueue_isvc(self, isvc: dict[str, Any], trigger: Any, low_priority: bool = False) -> None:
+    def _enqueue_isvc(self, isvc: Mapping[str, Any], trigger: Any, low_priority: bool = False) -> None:
         meta = isvc["metadata"]
         key = WorkKey(self.name, ISVC_KEY, meta.get("namespace", ""), meta["name"])
         self.controller.queue.add(key, low_priority=low_priority, trigger=trigger)

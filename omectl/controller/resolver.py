@@ -2,7 +2,9 @@
 
 A merged spec is cached under the identity *and resourceVersion* of every runtime in its chain, so an entry can
 never be stale: any edit anywhere in a chain changes the key. A child's merge starts from its parent's cached
-merge (the chain's prefix), so a profile shared by 2,000 children is merged once per profile version.
+merge (the chain's prefix), so a profile shared by 2,000 children is merged once per profile version. The key names
+every runtime of the chain by cluster, kind, namespace and name: a ClusterServingRuntime's merged prefix is shared
+only by chains that resolved the same parents (a namespace whose ServingRuntime shadows one of them gets its own).
 
 The hot path is an in-process LRU (a dict lookup); aiocache is the pluggable second level behind it (memory by
 default, a shared backend where several replicas should share merges of identical content).
@@ -18,9 +20,9 @@ from typing import Any, NamedTuple
 from aiocache import Cache
 from aiocache.serializers import NullSerializer
 
-from omectl.core.inheritance import ResolvedChain, RuntimeLookup, resolve_chain
+from omectl.core.inheritance import ResolutionContext, ResolvedChain, RuntimeLookup, resolve_chain
 from omectl.core.merge import MergeResult, merge_layer
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
+from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
 
 # (cluster, ((kind, namespace, name, resourceVersion), ...)) root first
 ChainKey = tuple[str, tuple[tuple[str, str, str, str], ...]]
@@ -33,6 +35,9 @@ class Resolution(NamedTuple):
     key: ChainKey
     cache_hit: bool
     names: tuple[str, ...]
+    refs: tuple[RuntimeRef, ...]
+    """The chain's runtimes, root first (names alone are ambiguous across contexts)."""
+    context: ResolutionContext
 
 
 class _MemoizedChain:
@@ -102,12 +107,13 @@ class ChainResolver:
         cached = self._get_l1(key)
         if cached is not None:
             self.stats.hits += 1
-            self._remember_chain(memo_key, chain, Resolution(cached, key, True, chain.names))
-            return Resolution(cached, key, True, chain.names)
+            hit = Resolution(cached, key, True, chain.names, chain.refs, chain.context)
+            self._remember_chain(memo_key, chain, hit)
+            return hit
         self.stats.misses += 1
         result = await self._merge_prefixes(cluster, refs, chain.runtimes)
-        self._remember_chain(memo_key, chain, Resolution(result, key, True, chain.names))
-        return Resolution(result, key, False, chain.names)
+        self._remember_chain(memo_key, chain, Resolution(result, key, True, chain.names, chain.refs, chain.context))
+        return Resolution(result, key, False, chain.names, chain.refs, chain.context)
 
     async def _merge_prefixes(
         self, cluster: str, refs: tuple[tuple[str, str, str, str], ...], runtimes: tuple[Mapping[str, Any], ...]
@@ -131,14 +137,14 @@ class ChainResolver:
         return base
 
     def _remember_chain(self, memo_key: tuple[Any, ...], chain: ResolvedChain, hit: Resolution) -> None:
+        # Every lookup the walk made, with what it found: in a namespace context, a parent found among the
+        # ClusterServingRuntimes was found there only because no ServingRuntime of the namespace shadows it.
         checks: list[tuple[str, str, str, Mapping[str, Any] | None]] = []
-        # chain.refs is root first; each hop from a child to its parent is re-checked
-        hops = zip(chain.refs[:0:-1], chain.refs[-2::-1], chain.runtimes[-2::-1], strict=True)
-        for child_ref, parent_ref, parent in hops:
-            if child_ref.kind == SERVING_RUNTIME and parent_ref.kind == CLUSTER_SERVING_RUNTIME:
-                # the parent resolved to a ClusterServingRuntime only because no ServingRuntime shadows it
-                checks.append((SERVING_RUNTIME, child_ref.namespace, parent_ref.name, None))
-            checks.append((parent_ref.kind, parent_ref.namespace, parent_ref.name, parent))
+        namespace = chain.context.namespace
+        for ref, runtime in zip(chain.refs[-2::-1], chain.runtimes[-2::-1], strict=True):
+            if namespace is not None and ref.kind == CLUSTER_SERVING_RUNTIME:
+                checks.append((SERVING_RUNTIME, namespace, ref.name, None))
+            checks.append((ref.kind, ref.namespace, ref.name, runtime))
         self._chains[memo_key] = _MemoizedChain(chain.runtimes[-1], tuple(checks), hit)
         if len(self._chains) > self.max_entries:
             self._chains.popitem(last=False)

@@ -101,6 +101,8 @@ def record_merge_span(tracer: Any, outcome: ChainOutcome, kind: str, namespace: 
         cache_hit=outcome.resolution.cache_hit,
         layer_fields=result.layer_fields,
         provenance={} if outcome.resolution.cache_hit else result.provenance,
+        chain_refs=[str(ref) for ref in outcome.resolution.refs],
+        context=str(outcome.resolution.context),
         runtime_kind=kind,
         runtime_namespace=namespace or None,
         runtime_name=name,

@@ -1,9 +1,12 @@
-"""Resolve a runtime's `ome.io/inherit-from` chain (lookup per hop, at most five runtimes, no repeated name) and
-check the profile rule.
+"""Resolve a runtime's `ome.io/inherit-from` chain (at most five runtimes, no repeated name) and check the profile
+rule.
 
-Where a parent is looked up (DESIGN §3 decision 1) depends on the runtime that names it: a ServingRuntime's parent
-is the ServingRuntime of that name in its namespace, else the ClusterServingRuntime of that name; a
-ClusterServingRuntime's parent is a ClusterServingRuntime only.
+Where every parent of a chain is looked up depends on the runtime the chain *starts* at, its **resolution
+context**, never on the hop: a ServingRuntime's chain (context "namespace N") looks each parent up, at every depth,
+first among the ServingRuntimes of N, then among ClusterServingRuntimes, also after the walk has passed through a
+ClusterServingRuntime; a ClusterServingRuntime's own chain (context "cluster-only") looks among
+ClusterServingRuntimes only. So one ClusterServingRuntime can reach different parents in different namespaces, as
+upstream OME resolves it (the spec's table "where OME looks for the parents in its chain").
 
 `ChainError` messages list names Go-style, `[a b c]`, starting at the runtime written and walking towards the root:
 
@@ -44,6 +47,44 @@ ChainErrorReason = Literal["ParentNotFound", "InheritanceCycle", "MaxDepthExceed
 PROFILE_NOT_DISABLED: Final = 'runtimes carrying ome.io/runtime-profile="true" must also set spec.disabled: true'
 
 
+@dataclass(frozen=True, slots=True)
+class ResolutionContext:
+    """Where the parents of one chain are looked up: `namespace` N (a ServingRuntime's chain: N's ServingRuntimes,
+    then ClusterServingRuntimes) or None (cluster-only: a ClusterServingRuntime's chain)."""
+
+    namespace: str | None
+
+    @staticmethod
+    def of(head: RuntimeRef) -> ResolutionContext:
+        """The context of the chain that starts at `head`."""
+        return ResolutionContext(head.namespace if head.kind == SERVING_RUNTIME else None)
+
+    def candidates(self, name: str) -> tuple[RuntimeRef, ...]:
+        """The runtimes a lookup of `name` tries, in order: the first that exists is the one found."""
+        cluster_runtime = RuntimeRef(CLUSTER_SERVING_RUNTIME, "", name)
+        if self.namespace is None:
+            return (cluster_runtime,)
+        return (RuntimeRef(SERVING_RUNTIME, self.namespace, name), cluster_runtime)
+
+    def find(self, name: str, lookup: RuntimeLookup) -> tuple[RuntimeRef, Mapping[str, Any]] | None:
+        """The runtime `name` resolves to in this context, or None."""
+        for ref in self.candidates(name):
+            found = lookup.get(ref.kind, ref.namespace, ref.name)
+            if found is not None:
+                return ref, found
+        return None
+
+    def is_head(self, ref: RuntimeRef) -> bool:
+        """Whether a chain that starts at `ref` resolves in this context."""
+        return ResolutionContext.of(ref) == self
+
+    def __str__(self) -> str:
+        return "cluster-only" if self.namespace is None else f"namespace {self.namespace}"
+
+
+CLUSTER_ONLY: Final = ResolutionContext(None)
+
+
 class RuntimeLookup(Protocol):
     """Read access to the runtimes of one cluster. `namespace` is `""` for a ClusterServingRuntime."""
 
@@ -58,7 +99,7 @@ class ChainError(Exception):
         reason: ChainErrorReason,
         message: str,
         names: tuple[str, ...],
-        missing: tuple[RuntimeRef, str] | None = None,
+        missing: tuple[ResolutionContext, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.reason: ChainErrorReason = reason
@@ -66,7 +107,7 @@ class ChainError(Exception):
         self.names = names
         """The names in the message, starting at the runtime written."""
         self.missing = missing
-        """For ParentNotFound: the runtime whose parent is missing, and the parent's name."""
+        """For ParentNotFound: the context the parent was looked up in, and the parent's name."""
 
     def __str__(self) -> str:
         return self.message
@@ -81,6 +122,8 @@ class ResolvedChain:
     names: tuple[str, ...]
     resource_versions: tuple[str, ...]
     """`metadata.resourceVersion` of each runtime (`""` where absent): the resolver's cache key."""
+    context: ResolutionContext
+    """Where every parent was looked up (the context of the runtime resolved, the last of the chain)."""
 
 
 def inherit_from(runtime: Mapping[str, Any]) -> str | None:
@@ -102,9 +145,16 @@ def ref_of(runtime: Mapping[str, Any]) -> RuntimeRef:
     return RuntimeRef(kind, namespace if isinstance(namespace, str) else "", name)
 
 
-def resolve_chain(start: Mapping[str, Any], lookup: RuntimeLookup) -> ResolvedChain:
-    """The chain of `start` (itself when it names no parent); raises ChainError when it does not resolve."""
+def resolve_chain(
+    start: Mapping[str, Any], lookup: RuntimeLookup, context: ResolutionContext | None = None
+) -> ResolvedChain:
+    """The chain of `start` (itself when it names no parent); raises ChainError when it does not resolve.
+
+    Parents are looked up in `start`'s own context, or in `context` when given: the part of a namespace's chain
+    above a ClusterServingRuntime in it (what `runtime tree --ancestors` shows per context).
+    """
     refs = [ref_of(start)]
+    context = context or ResolutionContext.of(refs[0])
     runtimes = [start]
     names = [refs[0].name]
     while (parent_name := inherit_from(runtimes[-1])) is not None:
@@ -121,13 +171,13 @@ def resolve_chain(start: Mapping[str, Any], lookup: RuntimeLookup) -> ResolvedCh
                 f"inheritance chain exceeds max depth {MAX_CHAIN_LENGTH} (chain so far: {_go_list(walked)})",
                 walked,
             )
-        found = _find_parent(refs[-1], parent_name, lookup)
+        found = context.find(parent_name, lookup)
         if found is None:
             raise ChainError(
                 PARENT_NOT_FOUND,
                 f'inherit-from parent "{parent_name}" not found (chain so far: {_go_list(names)})',
                 tuple(names),
-                (refs[-1], parent_name),
+                (context, parent_name),
             )
         parent_ref, parent = found
         refs.append(parent_ref)
@@ -138,6 +188,7 @@ def resolve_chain(start: Mapping[str, Any], lookup: RuntimeLookup) -> ResolvedCh
         refs=tuple(reversed(refs)),
         names=tuple(reversed(names)),
         resource_versions=tuple(_resource_version(runtime) for runtime in reversed(runtimes)),
+        context=context,
     )
 
 
@@ -153,17 +204,6 @@ def profile_error(runtime: Mapping[str, Any]) -> str | None:
     if _mapping(runtime.get("spec")).get("disabled") is True:
         return None
     return PROFILE_NOT_DISABLED
-
-
-def _find_parent(child: RuntimeRef, name: str, lookup: RuntimeLookup) -> tuple[RuntimeRef, Mapping[str, Any]] | None:
-    if child.kind == SERVING_RUNTIME:
-        parent = lookup.get(SERVING_RUNTIME, child.namespace, name)
-        if parent is not None:
-            return RuntimeRef(SERVING_RUNTIME, child.namespace, name), parent
-    parent = lookup.get(CLUSTER_SERVING_RUNTIME, "", name)
-    if parent is not None:
-        return RuntimeRef(CLUSTER_SERVING_RUNTIME, "", name), parent
-    return None
 
 
 def _go_list(names: list[str] | tuple[str, ...]) -> str:

@@ -15,7 +15,7 @@ RuntimeKind = Literal["ServingRuntime", "ClusterServingRuntime"]
 RUNTIME_KINDS: Final[tuple[RuntimeKind, ...]] = (SERVING_RUNTIME, CLUSTER_SERVING_RUNTIME)
 
 INHERIT_FROM_ANNOTATION: Final = "ome.io/inherit-from"
-"""Names the parent runtime (its name only; where it is looked up depends on the child's kind)."""
+"""Names the parent runtime (its name only; where it is looked up depends on the chain's head: see `inheritance`)."""
 RUNTIME_PROFILE_ANNOTATION: Final = "ome.io/runtime-profile"
 """`"true"` marks a profile: a runtime that exists only to be inherited from, and must set `spec.disabled: true`."""
 

@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from omectl.core.inheritance import RuntimeLookup
+from omectl.core.inheritance import ResolutionContext, RuntimeLookup
 from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeKind, RuntimeRef
 
 BASE_MODEL: Final = "BaseModel"
@@ -434,13 +434,10 @@ def lookup_named_runtime(
 ) -> tuple[RuntimeRef, Mapping[str, Any]]:
     """The runtime an InferenceService names: the ServingRuntime in its namespace, else the ClusterServingRuntime
     (`spec.runtime.kind` is never consulted). Raises RuntimeValidation when neither exists."""
-    runtime = lookup.get(SERVING_RUNTIME, namespace, runtime_name)
-    if runtime is not None:
-        return RuntimeRef(SERVING_RUNTIME, namespace, runtime_name), runtime
-    runtime = lookup.get(CLUSTER_SERVING_RUNTIME, "", runtime_name)
-    if runtime is not None:
-        return RuntimeRef(CLUSTER_SERVING_RUNTIME, "", runtime_name), runtime
-    raise RuntimeValidation(runtime_not_found_message(runtime_name, namespace))
+    found = ResolutionContext(namespace).find(runtime_name, lookup)
+    if found is None:
+        raise RuntimeValidation(runtime_not_found_message(runtime_name, namespace))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------------

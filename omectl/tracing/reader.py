@@ -20,6 +20,8 @@ from .spans import (
     ATTR_KIND,
     ATTR_MERGE_CACHE,
     ATTR_MERGE_CHAIN,
+    ATTR_MERGE_CHAIN_REFS,
+    ATTR_MERGE_CONTEXT,
     ATTR_MERGE_LAYER_FIELDS,
     ATTR_MERGE_PROVENANCE,
     ATTR_MERGE_RUNTIME_KIND,
@@ -163,6 +165,16 @@ class MergeRecord:
     cache: str
     layer_fields: dict[str, int]
     provenance: dict[str, str]
+    chain_refs: list[str] = field(default_factory=list)
+    """The chain's runtimes as `Kind/name` or `Kind/namespace/name` (spans written before they were recorded
+    have none)."""
+    context: str | None = None
+
+    def set_by(self, name: str) -> str:
+        """The runtime a provenance entry names, with its kind and namespace when the span recorded them (names
+        are unique within a chain)."""
+        refs = dict(zip(self.chain, self.chain_refs, strict=False))
+        return refs.get(name, name)
 
 
 def object_of(span: SpanRecord) -> ObjectRef:
@@ -303,6 +315,8 @@ class TraceStore:
             cache=str(attributes.get(ATTR_MERGE_CACHE, "")),
             layer_fields=decode_layer_fields([str(item) for item in attributes.get(ATTR_MERGE_LAYER_FIELDS) or ()]),
             provenance=provenance,
+            chain_refs=[str(item) for item in attributes.get(ATTR_MERGE_CHAIN_REFS) or ()],
+            context=str(attributes[ATTR_MERGE_CONTEXT]) if ATTR_MERGE_CONTEXT in attributes else None,
         )
 
     def latest_merge(

@@ -29,6 +29,10 @@ ATTR_RETRIES = "omectl.retries"
 
 ATTR_MERGE_CHAIN = "omectl.merge.chain"
 """The runtimes of the chain, root first."""
+ATTR_MERGE_CHAIN_REFS = "omectl.merge.chain_refs"
+"""The same runtimes as `Kind/name` or `Kind/namespace/name`: a name alone is ambiguous across contexts."""
+ATTR_MERGE_CONTEXT = "omectl.merge.context"
+"""Where the chain's parents were looked up: `cluster-only` or `namespace N`."""
 ATTR_MERGE_CACHE = "omectl.merge.cache"
 """`hit` or `miss` in the shared resolver."""
 ATTR_MERGE_LAYER_FIELDS = "omectl.merge.layer_fields"
@@ -154,6 +158,8 @@ def merge_span(
     cache_hit: bool,
     layer_fields: Mapping[str, int],
     provenance: Mapping[str, str],
+    chain_refs: Sequence[str] = (),
+    context: str | None = None,
     runtime_kind: str | None = None,
     runtime_namespace: str | None = None,
     runtime_name: str | None = None,
@@ -170,6 +176,10 @@ def merge_span(
     }
     if provenance:
         attributes[ATTR_MERGE_PROVENANCE] = orjson.dumps(dict(provenance)).decode()
+    if chain_refs:
+        attributes[ATTR_MERGE_CHAIN_REFS] = list(chain_refs)
+    if context:
+        attributes[ATTR_MERGE_CONTEXT] = context
     if runtime_kind:
         attributes[ATTR_MERGE_RUNTIME_KIND] = runtime_kind
     if runtime_namespace:

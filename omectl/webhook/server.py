@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from omectl.core.inheritance import ChainError, profile_error, resolve_chain
+from omectl.core.inheritance import ChainError, ResolutionContext, profile_error, resolve_chain
 from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
 from omectl.webhook.aim import AIM_KINDS, aim_verdict, aim_webhooks
 
@@ -124,11 +124,14 @@ async def validate_inference_service(obj: Mapping[str, Any], admission: ClusterA
     if not isinstance(runtime_name, str) or not runtime_name:
         return "spec.runtime.name must be a non-empty string"
     lookup = admission.lookup
-    for kind, ns in ((SERVING_RUNTIME, namespace), (CLUSTER_SERVING_RUNTIME, "")):
-        runtime = lookup.get(kind, ns, runtime_name)
-        if runtime is None and (kind, ns, runtime_name) not in lookup.overlay:
-            runtime = await admission.live_get(kind, ns, runtime_name)
-            lookup.overlay[(kind, ns, runtime_name)] = runtime
+    # The runtime it names: its namespace's ServingRuntime, else the ClusterServingRuntime (whose own chain then
+    # resolves cluster-only).
+    for candidate in ResolutionContext(namespace).candidates(runtime_name):
+        key = (candidate.kind, candidate.namespace, candidate.name)
+        runtime = lookup.get(*key)
+        if runtime is None and key not in lookup.overlay:
+            runtime = await admission.live_get(*key)
+            lookup.overlay[key] = runtime
         if runtime is not None:
             break
     else:
@@ -153,18 +156,14 @@ async def _fetch_missing_parent(exc: ChainError, lookup: Any, admission: Cluster
     """The informer cache may lag the API server: look the missing parent up live before denying."""
     if exc.missing is None:
         return False
-    child, parent = exc.missing
-    hop_kind, hop_ns = child.kind, child.namespace
-    candidates = [(SERVING_RUNTIME, hop_ns, parent)] if hop_kind == SERVING_RUNTIME else []
-    candidates.append((CLUSTER_SERVING_RUNTIME, "", parent))
-    fetched_any = False
-    for kind, ns, name in candidates:
-        if (kind, ns, name) in lookup.overlay:
-            continue
-        found = await admission.live_get(kind, ns, name)
-        lookup.overlay[(kind, ns, name)] = found
-        fetched_any = fetched_any or found is not None
-    return fetched_any
+    context, parent = exc.missing
+    for candidate in context.candidates(parent):  # in lookup order: the first that exists is the parent
+        key = (candidate.kind, candidate.namespace, candidate.name)
+        if key not in lookup.overlay:
+            lookup.overlay[key] = await admission.live_get(*key)
+        if lookup.overlay[key] is not None:
+            return True
+    return False
 
 
 class WebhookServer:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from omectl.cli.runtime import runtime_app
+from omectl.cli.main import app
 from omectl.core.merge import merge_chain
 from omectl.embedded.api import WriteOptions
 from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
@@ -181,7 +181,7 @@ def clusters_dir(kubeconfig: Path, tmp_path: Path) -> Path:
 
 
 def invoke(*args: str, env: Mapping[str, str] | None = None) -> Result:
-    return CliRunner().invoke(runtime_app, list(args), env=dict(env or {}))
+    return CliRunner().invoke(app, ["runtime", *args], env=dict(env or {}))
 
 
 def ok(result: Result) -> Result:
@@ -352,46 +352,113 @@ def shape(node: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_tree_json_walks_three_levels_in_every_namespace_and_lists_the_inference_services(kubeconfig: Path) -> None:
+def sections(cluster: Mapping[str, Any]) -> dict[str, Any]:
+    """Each resolution context's tree, as `shape` of its root."""
+    return {section["context"]: shape(section["root"]) for section in cluster["sections"]}
+
+
+def test_tree_json_has_a_section_per_resolution_context_and_names_the_shadowed_namespace(kubeconfig: Path) -> None:
     result = ok(invoke("tree", "sglang-profile", "--kubeconfig", str(kubeconfig), "-o", "json"))
     document = json.loads(result.stdout)
     assert document["errors"] == []
     (cluster,) = document["clusters"]
-    assert shape(cluster["root"]) == {
-        "ClusterServingRuntime sglang-profile": {
-            "isvcs": [],
-            "children": {
-                "ClusterServingRuntime sglang-h100": {
-                    "isvcs": [],
-                    "children": {
-                        "ServingRuntime team-b/sglang-h100-tuned": {"isvcs": ["team-b/tuned"], "children": {}},
-                    },
-                },
-                "ServingRuntime llama-demo/sglang-llama-3-2-3b": {
-                    "isvcs": ["llama-demo/llama-3-2-3b-instruct"],
-                    "children": {
-                        "ServingRuntime llama-demo/sglang-llama-long-context": {
-                            "isvcs": ["llama-demo/long-context"],
-                            "children": {},
+    # team-b's own sglang-profile shadows the cluster profile there: team-b/sglang-h100-tuned's chain passes the
+    # ClusterServingRuntime sglang-h100 but finds team-b's sglang-profile above it, so it is not below this one.
+    assert sections(cluster) == {
+        "cluster-only": {
+            "ClusterServingRuntime sglang-profile": {
+                "isvcs": [],
+                "children": {"ClusterServingRuntime sglang-h100": {"isvcs": [], "children": {}}},
+            }
+        },
+        "namespace llama-demo": {
+            "ClusterServingRuntime sglang-profile": {
+                "isvcs": [],
+                "children": {
+                    "ServingRuntime llama-demo/sglang-llama-3-2-3b": {
+                        "isvcs": ["llama-demo/llama-3-2-3b-instruct"],
+                        "children": {
+                            "ServingRuntime llama-demo/sglang-llama-long-context": {
+                                "isvcs": ["llama-demo/long-context"],
+                                "children": {},
+                            },
                         },
                     },
                 },
-            },
-        }
+            }
+        },
     }
-    assert (cluster["runtimes"], cluster["inferenceServices"]) == (4, 3)
-    assert cluster["root"]["profile"] is True and cluster["root"]["disabled"] is True
+    assert cluster["shadowedIn"] == [
+        {"namespace": "team-b", "by": {"kind": "ServingRuntime", "name": "sglang-profile", "namespace": "team-b"}}
+    ]
+    assert (cluster["runtimes"], cluster["inferenceServices"]) == (3, 2)
+    assert cluster["runtime"]["profile"] is True and cluster["runtime"]["disabled"] is True
 
 
-def test_tree_of_a_serving_runtime_follows_the_shadowing_in_its_namespace(kubeconfig: Path) -> None:
-    result = ok(invoke("tree", "sglang-profile", "-n", "team-b", "--kubeconfig", str(kubeconfig), "-o", "json"))
+def test_tree_of_the_shadowing_serving_runtime_reaches_its_namespace_through_the_cluster_runtime(
+    kubeconfig: Path,
+) -> None:
+    result = ok(
+        invoke(
+            "tree",
+            "sglang-profile",
+            "-n",
+            "team-b",
+            "--kind",
+            "ServingRuntime",
+            "--kubeconfig",
+            str(kubeconfig),
+            "-o",
+            "json",
+        )
+    )
     (cluster,) = json.loads(result.stdout)["clusters"]
-    assert shape(cluster["root"]) == {
-        "ServingRuntime team-b/sglang-profile": {
-            "isvcs": ["team-b/uses-shadow"],
-            "children": {"ServingRuntime team-b/shadowed-child": {"isvcs": [], "children": {}}},
+    assert sections(cluster) == {
+        "namespace team-b": {
+            "ServingRuntime team-b/sglang-profile": {
+                "isvcs": ["team-b/uses-shadow"],
+                "children": {
+                    "ClusterServingRuntime sglang-h100": {
+                        "isvcs": [],
+                        "children": {
+                            "ServingRuntime team-b/sglang-h100-tuned": {"isvcs": ["team-b/tuned"], "children": {}}
+                        },
+                    },
+                    "ServingRuntime team-b/shadowed-child": {"isvcs": [], "children": {}},
+                },
+            }
         }
     }
+
+
+def test_tree_of_an_ambiguous_name_lists_both_and_asks_for_kind(kubeconfig: Path) -> None:
+    result = invoke("tree", "sglang-profile", "-n", "team-b", "--kubeconfig", str(kubeconfig))
+    assert result.exit_code == 1
+    assert result.stderr == (
+        'error: runtime "sglang-profile" is ambiguous in cluster rt-1: ServingRuntime team-b/sglang-profile and '
+        "ClusterServingRuntime sglang-profile both exist; choose one with --kind ServingRuntime or "
+        "--kind ClusterServingRuntime\n"
+    )
+    chosen = ok(invoke("tree", "sglang-profile", "-n", "team-b", "--kind", "clusterservingruntime",
+                       "--kubeconfig", str(kubeconfig), "-o", "json"))  # fmt: skip
+    assert json.loads(chosen.stdout)["clusters"][0]["runtime"]["kind"] == "ClusterServingRuntime"
+
+
+def test_tree_ancestors_prints_the_chain_per_context_root_first(kubeconfig: Path) -> None:
+    result = ok(invoke("tree", "sglang-h100", "--ancestors", "--kubeconfig", str(kubeconfig), "-o", "json"))
+    (cluster,) = json.loads(result.stdout)["clusters"]
+    chains = {
+        entry["context"]: [f"{hop['kind']} {hop.get('namespace', '')}/{hop['name']}" for hop in entry["chain"]]
+        for entry in cluster["ancestors"]
+    }
+    assert chains == {
+        "cluster-only": ["ClusterServingRuntime /sglang-profile", "ClusterServingRuntime /sglang-h100"],
+        "namespace team-b": ["ServingRuntime team-b/sglang-profile", "ClusterServingRuntime /sglang-h100"],
+    }
+    table_result = ok(invoke("tree", "orphan", "-n", "llama-demo", "--ancestors", "--kubeconfig", str(kubeconfig)))
+    assert 'namespace llama-demo: ParentNotFound: inherit-from parent "no-such-parent" not found' in (
+        table_result.stdout
+    )
 
 
 def test_tree_table_draws_the_tree_and_its_reach(kubeconfig: Path) -> None:
@@ -399,24 +466,53 @@ def test_tree_table_draws_the_tree_and_its_reach(kubeconfig: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "ClusterServingRuntime sglang-profile  (profile, disabled)"
 
-    def depth(text: str) -> int:
-        (line,) = [line for line in lines if line.endswith(text) or f"{text}  (" in line]
+    def depth(text: str, after: str = "") -> int:
+        start = next(i for i, line in enumerate(lines) if after in line) if after else 0
+        line = next(line for line in lines[start:] if line.endswith(text) or f"{text}  (" in line)
         return (len(line) - len(line.lstrip("│├└─ "))) // 4
 
-    assert depth("ClusterServingRuntime sglang-h100") == 1
-    assert depth("ServingRuntime team-b/sglang-h100-tuned") == 2
-    assert depth("InferenceService team-b/tuned") == 3
-    assert depth("ServingRuntime llama-demo/sglang-llama-long-context") == 2
-    assert depth("InferenceService llama-demo/long-context") == 3
-    assert "InferenceService team-b/tuned  (pinned to sglang-h100-tuned-5d9f7c, drifted)" in result.stdout
-    assert "shadowed-child" not in result.stdout and "uses-shadow" not in result.stdout
-    assert lines[-1] == "4 runtimes and 3 InferenceServices below ClusterServingRuntime sglang-profile"
+    assert depth("cluster-only") == 1
+    assert depth("ClusterServingRuntime sglang-h100", after="cluster-only") == 2
+    assert depth("namespace llama-demo") == 1
+    assert depth("ServingRuntime llama-demo/sglang-llama-3-2-3b") == 2
+    assert depth("ServingRuntime llama-demo/sglang-llama-long-context") == 3
+    assert depth("InferenceService llama-demo/long-context") == 4
+    assert depth("namespace team-b: shadowed by ServingRuntime team-b/sglang-profile") == 1
+    assert "sglang-h100-tuned" not in result.stdout and "uses-shadow" not in result.stdout
+    assert lines[-1] == "3 runtimes and 2 InferenceServices below ClusterServingRuntime sglang-profile"
+
+
+def test_tree_limit_bounds_each_node_and_says_how_many_more(kubeconfig: Path) -> None:
+    result = ok(invoke("tree", "sglang-profile", "-n", "team-b", "--kind", "ServingRuntime", "--limit", "1",
+                       "--kubeconfig", str(kubeconfig)))  # fmt: skip
+    assert "… 1 more runtime" in result.stdout
+    assert "shadowed-child" not in result.stdout
+    document = json.loads(ok(invoke("tree", "sglang-profile", "-n", "team-b", "--kind", "ServingRuntime",
+                                    "--limit", "1", "--kubeconfig", str(kubeconfig), "-o", "json")).stdout)  # fmt: skip
+    root = document["clusters"][0]["sections"][0]["root"]
+    assert (len(root["children"]), root["moreChildren"]) == (1, 1)
+
+
+def test_tree_fails_closed_when_a_list_is_forbidden(fleet: BackgroundFleet, kubeconfig: Path) -> None:
+    server = fleet.fleet.servers[0]
+    server.faults.fail_next(1, 403, method="GET", path_contains="/inferenceservices")
+    result = invoke("tree", "sglang-profile", "--kubeconfig", str(kubeconfig))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: cluster rt-1: cannot list inferenceservices: GET ")
+    assert "403" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 def test_tree_unknown_runtime_is_a_one_line_error(kubeconfig: Path) -> None:
-    result = invoke("tree", "sglang-h100", "-n", "llama-demo", "--kubeconfig", str(kubeconfig))
+    result = invoke("tree", "sglang-h100", "-n", "llama-demo", "--kind", "ServingRuntime", "--kubeconfig",
+                    str(kubeconfig))  # fmt: skip
     assert result.exit_code == 1
     assert result.stderr == 'error: ServingRuntime "sglang-h100" not found in namespace "llama-demo" (cluster rt-1)\n'
+    neither = invoke("tree", "nothing", "-n", "llama-demo", "--kubeconfig", str(kubeconfig))
+    assert neither.stderr == (
+        'error: no ServingRuntime "nothing" in namespace "llama-demo" and no ClusterServingRuntime "nothing" '
+        "(cluster rt-1)\n"
+    )
 
 
 def test_tree_all_clusters_reports_an_unreachable_cluster_and_continues(clusters_dir: Path) -> None:
@@ -424,16 +520,16 @@ def test_tree_all_clusters_reports_an_unreachable_cluster_and_continues(clusters
     assert result.exit_code == 2, result.output
     document = json.loads(result.stdout)
     reach = {c["cluster"]: (c["runtimes"], c["inferenceServices"]) for c in document["clusters"]}
-    assert reach == {"rt-1": (4, 3), "rt-2": (1, 1)}
+    assert reach == {"rt-1": (3, 2), "rt-2": (1, 1)}
     (error,) = document["errors"]
-    assert error["cluster"] == "down" and error["message"].startswith("cluster down: GET ")
+    assert error["cluster"] == "down" and error["message"].startswith("cluster down: cannot list ")
 
     table_result = invoke("tree", "sglang-profile", "--all-clusters", "--clusters-dir", str(clusters_dir))
     assert table_result.exit_code == 2
     assert "cluster rt-1: ClusterServingRuntime sglang-profile  (profile, disabled)" in table_result.stdout
     assert "cluster rt-2: ClusterServingRuntime sglang-profile  (profile, disabled)" in table_result.stdout
     assert (
-        "fleet: 5 runtimes and 4 InferenceServices below ClusterServingRuntime sglang-profile in 2 of 3 clusters"
+        "fleet: 4 runtimes and 3 InferenceServices below ClusterServingRuntime sglang-profile in 2 of 3 clusters"
         in (table_result.stdout)
     )
     assert [line[:20] for line in table_result.stderr.splitlines()] == ["error: cluster down:"]
@@ -442,7 +538,7 @@ def test_tree_all_clusters_reports_an_unreachable_cluster_and_continues(clusters
 def test_tree_all_clusters_succeeds_when_every_cluster_answers(clusters_dir: Path) -> None:
     (clusters_dir / "down.yaml").unlink()
     result = ok(invoke("tree", "sglang-h100", "--all-clusters", "--clusters-dir", str(clusters_dir), "-o", "json"))
-    found = {c["cluster"]: c["root"] is not None for c in json.loads(result.stdout)["clusters"]}
+    found = {c["cluster"]: c["runtime"] is not None for c in json.loads(result.stdout)["clusters"]}
     assert found == {"rt-1": True, "rt-2": False}
 
 

@@ -314,3 +314,40 @@ def test_explain_with_nothing_recorded_exits_1(recorded: Recorded) -> None:
     code, _, err = invoke("explain", "ServingRuntime", "default/rt", "--cluster", "c9", "-f", str(recorded.path))
     assert code == 1
     assert "error: no merge of ServingRuntime default/rt on cluster c9 found in" in err
+
+
+def test_explain_names_each_runtime_with_its_kind_and_the_chains_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # team-a's own `base` shadows the ClusterServingRuntime `base` above the cluster runtime `bridge`.
+    for variable in ("OTEL_SDK_DISABLED", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(variable, raising=False)
+    path = tmp_path / "traces.jsonl"
+    handle = configure_tracing(file_path=path)
+    reconcile = reconcile_span(
+        handle.tracer, cluster="c1", kind="ServingRuntime", namespace="team-a", name="leaf",
+        resource_version="5", queue_wait=0.0, retries=0, links=[],
+    )  # fmt: skip
+    merge = merge_span(
+        handle.tracer,
+        chain=["base", "bridge", "leaf"],
+        chain_refs=["ServingRuntime/team-a/base", "ClusterServingRuntime/bridge", "ServingRuntime/team-a/leaf"],
+        context="namespace team-a",
+        cache_hit=False,
+        layer_fields={"base": 1, "leaf": 1},
+        provenance={"spec.image": "base", "spec.args": "leaf"},
+    )
+    with reconcile, merge:
+        pass
+    handle.shutdown()
+    code, out, _ = invoke("explain", "ServingRuntime", "team-a/leaf", "-f", str(path))
+    assert code == 0
+    assert (
+        "chain (root first, namespace team-a): ServingRuntime/team-a/base → ClusterServingRuntime/bridge → "
+        "ServingRuntime/team-a/leaf"
+    ) in out
+    assert field_rows(out) == {"spec.image": "ServingRuntime/team-a/base", "spec.args": "ServingRuntime/team-a/leaf"}
+    code, out, _ = invoke("explain", "ServingRuntime", "team-a/leaf", "-f", str(path), "-o", "json")
+    explained = orjson.loads(out)
+    assert explained["context"] == "namespace team-a"
+    assert explained["chainRefs"][0] == "ServingRuntime/team-a/base"

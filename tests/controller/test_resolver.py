@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 
 from omectl.controller.lookup import CacheLookup
 from omectl.controller.resolver import ChainResolver
-from omectl.core.inheritance import resolve_chain, spec_layers
+from omectl.core.inheritance import ChainError, resolve_chain, spec_layers
 from omectl.core.merge import merge_chain
+from omectl.core.runtimes import RuntimeRef
 from omectl.kube.cache import ObjectCache
+from tests.core.runtime_graphs import GRAPHS, KEYS, NAMES, runtime_object
 
 _rv = itertools.count(1)
 
@@ -156,3 +158,82 @@ def test_resolution_equals_a_fresh_merge_after_any_sequence_of_edits(edits: list
                 assert got.result.spec == expected_spec(objs[start], caches)
 
     asyncio.run(run())
+
+
+async def test_clusters_never_share_a_prefix_even_with_equal_names_and_resource_versions() -> None:
+    # resourceVersions are per cluster and do collide: the child is the same in both clusters, the parent is not.
+    one, two = Caches(), Caches()
+    parent_one = runtime("ClusterServingRuntime", "p", None, "img:one")
+    parent_two = dict(parent_one, spec={"engineConfig": {"runner": {"name": "ome-container", "image": "img:two"}}})
+    child = runtime("ServingRuntime", "child", "p", "")
+    one.put(parent_one)
+    one.put(child)
+    two.put(parent_two)
+    two.put(dict(child))
+    resolver = ChainResolver()
+    first = await resolver.resolve("c1", child, one.lookup())
+    second = await resolver.resolve("c2", two.serving.get("ns", "child"), two.lookup())  # type: ignore[arg-type]
+    assert first.result.spec["engineConfig"]["runner"]["image"] == "img:one"
+    assert second.result.spec["engineConfig"]["runner"]["image"] == "img:two"
+
+
+async def test_a_cluster_runtime_prefix_is_shared_only_by_chains_that_resolved_the_same_parents() -> None:
+    caches = Caches()
+    for obj in (
+        runtime("ClusterServingRuntime", "base", None, "img:cluster"),
+        runtime("ClusterServingRuntime", "bridge", "base", ""),
+        runtime("ServingRuntime", "base", None, "img:team-a", namespace="team-a"),
+        runtime("ServingRuntime", "leaf", "bridge", "", namespace="team-a"),
+        runtime("ServingRuntime", "leaf", "bridge", "", namespace="team-b"),
+    ):
+        caches.put(obj)
+    resolver = ChainResolver()
+    bridge = await resolver.resolve("c1", caches.cluster_serving.get("", "bridge"), caches.lookup())  # type: ignore[arg-type]
+    team_b = await resolver.resolve("c1", caches.serving.get("team-b", "leaf"), caches.lookup())  # type: ignore[arg-type]
+    team_a = await resolver.resolve("c1", caches.serving.get("team-a", "leaf"), caches.lookup())  # type: ignore[arg-type]
+    assert team_b.key[1][:2] == bridge.key[1]  # team-b reuses the cluster-only prefix
+    assert team_a.key[1][:2] != bridge.key[1]
+    assert [image(r) for r in (bridge, team_b, team_a)] == ["img:cluster", "img:cluster", "img:team-a"]
+    assert str(team_a.context) == "namespace team-a" and str(bridge.context) == "cluster-only"
+
+
+def image(resolution: Any) -> str:
+    return str(resolution.result.spec["engineConfig"]["runner"]["image"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(GRAPHS, st.lists(st.tuples(st.sampled_from(KEYS), st.one_of(st.none(), st.sampled_from(NAMES))), max_size=8))
+def test_the_resolver_equals_a_fresh_resolution_of_every_chain_after_random_creates_and_deletes(
+    parents: dict[RuntimeRef, str | None], edits: list[tuple[RuntimeRef, str | None]]
+) -> None:
+    async def run() -> None:
+        caches = Caches()
+        objects = {ref: graph_runtime(ref, parent) for ref, parent in parents.items()}
+        for obj in objects.values():
+            caches.put(obj)
+        resolver = ChainResolver(max_entries=1000)
+        for step in range(len(edits) + 1):
+            for ref, obj in objects.items():
+                try:
+                    expected: Any = expected_spec(obj, caches)
+                except ChainError as exc:
+                    expected = exc.message
+                try:
+                    got: Any = (await resolver.resolve("c1", obj, caches.lookup())).result.spec
+                except ChainError as exc:
+                    got = exc.message
+                assert got == expected, ref
+            if step < len(edits):
+                ref, parent = edits[step]
+                if ref in objects and parent is None:  # a delete
+                    del objects[ref]
+                    caches.drop(ref.kind, ref.name, ref.namespace)
+                else:  # a create, or a change with a new resourceVersion
+                    objects[ref] = graph_runtime(ref, parent, rv=str(next(_rv)))
+                    caches.put(objects[ref])
+
+    asyncio.run(run())
+
+
+def graph_runtime(ref: RuntimeRef, parent: str | None, rv: str = "1") -> dict[str, Any]:
+    return runtime_object(ref, parent, rv=rv, image=f"img:{ref}:{rv}")

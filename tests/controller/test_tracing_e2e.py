@@ -241,6 +241,12 @@ async def test_a_reconcile_records_a_linked_root_span_and_a_merge_span(traced: T
     assert merge.context.trace_id == root.context.trace_id
     merge_attributes = attrs(merge)
     assert tuple(merge_attributes[names.ATTR_MERGE_CHAIN]) == (PROFILE, CHILD)
+    # the chain with kinds and namespaces, and where its parents were looked up: names alone are ambiguous
+    assert tuple(merge_attributes[names.ATTR_MERGE_CHAIN_REFS]) == (
+        f"ClusterServingRuntime/{PROFILE}",
+        f"ServingRuntime/{NAMESPACE}/{CHILD}",
+    )
+    assert merge_attributes[names.ATTR_MERGE_CONTEXT] == f"namespace {NAMESPACE}"
     assert merge_attributes[names.ATTR_MERGE_CACHE] == names.CACHE_MISS  # this chain had never been merged
     assert merge_attributes[names.ATTR_MERGE_RUNTIME_KIND] == "ServingRuntime"
     assert merge_attributes[names.ATTR_MERGE_RUNTIME_NAMESPACE] == NAMESPACE
@@ -274,6 +280,7 @@ async def test_the_profile_reconcile_merges_a_chain_of_one(traced: Traced) -> No
     [merge] = [s for s in spans if s.name == names.MERGE_SPAN_NAME]
     assert merge.parent is not None and merge.parent.span_id == root.context.span_id
     assert tuple(attrs(merge)[names.ATTR_MERGE_CHAIN]) == (PROFILE,)
+    assert attrs(merge)[names.ATTR_MERGE_CONTEXT] == "cluster-only"
     provenance = json.loads(attrs(merge)[names.ATTR_MERGE_PROVENANCE])
     assert set(provenance.values()) == {PROFILE}
     assert provenance["engineConfig.runner.image"] == PROFILE

@@ -1,4 +1,4 @@
-"""Chain resolution (lookup per hop, depth and cycle limits, exact messages) and the profile rule."""
+"""Chain resolution (lookup in the head's context, depth and cycle limits, exact messages) and the profile rule."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 
 from omectl.core.inheritance import (
+    CLUSTER_ONLY,
     INHERITANCE_CYCLE,
     MAX_DEPTH_EXCEEDED,
     PARENT_NOT_FOUND,
     ChainError,
+    ResolutionContext,
     inherit_from,
     profile_error,
     ref_of,
@@ -127,13 +129,71 @@ def test_cluster_runtime_never_inherits_from_a_serving_runtime() -> None:
     assert error.message == 'inherit-from parent "base" not found (chain so far: [cluster-child])'
 
 
-def test_lookup_is_per_hop_so_a_cluster_parent_looks_only_at_cluster_runtimes() -> None:
-    shadow = sr("root")  # same name as the cluster parent's parent, in the child's namespace
-    root = csr("root", resource_version="cluster-root")
-    middle = csr("middle", "root")
-    child = sr("child", "middle")
-    chain = resolve_chain(child, Runtimes(shadow, root, middle, child))
-    assert chain.refs[0] == RuntimeRef(CLUSTER_SERVING_RUNTIME, "", "root")
+def test_a_serving_runtime_chain_looks_in_its_namespace_first_at_every_depth() -> None:
+    # The issue's example: a ClusterServingRuntime in the middle of a ServingRuntime's chain.
+    cluster_base = csr("nsf-base", resource_version="cluster")
+    bridge = csr("nsf-bridge", "nsf-base")
+    team_a_base = sr("nsf-base", namespace="team-a")
+    team_a_leaf = sr("nsf-leaf", "nsf-bridge", namespace="team-a")
+    team_b_leaf = sr("nsf-leaf", "nsf-bridge", namespace="team-b")
+    lookup = Runtimes(cluster_base, bridge, team_a_base, team_a_leaf, team_b_leaf)
+    team_a = resolve_chain(team_a_leaf, lookup)
+    assert team_a.refs == (
+        RuntimeRef(SERVING_RUNTIME, "team-a", "nsf-base"),
+        RuntimeRef(CLUSTER_SERVING_RUNTIME, "", "nsf-bridge"),
+        RuntimeRef(SERVING_RUNTIME, "team-a", "nsf-leaf"),
+    )
+    assert team_a.context == ResolutionContext("team-a") and str(team_a.context) == "namespace team-a"
+    team_b = resolve_chain(team_b_leaf, lookup)
+    assert team_b.refs[0] == RuntimeRef(CLUSTER_SERVING_RUNTIME, "", "nsf-base")
+    # The ClusterServingRuntime's own chain is cluster-only, whatever namespaces hold.
+    own = resolve_chain(bridge, lookup)
+    assert own.refs[0] == RuntimeRef(CLUSTER_SERVING_RUNTIME, "", "nsf-base")
+    assert own.context == CLUSTER_ONLY and str(own.context) == "cluster-only"
+
+
+def test_every_lookup_of_a_namespace_chain_tries_the_namespace_then_the_cluster() -> None:
+    bridge = csr("bridge", "base")
+    leaf = sr("leaf", "bridge", namespace="team-a")
+    lookup = Runtimes(bridge, leaf, csr("base"))
+    resolve_chain(leaf, lookup)
+    assert lookup.asked == [
+        (SERVING_RUNTIME, "team-a", "bridge"),
+        (CLUSTER_SERVING_RUNTIME, "", "bridge"),
+        (SERVING_RUNTIME, "team-a", "base"),
+        (CLUSTER_SERVING_RUNTIME, "", "base"),
+    ]
+
+
+def test_a_cycle_can_exist_in_one_namespace_context_only() -> None:
+    # bridge -> base; in team-a, base is a ServingRuntime naming bridge again: a cycle there, nowhere else.
+    bridge = csr("bridge", "base")
+    lookup = Runtimes(bridge, csr("base"), sr("base", "bridge", namespace="team-a"))
+    lookup.objects[(SERVING_RUNTIME, "team-a", "leaf")] = leaf_a = sr("leaf", "bridge", namespace="team-a")
+    lookup.objects[(SERVING_RUNTIME, "team-b", "leaf")] = leaf_b = sr("leaf", "bridge", namespace="team-b")
+    error = chain_error(leaf_a, lookup)
+    assert error.reason == INHERITANCE_CYCLE
+    assert error.message == "inheritance cycle detected: [leaf bridge base bridge]"
+    assert resolve_chain(leaf_b, lookup).names == ("base", "bridge", "leaf")
+    assert resolve_chain(bridge, lookup).names == ("base", "bridge")
+
+
+def test_a_missing_parent_names_the_context_it_was_looked_up_in() -> None:
+    leaf = sr("leaf", "bridge", namespace="team-a")
+    error = chain_error(leaf, Runtimes(leaf, csr("bridge", "gone")))
+    assert error.missing == (ResolutionContext("team-a"), "gone")
+    assert [str(ref) for ref in ResolutionContext("team-a").candidates("gone")] == [
+        "ServingRuntime/team-a/gone",
+        "ClusterServingRuntime/gone",
+    ]
+
+
+def test_a_given_context_resolves_the_part_of_a_namespace_chain_above_a_cluster_runtime() -> None:
+    bridge = csr("bridge", "base")
+    lookup = Runtimes(bridge, csr("base"), sr("base", namespace="team-a"))
+    above = resolve_chain(bridge, lookup, ResolutionContext("team-a"))
+    assert above.refs[0] == RuntimeRef(SERVING_RUNTIME, "team-a", "base")
+    assert resolve_chain(bridge, lookup).refs[0] == RuntimeRef(CLUSTER_SERVING_RUNTIME, "", "base")
 
 
 def test_missing_parent_message_from_the_spec() -> None:

@@ -19,6 +19,7 @@ import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
+from omectl.core.runtimes import RuntimeRef
 from omectl.embedded.api import WriteOptions
 from omectl.embedded.fleet import EmbeddedFleet
 from omectl.embedded.server import EmbeddedAPIServer
@@ -229,15 +230,12 @@ async def test_reverse_index_reaches_inference_services_below_a_profile(fleet: F
         await first.api.create(rt, "default", isvc, OPTS)
     cluster = fleet.app.controller.clusters["f-1"]
 
-    def below() -> list[str]:
-        return sorted(
-            i["metadata"]["name"] for i in cluster.inference_services_below("ClusterServingRuntime", "", "profile")
-        )
+    def below(ref: RuntimeRef) -> list[str]:
+        return sorted(i["metadata"]["name"] for i in cluster.reach(ref).inference_services)
 
-    await until([first], lambda: below() == ["uses-child", "uses-profile"])
-    assert [
-        i["metadata"]["name"] for i in cluster.inference_services_below("ServingRuntime", "default", "child-1")
-    ] == []
+    profile = RuntimeRef("ClusterServingRuntime", "", "profile")
+    await until([first], lambda: below(profile) == ["uses-child", "uses-profile"])
+    assert below(RuntimeRef("ServingRuntime", "default", "child-1")) == []
 
 
 async def test_engine_workload_minimal_writes_and_broken_chain_leaves_it_untouched(fleet: Fleet) -> None:

@@ -250,6 +250,40 @@ async def test_a_live_parent_that_closes_a_cycle_is_still_denied(webhook: Webhoo
     assert denial(response) == "inheritance cycle detected: [a b a]"
 
 
+async def test_a_parent_above_a_cluster_runtime_is_fetched_live_in_the_namespace_first(webhook: Webhook) -> None:
+    # bridge (cluster) names base; the cache has not seen team-a's own base yet: it is looked up live, first.
+    webhook.cache(cluster_runtime("bridge", "base"))
+    webhook.live[("ServingRuntime", "llama-demo", "base")] = runtime("base")
+    response = await webhook.review(runtime("leaf", "bridge"))
+    assert response["allowed"] is True
+    assert webhook.live_calls[-1] == ("ServingRuntime", "llama-demo", "base")  # found: the cluster one is not asked
+
+
+# --- resolution contexts ---------------------------------------------------------------------------------------
+
+
+async def test_a_cycle_in_one_namespaces_context_is_denied_there_only(webhook: Webhook) -> None:
+    # base <- bridge (cluster runtimes); in llama-demo a ServingRuntime `base` naming bridge closes a loop.
+    webhook.cache(cluster_runtime("base"), cluster_runtime("bridge", "base"))
+    assert denial(await webhook.review(runtime("base", "bridge"))) == "inheritance cycle detected: [base bridge base]"
+    webhook.cache(runtime("base", "bridge", namespace="llama-demo"))  # there anyway (created before the webhook)
+    assert denial(await webhook.review(runtime("leaf", "bridge"))) == (
+        "inheritance cycle detected: [leaf bridge base bridge]"
+    )
+    assert (await webhook.review(runtime("leaf", "bridge", namespace="team-b")))["allowed"] is True
+    assert (await webhook.review(cluster_runtime("bridge", "base"), CSR_PATH))["allowed"] is True
+
+
+async def test_an_inference_service_naming_a_cluster_runtime_checks_its_cluster_only_chain(webhook: Webhook) -> None:
+    # In llama-demo, bridge's chain as a ServingRuntime would see would be broken; the InferenceService names
+    # the ClusterServingRuntime itself, whose own chain is cluster-only and resolves.
+    webhook.cache(cluster_runtime("base"), cluster_runtime("bridge", "base"), runtime("base", "gone"))
+    assert (await webhook.review(inference_service("bridge"), "inferenceservice"))["allowed"] is True
+    webhook.cache(runtime("leaf", "bridge"))
+    response = await webhook.review(inference_service("leaf"), "inferenceservice")
+    assert denial(response) == 'inherit-from parent "gone" not found (chain so far: [leaf bridge base])'
+
+
 # --- malformed input: a clear denial or a 400, never a 500 --------------------------------------------------
 
 
