@@ -1,0 +1,111 @@
+"""`omectl doctor [--cluster NAME | --all-clusters]`: is each member cluster fit for omectl, and if not, how to fix it.
+
+Checks (`omectl.doctor.checks`): the CRDs at the versions this release needs (and the runtime CRDs with their
+status subresource), every validating webhook answering (a `failurePolicy: Fail` one that does not is a FAIL naming
+it), webhook certificates' expiry, the registered identity's permissions (a SelfSubjectAccessReview per grant of
+the member ClusterRole), broken chains and drifted InferenceServices per namespace, and the AIM operator namespace.
+Exit 0 when nothing FAILs (with `--strict`, nothing WARNs either), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from omectl.controller.aim_service import aim_operator_namespace
+from omectl.doctor.checks import FAIL, PASS, WARN, Context, Finding, run_checks
+from omectl.kube.client import ClusterClient
+
+from .runtime import (
+    CLUSTER_OPTION,
+    CLUSTERS_DIR_OPTION,
+    CONTEXT_OPTION,
+    KUBECONFIG_OPTION,
+    TIMEOUT_OPTION,
+    ClusterTarget,
+    CommandError,
+    OutputFormat,
+    _fail,
+    _print_table,
+    _registered_target,
+    _registrations,
+    _single_target,
+)
+
+__all__ = ["doctor"]
+
+
+async def _diagnose(target: ClusterTarget, aim_namespace: str) -> tuple[str, list[Finding]]:
+    try:
+        client: ClusterClient = await target.connect()
+    except CommandError as exc:
+        return target.name, [Finding("connect", FAIL, exc.message, "check the registration's kubeconfig")]
+    try:
+        return client.name, await run_checks(Context(client, aim_namespace=aim_namespace))
+    finally:
+        await client.close()
+
+
+def doctor(
+    kubeconfig: Path | None = KUBECONFIG_OPTION,
+    context: str | None = CONTEXT_OPTION,
+    cluster: str | None = CLUSTER_OPTION,
+    all_clusters: bool = typer.Option(False, "--all-clusters", help="Every registered cluster (see --clusters-dir)."),
+    clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 on a WARN too."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="table, json or yaml."),
+    timeout: float = TIMEOUT_OPTION,
+) -> None:
+    """Check each cluster for what omectl needs: CRDs, webhooks and their certificates, permissions, chains."""
+    try:
+        if all_clusters:
+            if cluster is not None or kubeconfig is not None or context is not None:
+                raise CommandError(
+                    "--all-clusters reads every registered cluster: drop --cluster, --kubeconfig, --context"
+                )
+            directory, registrations, errors = _registrations(clusters_dir)
+            if errors:
+                raise CommandError("; ".join(f"{source}: {message}" for source, message in sorted(errors.items())))
+            if not registrations:
+                raise CommandError(f"no clusters registered in {directory}")
+            targets = [_registered_target(registrations[name], timeout) for name in sorted(registrations)]
+        else:
+            targets = [_single_target(kubeconfig, context, cluster, clusters_dir, timeout)]
+    except CommandError as exc:
+        _fail(exc)
+    aim_namespace = aim_operator_namespace()
+
+    async def everything() -> list[tuple[str, list[Finding]]]:
+        return list(await asyncio.gather(*(_diagnose(target, aim_namespace) for target in targets)))
+
+    results = asyncio.run(everything())
+    if output is OutputFormat.table:
+        _print_findings(results)
+    else:
+        document: dict[str, Any] = {
+            "clusters": [{"cluster": name, "findings": [f.document() for f in findings]} for name, findings in results]
+        }
+        text = (
+            json.dumps(document, indent=2) if output is OutputFormat.json else yaml.safe_dump(document, sort_keys=False)
+        )
+        typer.echo(text.rstrip())
+    failing = {FAIL, WARN} if strict else {FAIL}
+    if any(f.status in failing for _, findings in results for f in findings):
+        raise typer.Exit(1)
+
+
+def _print_findings(results: list[tuple[str, list[Finding]]]) -> None:
+    rows = [[name, f.check, f.status, f.message] for name, findings in results for f in findings]
+    _print_table(["CLUSTER", "CHECK", "STATUS", "MESSAGE"], rows)
+    fixes = [(name, f) for name, findings in results for f in findings if f.status != PASS and f.fix]
+    if fixes:
+        typer.echo("\nTo fix:")
+        for name, finding in fixes:
+            typer.echo(f"  {name} {finding.check}: {finding.fix}")
+    counts = {status: sum(f.status == status for _, fs in results for f in fs) for status in (PASS, WARN, FAIL)}
+    typer.echo(f"\n{counts[PASS]} passed, {counts[WARN]} warnings, {counts[FAIL]} failed")

@@ -1,0 +1,203 @@
+"""`omectl doctor` against a simulated cluster with the controller running, then with each thing it checks broken."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from typer.testing import CliRunner, Result
+
+from omectl.cli.main import app
+from tests.e2e.conftest import DATA, ControlledFleet, running_fleet
+
+pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
+
+CLUSTER = "doc-1"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlledFleet]:
+    with running_fleet(tmp_path_factory.mktemp("doctor"), 1, "doc-", concurrency=4) as running:
+        if running.app is None:
+            pytest.skip("breaks the embedded cluster on purpose (OMECTL_E2E_KUBECONFIG is set)")
+        wait_webhooks(running)
+        yield running
+
+
+def wait_webhooks(fleet: ControlledFleet, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while "omectl-ome-webhooks" not in fleet.k(CLUSTER, "get", "validatingwebhookconfigurations", "-o", "name"):
+        assert time.monotonic() < deadline, "the controller never installed its webhooks"
+        time.sleep(0.05)
+
+
+def doctor(fleet: ControlledFleet, *args: str) -> tuple[int, dict[str, list[dict[str, str]]]]:
+    """Exit code, and findings by check."""
+    result: Result = CliRunner().invoke(
+        app, ["doctor", "--kubeconfig", str(fleet.kubectl.kubeconfig), "--context", CLUSTER, "-o", "json", *args]
+    )
+    (cluster,) = json.loads(result.stdout)["clusters"]
+    by_check: dict[str, list[dict[str, str]]] = {}
+    for finding in cluster["findings"]:
+        by_check.setdefault(finding["check"], []).append(finding)
+    return result.exit_code, by_check
+
+
+def statuses(findings: dict[str, list[dict[str, str]]]) -> dict[str, list[str]]:
+    return {check: [f["status"] for f in found] for check, found in findings.items()}
+
+
+def test_a_healthy_cluster_passes_and_says_what_it_could_not_check(fleet: ControlledFleet) -> None:
+    code, findings = doctor(fleet)
+    assert statuses(findings) == {
+        "crds": ["PASS"],
+        "webhooks": ["PASS"],
+        "webhook-certificates": ["PASS"],
+        "permissions": ["WARN"],  # the embedded server serves no SelfSubjectAccessReview
+        "chains": ["PASS"],
+        "drift": ["PASS"],
+        "aim-namespace": ["WARN"],  # no aim-system namespace, but no cluster model needs it yet
+    }
+    assert code == 0
+    assert doctor(fleet, "--strict")[0] == 1
+    table = CliRunner().invoke(app, ["doctor", "--kubeconfig", str(fleet.kubectl.kubeconfig), "--context", CLUSTER])
+    assert table.stdout.splitlines()[0].split() == ["CLUSTER", "CHECK", "STATUS", "MESSAGE"]
+    assert "To fix:" in table.stdout and "kubectl create namespace aim-system" in table.stdout
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def certificate_pem(days_left: float) -> bytes:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "soon-expired-ca")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(days=365))
+        .not_valid_after(now + dt.timedelta(days=days_left))
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def stale_webhook(name: str, policy: str, days_left: float = 365) -> str:
+    config: dict[str, Any] = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [
+            {
+                "name": f"{name}.example.com",
+                "clientConfig": {
+                    "url": f"https://127.0.0.1:{closed_port()}/validate",
+                    "caBundle": base64.b64encode(certificate_pem(days_left)).decode(),
+                },
+                "rules": [
+                    {
+                        "apiGroups": ["example.com"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["nothings"],
+                    }
+                ],
+                "failurePolicy": policy,
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }
+        ],
+    }
+    return yaml.safe_dump(config)
+
+
+def test_a_webhook_whose_server_is_down_fails_naming_it(fleet: ControlledFleet) -> None:
+    fleet.k(CLUSTER, "apply", "-f", "-", input=stale_webhook("left-behind", "Fail", days_left=10))
+    fleet.k(CLUSTER, "apply", "-f", "-", input=stale_webhook("optional", "Ignore"))
+    try:
+        code, findings = doctor(fleet)
+        assert code == 1
+        by_status = {f["status"]: f for f in findings["webhooks"]}
+        assert set(by_status) == {"FAIL", "WARN"}
+        assert by_status["FAIL"]["message"].startswith(
+            "ValidatingWebhookConfiguration left-behind, webhook left-behind.example.com: https://127.0.0.1:"
+        )
+        assert "every write it matches is denied" in by_status["FAIL"]["message"]
+        assert "kubectl delete validatingwebhookconfiguration left-behind" in by_status["FAIL"]["fix"]
+        assert "(failurePolicy Ignore)" in by_status["WARN"]["message"]
+        (expiring,) = findings["webhook-certificates"]
+        assert expiring["status"] == "WARN" and "the caBundle expires" in expiring["message"]
+    finally:
+        fleet.k(CLUSTER, "delete", "validatingwebhookconfiguration", "left-behind", "optional")
+
+
+def test_a_broken_chain_and_a_missing_operator_namespace_fail(fleet: ControlledFleet) -> None:
+    fleet.k(CLUSTER, "create", "namespace", "llama-demo")
+    fleet.k(CLUSTER, "apply", "-f", str(DATA / "profile.yaml"))
+    fleet.k(CLUSTER, "apply", "-f", str(DATA / "runtime.yaml"))
+    fleet.k(CLUSTER, "delete", "clusterservingruntime", "sglang-profile")
+    cluster_model = {
+        "apiVersion": "aim.eai.amd.com/v1alpha2",
+        "kind": "AIMClusterModel",
+        "metadata": {"name": "needs-discovery"},
+        "spec": {"image": "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5"},
+    }
+    fleet.k(CLUSTER, "apply", "-f", "-", input=yaml.safe_dump(cluster_model))
+    deadline = time.monotonic() + 30
+    while True:
+        code, findings = doctor(fleet)
+        if findings["chains"][0]["status"] == "FAIL" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert code == 1
+    assert findings["chains"][0]["message"] == (
+        "1 runtime chain(s) do not resolve: llama-demo: sglang-llama-3-2-3b (ParentNotFound)"
+    )
+    assert findings["aim-namespace"][0]["status"] == "FAIL"
+    assert "1 AIMClusterModel(s) cannot run discovery" in findings["aim-namespace"][0]["message"]
+
+
+def test_upstream_runtime_crds_without_a_status_subresource_fail(tmp_path: Any) -> None:
+    from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+    from tests.e2e.conftest import ROOT
+
+    bg = BackgroundFleet(EmbeddedFleet(1, name_prefix="upstream-"))
+    bg.start()
+    try:
+        crds = ROOT / "deploy" / "crds"
+        bg.run(bg.fleet.apply([path for path in crds.glob("*.yaml") if "servingruntimes" not in path.name]))
+        for path in crds.glob("ome.io_*servingruntimes.yaml"):
+            crd = next(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+            for version in crd["spec"]["versions"]:
+                version.pop("subresources", None)  # as upstream OME's runtime CRDs are
+            (tmp_path / path.name).write_text(yaml.safe_dump(crd))
+        bg.run(bg.fleet.apply([tmp_path]))
+        kubeconfig = bg.fleet.write_kubeconfig(tmp_path / "kubeconfig")
+        result = CliRunner().invoke(app, ["doctor", "--kubeconfig", str(kubeconfig), "-o", "json"])
+        assert result.exit_code == 1
+        (cluster,) = json.loads(result.stdout)["clusters"]
+        crd_findings = [f for f in cluster["findings"] if f["check"] == "crds"]
+        assert sorted(f["message"].split(" ")[0] for f in crd_findings) == [
+            "clusterservingruntimes.ome.io",
+            "servingruntimes.ome.io",
+        ]
+        assert all(f["status"] == "FAIL" and "kubectl apply -f deploy/crds/" in f["fix"] for f in crd_findings)
+    finally:
+        bg.stop()
