@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -284,6 +285,56 @@ def engine_story(sh: Shell, servers: list[str], clusters_dir: Path, kubeconfig: 
     )
 
 
+def contexts_story(sh: Shell, kubeconfig: Path) -> None:
+    """A ClusterServingRuntime in the middle of ServingRuntimes' chains: each namespace looks its own runtimes up
+    first at every depth, so team-a's own `nsf-base` shadows the cluster one for team-a's chains only."""
+    ctx = "--context=sim-1"
+    print(
+        "\n# 2f. Resolution contexts: ClusterServingRuntime nsf-bridge inherits nsf-base; team-a has its own nsf-base."
+    )
+    print("#     team-a's engine runs team-a's image, team-b's the cluster runtime's:")
+    leaf = yaml.safe_load((SAMPLES / "runtime.yaml").read_text())["spec"]
+
+    def runtime(
+        name: str, parent: str | None, namespace: str | None = None, image: str | None = None
+    ) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, **({"namespace": namespace} if namespace else {})}
+        if parent:
+            meta["annotations"] = {"ome.io/inherit-from": parent}
+        spec: dict[str, Any] = dict(leaf) if parent else {"engineConfig": {"runner": {"name": "ome-container"}}}
+        if image:
+            spec["engineConfig"] = {"runner": {"name": "ome-container", "image": image}}
+        kind = "ServingRuntime" if namespace else "ClusterServingRuntime"
+        return {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": meta, "spec": spec}
+
+    def isvc(namespace: str) -> dict[str, Any]:
+        doc: dict[str, Any] = yaml.safe_load((SAMPLES / "isvc.yaml").read_text())
+        doc["metadata"] = {"name": "nsf", "namespace": namespace}
+        doc["spec"]["runtime"] = {"name": "nsf-leaf"}
+        return doc
+
+    docs = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}},
+        runtime("nsf-base", None, image="registry.example/cluster-base:1"),
+        runtime("nsf-bridge", "nsf-base"),
+        runtime("nsf-base", None, "team-a", image="registry.example/team-a-base:1"),
+        runtime("nsf-leaf", "nsf-bridge", "team-a"),
+        runtime("nsf-leaf", "nsf-bridge", "team-b"),
+        isvc("team-a"),
+        isvc("team-b"),
+    ]
+    sh.k(ctx, "apply", "-f", "-", input=yaml.safe_dump_all(docs, sort_keys=False))
+    image = ["get", "deployment", "nsf-engine", "-o", 'jsonpath={.spec.template.spec.containers[0].image}{"\\n"}']
+    sh.wait_for([ctx, *image, "-n", "team-a"], "team-a-base:1")
+    sh.wait_for([ctx, *image, "-n", "team-b"], "cluster-base:1")
+    where = ("--kubeconfig", str(kubeconfig), "--context", "sim-1")
+    sh.plugin("runtime", "tree", "nsf-base", "--kind", "ClusterServingRuntime", *where)
+    sh.plugin("runtime", "tree", "nsf-bridge", "--ancestors", *where)
+    print("\n# The revisions the pinned InferenceService's runtime went through, and what changed:")
+    sh.plugin("runtime", "history", "sglang-llama-3-2-3b", "-n", "llama-demo", *where)
+
+
 def aim_story(sh: Shell) -> None:
     """The spec's AMD AIM runtime-config examples on sim-3 (AMD GPUs), with the real kubectl."""
     ctx, ns = "--context=sim-3", ("-n", "ml-team")
@@ -415,6 +466,7 @@ def main() -> int:
             )
 
             engine_story(sh, [s.name for s in fleet.fleet.servers], clusters_dir, kubeconfig, work)
+            contexts_story(sh, kubeconfig)
 
             print("\n# 3. Delete the profile on sim-2: its children report ParentNotFound and keep their last chain:")
             sh.k("--context=sim-2", "delete", "clusterservingruntime", "sglang-profile")
