@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 from typing import Any
 
+from aiocache import Cache
+from aiocache.serializers import NullSerializer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -132,6 +135,35 @@ async def test_the_first_level_is_bounded() -> None:
         await resolver.resolve("c1", obj, caches.lookup())
     assert len(resolver) == 10
     assert resolver.stats.evictions == 40
+
+
+async def test_what_the_first_level_forgets_the_second_forgets_too() -> None:
+    caches = Caches()
+    second = Cache(Cache.MEMORY, serializer=NullSerializer(), timeout=None)
+    resolver = ChainResolver(max_entries=2, second_level=second)
+    keys = []
+    for i in range(3):
+        obj = runtime("ClusterServingRuntime", f"r{i}", None, f"img:{i}")
+        caches.put(obj)
+        keys.append((await resolver.resolve("c1", obj, caches.lookup())).key)
+    assert await second.get(keys[0]) is None  # evicted from both levels
+    assert await second.get(keys[2]) is not None
+
+
+async def test_a_chain_found_again_under_its_full_key_is_a_hit() -> None:
+    # A relist replaces every cached object with an equal one (same resourceVersions): the memoized walk no longer
+    # matches by identity, but the merge is still cached under the chain's key and must count as a hit.
+    caches = Caches()
+    objs = chain_of_four(caches)
+    resolver = ChainResolver()
+    first = await resolver.resolve("c1", objs[3], caches.lookup())
+    relisted = Caches()
+    for obj in objs:
+        relisted.put(copy.deepcopy(obj))
+    again = await resolver.resolve("c1", relisted.serving.get("ns", "leaf"), relisted.lookup())  # type: ignore[arg-type]
+    assert (first.cache_hit, again.cache_hit) == (False, True)
+    assert (resolver.stats.misses, resolver.stats.hits, resolver.stats.merges) == (1, 1, 4)
+    assert again.result is first.result
 
 
 EDITS = st.lists(

@@ -607,15 +607,68 @@ def assert_consistent(result: MergeResult) -> None:
 
 @settings(max_examples=120, deadline=None)
 @given(chains)
-def test_merging_a_chain_equals_merging_the_parents_merge_with_the_child(layers: list[tuple[str, Any]]) -> None:
+def test_a_chains_spec_is_the_provenance_free_merge_of_its_parents_spec_and_the_child(
+    layers: list[tuple[str, Any]],
+) -> None:
     result = merge_chain(layers)
     assert_consistent(result)
     if len(layers) > 1:
-        parent = merge_chain(layers[:-1])
-        assert result == merge_layer(parent, *layers[-1])
-        assert result.spec == merge_spec(parent.spec, layers[-1][1])
-    else:
-        assert result == merge_layer(None, *layers[0])
+        assert result.spec == merge_spec(merge_chain(layers[:-1]).spec, layers[-1][1])
+
+
+def test_a_chain_of_three_merges_root_first_with_each_field_owned_by_its_last_setter() -> None:
+    result = merge_chain(
+        [
+            ("root", {"engineConfig": {"runner": {"name": "c", "image": "img:1", "args": ["--a"]}}, "disabled": True}),
+            ("mid", {"engineConfig": {"runner": {"name": "c", "env": [{"name": "X", "value": "1"}]}}}),
+            ("leaf", {"engineConfig": {"runner": {"name": "c", "image": "img:2"}}, "disabled": False}),
+        ]
+    )
+    assert result.spec == {
+        "engineConfig": {
+            "runner": {"name": "c", "image": "img:2", "args": ["--a"], "env": [{"name": "X", "value": "1"}]}
+        },
+        "disabled": False,
+    }
+    assert result.provenance == {
+        "engineConfig.runner.name": "leaf",
+        "engineConfig.runner.image": "leaf",
+        "engineConfig.runner.args": "root",
+        "engineConfig.runner.env[name=X].name": "mid",
+        "engineConfig.runner.env[name=X].value": "mid",
+        "disabled": "leaf",
+    }
+    assert result.chain == ("root", "mid", "leaf")
+    assert result.layer_fields == {"root": 1, "mid": 2, "leaf": 3}
+
+
+# Every list the merge keys, written out here (not read from LIST_MERGE_KEYS, so a key dropped there fails here).
+KEYED_LISTS = [
+    ("containers", "name"),
+    ("initContainers", "name"),
+    ("ephemeralContainers", "name"),
+    ("env", "name"),
+    ("volumes", "name"),
+    ("imagePullSecrets", "name"),
+    ("schedulingGates", "name"),
+    ("resourceClaims", "name"),
+    ("ports", "containerPort"),
+    ("volumeMounts", "mountPath"),
+    ("volumeDevices", "devicePath"),
+    ("hostAliases", "ip"),
+    ("topologySpreadConstraints", "topologyKey"),
+]
+
+
+def test_the_keyed_lists_are_exactly_these() -> None:
+    assert dict(KEYED_LISTS) == dict(LIST_MERGE_KEYS)
+
+
+@pytest.mark.parametrize(("field", "key"), KEYED_LISTS)
+def test_every_keyed_list_merges_item_by_item_on_its_key(field: str, key: str) -> None:
+    parent = {field: [{key: "a", "x": 1}, {key: "b", "x": 2}]}
+    child = {field: [{key: "c", "x": 3}, {key: "a", "y": 4}]}
+    assert merge_spec(parent, child) == {field: [{key: "a", "x": 1, "y": 4}, {key: "b", "x": 2}, {key: "c", "x": 3}]}
 
 
 @settings(max_examples=100, deadline=None)

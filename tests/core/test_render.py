@@ -460,6 +460,8 @@ def test_unknown_placeholder_fails_the_render_with_a_clear_error() -> None:
         ("{{.CreationTimestamp}}", "2024-05-06 07:08:09 +0000 UTC"),
         ("{{.Labels}}", "map[a:1 b:2]"),
         ("x-{{- .Name -}} -y", "x-svc-y"),
+        ("x  {{- .Name }}  y", "xsvc  y"),
+        ("x  {{ .Name -}}  y", "x  svcy"),
         ('{{index .Labels "b"}}', "2"),
         ("{{.DeletionTimestamp}}", ""),
         ("no placeholder $(MODEL_PATH)", "no placeholder $(MODEL_PATH)"),

@@ -149,7 +149,8 @@ def test_a_webhook_whose_server_is_down_fails_naming_it(fleet: ControlledFleet) 
 
 
 def test_a_broken_chain_and_a_missing_operator_namespace_fail(fleet: ControlledFleet) -> None:
-    fleet.k(CLUSTER, "create", "namespace", "llama-demo")
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llama-demo"}}
+    fleet.k(CLUSTER, "apply", "-f", "-", input=yaml.safe_dump(namespace))
     fleet.k(CLUSTER, "apply", "-f", str(DATA / "profile.yaml"))
     fleet.k(CLUSTER, "apply", "-f", str(DATA / "runtime.yaml"))
     fleet.k(CLUSTER, "delete", "clusterservingruntime", "sglang-profile")
@@ -160,12 +161,16 @@ def test_a_broken_chain_and_a_missing_operator_namespace_fail(fleet: ControlledF
         "spec": {"image": "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5"},
     }
     fleet.k(CLUSTER, "apply", "-f", "-", input=yaml.safe_dump(cluster_model))
-    deadline = time.monotonic() + 30
-    while True:
-        code, findings = doctor(fleet)
-        if findings["chains"][0]["status"] == "FAIL" or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            code, findings = doctor(fleet)
+            if findings["chains"][0]["status"] == "FAIL" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    finally:  # leave the cluster healthy for the other tests, whatever their order
+        fleet.k(CLUSTER, "delete", "aimclustermodel", "needs-discovery")
+        fleet.k(CLUSTER, "delete", "servingruntime", "sglang-llama-3-2-3b", "-n", "llama-demo")
     assert code == 1
     assert findings["chains"][0]["message"] == (
         "1 runtime chain(s) do not resolve: llama-demo: sglang-llama-3-2-3b (ParentNotFound)"
