@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from aiocache import Cache
 from aiocache.serializers import NullSerializer
 
-from omectl.core.inheritance import ResolutionContext, ResolvedChain, RuntimeLookup, resolve_chain
+from omectl.core.inheritance import ResolutionContext, ResolvedChain, RuntimeLookup, ref_of, resolve_chain
 from omectl.core.merge import MergeResult, merge_layer
 from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
 
@@ -81,11 +81,13 @@ class ChainResolver:
         self._lru: OrderedDict[ChainKey, MergeResult] = OrderedDict()
         # timeout=None: aiocache otherwise wraps every call in asyncio.wait_for (a task per get and set)
         self._l2 = (
-            second_level if second_level is not None else Cache(Cache.MEMORY, serializer=NullSerializer(), timeout=None)
+            second_level
+            if second_level is not None
+            else Cache(Cache.MEMORY, serializer=NullSerializer(), timeout=None)  # pragma: no mutate
         )
         # The last chain found per runtime, with the lookups that found it: re-checking those lookups by object
         # identity (the informer caches replace an object on every change) is far cheaper than walking again.
-        self._chains: OrderedDict[tuple[Any, ...], _MemoizedChain] = OrderedDict()
+        self._chains: OrderedDict[tuple[str, RuntimeRef], _MemoizedChain] = OrderedDict()
         self.stats = ResolverStats()
 
     def __len__(self) -> int:
@@ -93,32 +95,28 @@ class ChainResolver:
 
     async def resolve(self, cluster: str, runtime: Mapping[str, Any], lookup: RuntimeLookup) -> Resolution:
         """Resolve `runtime`'s chain in `cluster` and return its merged spec (raises `ChainError`)."""
-        meta = runtime.get("metadata") or {}
-        memo_key = (cluster, runtime.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
+        memo_key = (cluster, ref_of(runtime))
         memo = self._chains.get(memo_key)
         if memo is not None and memo.still_valid(runtime, lookup):
             self.stats.hits += 1
             return memo.hit
         chain = resolve_chain(runtime, lookup)
-        refs = tuple(
-            (ref.kind, ref.namespace, ref.name, rv) for ref, rv in zip(chain.refs, chain.resource_versions, strict=True)
-        )
+        versions = zip(chain.refs, chain.resource_versions, strict=True)  # pragma: no mutate (equal lengths)
+        refs = tuple((ref.kind, ref.namespace, ref.name, rv) for ref, rv in versions)
         key: ChainKey = (cluster, refs)
         cached = self._get_l1(key)
-        if cached is not None:
+        if cached is None:
+            self.stats.misses += 1
+            result = await self._merge_prefixes(key, chain.runtimes)
+        else:
             self.stats.hits += 1
-            hit = Resolution(cached, key, True, chain.names, chain.refs, chain.context)
-            self._remember_chain(memo_key, chain, hit)
-            return hit
-        self.stats.misses += 1
-        result = await self._merge_prefixes(cluster, refs, chain.runtimes)
+            result = cached
         self._remember_chain(memo_key, chain, Resolution(result, key, True, chain.names, chain.refs, chain.context))
-        return Resolution(result, key, False, chain.names, chain.refs, chain.context)
+        return Resolution(result, key, cached is not None, chain.names, chain.refs, chain.context)
 
-    async def _merge_prefixes(
-        self, cluster: str, refs: tuple[tuple[str, str, str, str], ...], runtimes: tuple[Mapping[str, Any], ...]
-    ) -> MergeResult:
+    async def _merge_prefixes(self, key: ChainKey, runtimes: tuple[Mapping[str, Any], ...]) -> MergeResult:
         # Find the longest cached prefix (the parent's merge), then lay the remaining runtimes over it.
+        cluster, refs = key
         start = len(refs)
         base: MergeResult | None = None
         while start > 0:
@@ -136,12 +134,13 @@ class ChainResolver:
         assert base is not None
         return base
 
-    def _remember_chain(self, memo_key: tuple[Any, ...], chain: ResolvedChain, hit: Resolution) -> None:
+    def _remember_chain(self, memo_key: tuple[str, RuntimeRef], chain: ResolvedChain, hit: Resolution) -> None:
         # Every lookup the walk made, with what it found: in a namespace context, a parent found among the
         # ClusterServingRuntimes was found there only because no ServingRuntime of the namespace shadows it.
         checks: list[tuple[str, str, str, Mapping[str, Any] | None]] = []
         namespace = chain.context.namespace
-        for ref, runtime in zip(chain.refs[-2::-1], chain.runtimes[-2::-1], strict=True):
+        parents = zip(chain.refs[-2::-1], chain.runtimes[-2::-1], strict=True)  # pragma: no mutate (equal lengths)
+        for ref, runtime in parents:
             if namespace is not None and ref.kind == CLUSTER_SERVING_RUNTIME:
                 checks.append((SERVING_RUNTIME, namespace, ref.name, None))
             checks.append((ref.kind, ref.namespace, ref.name, runtime))

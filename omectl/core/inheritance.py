@@ -194,7 +194,8 @@ def resolve_chain(
 
 def spec_layers(chain: ResolvedChain) -> list[tuple[str, Mapping[str, Any]]]:
     """`(name, spec)` of each runtime, root first, for `merge_chain`/`merge_layer`: only specs are inherited."""
-    return [(name, _mapping(runtime.get("spec"))) for name, runtime in zip(chain.names, chain.runtimes, strict=True)]
+    layers = zip(chain.names, chain.runtimes, strict=True)  # pragma: no mutate (equal lengths)
+    return [(name, _mapping(runtime.get("spec"))) for name, runtime in layers]
 
 
 def profile_error(runtime: Mapping[str, Any]) -> str | None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from omectl.controller.lookup import CacheLookup
 from omectl.controller.resolver import ChainResolver
-from omectl.core.inheritance import ChainError, resolve_chain, spec_layers
+from omectl.core.inheritance import ChainError, ref_of, resolve_chain, spec_layers
 from omectl.core.merge import merge_chain
 from omectl.core.runtimes import RuntimeRef
 from omectl.kube.cache import ObjectCache
@@ -269,3 +269,85 @@ def test_the_resolver_equals_a_fresh_resolution_of_every_chain_after_random_crea
 
 def graph_runtime(ref: RuntimeRef, parent: str | None, rv: str = "1") -> dict[str, Any]:
     return runtime_object(ref, parent, rv=rv, image=f"img:{ref}:{rv}")
+
+
+class CountingLookup:
+    """A RuntimeLookup that counts its gets: a warm resolve must only re-check, never walk again."""
+
+    def __init__(self, inner: CacheLookup) -> None:
+        self.inner = inner
+        self.gets = 0
+
+    def get(self, kind: Any, namespace: str, name: str) -> Any:
+        self.gets += 1
+        return self.inner.get(kind, namespace, name)
+
+
+async def test_a_warm_resolve_is_answered_by_the_memo_after_re_checking_its_lookups() -> None:
+    caches = Caches()
+    objs = chain_of_four(caches)  # root, mid (cluster runtimes) <- child <- leaf (namespace ns)
+    resolver = ChainResolver()
+    first = await resolver.resolve("c1", objs[3], caches.lookup())
+    warm = CountingLookup(caches.lookup())
+    second = await resolver.resolve("c1", objs[3], warm)
+    third = await resolver.resolve("c1", objs[3], caches.lookup())
+    # The memo hands back the one Resolution it keeps; only a walk builds a new one.
+    assert third is second and second is not first
+    # its re-check: child (found in ns); mid and root (no ServingRuntime of the name in ns, then the cluster one)
+    assert warm.gets == 5
+    assert (first.cache_hit, second.cache_hit) == (False, True)
+    assert (resolver.stats.misses, resolver.stats.hits, resolver.stats.merges) == (1, 2, 4)
+    expected_refs = tuple(ref_of(obj) for obj in objs)
+    versions = tuple(obj["metadata"]["resourceVersion"] for obj in objs)
+    for resolution in (first, second):
+        assert resolution.names == ("root", "mid", "child", "leaf")
+        assert resolution.refs == expected_refs
+        assert str(resolution.context) == "namespace ns"
+        assert resolution.key == (
+            "c1",
+            tuple((ref.kind, ref.namespace, ref.name, rv) for ref, rv in zip(expected_refs, versions, strict=True)),
+        )
+    # a cluster-only chain re-checks only cluster runtimes
+    await resolver.resolve("c1", objs[1], caches.lookup())
+    cluster_only = CountingLookup(caches.lookup())
+    await resolver.resolve("c1", objs[1], cluster_only)
+    assert cluster_only.gets == 1
+
+
+async def test_the_memo_keeps_the_most_recent_runtimes_within_its_bound() -> None:
+    caches = Caches()
+    objs = [runtime("ClusterServingRuntime", f"r{i}", None, f"img:{i}") for i in range(3)]
+    for obj in objs:
+        caches.put(obj)
+    resolver = ChainResolver(max_entries=2)
+
+    async def resolve(obj: dict[str, Any]) -> Any:
+        return await resolver.resolve("c1", obj, caches.lookup())
+
+    await resolve(objs[0]), await resolve(objs[1])
+    memo = [await resolve(objs[0]), await resolve(objs[1])]  # the memo's Resolutions of r0 and r1
+    assert [await resolve(objs[0]), await resolve(objs[1])] == memo
+    assert all(got is kept for got, kept in zip([await resolve(objs[0]), await resolve(objs[1])], memo, strict=True))
+    await resolve(objs[2])  # the oldest memo (r0) goes
+    assert await resolve(objs[0]) is not memo[0]
+    assert await resolve(objs[1]) is not memo[1]  # r0's new memo pushed r1's out in turn
+    kept = await resolve(objs[0])
+    assert await resolve(objs[0]) is kept
+
+
+async def test_replicas_sharing_a_second_level_merge_each_chain_once() -> None:
+    caches = Caches()
+    objs = chain_of_four(caches)
+    shared = Cache(Cache.MEMORY, serializer=NullSerializer(), timeout=None)
+    one, two = ChainResolver(second_level=shared), ChainResolver(second_level=shared)
+    first = await one.resolve("c1", objs[3], caches.lookup())
+    second = await two.resolve("c1", objs[3], caches.lookup())
+    assert (one.stats.merges, two.stats.merges) == (4, 0)
+    assert second.result.spec == first.result.spec and second.cache_hit is False
+    assert len(two) == 1  # found in the second level, kept in its own first level
+    relisted = copy.deepcopy(objs[3])
+    relisted_caches = Caches()
+    for obj in (*objs[:3], relisted):
+        relisted_caches.put(obj)
+    again = await two.resolve("c1", relisted, relisted_caches.lookup())
+    assert again.cache_hit is True and two.stats.merges == 0

@@ -317,3 +317,27 @@ def test_spec_layers_carry_only_specs_so_metadata_is_never_inherited() -> None:
     merged = merge_chain(spec_layers(chain))
     assert merged.spec == {"disabled": False, "labels": {"team": "a", "model": "llama"}}
     assert child["metadata"]["annotations"] == {"ome.io/inherit-from": "sglang-profile"}
+
+
+def test_each_chain_error_keeps_the_names_of_its_message() -> None:
+    cycle = chain_error(sr("a", "a"), Runtimes(sr("a", "a")))
+    assert (cycle.names, cycle.args) == (("a", "a"), ("inheritance cycle detected: [a a]",))
+    start, lookup = five_deep(top_parent="r5")
+    deep = chain_error(start, lookup)
+    assert deep.names == ("r0", "r1", "r2", "r3", "r4", "r5")
+    child = sr("child", "middle")
+    missing = chain_error(child, Runtimes(child, csr("middle", "gone")))
+    assert missing.names == ("child", "middle")
+    assert missing.args == ('inherit-from parent "gone" not found (chain so far: [child middle])',)
+
+
+@pytest.mark.parametrize("name", ["", 7, None])
+def test_a_runtime_without_a_usable_name_has_no_ref(name: Any) -> None:
+    with pytest.raises(ValueError, match=r"^ServingRuntime without metadata\.name$"):
+        ref_of({"kind": "ServingRuntime", "metadata": {"name": name, "namespace": "ns"}})
+
+
+def test_odd_metadata_reads_as_empty() -> None:
+    odd = {"kind": "ServingRuntime", "metadata": {"name": "x", "namespace": 5, "resourceVersion": 12}}
+    assert ref_of(odd) == RuntimeRef(SERVING_RUNTIME, "", "x")
+    assert resolve_chain(odd, Runtimes()).resource_versions == ("",)

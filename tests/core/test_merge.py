@@ -730,3 +730,78 @@ def test_merge_spec_shares_nothing_with_either_argument(parent: dict[str, Any], 
     mutate_everything(merge_spec(parent, child))
     assert parent == parent_before
     assert child == child_before
+
+
+# A child that switches a field to another kind of value: the spec, and every leaf's owner (nothing stale left).
+TYPE_CHANGES = [
+    # (parent spec, child spec, merged spec, provenance)
+    ({"x": {"a": 1, "b": {"c": 2}}}, {"x": "s"}, {"x": "s"}, {"x": "child"}),
+    ({"x": {"a": 1}}, {"x": 2.5}, {"x": 2.5}, {"x": "child"}),
+    ({"x": {"a": 1}}, {"x": False}, {"x": False}, {"x": "child"}),
+    ({"x": ["l"]}, {"x": 5}, {"x": 5}, {"x": "child"}),
+    ({"x": "s"}, {"x": {"a": 1}}, {"x": {"a": 1}}, {"x.a": "child"}),
+    ({"x": "s"}, {"x": {"a": None, "b": ""}}, {"x": "s"}, {"x": "parent"}),
+    ({"x": {"a": 1}}, {"x": ["l"]}, {"x": ["l"]}, {"x": "child"}),
+    ({"x": ["l"]}, {"x": {"a": 1}}, {"x": {"a": 1}}, {"x.a": "child"}),
+    ({"x": [1, 2]}, {"x": []}, {"x": [1, 2]}, {"x": "parent"}),
+    ({"env": [{"name": "A", "value": "1"}]}, {"env": "s"}, {"env": "s"}, {"env": "child"}),
+    ({"env": [{"name": "A", "value": "1"}]}, {"env": 3}, {"env": 3}, {"env": "child"}),
+    (
+        {"env": "s"},
+        {"env": [{"name": "A", "value": "1"}]},
+        {"env": [{"name": "A", "value": "1"}]},
+        {"env[name=A].name": "child", "env[name=A].value": "child"},
+    ),
+    ({"env": "s"}, {"env": [{"name": "", "value": None}]}, {"env": "s"}, {"env": "parent"}),
+    (
+        {"env": ["plain"]},
+        {"env": [{"name": "A"}]},
+        {"env": [{"name": "A"}]},
+        {"env[name=A].name": "child"},
+    ),
+    (
+        {"env": [{"name": "A", "value": "1"}]},
+        {"env": ["plain"]},
+        {"env": ["plain"]},
+        {"env": "child"},
+    ),
+    (
+        {"ports": [{"containerPort": 80, "name": "a"}]},
+        {"ports": [{"containerPort": 80, "protocol": "TCP"}]},
+        {"ports": [{"containerPort": 80, "name": "a", "protocol": "TCP"}]},
+        {
+            "ports[containerPort=80].containerPort": "child",
+            "ports[containerPort=80].name": "parent",
+            "ports[containerPort=80].protocol": "child",
+        },
+    ),
+    (
+        {"env": [{"name": "a.b", "value": "1"}, {"name": 'q"', "value": "2"}]},
+        {"env": [{"name": "a.b", "value": "3"}]},
+        {"env": [{"name": "a.b", "value": "3"}, {"name": 'q"', "value": "2"}]},
+        {
+            "env[name=a.b].name": "child",
+            "env[name=a.b].value": "child",
+            'env[name="q\\""].name': "parent",
+            'env[name="q\\""].value': "parent",
+        },
+    ),
+    (
+        {"volumes": [{"name": True, "x": 1}]},
+        {"volumes": [{"name": True, "y": 2}]},
+        {"volumes": [{"name": True, "x": 1, "y": 2}]},
+        {"volumes[name=true].name": "child", "volumes[name=true].x": "parent", "volumes[name=true].y": "child"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("parent", "child", "spec", "provenance"), TYPE_CHANGES)
+def test_a_child_switching_a_fields_kind_leaves_no_stale_owner(
+    parent: dict[str, Any], child: dict[str, Any], spec: dict[str, Any], provenance: dict[str, str]
+) -> None:
+    result = merge_chain([("parent", parent), ("child", child)])
+    assert result.spec == spec
+    assert result.provenance == provenance
+    counted = Counter(provenance.values())
+    assert result.layer_fields == {"parent": counted["parent"], "child": counted["child"]}
+    assert merge_spec(parent, child) == spec

@@ -492,6 +492,48 @@ def test_invalid_placeholders_are_errors(text: str, message: str) -> None:
         fill_placeholders(text, {"name": "svc"})
 
 
+@pytest.mark.parametrize(
+    ("metadata", "text", "expected"),
+    [
+        ({"finalizers": ["a", "b"]}, "{{.Finalizers}}", "[a b]"),
+        (
+            {"ownerReferences": [{"kind": "X", "controller": True}]},
+            "{{.OwnerReferences}}",
+            "[map[controller:true kind:X]]",
+        ),
+        (
+            {"ownerReferences": [{"blockOwnerDeletion": False}]},
+            "{{.OwnerReferences}}",
+            "[map[blockOwnerDeletion:false]]",
+        ),
+        ({"creationTimestamp": "2024-05-06T09:08:09+02:00"}, "{{.CreationTimestamp}}", "2024-05-06 07:08:09 +0000 UTC"),
+        ({"creationTimestamp": "2024-05-06T07:08:09"}, "{{.CreationTimestamp}}", "2024-05-06 07:08:09 +0000 UTC"),
+        ({"creationTimestamp": "not a time"}, "{{.CreationTimestamp}}", "not a time"),
+        ({"name": "2024-05-06"}, "{{.Name}}", "2024-05-06"),  # a name that parses as a date is still a name
+        ({"labels": {"day": "2024-05-06"}}, "{{.Labels.day}}", "2024-05-06"),
+        ({}, "{{.Labels.missing}}", ""),
+        ({}, '{{index .Annotations "a/b"}}', ""),
+    ],
+)
+def test_fields_print_as_go_prints_them(metadata: dict[str, Any], text: str, expected: str) -> None:
+    assert fill_placeholders(text, metadata) == expected
+
+
+def test_placeholder_errors_name_the_action_and_the_known_fields() -> None:
+    with pytest.raises(PlaceholderError) as unknown:
+        fill_placeholders("{{.Model}}", {})
+    assert str(unknown.value) == (
+        "unknown placeholder {{.Model}}: the InferenceService's metadata has no field Model (known: Name, "
+        "GenerateName, Namespace, SelfLink, UID, ResourceVersion, Generation, CreationTimestamp, DeletionTimestamp, "
+        "DeletionGracePeriodSeconds, Labels, Annotations, OwnerReferences, Finalizers, ManagedFields)"
+    )
+    with pytest.raises(PlaceholderError) as not_a_map:
+        fill_placeholders('{{index .Name "x"}}', {"name": "svc"})
+    assert str(not_a_map.value) == (
+        'invalid placeholder {{index .Name "x"}}: Name is not a map of labels or annotations'
+    )
+
+
 # ----------------------------------------------------------------------------------------------- model
 
 
