@@ -75,9 +75,6 @@ LIST_MERGE_KEYS: Final[Mapping[str, str]] = MappingProxyType(
 class _Missing:
     __slots__ = ()
 
-    def __repr__(self) -> str:
-        return "<missing>"
-
 
 _MISSING: Final = _Missing()
 # Stand-ins for "nothing in the parent"; never mutated (a merge copies before its first write) and never returned
@@ -104,8 +101,8 @@ class MergeResult:
 
 def merge_spec(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
     """Lay `child` over `parent`; a new spec sharing nothing with either, without provenance."""
-    base = _merge_object(_EMPTY, parent, "", None)
-    merged = _merge_object(base, child, "", None)
+    base = _merge_object(_EMPTY, parent, "", None)  # pragma: no mutate (paths are read only with a recorder)
+    merged = _merge_object(base, child, "", None)  # pragma: no mutate (paths are read only with a recorder)
     return {} if merged is _EMPTY else merged
 
 
@@ -146,9 +143,10 @@ def leaf_paths(spec: Mapping[str, Any]) -> dict[str, Any]:
 def copy_json(value: Any) -> Any:
     """A copy of a JSON-like value sharing no dict or list with it (tuples become lists)."""
     if isinstance(value, Mapping):
-        return {k: v if type(v) in _IMMUTABLE else copy_json(v) for k, v in value.items()}
+        # immutable values are returned as they are, a shortcut: copy_json returns them unchanged anyway
+        return {k: v if type(v) in _IMMUTABLE else copy_json(v) for k, v in value.items()}  # pragma: no mutate
     if isinstance(value, list | tuple):
-        return [v if type(v) in _IMMUTABLE else copy_json(v) for v in value]
+        return [v if type(v) in _IMMUTABLE else copy_json(v) for v in value]  # pragma: no mutate
     return value
 
 
@@ -173,7 +171,7 @@ class _Recorder:
         leaves: dict[str, Any] = {}
         _collect_leaves(value, field, path, leaves)
         for leaf in leaves:
-            previous = self.provenance.pop(leaf, None)
+            previous = self.provenance.pop(leaf, None)  # pragma: no mutate (every parent leaf has an owner)
             if previous is not None:
                 self.counts[previous] -= 1
 
@@ -194,8 +192,6 @@ def _segment(name: str) -> str:
 def _item_path(path: str, key: str, key_value: Any) -> str:
     if isinstance(key_value, str):
         text = json.dumps(key_value) if not key_value or _QUOTED_KEY_CHARS.search(key_value) else key_value
-    elif type(key_value) is int:
-        text = str(key_value)
     else:
         text = json.dumps(key_value)
     return f"{path}[{key}={text}]"
@@ -252,46 +248,21 @@ def _has_value(value: Any, field: str | None) -> bool:
 def _merge_value(parent: Any, child: Any, field: str | None, path: str, rec: _Recorder | None) -> Any:
     """The merged value at one field; `parent` itself (maybe `_MISSING`) when the child leaves it as it is."""
     child_type = type(child)
-    if child_type is str or child_type is int or child_type is bool or child_type is float:
-        if child_type is str and not child:
-            return parent
-        if rec is not None:
-            if type(parent) is dict or type(parent) is list:
-                rec.drop(parent, field, path)
-            rec.set(path)
-        return child
-    if child is None:
-        return parent
-    if child_type is dict or (child_type is not list and child_type is not tuple and isinstance(child, Mapping)):
+    if child_type is list or child_type is tuple:
+        return _merge_list(parent, child, field, path, rec)
+    if child_type is dict or (child_type is not str and isinstance(child, Mapping)):
         if type(parent) is dict:
             return _merge_object(parent, child, path, rec)
         if parent is not _MISSING:
-            if not _has_value(child, field):
+            if not _has_value(child, None):
                 return parent
             if rec is not None:
                 rec.drop(parent, field, path)
         merged = _merge_object(_EMPTY, child, path, rec)
         return parent if merged is _EMPTY else merged
-    if child_type is list or child_type is tuple:
-        if not child:
-            return parent
-        key = LIST_MERGE_KEYS.get(field) if field is not None else None
-        if key is not None and all(isinstance(item, Mapping) for item in child):
-            if type(parent) is list and all(type(item) is dict for item in parent):
-                return _merge_keyed(parent, child, key, path, rec)
-            if parent is not _MISSING:
-                if not _has_value(child, field):
-                    return parent
-                if rec is not None:
-                    rec.drop(parent, field, path)
-            merged_list = _merge_keyed(_EMPTY_LIST, child, key, path, rec)
-            return parent if merged_list is _EMPTY_LIST else merged_list
-        if rec is not None:
-            if parent is not _MISSING:
-                rec.drop(parent, field, path)
-            rec.set(path)
-        return copy_json(child)
-    # Any other scalar type is taken as a value, like a number.
+    if child is None or (child_type is str and not child):
+        return parent
+    # A scalar (string, number, bool): the child's value replaces whatever the parent had there.
     if rec is not None:
         if type(parent) is dict or type(parent) is list:
             rec.drop(parent, field, path)
@@ -299,12 +270,35 @@ def _merge_value(parent: Any, child: Any, field: str | None, path: str, rec: _Re
     return child
 
 
+def _merge_list(parent: Any, child: Sequence[Any], field: str | None, path: str, rec: _Recorder | None) -> Any:
+    if not child:
+        return parent
+    key = LIST_MERGE_KEYS.get(field or "")  # pragma: no mutate (no field is named "" or "XXXX")
+    if key is not None and all(isinstance(item, Mapping) for item in child):
+        if type(parent) is list and all(type(item) is dict for item in parent):
+            return _merge_keyed(parent, child, key, path, rec)
+        if parent is not _MISSING:
+            if not _has_value(child, field):
+                return parent
+            if rec is not None:
+                rec.drop(parent, None, path)  # a scalar, an object or a list of scalars: no keyed items
+        merged_list = _merge_keyed(_EMPTY_LIST, child, key, path, rec)
+        return parent if merged_list is _EMPTY_LIST else merged_list
+    if rec is not None:
+        if parent is not _MISSING:
+            rec.drop(parent, field, path)
+        rec.set(path)
+    return copy_json(child)
+
+
 def _merge_object(parent: dict[str, Any], child: Mapping[str, Any], path: str, rec: _Recorder | None) -> dict[str, Any]:
     """`parent` with `child` laid over it: `parent` itself when nothing changes, else a shallow copy updated."""
     merged: dict[str, Any] | None = None
     for name, child_value in child.items():
-        parent_value = parent.get(name, _MISSING)
-        value = _merge_value(parent_value, child_value, name, _field_path(path, name) if rec is not None else "", rec)
+        parent_value = parent.get(name, _MISSING)  # pragma: no mutate (None in a spec is unset, like missing)
+        # paths are read only with a recorder: without one, any string does
+        item_path = _field_path(path, name) if rec is not None else ""  # pragma: no mutate
+        value = _merge_value(parent_value, child_value, name, item_path, rec)
         if value is not parent_value:
             if merged is None:
                 merged = dict(parent)
@@ -316,21 +310,20 @@ def _merge_keyed(
     parent: list[Any], child: Sequence[Mapping[str, Any]], key: str, path: str, rec: _Recorder | None
 ) -> list[Any]:
     """`parent` with `child`'s items merged in by `key`: `parent` itself when nothing changes, else a new list."""
+    # paths are read only with a recorder: without one, any string does (hence the pragmas below)
     merged: list[Any] | None = None
-    positions: dict[Any, int] | None = None
+    positions: dict[Any, int] = {}
+    for index, existing in enumerate(parent):
+        existing_key = _key_value(existing, key)
+        if existing_key is not None:
+            positions.setdefault(existing_key, index)
     for item in child:
         items = parent if merged is None else merged
         key_value = _key_value(item, key)
         if key_value is None:
-            item_path = f"{path}[{len(items)}]" if rec is not None else ""
+            item_path = f"{path}[{len(items)}]" if rec is not None else ""  # pragma: no mutate (see above)
         else:
-            if positions is None:
-                positions = {}
-                for index, existing in enumerate(parent):
-                    existing_key = _key_value(existing, key)
-                    if existing_key is not None:
-                        positions.setdefault(existing_key, index)
-            item_path = _item_path(path, key, key_value) if rec is not None else ""
+            item_path = _item_path(path, key, key_value) if rec is not None else ""  # pragma: no mutate
             position = positions.get(key_value)
             if position is not None:
                 updated = _merge_object(items[position], item, item_path, rec)
@@ -344,7 +337,7 @@ def _merge_keyed(
             continue
         if merged is None:
             merged = list(parent)
-        if positions is not None and key_value is not None:
+        if key_value is not None:
             positions[key_value] = len(merged)
         merged.append(new_item)
     return parent if merged is None else merged

@@ -351,3 +351,33 @@ async def test_replicas_sharing_a_second_level_merge_each_chain_once() -> None:
         relisted_caches.put(obj)
     again = await two.resolve("c1", relisted, relisted_caches.lookup())
     assert again.cache_hit is True and two.stats.merges == 0
+
+
+async def test_the_stats_count_every_miss_and_every_hit() -> None:
+    caches = Caches()
+    objs = [runtime("ClusterServingRuntime", f"r{i}", None, f"img:{i}") for i in range(2)]
+    for obj in objs:
+        caches.put(obj)
+    resolver = ChainResolver()
+    for obj in objs:
+        await resolver.resolve("c1", obj, caches.lookup())
+    for _ in range(2):  # equal copies (a relist): found under their full keys, not in the memo
+        for obj in objs:
+            await resolver.resolve("c1", copy.deepcopy(obj), caches.lookup())
+    assert (resolver.stats.misses, resolver.stats.hits, resolver.stats.merges) == (2, 4, 2)
+
+
+async def test_forgetting_a_cluster_drops_its_entries_from_both_levels_and_the_memo() -> None:
+    one, two = Caches(), Caches()
+    a = runtime("ClusterServingRuntime", "p", None, "img:a")
+    one.put(a)
+    two.put(copy.deepcopy(a))
+    second = Cache(Cache.MEMORY, serializer=NullSerializer(), timeout=None)
+    resolver = ChainResolver(second_level=second)
+    gone = await resolver.resolve("c1", a, one.lookup())
+    kept = await resolver.resolve("c2", two.cluster_serving.get("", "p"), two.lookup())  # type: ignore[arg-type]
+    await resolver.forget_cluster("c1")
+    assert len(resolver) == 1 and await second.get(gone.key) is None and await second.get(kept.key) is not None
+    again = await resolver.resolve("c1", a, one.lookup())
+    assert again.cache_hit is False and resolver.stats.merges == 3  # merged anew: nothing of c1 was left
+    assert await resolver.resolve("c2", two.cluster_serving.get("", "p"), two.lookup()) is not None  # type: ignore[arg-type]

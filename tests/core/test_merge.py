@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections import Counter
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -507,8 +508,8 @@ def test_merge_layer_rejects_a_name_already_in_the_chain() -> None:
         merge_layer(base, "a", {})
 
 
-def test_merge_chain_needs_a_layer() -> None:
-    with pytest.raises(ValueError, match="at least one runtime"):
+def test_merge_chain_needs_a_layer_and_says_so() -> None:
+    with pytest.raises(ValueError, match=r"^a chain holds at least one runtime$"):
         merge_chain([])
 
 
@@ -784,6 +785,50 @@ TYPE_CHANGES = [
             "env[name=a.b].value": "child",
             'env[name="q\\""].name': "parent",
             'env[name="q\\""].value': "parent",
+        },
+    ),
+    ({"x": "s"}, {"x": {"env": [{"name": ""}]}}, {"x": "s"}, {"x": "parent"}),  # an unset keyed list inside
+    ({"x": "s"}, {"x": {"l": []}}, {"x": "s"}, {"x": "parent"}),
+    ({"x": "s"}, {"x": {"l": [1]}}, {"x": {"l": [1]}}, {"x.l": "child"}),
+    ({"env": [{"name": "A", "value": "1"}]}, {"env": {"a": 1}}, {"env": {"a": 1}}, {"env.a": "child"}),
+    ({"env": {"a": 1}}, {"env": [{"name": "A"}]}, {"env": [{"name": "A"}]}, {"env[name=A].name": "child"}),
+    ({}, {"env": [{"name": ""}]}, {}, {}),  # a keyed list of unset items adds nothing
+    (
+        {"env": [{"name": "A"}]},
+        {"env": [{"name": ""}, {"name": "C"}]},  # an unset item is skipped, the next one still counts
+        {"env": [{"name": "A"}, {"name": "C"}]},
+        {"env[name=A].name": "parent", "env[name=C].name": "child"},
+    ),
+    ({"x": {"a": 1}}, {"x": MappingProxyType({"b": 2})}, {"x": {"a": 1, "b": 2}}, {"x.a": "parent", "x.b": "child"}),
+    (
+        {"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+        {"env": [{"name": "A", "value": "x"}, {"name": "B", "value": "y"}]},
+        {"env": [{"name": "A", "value": "x"}, {"name": "B", "value": "y"}]},
+        {
+            "env[name=A].name": "child",
+            "env[name=A].value": "child",
+            "env[name=B].name": "child",
+            "env[name=B].value": "child",
+        },
+    ),
+    (  # items without a usable key ("" or an object) never merge with another: they are appended
+        {"env": [{"name": "", "value": "1"}, {"name": {"k": 1}, "value": "2"}]},
+        {"env": [{"name": "", "value": "3"}, {"name": {"k": 1}, "value": "4"}]},
+        {
+            "env": [
+                {"value": "1"},  # "" is unset: not kept
+                {"name": {"k": 1}, "value": "2"},
+                {"value": "3"},
+                {"name": {"k": 1}, "value": "4"},
+            ]
+        },
+        {
+            "env[0].value": "parent",
+            "env[1].name.k": "parent",
+            "env[1].value": "parent",
+            "env[2].value": "child",
+            "env[3].name.k": "child",
+            "env[3].value": "child",
         },
     ),
     (

@@ -829,3 +829,22 @@ def test_inference_service_annotations_reach_pods_but_not_the_dropped_or_pod_onl
     }
     assert "prometheus.io/scrape" not in service["metadata"]["annotations"]
     assert service["spec"]["type"] == "NodePort"
+
+
+def test_a_timestamp_prints_in_utc_whatever_the_machines_zone() -> None:
+    import os
+    import time
+
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Kolkata"  # +05:30: a naive or converted time would show it
+    time.tzset()
+    try:
+        naive = fill_placeholders("{{.CreationTimestamp}}", {"creationTimestamp": "2024-05-06T07:08:09"})
+        offset = fill_placeholders("{{.CreationTimestamp}}", {"creationTimestamp": "2024-05-06T09:08:09+02:00"})
+    finally:
+        if saved is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = saved
+        time.tzset()
+    assert naive == offset == "2024-05-06 07:08:09 +0000 UTC"

@@ -338,8 +338,7 @@ def test_rbac_covers_every_kind_the_controller_reads_or_applies() -> None:
 # --- the dev overlay on a simulated hub (real kubectl) --------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+def _hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
     binary = kubectl_path()
     fleet = BackgroundFleet(EmbeddedFleet(1, name_prefix="hub-"))
     fleet.start()
@@ -348,6 +347,17 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
         yield Kubectl(binary, fleet.fleet.write_kubeconfig(base / "kubeconfig"), base / "kube-cache")
     finally:
         fleet.stop()
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    yield from _hub(tmp_path_factory)
+
+
+@pytest.fixture
+def empty_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    """A hub of its own: the install test expects to create everything, whatever ran before it."""
+    yield from _hub(tmp_path_factory)
 
 
 def served_kinds(k: Kubectl) -> set[str]:
@@ -361,7 +371,8 @@ def served_kinds(k: Kubectl) -> set[str]:
 
 @pytest.mark.kubectl
 @pytest.mark.xdist_group("kubectl")
-def test_apply_k_dev_overlay_is_accepted_by_a_simulated_hub(hub: Kubectl) -> None:
+def test_apply_k_dev_overlay_is_accepted_by_a_simulated_hub(empty_hub: Kubectl) -> None:
+    hub = empty_hub
     rendered = kustomize("overlays/dev")
     served_before = served_kinds(hub)
     # --validate=false: the embedded server publishes no OpenAPI document for kubectl's client-side validation.
