@@ -421,3 +421,28 @@ async def test_secrets_missed_changes_are_found_by_a_relist_after_410(
     assert summary(await next_batch(stream)) == [("removed", "drop")]
     assert "hub" not in secrets_provider.errors
     await stream.aclose()
+
+
+async def test_secrets_a_watch_refused_with_410_or_500_lists_again_or_reports_and_resumes(
+    server: EmbeddedAPIServer, hub: ClusterClient, secrets_provider: SecretProvider
+) -> None:
+    await hub.request("POST", SECRETS, body=secret("first"))
+    stream = secrets_provider.watch()
+    assert summary(await next_batch(stream)) == [("added", "first")]
+    seq = server.request_log.total
+    # The next watch is answered 410 (its resourceVersion too old): the provider lists again, losing nothing.
+    server.faults.fail_next(1, 410, method="GET", path_contains="/secrets", include_watches=True)
+    server.api.store.close_all_watches()  # the running watch ends; the provider resumes it
+    await hub.request("POST", SECRETS, body=secret("second"))
+    assert summary(await next_batch(stream)) == [("added", "second")]
+    after = [r for r in server.request_log.records(seq) if r.resource == "secrets" and r.verb in ("list", "watch")]
+    refused = next(r for r in after if r.verb == "watch" and r.code == 410)
+    assert any(r.verb == "list" and r.code == 200 and r.seq > refused.seq for r in after)
+    # A watch refused with a 500 is reported as the hub's error until the hub answers again.
+    server.faults.fail_next(1, 500, method="GET", path_contains="/secrets", include_watches=True)
+    server.api.store.close_all_watches()
+    await until(secrets_provider, lambda: "injected fault" in secrets_provider.errors.get("hub", ""))
+    await hub.request("POST", SECRETS, body=secret("third"))
+    assert summary(await next_batch(stream)) == [("added", "third")]
+    assert "hub" not in secrets_provider.errors
+    await stream.aclose()

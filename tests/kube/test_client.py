@@ -349,3 +349,20 @@ async def test_an_exec_credential_is_rerun_only_once_it_expires(
         for _ in range(3):
             await kube.get(NAMESPACES, "default")
     assert calls.read_text().count("call") == runs_after_three_requests
+
+
+async def test_a_401_re_runs_the_exec_plugin_once_and_retries_the_request(
+    server: EmbeddedAPIServer, tmp_path: Path
+) -> None:
+    script = tmp_path / "plugin.py"
+    script.write_text(EXEC_PLUGIN)
+    calls = tmp_path / "calls"
+    config = exec_kubeconfig(server, script, calls, "2999-01-01T00:00:00Z")  # never expires by itself
+    async with await ClusterClient.from_kubeconfig(config_dict=config, name="exec") as kube:
+        server.faults.fail_next(1, 401, method="GET", path_contains="/namespaces/default")
+        assert (await kube.get(NAMESPACES, "default"))["metadata"]["name"] == "default"
+        server.faults.fail_next(2, 401, method="GET", path_contains="/namespaces/default")
+        with pytest.raises(KubeAPIError) as refused:  # a second 401 in a row is the answer: no retry loop
+            await kube.get(NAMESPACES, "default")
+        assert refused.value.status == 401
+    assert calls.read_text().count("call") == 3  # loading, then one refresh per 401 answered first
