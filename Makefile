@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test lint typecheck contracts pytest bench crds clean mutation
+.PHONY: demo test lint typecheck contracts pytest bench crds clean mutation envtest
 .PHONY: deploy-sync image kind-up kind-e2e kind-down
 
 $(STAMP): pyproject.toml constraints.txt
@@ -45,6 +45,11 @@ mutation: $(STAMP)
 	$(BIN)/mutmut run
 	@if $(BIN)/mutmut results | grep -Ev ': (killed|timeout)$$'; then echo "mutation: the mutants above survived"; exit 1; fi
 	@echo "mutation: every mutant killed (a timeout is a mutant caught looping)"
+
+# The real kube-apiserver and etcd for tests/envtest and `omectl dev up --real`, built once from the Go module
+# proxy into ~/.cache/omectl/envtest/ (OMECTL_ENVTEST_CACHE); needs Go, not the venv (docs/real-api-server.md).
+envtest:
+	scripts/envtest.sh
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.embedded_server

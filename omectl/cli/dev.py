@@ -1,4 +1,9 @@
-"""`omectl dev up`: a simulated fleet of embedded Kubernetes API servers on this machine."""
+"""`omectl dev up`: a simulated fleet of embedded Kubernetes API servers on this machine.
+
+`omectl dev up --real` starts a real etcd and kube-apiserver per cluster instead (the binaries `make envtest`
+builds; `omectl.envtest`), with the same kubeconfig, ready file, registrations, manifests and simulator, so
+every tool and test can point at either.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from omectl.embedded.fleet import EmbeddedFleet, FleetSimulation
+from omectl.embedded.fleet import EmbeddedFleet, FleetSimulation, simulator_for
 from omectl.embedded.simulator import NODES_HELP, parse_nodes_option
+from omectl.envtest.fleet import RealFleet
 
 dev_app = typer.Typer(no_args_is_help=True, help="Run a simulated fleet for development and demos.")
 DEFAULT_MANIFESTS = Path("deploy/crds")
@@ -46,8 +52,14 @@ def up(
         "and Deployments, LeaderWorkerSets, KServe InferenceServices, Jobs and PVCs made ready when they fit.",
     ),
     nodes: list[str] = typer.Option(None, "--nodes", help=NODES_HELP),
+    real: bool = typer.Option(
+        False,
+        "--real",
+        help="A real etcd + kube-apiserver per cluster (built by `make envtest`) instead of the embedded server; "
+        "always HTTPS with a generated CA and an admin token. With --state-dir, etcd's data stays there.",
+    ),
 ) -> None:
-    """Start N embedded clusters and serve them until SIGINT or SIGTERM."""
+    """Start N embedded (or, with --real, real) clusters and serve them until SIGINT or SIGTERM."""
     simulation: FleetSimulation | None = None
     if simulate or nodes:
         try:
@@ -75,8 +87,12 @@ def up(
                 register,
                 controller,
                 simulation,
+                real,
             )
         )
+    except _ClusterCrashed as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
     except ValueError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from None
@@ -93,9 +109,16 @@ async def _serve(
     register: Path | None = None,
     controller: bool = False,
     simulation: FleetSimulation | None = None,
+    real: bool = False,
 ) -> None:
     console = Console()
-    fleet = await EmbeddedFleet(count, name_prefix=prefix, tls=tls, state_dir=state_dir, simulator=simulation).start()
+    fleet: EmbeddedFleet | RealFleet
+    if real:
+        fleet = await _start_real_fleet(console, count, prefix, state_dir, simulation)
+    else:
+        fleet = await EmbeddedFleet(
+            count, name_prefix=prefix, tls=tls, state_dir=state_dir, simulator=simulation
+        ).start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -103,6 +126,8 @@ async def _serve(
     try:
         fleet.write_kubeconfig(kubeconfig_out)
         applied = await fleet.apply(manifests) if manifests else {}
+        if isinstance(fleet, RealFleet):
+            await fleet.start_simulators()  # after the CRDs: it watches the kinds they serve
         if register is not None:
             write_registrations(register, kubeconfig_out, [s.name for s in fleet.servers])
         app = None
@@ -115,14 +140,14 @@ async def _serve(
             )
             await app.start()
             await app.wait_synced()
-        table = Table(title=f"simulated fleet ({count} clusters)")
+        table = Table(title=f"{'real' if real else 'simulated'} fleet ({count} clusters)")
         columns = ["CLUSTER", "CONTEXT", "URL", "APPLIED"] + (["NODES"] if simulation is not None else [])
         for column in columns:
             table.add_column(column)
         for server in fleet.servers:
             row = [server.name, server.name, server.url, str(len(applied.get(server.name, [])))]
             if simulation is not None:
-                config = server.simulator_config
+                config = simulator_for(simulation, server.name)
                 row.append(config.describe() if config is not None else "-")
             table.add_row(*row)
         console.print(table)
@@ -131,10 +156,15 @@ async def _serve(
             _write_ready_file(ready_file, [f"{s.name} {s.url}" for s in fleet.servers])
         if app is not None:
             console.print(f"controller: running against {register}; webhooks on {app.webhook.base_url}")
+        if isinstance(fleet, RealFleet):
+            for server in fleet.servers:
+                console.print(f"{server.name}: logs in {server.dir} (etcd.log, kube-apiserver.log)")
         console.print("serving; press Ctrl-C to stop")
-        await stop.wait()
+        crash = await _wait_stop_or_crash(stop, fleet)
         if app is not None:
             await app.stop()
+        if crash is not None:
+            raise _ClusterCrashed(crash)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(Exception):
@@ -143,6 +173,44 @@ async def _serve(
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)  # noqa: ASYNC240 - a tiny local file at shutdown
         console.print("stopped")
+
+
+class _ClusterCrashed(Exception):
+    """A real cluster's etcd or kube-apiserver died while serving; the message has its log tail."""
+
+
+async def _start_real_fleet(
+    console: Console, count: int, prefix: str, state_dir: Path | None, simulation: FleetSimulation | None
+) -> RealFleet:
+    from omectl.envtest import BinariesMissing, ControlPlaneError
+
+    try:
+        fleet = RealFleet(count, name_prefix=prefix, workdir=state_dir, simulator=simulation)
+    except BinariesMissing as exc:
+        raise ValueError(f"--real needs the real binaries: {exc}") from None
+    console.print(
+        f"starting {count} real cluster(s): kube-apiserver {fleet.binaries.kube_version}, "
+        f"etcd {fleet.binaries.etcd_version} ({fleet.binaries.directory})"
+    )
+    try:
+        return await fleet.start()
+    except ControlPlaneError as exc:
+        raise _ClusterCrashed(str(exc)) from None
+
+
+async def _wait_stop_or_crash(stop: asyncio.Event, fleet: EmbeddedFleet | RealFleet) -> str | None:
+    """Until SIGINT/SIGTERM (None) or, for a real fleet, a process that died unasked (its report)."""
+    if not isinstance(fleet, RealFleet):
+        await stop.wait()
+        return None
+    stopped = asyncio.ensure_future(stop.wait())
+    crashed = asyncio.ensure_future(fleet.wait_crashed())
+    try:
+        await asyncio.wait([stopped, crashed], return_when=asyncio.FIRST_COMPLETED)
+        return crashed.result() if crashed.done() else None
+    finally:
+        stopped.cancel()
+        crashed.cancel()
 
 
 def _write_ready_file(path: Path, lines: list[str]) -> None:

@@ -12,15 +12,15 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from omectl.core.aim.discovery import simulated_discovery_configmap
 from omectl.core.render import model_node_selector_key
 from omectl.core.workloads import WorkloadShape, workload_shape
 
-from ..api import CRD_KEY, ClusterAPI, WriteOptions
+from ..api import CRD_KEY, WriteOptions
 from ..clock import now_rfc3339
 from ..errors import APIError
 from ..registry import ResourceType
@@ -57,6 +57,54 @@ MODEL_KINDS: dict[StorageKey, str] = {
 }
 
 ObjectRef = tuple[StorageKey, str, str]  # storage key, namespace, name
+
+
+class _StoreView(Protocol):
+    @property
+    def listeners(self) -> list[Callable[[WatchEvent], None]]: ...
+
+    def get(self, key: StorageKey, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def items(self, key: StorageKey, namespace: str | None = None) -> Iterator[dict[str, Any]]: ...
+
+
+class _TypesView(Protocol):
+    def storage_version(self, key: StorageKey) -> ResourceType | None: ...
+
+
+class _Written(Protocol):
+    @property
+    def obj(self) -> dict[str, Any]: ...
+
+
+class SimulatedCluster(Protocol):
+    """What the simulator reads and writes: the embedded `ClusterAPI` in-process, or
+    `omectl.envtest.simulator.RemoteClusterAPI` over HTTP against a real kube-apiserver."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def store(self) -> _StoreView: ...
+
+    @property
+    def types(self) -> _TypesView: ...
+
+    async def create(self, rt: ResourceType, namespace: str, body: Any, opts: WriteOptions) -> _Written: ...
+
+    async def _write_update(
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        produce: Callable[[dict[str, Any]], dict[str, Any]],
+        opts: WriteOptions,
+        subresource: str,
+        *,
+        precondition_rv: str | None,
+    ) -> _Written: ...
+
+
 _RETRY: ObjectRef = (("", ""), "", "")  # the work item "try the pending workloads again"
 
 
@@ -93,7 +141,7 @@ class _Placement:
 class WorkloadSimulator:
     """Simulated GPU nodes, the model agent's node labels, and status for the workloads of one cluster."""
 
-    def __init__(self, api: ClusterAPI, config: SimulatorConfig, cluster: str | None = None) -> None:
+    def __init__(self, api: SimulatedCluster, config: SimulatorConfig, cluster: str | None = None) -> None:
         self.api = api
         self.store = api.store
         self.config = config
