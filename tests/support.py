@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -160,6 +161,23 @@ def kubectl_path() -> str:
             pytest.fail("kubectl is required in CI but was not found on PATH")
         pytest.skip("kubectl is not installed")
     return found
+
+
+def real_kubectl_path(server_version: str) -> str:
+    """kubectl within one minor of the server: the dispatcher's own `kubectl.1.<minor-1>` when it has one.
+
+    The dispatcher picks its client from the server's /version, but knows only 1.27-1.33: for a 1.34 server it
+    falls back to its default 1.32 (two minors of skew, outside kubectl's supported +/-1).
+    """
+    dispatcher = kubectl_path()
+    match = re.match(r"v1\.(\d+)\.", server_version)
+    if match:
+        resolved = Path(os.path.realpath(dispatcher)).parent
+        for minor in (int(match.group(1)), int(match.group(1)) - 1):
+            candidate = resolved / f"kubectl.1.{minor}"
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    return dispatcher
 
 
 class Kubectl:

@@ -651,7 +651,7 @@ class ClusterAPI:
                             "Forbidden",
                             "metadata.finalizers",
                             "no new finalizers can be added if the object is being deleted, found new "
-                            f"finalizers {_go_list(added)}",
+                            f"finalizers {_go_string_slice(added)}",
                         )
                     ],
                 )
@@ -1076,8 +1076,9 @@ def _spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return any(old.get(k) != new.get(k) for k in keys)
 
 
-def _go_list(items: list[str]) -> str:
-    return "[" + " ".join(items) + "]"
+def _go_string_slice(items: list[str]) -> str:
+    """Go's `%#v` of a sorted `[]string`, as kube-apiserver prints the new finalizers (measured: docs/fidelity.md)."""
+    return "[]string{" + ", ".join(orjson.dumps(item).decode() for item in sorted(items)) + "}"
 
 
 def _go_json_type(value: Any) -> str:

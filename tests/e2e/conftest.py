@@ -5,6 +5,10 @@ controller installed there (kustomize) does the work, the members are that kubec
 `OMECTL_E2E_CONTEXTS`, else every context but `OMECTL_E2E_HUB_CONTEXT`), and each gets an alias with the name the
 tests use (`e2e-1`, ...) in a kubeconfig written for the run. Tests that need the embedded fleet's simulated GPU
 nodes or the in-process controller's internals are skipped there, with that reason.
+
+With `OMECTL_E2E_REAL=1` (tests/envtest/test_controller_e2e.py sets it), the clusters are local real kube-apiservers
+with etcd (`omectl.envtest`) instead of embedded ones; everything else, the simulator and the in-process controller
+included, stays as it is.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from omectl.controller.app import ControllerApp
 from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.embedded.simulator import SimulatorConfig
 from omectl.settings import Settings
-from tests.support import Kubectl, kubectl_path
+from tests.support import Kubectl, kubectl_path, real_kubectl_path
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "deploy" / "samples" / "ome"
@@ -33,6 +37,7 @@ DATA = ROOT / "deploy" / "samples" / "ome"
 E2E_KUBECONFIG_ENV = "OMECTL_E2E_KUBECONFIG"
 E2E_CONTEXTS_ENV = "OMECTL_E2E_CONTEXTS"
 E2E_HUB_CONTEXT_ENV = "OMECTL_E2E_HUB_CONTEXT"
+E2E_REAL_ENV = "OMECTL_E2E_REAL"  # "1": every running_fleet starts real kube-apiservers (omectl.envtest)
 
 
 @dataclass
@@ -53,11 +58,14 @@ def running_fleet(
     prefix: str,
     *,
     simulator: SimulatorConfig | Mapping[str, SimulatorConfig] | None = None,
+    real: bool | None = None,
     **settings: Any,
 ) -> Iterator[ControlledFleet]:
     """`count` embedded clusters with every CRD of `deploy/crds/` on a background thread, registered from a
-    directory, and the controller running against them; everything stops on exit. On a real fleet (see the module
-    docstring): its first `count` members under the names `<prefix>1..N`."""
+    directory, and the controller running against them; everything stops on exit. With `real` (default: the
+    environment variable OMECTL_E2E_REAL=1), the clusters are real etcd + kube-apiserver processes
+    (`omectl.envtest`, the binaries `make envtest` builds) and the simulator runs as their API client. On a real
+    fleet (see the module docstring): its first `count` members under the names `<prefix>1..N`."""
     external = os.environ.get(E2E_KUBECONFIG_ENV)
     if external:
         if simulator is not None:
@@ -65,10 +73,22 @@ def running_fleet(
         kubeconfig = aliased_kubeconfig(Path(external), base / "fleet.kubeconfig", count, prefix)
         yield ControlledFleet(None, None, Kubectl(kubectl_path(), kubeconfig, base / "kube-cache"), base)
         return
-    bg = BackgroundFleet(EmbeddedFleet(count, name_prefix=prefix, simulator=simulator))
+    binary = kubectl_path()
+    if real is None:
+        real = os.environ.get(E2E_REAL_ENV) == "1"
+    if real:
+        from omectl.envtest import RealFleet
+
+        real_fleet = RealFleet(count, name_prefix=prefix, simulator=simulator)
+        binary = real_kubectl_path(real_fleet.binaries.kube_version)
+        bg = BackgroundFleet(real_fleet)  # type: ignore[arg-type]  # the same start/stop/apply surface
+    else:
+        bg = BackgroundFleet(EmbeddedFleet(count, name_prefix=prefix, simulator=simulator))
     bg.start()
     try:
         bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))
+        if real:
+            bg.run(real_fleet.start_simulators())
         kubeconfig = bg.fleet.write_kubeconfig(base / "fleet.kubeconfig")
         clusters_dir = base / "clusters"
         write_registrations(clusters_dir, kubeconfig, [s.name for s in bg.fleet.servers])
@@ -82,7 +102,7 @@ def running_fleet(
 
         app = bg.run(start())
         try:
-            yield ControlledFleet(bg, app, Kubectl(kubectl_path(), kubeconfig, base / "kube-cache"), clusters_dir)
+            yield ControlledFleet(bg, app, Kubectl(binary, kubeconfig, base / "kube-cache"), clusters_dir)
         finally:
             bg.run(app.stop())
     finally:

@@ -95,7 +95,7 @@ async def test_finalizers_hold_the_object_until_removed(raw: RawClient, crd: dic
     more = await raw.patch(W + "/w1", {"metadata": {"finalizers": ["example.com/hold", "x.io/new"]}}, MERGE)
     assert more.status == 422
     assert (
-        "no new finalizers can be added if the object is being deleted, found new finalizers [x.io/new]"
+        'no new finalizers can be added if the object is being deleted, found new finalizers []string{"x.io/new"}'
         in (more.body["message"])
     )
     released = await raw.patch(W + "/w1", {"metadata": {"finalizers": None}}, MERGE)

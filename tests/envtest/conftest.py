@@ -7,7 +7,6 @@ in CI (`CI=true`) that is an error instead, as a missing kubectl is.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from omectl.embedded.fleet import BackgroundFleet
 from omectl.embedded.simulator import parse_nodes_option
 from omectl.envtest import BinariesMissing, EnvtestBinaries, RealFleet, find_binaries
-from tests.support import Kubectl, kubectl_path
+from tests.support import Kubectl, real_kubectl_path
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "deploy" / "crds"
@@ -48,23 +47,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture(scope="session")
 def envtest_binaries() -> EnvtestBinaries:
     return envtest_binaries_or_skip()
-
-
-def real_kubectl_path(server_version: str) -> str:
-    """kubectl within one minor of the server: the dispatcher's own `kubectl.1.<minor-1>` when it has one.
-
-    The dispatcher picks its client from the server's /version, but knows only 1.27-1.33: for a 1.34 server it
-    falls back to its default 1.32 (two minors of skew, outside kubectl's supported +/-1).
-    """
-    dispatcher = kubectl_path()
-    match = re.match(r"v1\.(\d+)\.", server_version)
-    if match:
-        resolved = Path(os.path.realpath(dispatcher)).parent
-        for minor in (int(match.group(1)), int(match.group(1)) - 1):
-            candidate = resolved / f"kubectl.1.{minor}"
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return str(candidate)
-    return dispatcher
 
 
 @pytest.fixture(scope="session")

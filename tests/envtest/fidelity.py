@@ -14,6 +14,7 @@ import difflib
 import json
 import re
 import textwrap
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +26,19 @@ class Step:
     args: tuple[str, ...]
     input: str | None = None
     json: bool = False  # stdout is JSON: normalise it structurally (volatile metadata dropped, keys sorted)
+    # Re-run (every 0.2 s, 15 s at most) until the exit code is this one; only the last run is recorded. For what a
+    # real server does eventually (a new webhook configuration takes effect within a second), never for outputs.
+    until_exit: int | None = None
 
 
-def step(*args: str, input: str | None = None, json: bool = False) -> Step:
-    return Step(tuple(args), input, json)
+def step(*args: str, input: str | None = None, json: bool = False, until_exit: int | None = None) -> Step:
+    return Step(tuple(args), input, json, until_exit)
+
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        text = text.replace(f"@{key}@", value)
+    return text
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,8 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"https?://(127\.0\.0\.1|localhost):\d+"), "<server>"),
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uid>"),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z\b"), "<time>"),
+    (re.compile(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d+ [+-]\d{4}\b"), "<time>"),  # kubectl diff's files
+    (re.compile(r"/tmp/(LIVE|MERGED)-\d+/"), r"/tmp/\1-<n>/"),
     (re.compile(r'(resourceVersion["\']?:\s*["\']?)\d+'), r"\1<rv>"),
     (re.compile(r"(?<![\w.-])(\d+d)?(\d+h)?(\d+m)?(\d+s)?(?<=[smhd])(?![\w.-])"), "<age>"),
 ]
@@ -89,12 +101,23 @@ def normalise(text: str, names: tuple[str, ...]) -> list[str]:
     return [re.sub(r"\s{2,}", "  ", line.rstrip()) for line in text.splitlines()]
 
 
-def run_scenario(kubectl: Kubectl, scenario: Scenario, clusters: tuple[str, ...]) -> list[str]:
+def run_scenario(
+    kubectl: Kubectl, scenario: Scenario, clusters: tuple[str, ...], values: dict[str, str] | None = None
+) -> list[str]:
+    """The normalised transcript; `@NS@` and `@KEY@` for each of `values` are filled in arguments and stdin."""
     transcript: list[str] = []
     kubectl.run("create", "namespace", scenario.namespace)
     names = (*clusters, scenario.namespace)
+    fill = {"NS": scenario.namespace, **(values or {})}
     for s in scenario.steps:
-        proc = kubectl.run(f"--namespace={scenario.namespace}", *s.args, input=s.input, check=False, timeout=60)
+        args = [_fill(a, fill) for a in s.args]
+        stdin = _fill(s.input, fill) if s.input is not None else None
+        deadline = time.monotonic() + 15
+        while True:
+            proc = kubectl.run(f"--namespace={scenario.namespace}", *args, input=stdin, check=False, timeout=60)
+            if s.until_exit is None or proc.returncode == s.until_exit or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         transcript.append(f"$ kubectl {' '.join(s.args)}")
         stdout = proc.stdout
         if s.json and proc.returncode == 0:

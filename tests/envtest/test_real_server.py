@@ -26,7 +26,7 @@ from kubernetes_asyncio import watch as k8s_watch
 from omectl.embedded.fleet import BackgroundFleet, manifest_documents
 from omectl.envtest import EnvtestBinaries, RealAPIServer, RealFleet
 from omectl.envtest.controlplane import ControlPlaneError
-from tests.support import Kubectl
+from tests.support import Kubectl, real_kubectl_path
 
 from .conftest import CRDS, ROOT
 
@@ -263,8 +263,6 @@ def test_dev_up_real_serves_the_same_kubeconfig_and_ready_file(
         lines = ready.read_text().split("\n")
         assert [line.split()[0] for line in lines if line] == ["sim-1", "sim-2"]
         assert all(line.split()[1].startswith("https://127.0.0.1:") for line in lines if line)
-        from .conftest import real_kubectl_path
-
         kubectl = Kubectl(real_kubectl_path(envtest_binaries.kube_version), kubeconfig, tmp_path / "cache")
         for context in ("sim-1", "sim-2"):
             crds = kubectl.run(f"--context={context}", "get", "crd", "-o", "name").stdout.split()
