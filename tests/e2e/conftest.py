@@ -46,6 +46,7 @@ class ControlledFleet:
     app: ControllerApp | None  # None on a real fleet: the installed controller does the work
     kubectl: Kubectl
     clusters_dir: Path
+    real_api_server: bool = False  # a real kube-apiserver (OMECTL_E2E_REAL=1 or an external fleet), not embedded
 
     def k(self, cluster: str, *args: str, **kw: object) -> str:
         return self.kubectl.run(f"--context={cluster}", *args, **kw).stdout  # type: ignore[arg-type]
@@ -71,7 +72,7 @@ def running_fleet(
         if simulator is not None:
             pytest.skip(f"needs the embedded fleet's simulated GPU nodes ({E2E_KUBECONFIG_ENV} is set)")
         kubeconfig = aliased_kubeconfig(Path(external), base / "fleet.kubeconfig", count, prefix)
-        yield ControlledFleet(None, None, Kubectl(kubectl_path(), kubeconfig, base / "kube-cache"), base)
+        yield ControlledFleet(None, None, Kubectl(kubectl_path(), kubeconfig, base / "kube-cache"), base, True)
         return
     binary = kubectl_path()
     if real is None:
@@ -102,7 +103,7 @@ def running_fleet(
 
         app = bg.run(start())
         try:
-            yield ControlledFleet(bg, app, Kubectl(binary, kubeconfig, base / "kube-cache"), clusters_dir)
+            yield ControlledFleet(bg, app, Kubectl(binary, kubeconfig, base / "kube-cache"), clusters_dir, real)
         finally:
             bg.run(app.stop())
     finally:
