@@ -155,6 +155,7 @@ class RemoteClusterAPI:
         self.store = _RemoteStore()
         self.types = _RemoteTypes()
         self._crd_informer: Informer | None = None
+        self._stopping: set[asyncio.Task[None]] = set()  # informers of CRDs that went, stopping (kept referenced)
 
     # --- informers -------------------------------------------------------------------------------------
 
@@ -182,6 +183,8 @@ class RemoteClusterAPI:
         self._crd_informer = None
         for informer in informers:
             await informer.stop()
+        for task in list(self._stopping):
+            await task
 
     def _watch(self, key: StorageKey) -> None:
         rt = self.types.types[key]
@@ -214,7 +217,9 @@ class RemoteClusterAPI:
         self.types.types.pop(key, None)
         informer = self.store.informers.pop(key, None)
         if informer is not None:
-            asyncio.get_running_loop().create_task(informer.stop())
+            task = asyncio.get_running_loop().create_task(informer.stop())
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
 
     # --- writes ----------------------------------------------------------------------------------------
 

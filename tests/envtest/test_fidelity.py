@@ -442,6 +442,27 @@ SCENARIOS = [
         (step("explain", "deployment.spec.replicas"),),
     ),
     Scenario(
+        "protected-group-crd",
+        "a CRD in a `*.k8s.io` group without the `api-approved.kubernetes.io` annotation, then with it",
+        (
+            step("apply", "-f", "-", input=dump(widget_crd(group="fidelity.k8s.io", plural="gadgets"))),
+            step(
+                "apply",
+                "-f",
+                "-",
+                input=dump(
+                    {
+                        **widget_crd(group="approved.k8s.io", plural="gadgets"),
+                        "metadata": {
+                            "name": "gadgets.approved.k8s.io",
+                            "annotations": {"api-approved.kubernetes.io": "https://example.com/pull/1"},
+                        },
+                    }
+                ),
+            ),
+        ),
+    ),
+    Scenario(
         "event-namespace",
         "an Event whose involvedObject has no namespace, created in a namespace",
         (step("create", "-f", "-", input=dump(event("ev0", ""))),),
@@ -489,6 +510,11 @@ KNOWN: dict[str, str] = {
         "Open: the embedded server's `/openapi/v3` documents describe CRD kinds only, so `kubectl explain` finds no "
         "field of a built-in kind; kube-apiserver publishes the schema of every built-in. Same root as the missing "
         "built-in schemas above."
+    ),
+    "protected-group-crd": (
+        "Open: kube-apiserver refuses a CRD in a protected group (`*.k8s.io`, `*.kubernetes.io`) without the "
+        "`api-approved.kubernetes.io` annotation (422); the embedded server accepts it. Found when our own Gateway "
+        "API stand-in CRDs (deploy/crds/thirdparty) were refused by the real server: they now carry the annotation."
     ),
     "event-namespace": (
         "Open: kube-apiserver validates a core/v1 Event without `eventTime` so that `involvedObject.namespace` "
