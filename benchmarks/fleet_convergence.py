@@ -481,7 +481,7 @@ class Bench:
         registry = self.workdir / "clusters"
         write_registrations(registry, self.server.kubeconfig, list(self.server.urls))
         settings = Settings.load(
-            clusters_dir=registry, trace_file=self.workdir / "traces.jsonl", install_webhooks=False
+            webhook_port=0, clusters_dir=registry, trace_file=self.workdir / "traces.jsonl", install_webhooks=False
         )
         gc.collect()
         rss_before = psutil.Process().memory_info().rss

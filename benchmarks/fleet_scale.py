@@ -377,6 +377,8 @@ class OmectlProcess:
             "--clusters-dir",
             str(workdir / "clusters"),
             "--no-install-webhooks",
+            "--webhook-port",
+            "0",
             "--trace-file",
             str(workdir / f"{label}.traces.jsonl"),
             "--status-file",

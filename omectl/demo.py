@@ -414,7 +414,7 @@ def main() -> int:
             clusters_dir = work / "clusters"
             write_registrations(clusters_dir, kubeconfig, [s.name for s in fleet.fleet.servers])
             trace_file = work / "traces.jsonl"
-            settings = Settings.load(clusters_dir=clusters_dir, trace_file=trace_file)
+            settings = Settings.load(webhook_port=0, clusters_dir=clusters_dir, trace_file=trace_file)
 
             async def start() -> ControllerApp:
                 controller = ControllerApp(settings)

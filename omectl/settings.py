@@ -10,7 +10,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
-    from omectl.fleet.sharding import LeaseTimings
+    from omectl.fleet.leases import LeaseTimings
+
+
+DEFAULT_WEBHOOK_PORT = 9443  # controller-runtime's webhook port, and the Deployment's
 
 
 class Settings(BaseSettings):
@@ -31,7 +34,12 @@ class Settings(BaseSettings):
         default=None, description="OTLP/HTTP endpoint; OTEL_EXPORTER_OTLP_ENDPOINT also works."
     )
     webhook_host: str = Field(default="127.0.0.1", description="Address the admission webhook server listens on.")
-    webhook_port: int = Field(default=0, ge=0, le=65535, description="Port of the webhook server (0: any free port).")
+    webhook_port: int = Field(
+        default=DEFAULT_WEBHOOK_PORT,
+        ge=0,
+        le=65535,
+        description="Port of the webhook server (0: any free port, for tests; a restart keeps its URL otherwise).",
+    )
     webhook_url: str | None = Field(
         None, description="Base URL clusters call the webhooks on (default: https://<host>:<port>)."
     )
@@ -55,22 +63,28 @@ class Settings(BaseSettings):
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
     log_format: str = Field(default="text", description="text or json (one JSON object per line).")
 
-    # --- high availability (omectl.fleet.sharding): clusters sharded across replicas with Leases -------------
-    ha: bool = Field(default=False, description="Shard clusters across replicas with Leases (off: this one runs all).")
-    replica_id: str | None = Field(default=None, description="This replica's id (default: <host>-<random>).")
+    # --- cluster ownership (omectl.fleet.sharding): one holder per member, in a Lease in that member ------------
+    lease_namespace: str = Field(
+        default="omectl-system", description="Namespace of the ownership Lease in every member (deploy/member's)."
+    )
+    lease_duration: float = Field(default=15.0, gt=0, description="Lease duration, s (client-go: 15).")
+    lease_renew_deadline: float = Field(default=10.0, gt=0, description="Writes stop this long after a renewal, s.")
+    lease_retry_period: float = Field(default=2.0, gt=0, description="Renew and rebalance every, s (client-go: 2).")
+    # --- high availability: clusters shared across replicas ---------------------------------------------------
+    ha: bool = Field(default=False, description="Share clusters across replicas (off: this one takes every cluster).")
+    replica_id: str | None = Field(
+        default=None, description="This process's stable id (default: $POD_NAME, else the host name)."
+    )
     ha_kubeconfig: Path | None = Field(
-        default=None, description="Cluster holding the Leases (default: hub_kubeconfig, else $KUBECONFIG)."
+        default=None, description="Cluster holding the membership Leases (default: hub_kubeconfig, else $KUBECONFIG)."
     )
     ha_context: str | None = Field(default=None, description="Context of ha_kubeconfig.")
-    ha_namespace: str = Field(default="omectl-system", description="Namespace of the Leases.")
-    ha_lease_duration: float = Field(default=15.0, gt=0, description="Lease duration, s (client-go: 15).")
-    ha_renew_deadline: float = Field(default=10.0, gt=0, description="Writes stop this long after a renewal, s (10).")
-    ha_retry_period: float = Field(default=2.0, gt=0, description="Renew and rebalance every, s (client-go: 2).")
+    ha_namespace: str = Field(default="omectl-system", description="Namespace of the membership Leases.")
 
     @field_validator("replica_id")
     @classmethod
     def _replica_id(cls, value: str | None) -> str | None:
-        from omectl.fleet.sharding import validate_replica_id
+        from omectl.fleet.leases import validate_replica_id
 
         problem = validate_replica_id(value) if value is not None else None
         if problem is not None:
@@ -78,14 +92,14 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _ha_timings(self) -> Settings:
+    def _lease_timings(self) -> Settings:
         self.lease_timings()  # raises ValueError naming the rule broken
         return self
 
     def lease_timings(self) -> LeaseTimings:
-        from omectl.fleet.sharding import LeaseTimings
+        from omectl.fleet.leases import LeaseTimings
 
-        return LeaseTimings(self.ha_lease_duration, self.ha_renew_deadline, self.ha_retry_period)
+        return LeaseTimings(self.lease_duration, self.lease_renew_deadline, self.lease_retry_period)
 
     @field_validator("webhook_failure_policy")
     @classmethod

@@ -45,6 +45,9 @@ def up(
         None, "--register", help="Write a ClusterRegistration per cluster into this directory."
     ),
     controller: bool = typer.Option(False, "--controller", help="Also run the controller in this process."),
+    webhook_port: int | None = typer.Option(
+        None, "--webhook-port", help="Port of the controller's webhook server (default 9443; 0: any free port)."
+    ),
     simulate: bool = typer.Option(
         False,
         "--simulate",
@@ -88,6 +91,7 @@ def up(
                 controller,
                 simulation,
                 real,
+                webhook_port,
             )
         )
     except _ClusterCrashed as exc:
@@ -110,6 +114,7 @@ async def _serve(
     controller: bool = False,
     simulation: FleetSimulation | None = None,
     real: bool = False,
+    webhook_port: int | None = None,
 ) -> None:
     console = Console()
     fleet: EmbeddedFleet | RealFleet
@@ -132,13 +137,17 @@ async def _serve(
             write_registrations(register, kubeconfig_out, [s.name for s in fleet.servers])
         app = None
         if controller:
-            from omectl.controller.app import ControllerApp
+            from omectl.controller.app import ControllerApp, StartError
             from omectl.settings import Settings
 
             app = ControllerApp(
-                Settings.load(clusters_dir=register), status_file=Path(".omectl/controller-status.json")
+                Settings.load(clusters_dir=register, webhook_port=webhook_port),
+                status_file=Path(".omectl/controller-status.json"),
             )
-            await app.start()
+            try:
+                await app.start()
+            except StartError as exc:
+                raise ValueError("; ".join(exc.lines)) from None
             await app.wait_synced()
         table = Table(title=f"{'real' if real else 'simulated'} fleet ({count} clusters)")
         columns = ["CLUSTER", "CONTEXT", "URL", "APPLIED"] + (["NODES"] if simulation is not None else [])

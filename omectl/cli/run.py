@@ -22,7 +22,9 @@ def run(
         None, "--clusters-dir", envvar="OMECTL_CLUSTERS_DIR", help="Directory of ClusterRegistration files."
     ),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Reconciles running at once."),
-    webhook_port: int | None = typer.Option(None, "--webhook-port", help="Port of the admission webhook server."),
+    webhook_port: int | None = typer.Option(
+        None, "--webhook-port", help="Port of the admission webhook server (default 9443; 0: any free port)."
+    ),
     install_webhooks: bool | None = typer.Option(
         None, "--install-webhooks/--no-install-webhooks", help="Install ValidatingWebhookConfigurations."
     ),
@@ -66,11 +68,14 @@ def run(
     from omectl.observability.logs import configure_logging
 
     configure_logging(settings.log_level, "json" if settings.log_format == "json" else "text")
-    asyncio.run(serve(settings, status_file))
+    code = asyncio.run(serve(settings, status_file))
+    if code:
+        raise typer.Exit(code)
 
 
-async def serve(settings: Settings, status_file: Path | None) -> None:
-    from omectl.controller.app import ControllerApp
+async def serve(settings: Settings, status_file: Path | None) -> int:
+    """Run until SIGINT/SIGTERM (0); 1 when it cannot start or must stop (each reason one line on stderr)."""
+    from omectl.controller.app import ControllerApp, StartError
 
     console = Console(stderr=True)
     stop = asyncio.Event()
@@ -78,20 +83,41 @@ async def serve(settings: Settings, status_file: Path | None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     app = ControllerApp(settings, status_file=status_file)
-    await app.start()
+    starting = asyncio.create_task(app.start())
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait([starting, stopped], return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():  # a signal while deciding which clusters to take (start cleans up after itself)
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StartError):
+            await starting
+        return 0
+    try:
+        starting.result()
+    except StartError as exc:
+        stopped.cancel()
+        for line in exc.lines:
+            typer.echo(f"error: {line}", err=True)
+        return 1
+    failed = asyncio.create_task(app.failed.wait())
     source = f"hub {settings.hub_kubeconfig}" if settings.hub_kubeconfig else str(settings.clusters_dir)
     console.print(f"omectl: clusters from {source}; webhooks on {app.webhook.base_url}")
     if app.status_server is not None:
         console.print(f"omectl: metrics and health on {app.status_server.base_url} (/metrics, /healthz, /readyz)")
     try:
         await show_sync_progress(app, console, stop)
-        await stop.wait()
+        await asyncio.wait([failed, stopped], return_when=asyncio.FIRST_COMPLETED)
     finally:
+        failed.cancel()
+        stopped.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(sig)
-        console.print("omectl: shutting down (finishing in-flight reconciles)")
+        console.print("omectl: shutting down (finishing in-flight reconciles, handing clusters over)")
         await app.stop()
+    if app.failure is not None:
+        typer.echo(f"error: {app.failure}", err=True)
+        return 1
+    return 0
 
 
 async def show_sync_progress(app: object, console: Console, stop: asyncio.Event) -> None:

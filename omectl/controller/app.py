@@ -1,4 +1,11 @@
-"""`omectl run` as an object: settings in; registry, controller, webhook server and tracing wired; clean shutdown.
+"""`omectl run` as an object: settings in; registry, ownership, controller, webhook server and tracing wired;
+clean shutdown.
+
+The controller runs only the clusters whose ownership Lease this process holds (`omectl.controller.ownership`);
+for each, a `WebhookKeeper` installs and keeps its webhook configuration. The webhook server answers for every
+*registered* cluster: from the informer caches for the clusters it runs, from the cluster's API server for the
+others (so no replica ever denies a request because it is not the owner). Shutdown hands every cluster over
+(webhook configuration re-pointed or deleted, Lease released) before the webhook server stops.
 
 Also used in-process by `omectl dev up --controller`, the demo and the end-to-end tests.
 """
@@ -6,6 +13,7 @@ Also used in-process by `omectl dev up --controller`, the demo and the end-to-en
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import os
@@ -15,20 +23,53 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from omectl.controller.lookup import CacheLookup
 from omectl.controller.manager import ClusterRuntime, FleetController
 from omectl.controller.observe import FleetObserver
-from omectl.fleet.providers import RegistrationProvider, provider_from_settings
-from omectl.kube.client import KubeAPIError
-from omectl.kube.resources import SERVING_RUNTIMES, VALIDATING_WEBHOOK_CONFIGURATIONS
+from omectl.fleet.leases import Holder
+from omectl.fleet.providers import RegistryChange, provider_from_settings
+from omectl.fleet.sharding import (
+    WEBHOOK_CA_ANNOTATION,
+    WEBHOOK_URL_ANNOTATION,
+    Replica,
+    ShardedProvider,
+)
+from omectl.kube.cache import ObjectCache
+from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, SERVING_RUNTIMES
 from omectl.observability.metrics import ControllerMetrics
 from omectl.observability.redact import scrub
 from omectl.observability.server import StatusServer
 from omectl.settings import Settings
 from omectl.tls import CertificateAuthority, server_ssl_context
 from omectl.tracing.setup import configure_tracing
+from omectl.webhook.keeper import RemoteEndpoint, WebhookKeeper
 from omectl.webhook.server import ClusterAdmission, WebhookServer, webhook_configuration
 
 log = logging.getLogger(__name__)
+
+
+class StartError(Exception):
+    """`omectl run` cannot start; the message is for people (one line each)."""
+
+    def __init__(self, *lines: str) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
+
+
+def _not_run(name: str, why: str) -> dict[str, Any]:
+    """A status entry for a cluster this process wants but does not run (no Lease: not reached, or refused)."""
+    return {
+        "name": name,
+        "server": "",
+        "connected": False,
+        "synced": False,
+        "lastError": why,
+        "objectsCached": 0,
+        "reconciles": 0,
+        "errors": 0,
+        "queueDepth": 0,
+    }
 
 
 class ControllerApp:
@@ -40,18 +81,27 @@ class ControllerApp:
         self.controller = FleetController(concurrency=settings.concurrency, tracer=self.tracing.tracer)
         self.webhook = self._webhook_server()
         self.status_file = status_file
-        self.provider: RegistrationProvider | None = None
+        self.holder = Holder.for_this_process(settings.replica_id, ha=settings.ha)
+        self.provider: ShardedProvider | None = None
+        self.keepers: dict[str, WebhookKeeper] = {}
+        self.failure: str | None = None  # set when the process must stop (another one took its replica id)
+        self.failed = asyncio.Event()
+        self._webhook_started = False
+        self._stopping = False
         self._tasks: list[asyncio.Task[Any]] = []
+        self._spawned: set[asyncio.Task[Any]] = set()
         self.ready = asyncio.Event()
         self.registry_batches = 0
         self._registry_applied = asyncio.Condition()
-        self.controller.on_cluster_added.append(self._cluster_added)
         self.controller.on_cluster_removed.append(self._cluster_removed)
         # metrics, /healthz and /readyz (omectl.observability; the readiness rule is in omectl.controller.observe)
         self.metrics = ControllerMetrics()
         self.controller.metrics = self.metrics
         self.observer = FleetObserver(
-            self.controller, grace=settings.readiness_grace_seconds, registry_ready=lambda: self.ready.is_set()
+            self.controller,
+            grace=settings.readiness_grace_seconds,
+            registry_ready=lambda: self.ready.is_set(),
+            unreached=lambda: self.provider.coordinator.unreached() if self.provider is not None else {},
         )
         self.metrics.watch_fleet(self.observer.sample)
         self.status_server: StatusServer | None = None
@@ -77,69 +127,176 @@ class ControllerApp:
         cert = ca.issue(hosts)
         return WebhookServer(s.webhook_host, s.webhook_port, server_ssl_context(cert), ca.cert_pem, s.webhook_url)
 
-    # --- cluster hooks ---------------------------------------------------------------------------------
+    # --- admission for every registered cluster --------------------------------------------------------
 
-    async def _cluster_added(self, cluster: ClusterRuntime) -> None:
-        self.webhook.register(cluster.name, lambda: self._admission(cluster))
-        if self.settings.install_webhooks:
-            self._tasks.append(asyncio.create_task(self._install_webhooks(cluster)))
+    def _registry_changed(self, change: RegistryChange) -> None:
+        name = change.registration.name
+        if change.kind == "removed":
+            self.webhook.unregister(name)
+            return
+        self.webhook.register(name, lambda: self._admission(name))
+        if change.kind == "changed" and name in self.keepers:  # rotated credentials: keep it with the new client
+            self._spawn(self._restart_keeper(name), f"webhooks-restart-{name}")
+
+    async def _restart_keeper(self, cluster: str) -> None:
+        keeper = self.keepers.pop(cluster, None)
+        if keeper is not None:
+            await keeper.stop()
+        if self.provider is not None and cluster in self.provider.coordinator.held:
+            self.acquired(cluster)
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._spawned.add(task)
+        task.add_done_callback(self._spawned.discard)
 
     async def _cluster_removed(self, cluster: ClusterRuntime) -> None:
-        self.webhook.unregister(cluster.name)
         self.metrics.forget_cluster(cluster.name)
 
-    def _admission(self, cluster: ClusterRuntime) -> ClusterAdmission:
-        async def live_get(kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-            from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES
+    def _admission(self, name: str) -> ClusterAdmission:
+        """From the informer caches of a cluster this process runs; else every runtime is read from the cluster's
+        API server (the ownership client), so any replica answers correctly for any registered cluster."""
+        cluster = self.controller.clusters.get(name)
+        client: ClusterClient | None
+        if cluster is not None:
+            lookup, client = cluster.lookup(), cluster.client
+        else:
+            lookup = CacheLookup(ObjectCache(), ObjectCache())
+            client = self.provider.coordinator.client_for(name) if self.provider is not None else None
 
+        async def live_get(kind: str, namespace: str, runtime: str) -> dict[str, Any] | None:
+            if client is None:
+                raise RuntimeError(f"cluster {name} cannot be reached: its registration has no usable kubeconfig")
             resource = SERVING_RUNTIMES if kind == "ServingRuntime" else CLUSTER_SERVING_RUNTIMES
             try:
-                return await cluster.client.get(resource, name, namespace=namespace or None)
+                return await client.get(resource, runtime, namespace=namespace or None)
             except KubeAPIError as exc:
                 if exc.status == 404:
                     return None
                 raise
 
-        return ClusterAdmission(lookup=cluster.lookup(), live_get=live_get)
+        return ClusterAdmission(lookup=lookup, live_get=live_get)
 
-    async def _install_webhooks(self, cluster: ClusterRuntime) -> None:
-        """Server-side apply the ValidatingWebhookConfiguration, retrying while the cluster is unreachable."""
-        config = webhook_configuration(self.webhook, cluster.name, self.settings.webhook_failure_policy)
-        delay = 0.5
-        while cluster.name in self.controller.clusters:
-            try:
-                await cluster.client.patch(
-                    VALIDATING_WEBHOOK_CONFIGURATIONS,
-                    config["metadata"]["name"],
-                    config,
-                    patch_type="apply",
-                    field_manager="omectl",
-                    force=True,
-                )
-                return
-            except Exception as exc:
-                log.warning("cluster %s: installing webhooks failed (%s); retrying", cluster.name, exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 30)
+    # --- ownership: the webhook configuration of each cluster held (omectl.fleet.sharding listener) ------
+
+    def _desired_webhooks(self, cluster: str) -> dict[str, Any]:
+        return webhook_configuration(
+            self.webhook, cluster, self.settings.webhook_failure_policy, owner=self.holder.identity
+        )
+
+    def _advertise(self) -> dict[str, str]:
+        """What other replicas need to hand a cluster over to this one (its membership Lease's annotations)."""
+        if not self._webhook_started:
+            return {}
+        notes = {WEBHOOK_URL_ANNOTATION: self.webhook.base_url}
+        if self.webhook.ca_pem:
+            notes[WEBHOOK_CA_ANNOTATION] = base64.b64encode(self.webhook.ca_pem).decode()
+        return notes
+
+    def acquired(self, cluster: str) -> None:
+        if not self.settings.install_webhooks or self.provider is None or cluster in self.keepers:
+            return
+        coordinator = self.provider.coordinator
+        client = coordinator.client_for(cluster)
+        if client is None:
+            return
+        keeper = WebhookKeeper(
+            cluster, client, lambda: self._desired_webhooks(cluster), lambda: coordinator.writing(cluster)
+        )
+        self.keepers[cluster] = keeper
+        if self._webhook_started:  # else once the server listens: the configuration needs its port
+            keeper.start()
+
+    async def handing_over(self, cluster: str, successor: Replica | None, removed: bool) -> None:
+        keeper = self.keepers.pop(cluster, None)
+        if keeper is None:
+            return
+        endpoint = RemoteEndpoint.parse(successor.webhook_url, successor.ca_bundle) if successor else None
+        if endpoint is not None and not removed:
+            assert successor is not None
+            config = webhook_configuration(
+                endpoint, cluster, self.settings.webhook_failure_policy, owner=successor.identity
+            )
+            await keeper.finish(config)
+        elif successor is not None and not removed and not self._stopping:
+            await keeper.stop()  # the next owner re-points it; this server answers meanwhile
+        else:
+            await keeper.finish(None)
+
+    async def stopping(self, cluster: str) -> None:
+        return None
+
+    def lost(self, cluster: str) -> None:
+        keeper = self.keepers.pop(cluster, None)
+        if keeper is not None:
+            self._spawn(keeper.stop(), f"webhooks-stop-{cluster}")
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.provider = await provider_from_settings(
+        """Take the clusters this process may run, then serve; `StartError` when it may run none (every cluster
+        held by another live process, or its replica id in use) or cannot listen for webhooks."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
+        from omectl.controller.ownership import describe, own_registry
+        from omectl.fleet.sharding import ReplicaIdInUse
+
+        inner = await provider_from_settings(
             self.settings.clusters_dir, self.settings.hub_kubeconfig, hub_namespace=self.settings.hub_namespace
         )
-        if self.settings.ha:  # only the clusters whose Leases this replica holds (omectl.controller.ha)
-            from omectl.controller.ha import shard_registry
-
-            self.provider = await shard_registry(self.controller, self.provider, self.settings)
-        await self.webhook.start()
+        self.provider = await own_registry(self.controller, inner, self.settings, self.holder)
+        coordinator = self.provider.coordinator
+        coordinator.listeners.append(self)
+        coordinator.advertise = self._advertise
+        self.provider.registry_listeners.append(self._registry_changed)
         if self.status_server is not None:
             await self.status_server.start()
+        coordinator.report_refusals = False  # decided below: one line each, or the reason to exit
+        if self.settings.ha:  # listening before joining: the membership Lease advertises the webhook URL at once
+            await self._start_webhook_server()
+        try:
+            await self.provider.start(wait_settled=not self.settings.ha)
+        except ReplicaIdInUse as exc:
+            raise StartError(str(exc)) from None
+        refused = coordinator.refused()
+        if not self.settings.ha and coordinator.registered and set(refused) == coordinator.registered:
+            raise StartError(*(refused[c] for c in sorted(refused)))
+        log.info("%s", describe(self.settings, coordinator))
+        coordinator.report_refusals = True
+        coordinator.log_refusals()
+        if not self._webhook_started:  # without --ha only once there is a cluster to serve (no port taken to refuse)
+            await self._start_webhook_server()
         self.observer.start()
         self.controller.start_workers()
         self._tasks.append(asyncio.create_task(self._follow_registry(), name="registry"))
+        self._tasks.append(asyncio.create_task(self._watch_failure(), name="ownership-failure"))
         if self.status_file is not None:
             self._tasks.append(asyncio.create_task(self._write_status_periodically(), name="status-file"))
+
+    async def _start_webhook_server(self) -> None:
+        try:
+            await self.webhook.start()
+        except OSError as exc:
+            raise StartError(
+                f"webhook server: cannot listen on {self.webhook.host}:{self.webhook.port} ({exc.strerror or exc}); "
+                "is another omectl running on this host? Pass --webhook-port"
+            ) from None
+        self._webhook_started = True
+        for keeper in self.keepers.values():
+            keeper.start()
+
+    async def _watch_failure(self) -> None:
+        assert self.provider is not None
+        coordinator = self.provider.coordinator
+        await coordinator.failed.wait()
+        self.failure = str(coordinator.failure)
+        log.error("%s", self.failure)
+        self.failed.set()
 
     async def _follow_registry(self) -> None:
         assert self.provider is not None
@@ -160,8 +317,25 @@ class ControllerApp:
             await self._registry_applied.wait_for(lambda: self.registry_batches >= count)
 
     async def wait_synced(self, timeout: float = 60) -> None:
-        await asyncio.wait_for(self.ready.wait(), timeout)
-        await asyncio.gather(*(c.wait_synced(timeout) for c in self.controller.clusters.values()))
+        """Until every cluster this process wants is taken (its Lease held) and its caches have synced."""
+        async with asyncio.timeout(timeout):
+            await self.ready.wait()
+            while self.provider is not None and self.provider.coordinator.unreached():
+                await self.provider.coordinator.wait_rounds(self.provider.coordinator.rounds + 1)
+            await self.wait_registry_applied()
+            await asyncio.gather(*(c.wait_synced() for c in self.controller.clusters.values()))
+
+    async def wait_clusters(self, names: set[str], timeout: float = 30) -> None:
+        """Until the controller runs exactly the clusters `names` (taken, handed over, removed)."""
+        async with asyncio.timeout(timeout), self._registry_applied:
+            await self._registry_applied.wait_for(lambda: set(self.controller.clusters) == names)
+
+    async def wait_registry_applied(self) -> None:
+        """Until every cluster this process holds has been added to the controller."""
+        assert self.provider is not None
+        coordinator = self.provider.coordinator
+        async with self._registry_applied:
+            await self._registry_applied.wait_for(lambda: set(coordinator.held) <= set(self.controller.clusters))
 
     async def _write_status_periodically(self) -> None:
         assert self.status_file is not None
@@ -175,6 +349,12 @@ class ControllerApp:
         self.status_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.status_file.with_suffix(".tmp")
         document = {"pid": os.getpid(), **self.controller.status()}
+        if self.provider is not None:
+            coordinator = self.provider.coordinator
+            document["ownership"] = coordinator.status()
+            # the clusters it wants but does not run: not reached to take their Lease, or held by another process
+            waiting = {**coordinator.refused(), **coordinator.unreached()}
+            document["clusters"] += [_not_run(name, why) for name, why in sorted(waiting.items())]
         if self.status_server is not None:
             document["metricsUrl"] = self.status_server.base_url
         # lastError and registry errors quote what servers and kubeconfig loaders said: no secret may reach the CLI
@@ -182,20 +362,25 @@ class ControllerApp:
         os.replace(tmp, self.status_file)
 
     async def stop(self) -> None:
-        """Finish in-flight reconciles, stop clusters and the webhook server, flush spans."""
-        for task in self._tasks:
+        """Finish in-flight reconciles, stop clusters, hand every cluster over (webhook configurations re-pointed or
+        deleted, Leases released), and only then stop the webhook server; flush spans."""
+        self._stopping = True
+        for task in [*self._tasks, *self._spawned]:
             task.cancel()
-        for task in self._tasks:
+        for task in [*self._tasks, *self._spawned]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
         await self.controller.stop()
+        if self.provider is not None:
+            await self.provider.close()
+        for keeper in self.keepers.values():
+            await keeper.stop()
+        self.keepers.clear()
         await self.webhook.stop()
         await self.observer.stop()
         if self.status_server is not None:
             await self.status_server.stop()
-        if self.provider is not None:
-            await self.provider.close()
         self.tracing.shutdown()
         if self.status_file is not None:
             self.status_file.unlink(missing_ok=True)

@@ -51,6 +51,7 @@ from omectl.core.runtimes import (
 )
 from omectl.fleet.providers import RegistryChange
 from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
+from omectl.fleet.sharding import Fenced
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.events import EventRecorder
@@ -445,6 +446,10 @@ class FleetController:
                 # (the reverse index requeues everything below a runtime or config that changes), so retries are
                 # a slow safety net rather than a hot loop over every InferenceService below a deleted profile.
                 return Result(error=exc, retry_floor=RETRY_LATER_FLOOR)
+            except Fenced:  # the cluster is being handed over, or its Lease was lost: its next holder reconciles it
+                outcome = RESULT_REQUEUE
+                set_result(span, RESULT_REQUEUE)
+                return Result()
             except Exception:
                 cluster.health.errors += 1
                 raise

@@ -4,7 +4,9 @@ Readiness rule (`/readyz`): ready once the registry's first batch has been appli
 either **synced** (each of its informers has listed once; a partition after that does not undo it, the caches keep
 serving) or **marked unhealthy**: disconnected (some informer's last list or watch failed) for at least
 `grace` seconds. So one unreachable cluster delays readiness by at most `grace`, never forever, and a cluster that is
-still listing keeps the controller unready. Clusters whose registration cannot be used do not count.
+still listing keeps the controller unready. Clusters whose registration cannot be used do not count. A cluster this
+process wants but cannot reach to take its ownership Lease (`unreached`) counts as not synced and disconnected;
+one another process holds does not count.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from omectl.kube.informer import Informer
@@ -36,9 +38,11 @@ class FleetObserver:
         *,
         grace: float = 30.0,
         registry_ready: Callable[[], bool] = lambda: True,
+        unreached: Callable[[], Mapping[str, str]] = dict,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.controller = controller
+        self.unreached = unreached  # cluster -> why its Lease could not be taken
         self.grace = grace
         self.registry_ready = registry_ready
         self.clock = clock
@@ -54,8 +58,11 @@ class FleetObserver:
     def _update(self) -> None:
         now = self.clock()
         clusters = self.controller.clusters
-        for name in [n for n in self._disconnected_since if n not in clusters]:
+        unreached = self.unreached()
+        for name in [n for n in self._disconnected_since if n not in clusters and n not in unreached]:
             del self._disconnected_since[name]
+        for name in unreached:
+            self._disconnected_since.setdefault(name, now)
         for name, cluster in clusters.items():
             if all(i.connected for i in self._informers(cluster)):
                 self._disconnected_since.pop(name, None)
@@ -109,6 +116,10 @@ class FleetObserver:
                 sample.watch_restarts[kind] = sample.watch_restarts.get(kind, 0) + informer.restarts
                 sample.watch_failures[kind] = sample.watch_failures.get(kind, 0) + informer.failures
             clusters.append(sample)
+        for name in sorted(self.unreached()):
+            if name not in controller.clusters:
+                healthy = not self.unhealthy(name)
+                clusters.append(ClusterSample(name, connected=False, synced=False, healthy=healthy, queue_depth=0))
         stats = controller.resolver.stats
         return FleetSample(
             clusters=clusters,
@@ -137,4 +148,11 @@ class FleetObserver:
                 continue
             pending = sum(1 for i in informers if not i.synced.is_set())
             waiting.append(f"cluster {name}: {pending} of {len(informers)} caches not synced yet")
+        for name, why in sorted(self.unreached().items()):
+            if name in self.controller.clusters:
+                continue
+            if self.unhealthy(name):
+                notes.append(f"cluster {name}: unhealthy (its ownership lease cannot be taken: {why}), not waited on")
+            else:
+                waiting.append(f"cluster {name}: not synced (its ownership lease cannot be taken yet: {why})")
         return not waiting, waiting + notes

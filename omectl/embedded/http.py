@@ -190,6 +190,7 @@ class ClusterHTTP:
                     status,
                     headers.get("User-Agent"),
                     headers.get(CLIENT_IDENTITY_HEADER),
+                    request.query.get("fieldSelector") if method == "GET" else None,
                 )
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:

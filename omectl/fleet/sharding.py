@@ -1,25 +1,33 @@
-"""Sharding the fleet across controller replicas with coordination.k8s.io Leases.
+"""Cluster ownership: one holder per member cluster, recorded in a Lease in that member; `--ha` shares the fleet.
 
-Every replica of `omectl run --ha` holds two kinds of Lease in one namespace of a coordination cluster (the hub,
-or any cluster named by `ha_kubeconfig`):
+Every `omectl run`, with `--ha` or without, runs a cluster only while it holds the cluster's **ownership Lease**:
+`coordination.k8s.io` Lease `omectl-controller` in namespace `lease_namespace` (default `omectl-system`) *of that
+member cluster*. `holderIdentity` is `<replica-id>_<nonce>` (unique per process, `omectl.fleet.leases.Holder`),
+annotations name its host, pid and mode, `leaseTransitions` counts the hand-overs and `renewTime` moves every
+retry period. Because the Lease lives in the member, renewing it is reaching the member: a holder cut off from a
+member cannot renew, fences itself at the renew deadline, and the Lease expires for whoever can reach it; and any
+two processes managing one member, whatever their registries call it and whether or not they run `--ha`, see
+each other there.
 
-- a **membership** Lease `omectl-replica-<id>`, renewed every retry period; a replica is *live* while its
-  `renewTime + leaseDurationSeconds` lies in the future (wall clock: membership only steers the assignment,
-  never safety);
-- one **ownership** Lease `omectl-cluster-<name>` per cluster it owns: `holderIdentity` is the replica id,
-  `leaseTransitions` counts the hand-overs, `renewTime` moves every retry period.
+- **Without `--ha`** a process wants every registered cluster. A cluster whose Lease another process holds and
+  renews is *refused* (one line naming the holder; `omectl run` exits 1 when it refuses every cluster); a Lease
+  left unchanged for a whole lease duration (its holder was killed) is taken over; a released one at once.
+- **With `--ha`** each replica also renews a **membership** Lease `omectl-replica-<id>` in one namespace
+  (`ha_namespace`) of a coordination cluster; a replica is live while its membership Lease is fresh (wall clock:
+  membership only steers the assignment, never safety). A second process starting with a live replica id is
+  refused. The owner a cluster *should* have is `omectl.fleet.assignment.assign` over the live replicas: balanced
+  (no replica above ceil(clusters / replicas) while another has room), leaving out replicas that report they
+  cannot reach the cluster. Each replica publishes in its membership Lease its webhook URL and CA (so a handover
+  can re-point the webhook configuration at the next owner before letting go) and the clusters it has not
+  reached for a renew deadline (so another replica takes them).
 
-The owner a cluster *should* have is decided by rendezvous (highest-random-weight) hashing over the live
-replicas: each (replica, cluster) pair gets a pseudo-random weight, the highest weight wins. A replica joining
-takes about 1/N of the clusters, each from whichever replica had it; a replica leaving gives up only its own.
+Each retry period a process renews every ownership Lease it holds (and its membership), then: it releases the
+clusters now desired by another replica (stop that cluster's informers and workers first, then write
+`holderIdentity: ""`), and acquires the clusters desired by it whose Lease is free, expired, or already its own.
+Every Lease write carries the `resourceVersion` read, so of two processes racing for one Lease exactly one write
+succeeds (the other gets 409 Conflict).
 
-Each retry period a replica renews its membership and every ownership Lease it holds, lists the Leases, and
-then: it releases the clusters whose desired owner is now another replica (stop that cluster's informers and
-workers first, then write `holderIdentity: ""`), and acquires the clusters whose desired owner it is and whose
-Lease is free, expired, or already its own. Every Lease write carries the `resourceVersion` read, so of two
-replicas racing for one Lease exactly one write succeeds (the other gets 409 Conflict).
-
-**Timing (why two replicas never write to one cluster at once).** The defaults are client-go's and
+**Timing (why two holders never write to one cluster at once).** The defaults are client-go's and
 controller-runtime's leader-election numbers (`manager/internal.go`: lease 15 s, renew deadline 10 s,
 retry 2 s), with the same checks (`leaseDuration > renewDeadline > 1.2 * retryPeriod`).
 
@@ -36,53 +44,65 @@ retry 2 s), with the same checks (`leaseDuration > renewDeadline > 1.2 * retryPe
    `t_s + D`: the `D - R` = 5 s between them must cover a write in flight (sent before the fence, committed
    after) and the drift between the two clocks' rates. Requests to a cluster time out well within that on a
    healthy network; a write delayed for longer than `D - R` inside the network could still land late (the same
-   limit client-go's leader election has).
-4. A graceful release (rebalancing, a cluster deregistered) refuses new writes, waits until every write in
-   flight has its answer, stops the cluster's informers and workers, and only then writes the release (a write
-   still unanswered after R/2 keeps the Lease until it expires instead). So every write of the old holder
-   committed or failed before the next holder could acquire, let alone write.
-
-Replica ids must be unique: two processes with one id would both believe they hold the same Leases.
+   limit client-go's leader election has). The Lease sits in the cluster being written to, so a holder whose
+   renewals cannot reach the member cannot reach it with writes either.
+4. A graceful release (rebalancing, a cluster deregistered, a clean stop) first lets the listeners hand the
+   cluster over (the webhook configuration re-pointed or deleted, while the Lease is still held), then refuses new
+   writes, waits until every write in flight has its answer, stops the cluster's informers and workers, and only
+   then writes the release (a write still unanswered after R/2 keeps the Lease until it expires instead). So
+   every write of the old holder committed or failed before the next holder could acquire, let alone write. A
+   deregistered cluster's Lease is deleted instead of released.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
-import hashlib
 import logging
-import math
-import os
-import re
 import secrets
-import socket
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from omectl.kube.client import ClusterClient, KubeAPIError, KubeConnectionError, KubeError
-from omectl.kube.resources import LEASES, NAMESPACES
+from omectl.kube.client import ClusterClient, KubeConnectionError, KubeError
 
+from .assignment import assign, rendezvous_weight
+from .leases import (
+    Holder,
+    LeaseRecord,
+    Leases,
+    LeaseTimings,
+    default_replica_id,
+    describe_holder,
+    micro_time,
+    validate_replica_id,
+)
 from .providers import RegistrationProvider, RegistryChange
-from .registration import ClusterRegistration
+from .registration import ClusterRegistration, resolve_kubeconfig
 
 __all__ = [
-    "CLUSTER_LEASE_PREFIX",
+    "CLUSTER_NAME_LABEL",
     "DEFAULT_HA_NAMESPACE",
+    "DEFAULT_LEASE_NAMESPACE",
     "LEASE_KIND_LABEL",
+    "LEASE_NAME",
     "REPLICA_LEASE_PREFIX",
     "Fenced",
+    "Holder",
     "LeaseRecord",
     "LeaseTimings",
     "Leases",
+    "Membership",
+    "OwnershipListener",
+    "Replica",
+    "ReplicaIdInUse",
     "ShardCoordinator",
     "ShardedProvider",
     "assign",
     "default_replica_id",
-    "desired_owner",
     "fence_writes",
+    "refusal_message",
     "rendezvous_weight",
     "validate_replica_id",
 ]
@@ -90,212 +110,196 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_HA_NAMESPACE = "omectl-system"
+DEFAULT_LEASE_NAMESPACE = "omectl-system"
+LEASE_NAME = "omectl-controller"  # the ownership Lease in every member
 REPLICA_LEASE_PREFIX = "omectl-replica-"
-CLUSTER_LEASE_PREFIX = "omectl-cluster-"
-LEASE_KIND_LABEL = "omectl.io/ha-lease"  # "replica" or "cluster"
+LEASE_KIND_LABEL = "omectl.io/ha-lease"  # "replica" (membership) or "cluster" (ownership)
 CLUSTER_NAME_LABEL = "omectl.io/cluster-name"
-JITTER_FACTOR = 1.2  # client-go's leaderelection.JitterFactor
-_REPLICA_ID = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_REPLICA_ID_MAX = 63
+WEBHOOK_URL_ANNOTATION = "omectl.io/webhook-url"
+WEBHOOK_CA_ANNOTATION = "omectl.io/webhook-ca-bundle"
+UNREACHABLE_ANNOTATION = "omectl.io/unreachable"
 
 
-# --- timings and identities ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LeaseTimings:
-    """Lease duration, renew deadline and retry period, in seconds (client-go's defaults: 15 / 10 / 2)."""
-
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-
-    def __post_init__(self) -> None:
-        if self.retry_period <= 0:
-            raise ValueError("the retry period must be positive")
-        if not self.renew_deadline > JITTER_FACTOR * self.retry_period:
-            raise ValueError(
-                f"the renew deadline ({self.renew_deadline} s) must exceed {JITTER_FACTOR} x the retry period "
-                f"({self.retry_period} s)"
-            )
-        if not self.lease_duration > self.renew_deadline:
-            raise ValueError(
-                f"the lease duration ({self.lease_duration} s) must exceed the renew deadline ({self.renew_deadline} s)"
-            )
-
-    @property
-    def lease_seconds(self) -> int:
-        """`leaseDurationSeconds` as written (an integer, rounded up so it never undercuts the fence)."""
-        return math.ceil(self.lease_duration)
-
-
-def validate_replica_id(replica_id: str) -> str | None:
-    """The problem with a replica id, or None (lowercase letters, digits and '-', at most 63 characters)."""
-    if len(replica_id) > _REPLICA_ID_MAX or not _REPLICA_ID.match(replica_id):
-        return (
-            f'invalid replica id "{replica_id}": use lowercase letters, digits and "-", starting and ending with a '
-            f"letter or digit (at most {_REPLICA_ID_MAX} characters)"
-        )
-    return None
-
-
-def default_replica_id() -> str:
-    """`<host>-<random>`: the pod's name in a Deployment, made unique for processes sharing a host."""
-    host = re.sub(r"[^a-z0-9-]+", "-", (os.environ.get("POD_NAME") or socket.gethostname()).lower()).strip("-")
-    return f"{host[:50].strip('-') or 'omectl'}-{secrets.token_hex(3)}"
-
-
-# --- rendezvous hashing ----------------------------------------------------------------------------------
-
-
-def rendezvous_weight(replica: str, cluster: str) -> int:
-    """The pseudo-random weight of a (replica, cluster) pair: the same on every replica, on every run."""
-    digest = hashlib.blake2b(f"{cluster}\x00{replica}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
-
-
-def desired_owner(cluster: str, replicas: Iterable[str]) -> str | None:
-    """The replica of highest weight for `cluster` (ties, practically impossible, go to the larger id)."""
-    return max(replicas, key=lambda r: (rendezvous_weight(r, cluster), r), default=None)
-
-
-def assign(clusters: Iterable[str], replicas: Iterable[str]) -> dict[str, str]:
-    """The desired owner of every cluster; empty when there is no replica."""
-    live = sorted(set(replicas))
-    if not live:
-        return {}
-    return {c: owner for c in clusters if (owner := desired_owner(c, live)) is not None}
-
-
-# --- Lease objects -----------------------------------------------------------------------------------------
-
-
-def micro_time(t: float) -> str:
-    """A MicroTime (`2006-01-02T15:04:05.000000Z`)."""
-    return datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_micro_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+# --- who else is there -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class LeaseRecord:
-    """What a Lease says: who holds it, since and until when, and how often it changed hands."""
+class Replica:
+    """A live process as the ownership needs to know it: its ids, where its webhooks answer, what it cannot reach."""
 
-    name: str
-    holder: str
-    duration_seconds: int
-    acquire_time: str
-    renew_time: str
-    transitions: int
-    resource_version: str
-    labels: dict[str, str]
+    replica_id: str
+    identity: str
+    webhook_url: str | None = None
+    ca_bundle: str | None = None  # base64 PEM, as a webhook configuration's caBundle
+    unreachable: frozenset[str] = frozenset()
 
     @classmethod
-    def from_object(cls, obj: dict[str, Any]) -> LeaseRecord:
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
+    def from_record(cls, record: LeaseRecord) -> Replica:
+        notes = record.annotations
+        unreachable = frozenset(c for c in notes.get(UNREACHABLE_ANNOTATION, "").split(",") if c)
         return cls(
-            name=str(meta.get("name", "")),
-            holder=str(spec.get("holderIdentity") or ""),
-            duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-            acquire_time=str(spec.get("acquireTime") or ""),
-            renew_time=str(spec.get("renewTime") or ""),
-            transitions=int(spec.get("leaseTransitions") or 0),
-            resource_version=str(meta.get("resourceVersion", "")),
-            labels=dict(meta.get("labels") or {}),
+            record.name.removeprefix(REPLICA_LEASE_PREFIX),
+            record.holder,
+            notes.get(WEBHOOK_URL_ANNOTATION) or None,
+            notes.get(WEBHOOK_CA_ANNOTATION) or None,
+            unreachable,
         )
 
-    def fresh(self, now: float) -> bool:
-        """Whether `renewTime + leaseDurationSeconds` is after `now` (wall clock)."""
-        renewed = parse_micro_time(self.renew_time)
-        return bool(self.holder) and renewed is not None and renewed + self.duration_seconds > now
+
+class ReplicaIdInUse(Exception):
+    """Another live process renews the membership Lease of this replica id."""
+
+    def __init__(self, replica_id: str, record: LeaseRecord) -> None:
+        super().__init__(
+            f'replica id "{replica_id}" is in use by a live process: {describe_holder(record)}; give every replica '
+            "its own --replica-id"
+        )
 
 
-class Leases:
-    """Lease reads and optimistic-concurrency writes in one namespace of the coordination cluster."""
+def refusal_message(cluster: str, record: LeaseRecord, *, ha: bool) -> str:
+    """The one line saying why this process does not run `cluster`: who holds it, and what to do."""
+    if record.holder_runs_ha and not ha:
+        hint = "run this omectl with --ha too to share the clusters with it"
+    elif ha:
+        hint = "that omectl runs without --ha and keeps every cluster it holds: restart it with --ha to share them"
+    else:
+        hint = "one omectl runs a cluster at a time: stop that one, or run every omectl of the fleet with --ha"
+    return f"cluster {cluster} is held by another omectl: {describe_holder(record)}; {hint}"
 
-    def __init__(self, client: ClusterClient, namespace: str, *, request_timeout: float = 5.0) -> None:
+
+class Membership:
+    """A `--ha` replica's Lease in the coordination cluster: it is live while the Lease is fresh."""
+
+    def __init__(
+        self,
+        client: ClusterClient,
+        holder: Holder,
+        *,
+        namespace: str = DEFAULT_HA_NAMESPACE,
+        timings: LeaseTimings | None = None,
+        clock: Callable[[], float] = time.time,
+        owns_client: bool = False,
+    ) -> None:
         self.client = client
-        self.namespace = namespace
-        self.request_timeout = request_timeout
-        self._namespace_checked = False
+        self.holder = holder
+        self.timings = timings or LeaseTimings()
+        self.leases = Leases(client, namespace, request_timeout=self.timings.renew_deadline / 2)
+        self.clock = clock
+        self.owns_client = owns_client
+        self.name = REPLICA_LEASE_PREFIX + holder.replica_id
+        self.record: LeaseRecord | None = None
+        self.live: dict[str, Replica] = {}
 
-    def _path(self, name: str | None = None) -> str:
-        return LEASES.path(self.namespace, name)
+    def _spec(self, stamp: float, acquired: str) -> dict[str, Any]:
+        return {
+            "holderIdentity": self.holder.identity,
+            "leaseDurationSeconds": self.timings.lease_seconds,
+            "acquireTime": acquired,
+            "renewTime": micro_time(stamp),
+            "leaseTransitions": 0,
+        }
 
-    def _body(self, name: str, spec: dict[str, Any], labels: dict[str, str], rv: str | None) -> dict[str, Any]:
-        meta: dict[str, Any] = {"name": name, "namespace": self.namespace, "labels": labels}
-        if rv:
-            meta["resourceVersion"] = rv
-        return {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": meta, "spec": spec}
+    def _notes(self, advertised: dict[str, str]) -> dict[str, str]:
+        return {**self.holder.annotations(), **advertised}
 
-    async def list(self) -> dict[str, LeaseRecord]:
-        body = await self.client.request(
-            "GET", self._path(), query={"labelSelector": LEASE_KIND_LABEL}, timeout=self.request_timeout
-        )
-        records = (LeaseRecord.from_object(o) for o in body.get("items") or [])
-        return {r.name: r for r in records}
+    async def claim(self, advertised: dict[str, str] | None = None) -> None:
+        """Take this replica id's membership Lease; `ReplicaIdInUse` if another live process renews it.
 
-    async def get(self, name: str) -> LeaseRecord | None:
-        try:
-            return LeaseRecord.from_object(
-                await self.client.request("GET", self._path(name), timeout=self.request_timeout)
+        A Lease that is stale by the wall clock is taken at once (membership is never what keeps two writers
+        apart); a fresh one of another process is watched: if it changes, its holder is alive; if it stays as it
+        is for a lease duration, its holder died and the Lease is taken.
+        """
+        first_seen: tuple[str, float] | None = None
+        labels = {LEASE_KIND_LABEL: "replica"}
+        while True:
+            current = await self.leases.get(self.name)
+            mono = time.monotonic()
+            ours = current is None or not current.holder or current.holder == self.holder.identity
+            if current is not None and not ours and current.fresh(self.clock()):
+                if first_seen is not None and first_seen[0] != current.resource_version:
+                    raise ReplicaIdInUse(self.holder.replica_id, current)
+                if first_seen is None:
+                    first_seen = (current.resource_version, mono)
+                if mono - first_seen[1] < current.duration_seconds:
+                    await asyncio.sleep(self.timings.retry_period)
+                    continue
+                log.info("ha: replica id %s: taking the membership lease of %s over", self.name, current.holder)
+            stamp = self.clock()
+            written = await self.leases.write(
+                self.name, self._spec(stamp, micro_time(stamp)), labels, current, self._notes(advertised or {})
             )
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+            if written is not None:
+                self.record = written
+                return
+            first_seen = None  # another process wrote first: look again
 
-    async def write(
-        self, name: str, spec: dict[str, Any], labels: dict[str, str], previous: LeaseRecord | None
-    ) -> LeaseRecord | None:
-        """Create (no `previous`) or replace at `previous`'s resourceVersion; None when another write won."""
-        try:
-            if previous is None:
-                obj = await self._create(name, spec, labels)
-            else:
-                obj = await self.client.request(
-                    "PUT",
-                    self._path(name),
-                    body=self._body(name, spec, labels, previous.resource_version),
-                    timeout=self.request_timeout,
-                )
-        except KubeAPIError as exc:
-            if exc.status in (404, 409):  # 409: changed or created since; 404: deleted since
-                return None
-            raise
-        return LeaseRecord.from_object(obj)
+    async def renew(self, advertised: dict[str, str]) -> None:
+        stamp = self.clock()
+        previous = self.record
+        acquired = previous.acquire_time if previous is not None else micro_time(stamp)
+        labels = {LEASE_KIND_LABEL: "replica"}
+        spec, notes = self._spec(stamp, acquired), self._notes(advertised)
+        written = await self.leases.write(self.name, spec, labels, previous, notes)
+        if written is None:  # our last answer was lost, or another process took the id: read, then decide
+            current = await self.leases.get(self.name)
+            if current is not None and current.holder not in ("", self.holder.identity) and current.fresh(stamp):
+                raise ReplicaIdInUse(self.holder.replica_id, current)
+            written = await self.leases.write(self.name, spec, labels, current, notes)
+        self.record = written
 
-    async def _create(self, name: str, spec: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
-        body = self._body(name, spec, labels, None)
-        try:
-            return await self.client.request("POST", self._path(), body=body, timeout=self.request_timeout)
-        except KubeAPIError as exc:
-            if exc.status != 404 or self._namespace_checked:
-                raise
-        # The namespace is missing: create it once (best effort, the role may not allow it), then retry.
-        self._namespace_checked = True
-        with contextlib.suppress(KubeAPIError):
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
-            await self.client.request("POST", NAMESPACES.path(), body=namespace, timeout=self.request_timeout)
-        return await self.client.request("POST", self._path(), body=body, timeout=self.request_timeout)
+    async def observe(self) -> dict[str, Replica]:
+        """The live replicas (this one included), from the membership Leases."""
+        records = await self.leases.list(f"{LEASE_KIND_LABEL}=replica")
+        now = self.clock()
+        live = {
+            replica.replica_id: replica
+            for record in records.values()
+            if record.name.startswith(REPLICA_LEASE_PREFIX)
+            and record.holder.startswith(record.name.removeprefix(REPLICA_LEASE_PREFIX) + "_")
+            and record.fresh(now)
+            for replica in [Replica.from_record(record)]
+        }
+        self.live = live
+        return live
 
-    async def delete(self, record: LeaseRecord) -> None:
-        """Delete a Lease if it is still as read (a precondition on its resourceVersion)."""
-        with contextlib.suppress(KubeAPIError):
-            await self.client.delete(
-                LEASES, record.name, self.namespace, preconditions={"resourceVersion": record.resource_version}
-            )
+    async def leave(self) -> None:
+        if self.record is not None:
+            with contextlib.suppress(KubeError):
+                await self.leases.delete(self.record)
+            self.record = None
+        if self.owns_client:
+            await self.client.close()
 
 
-# --- the coordinator -------------------------------------------------------------------------------------
+# --- the coordinator ---------------------------------------------------------------------------------------
+
+
+class OwnershipListener(Protocol):
+    """What happens around the Leases: `acquired` right after one is taken; `handing_over` while one is still
+    held, before a release (`successor`: the next owner, if known; `removed`: the cluster left the registry);
+    `stopping` must return once nothing of the cluster runs any more; `lost` once one was lost or fenced."""
+
+    def acquired(self, cluster: str) -> None: ...
+
+    async def handing_over(self, cluster: str, successor: Replica | None, removed: bool) -> None: ...
+
+    async def stopping(self, cluster: str) -> None: ...
+
+    def lost(self, cluster: str) -> None: ...
+
+
+@dataclass
+class _Member:
+    """One registered member cluster as the coordinator sees it."""
+
+    client: ClusterClient
+    leases: Leases
+    record: LeaseRecord | None = None  # as last read or written
+    seen: tuple[str, float] | None = None  # (resourceVersion, monotonic time first seen)
+    alive: bool = False  # its holder (another process) was seen writing it
+    failing_since: float | None = None  # monotonic: the first of the requests failing in a row
+    last_error: str | None = None
+    reported: str | None = None  # the holder whose refusal was last logged
 
 
 @dataclass
@@ -304,60 +308,94 @@ class _Held:
     deadline: float  # monotonic: writes stop at this instant unless a renewal moves it
 
 
-class ShardCoordinator:
-    """One replica's side of the sharding: its membership, the cluster Leases it holds, and the write fence.
+@dataclass
+class _Round:
+    count: int = 0
+    done: asyncio.Condition = field(default_factory=asyncio.Condition)
 
-    `start_cluster(name)` is called (synchronously) right after a cluster's Lease is acquired, `stop_cluster(name)`
-    is awaited before a Lease is released and must return once nothing of that cluster runs any more, and
-    `lost_cluster(name)` is called when a Lease was lost or its renew deadline passed (writes are fenced already).
-    """
+
+class ShardCoordinator:
+    """This process's side of cluster ownership: the member Leases it holds, the write fence, and (`--ha`) its
+    membership and the assignment. Clusters come and go with `add_member` / `remove_member`."""
 
     def __init__(
         self,
-        client: ClusterClient,
-        replica_id: str,
+        holder: Holder,
         *,
-        namespace: str = DEFAULT_HA_NAMESPACE,
+        namespace: str = DEFAULT_LEASE_NAMESPACE,
         timings: LeaseTimings | None = None,
+        membership: Membership | None = None,
         clock: Callable[[], float] = time.time,
-        owns_client: bool = False,
     ) -> None:
-        problem = validate_replica_id(replica_id)
-        if problem is not None:
-            raise ValueError(problem)
-        self.client = client
-        self.owns_client = owns_client
-        self.replica_id = replica_id
+        self.holder = holder
+        self.identity = holder.identity
+        self.namespace = namespace
         self.timings = timings or LeaseTimings()
-        self.leases = Leases(client, namespace, request_timeout=self.timings.renew_deadline / 2)
+        self.membership = membership
         self.clock = clock
-        self.registered: set[str] = set()
+        self.members: dict[str, _Member] = {}
         self.held: dict[str, _Held] = {}
         self.releasing: set[str] = set()
-        self.live_replicas: list[str] = []
+        self.draining: set[str] = set()
         self.desired: dict[str, str] = {}
-        self.records: dict[str, LeaseRecord] = {}
-        self.rounds = 0
+        self.live_replicas: list[str] = [holder.replica_id]
+        self.listeners: list[OwnershipListener] = []
+        self.advertise: Callable[[], dict[str, str]] = dict  # extra membership annotations (the webhook endpoint)
+        self.report_refusals = True  # log each refusal once (off while `omectl run` decides whether to start)
         self.last_error: str | None = None
-        self.start_cluster: Callable[[str], None] = lambda name: None
-        self.stop_cluster: Callable[[str], Any] = _nothing
-        self.lost_cluster: Callable[[str], None] = lambda name: None
-        self._membership: LeaseRecord | None = None
-        self._observed: dict[str, tuple[str, float]] = {}  # lease name -> (resourceVersion, monotonic first seen)
+        self.failure: Exception | None = None  # fatal: another process took this replica id
+        self.failed = asyncio.Event()
+        self._round = _Round()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
-        self.draining: set[str] = set()
+        self._stopped = False
         self._in_flight: dict[str, int] = {}
         self._drained: dict[str, asyncio.Future[None]] = {}
-        self._round_done = asyncio.Condition()
 
-    # --- the fence -------------------------------------------------------------------------------------
+    @property
+    def replica_id(self) -> str:
+        return self.holder.replica_id
+
+    @property
+    def registered(self) -> set[str]:
+        return set(self.members)
+
+    @property
+    def rounds(self) -> int:
+        return self._round.count
+
+    # --- members -------------------------------------------------------------------------------------------
+
+    def add_member(self, cluster: str, client: ClusterClient) -> None:
+        """Start watching a member's Lease through `client` (the coordinator closes it); a second call for the
+        same cluster (its credentials rotated) swaps the client."""
+        leases = Leases(client, self.namespace, request_timeout=self.timings.renew_deadline / 2)
+        member = self.members.get(cluster)
+        if member is None:
+            self.members[cluster] = _Member(client, leases)
+            return
+        old, member.client, member.leases = member.client, client, leases
+        self._spawn(old.close(), f"close-{cluster}")
+
+    def client_for(self, cluster: str) -> ClusterClient | None:
+        member = self.members.get(cluster)
+        return member.client if member is not None else None
+
+    async def remove_member(self, cluster: str) -> None:
+        """The cluster left the registry: hand it over (its webhook configuration deleted) and delete its Lease."""
+        if cluster in self.held:
+            await self.release(cluster, removed=True)
+        member = self.members.pop(cluster, None)
+        if member is not None:
+            await member.client.close()
+
+    # --- the fence ---------------------------------------------------------------------------------------
 
     def may_write(self, cluster: str) -> bool:
-        """Whether this replica may send a write to `cluster` now: it holds the Lease and the deadline is ahead."""
+        """Whether this process may send a write to `cluster` now: it holds the Lease and the deadline is ahead."""
         held = self.held.get(cluster)
         return (
-            held is not None and not self._closing and cluster not in self.draining and time.monotonic() < held.deadline
+            held is not None and not self._stopped and cluster not in self.draining and time.monotonic() < held.deadline
         )
 
     @contextlib.contextmanager
@@ -397,13 +435,85 @@ class ShardCoordinator:
     def owned(self) -> list[str]:
         return sorted(self.held)
 
+    # --- what the members say ----------------------------------------------------------------------------
+
+    def _failed(self, member: _Member, exc: KubeError) -> None:
+        if member.failing_since is None:
+            member.failing_since = time.monotonic()
+        member.last_error = str(exc)
+
+    @staticmethod
+    def _reached(member: _Member) -> None:
+        member.failing_since = None
+        member.last_error = None
+
+    def unreachable(self) -> set[str]:
+        """The members this process has failed to reach for at least a renew deadline."""
+        now = time.monotonic()
+        return {
+            name
+            for name, m in self.members.items()
+            if m.failing_since is not None and now - m.failing_since >= self.timings.renew_deadline
+        }
+
+    def unreached(self) -> dict[str, str]:
+        """The clusters this process wants but has not reached to take their Lease, each with the last error."""
+        return {
+            name: m.last_error or "not reached"
+            for name, m in self.members.items()
+            if name not in self.held and m.failing_since is not None and self.desired.get(name) == self.replica_id
+        }
+
+    def _observe(self, member: _Member, record: LeaseRecord | None, now_mono: float) -> None:
+        if record is None:
+            member.seen, member.alive = None, False
+        elif member.seen is None or member.seen[0] != record.resource_version:
+            member.alive = member.seen is not None and record.holder not in ("", self.identity)
+            member.seen = (record.resource_version, now_mono)
+        member.record = record
+
+    def _expired(self, member: _Member, now_mono: float) -> bool:
+        if member.seen is None or member.record is None:
+            return False  # never judge a record not observed for a whole lease duration
+        return now_mono >= member.seen[1] + member.record.duration_seconds
+
+    def _held_by_other(self, member: _Member) -> bool:
+        return member.record is not None and member.record.holder not in ("", self.identity)
+
+    def refused(self) -> dict[str, str]:
+        """The clusters this process wants but another live process holds, each with its one-line reason."""
+        out: dict[str, str] = {}
+        for name, member in self.members.items():
+            if name in self.held or self.desired.get(name) != self.replica_id or not self._held_by_other(member):
+                continue
+            assert member.record is not None
+            if self.membership is not None and member.record.holder_runs_ha:
+                continue  # another replica hands it over on its next round
+            out[name] = refusal_message(name, member.record, ha=self.membership is not None)
+        return out
+
+    def settled(self) -> bool:
+        """Whether every cluster this process wants is held, refused by a live holder, or unreachable."""
+        for name, member in self.members.items():
+            if name in self.held or self.desired.get(name) != self.replica_id or member.failing_since is not None:
+                continue
+            if member.seen is None or not (self._held_by_other(member) and member.alive):
+                return False
+        return True
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "identity": self.identity,
+            "mode": "ha" if self.membership is not None else "single",
+            "held": self.owned(),
+            "refused": self.refused(),
+            "unreachable": sorted(self.unreachable()),
+        }
+
     # --- one round ----------------------------------------------------------------------------------------
 
-    def _labels(self, kind: str, cluster: str | None = None) -> dict[str, str]:
-        labels = {LEASE_KIND_LABEL: kind}
-        if cluster is not None:
-            labels[CLUSTER_NAME_LABEL] = cluster
-        return labels
+    def _labels(self, cluster: str) -> dict[str, str]:
+        return {LEASE_KIND_LABEL: "cluster", CLUSTER_NAME_LABEL: cluster}
 
     def _spec(self, holder: str, stamp: float, acquired: str, transitions: int, duration: int) -> dict[str, Any]:
         return {
@@ -414,113 +524,156 @@ class ShardCoordinator:
             "leaseTransitions": transitions,
         }
 
+    def _advertised(self) -> dict[str, str]:
+        notes = dict(self.advertise())
+        unreachable = self.unreachable()
+        if unreachable:
+            notes[UNREACHABLE_ANNOTATION] = ",".join(sorted(unreachable))
+        return notes
+
     async def run_round(self) -> None:
-        """Renew, observe, rebalance: what a replica does every retry period."""
+        """Renew, observe, rebalance: what a process does every retry period."""
         try:
-            await self._round()
+            await self._run_round()
             self.last_error = None
+        except ReplicaIdInUse as exc:
+            self.failure = exc
+            self.failed.set()
         except KubeError as exc:
             self.last_error = str(exc)
             log.warning("ha: %s", exc)
         finally:
-            self.rounds += 1
-            async with self._round_done:
-                self._round_done.notify_all()
+            self._round.count += 1
+            async with self._round.done:
+                self._round.done.notify_all()
 
     async def wait_rounds(self, count: int, timeout: float | None = None) -> None:
-        async with asyncio.timeout(timeout), self._round_done:
-            await self._round_done.wait_for(lambda: self.rounds >= count)
+        async with asyncio.timeout(timeout), self._round.done:
+            await self._round.done.wait_for(lambda: self._round.count >= count)
 
-    async def _round(self) -> None:
-        # Renewals first: they are what the fence waits on; the list and the decisions can lag behind.
-        membership, *_ = await asyncio.gather(
-            self._renew_membership(), *(self._renew(name) for name in list(self.held)), return_exceptions=True
-        )
-        if isinstance(membership, BaseException):
-            raise membership
-        records = await self.leases.list()
-        now_mono = time.monotonic()
-        for name, record in records.items():
-            seen = self._observed.get(name)
-            if seen is None or seen[0] != record.resource_version:
-                self._observed[name] = (record.resource_version, now_mono)
-        for name in list(self._observed):
-            if name not in records:
-                del self._observed[name]
-        self.records = records
-        now = self.clock()
-        live = {
-            r.holder
-            for r in records.values()
-            if r.labels.get(LEASE_KIND_LABEL) == "replica"
-            and r.name == REPLICA_LEASE_PREFIX + r.holder
-            and r.fresh(now)
-        }
-        live.add(self.replica_id)
-        self.live_replicas = sorted(live)
-        self.desired = assign(self.registered, self.live_replicas)
+    async def wait_settled(self, timeout: float) -> None:
+        """Until something is held or every wanted cluster is decided (refused, unreachable), or `timeout`."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout), self._round.done:
+                await self._round.done.wait_for(lambda: bool(self.held) or self.settled())
+
+    def _replicas(self) -> dict[str, Replica]:
+        if self.membership is not None:
+            return self.membership.live
+        return {self.replica_id: Replica(self.replica_id, self.identity)}
+
+    async def _run_round(self) -> None:
+        # Renewals first: they are what the fence waits on; the reads and the decisions can lag behind.
+        renewals = [self._renew(name) for name in list(self.held)]
+        if self.membership is not None:
+            results = await asyncio.gather(self.membership.renew(self._advertised()), *renewals, return_exceptions=True)
+            if isinstance(results[0], BaseException):
+                raise results[0]
+            await self.membership.observe()
+        else:
+            await asyncio.gather(*renewals)
+        replicas = self._replicas()
+        replicas.setdefault(self.replica_id, Replica(self.replica_id, self.identity))
+        self.live_replicas = sorted(replicas)
+        excluded = {r.replica_id: r.unreachable for r in replicas.values()}
+        mine = self.unreachable()
+        excluded[self.replica_id] = frozenset(mine)
+        self.desired = assign(self.members, replicas, excluded)
         if self._closing:
             return
         for cluster in list(self.held):
-            if self.desired.get(cluster) != self.replica_id and cluster not in self.releasing:
-                self._spawn(self.release(cluster), f"ha-release-{cluster}")
-        wanted = [
-            c
-            for c in sorted(self.registered)
-            if self.desired.get(c) == self.replica_id and c not in self.held and c not in self.releasing
-        ]
-        await asyncio.gather(*(self._try_acquire(c, records.get(CLUSTER_LEASE_PREFIX + c), now_mono) for c in wanted))
+            owner = self.desired.get(cluster)
+            if owner != self.replica_id and cluster not in self.releasing:
+                successor = replicas.get(owner) if owner is not None else None
+                self._spawn(self.release(cluster, successor=successor), f"ha-release-{cluster}")
+        # Every other member's Lease is read too (and acquired where this process is the desired owner): a Lease
+        # must be watched for a lease duration before it can be judged expired, so the watch starts before a dead
+        # replica's clusters become ours, and a takeover takes one lease duration, not two.
+        others = [c for c in sorted(self.members) if c not in self.held and c not in self.releasing]
+        await asyncio.gather(*(self._consider(c) for c in others))
+        if self.report_refusals:
+            self.log_refusals()
 
-    def _expired(self, record: LeaseRecord, now_mono: float) -> bool:
-        seen = self._observed.get(record.name)
-        if seen is None or seen[0] != record.resource_version:
-            return False  # never judge a record not observed for a whole lease duration
-        return now_mono >= seen[1] + record.duration_seconds
+    def log_refusals(self) -> None:
+        for cluster, message in self.refused().items():
+            member = self.members[cluster]
+            holder = member.record.holder if member.record is not None else ""
+            if member.reported != holder:
+                member.reported = holder
+                log.warning("%s", message)
 
-    async def _try_acquire(self, cluster: str, record: LeaseRecord | None, now_mono: float) -> None:
-        if record is not None and record.holder not in ("", self.replica_id) and not self._expired(record, now_mono):
+    async def _consider(self, cluster: str) -> None:
+        member = self.members.get(cluster)
+        if member is None:
             return
+        try:
+            record = await member.leases.get(LEASE_NAME)
+        except KubeError as exc:
+            self._failed(member, exc)
+            return
+        self._reached(member)
+        now_mono = time.monotonic()
+        self._observe(member, record, now_mono)
+        if self.desired.get(cluster) != self.replica_id or self._closing:
+            return
+        if record is not None and self._held_by_other(member) and not self._expired(member, now_mono):
+            return
+        await self._acquire(cluster, member, record)
+
+    async def _acquire(self, cluster: str, member: _Member, record: LeaseRecord | None) -> None:
         stamp, stamp_mono = self.clock(), time.monotonic()
-        transitions = 0 if record is None else record.transitions + (record.holder != self.replica_id)
-        spec = self._spec(self.replica_id, stamp, micro_time(stamp), transitions, self.timings.lease_seconds)
-        written = await self.leases.write(
-            CLUSTER_LEASE_PREFIX + cluster, spec, self._labels("cluster", cluster), record
-        )
-        if written is None:
-            log.info("ha: cluster %s: another replica acquired the lease first", cluster)
+        transitions = 0 if record is None else record.transitions + (record.holder != self.identity)
+        spec = self._spec(self.identity, stamp, micro_time(stamp), transitions, self.timings.lease_seconds)
+        try:
+            written = await member.leases.write(
+                LEASE_NAME, spec, self._labels(cluster), record, self.holder.annotations()
+            )
+        except KubeError as exc:
+            self._failed(member, exc)
+            log.warning("ha: cluster %s: taking the lease failed: %s", cluster, exc)
             return
-        if self._closing or cluster not in self.registered:
-            await self._release_lease(written)
+        if written is None:
+            log.info("ha: cluster %s: another process acquired the lease first", cluster)
+            return
+        self._observe(member, written, stamp_mono)
+        member.alive = False
+        if self._closing or cluster not in self.members:
+            await self._release_lease(member, written)
             return
         self.held[cluster] = _Held(written, stamp_mono + self.timings.renew_deadline)
         previous = record.holder if record is not None else ""
         log.info(
-            "ha: replica %s acquired cluster %s (from %s, transitions %d)",
-            self.replica_id,
+            "ha: %s acquired cluster %s (from %s, transitions %d)",
+            self.identity,
             cluster,
             previous or "nobody",
             transitions,
         )
-        self.start_cluster(cluster)
+        for listener in self.listeners:
+            listener.acquired(cluster)
 
     async def _renew(self, cluster: str) -> None:
         held = self.held.get(cluster)
-        if held is None:
+        member = self.members.get(cluster)
+        if held is None or member is None:
             return
         stamp, stamp_mono = self.clock(), time.monotonic()
         record = held.record
-        spec = self._spec(self.replica_id, stamp, record.acquire_time, record.transitions, self.timings.lease_seconds)
+        spec = self._spec(self.identity, stamp, record.acquire_time, record.transitions, self.timings.lease_seconds)
         try:
-            written = await self.leases.write(record.name, spec, self._labels("cluster", cluster), record)
+            written = await member.leases.write(record.name, spec, self._labels(cluster), record)
         except KubeError as exc:
+            self._failed(member, exc)
             log.warning("ha: cluster %s: renewing the lease failed: %s", cluster, exc)
             self._check_deadline(cluster)
             return
+        self._reached(member)
         if self.held.get(cluster) is not held:
             return  # released or fenced while the renewal was in flight
         if written is None:
             self._lose(cluster, "the lease was changed by another writer")
             return
+        self._observe(member, written, stamp_mono)
         held.record = written
         held.deadline = stamp_mono + self.timings.renew_deadline
 
@@ -532,59 +685,75 @@ class ShardCoordinator:
     def _lose(self, cluster: str, why: str) -> None:
         if self.held.pop(cluster, None) is None:
             return
-        log.warning("ha: replica %s lost cluster %s: %s; its writes are fenced", self.replica_id, cluster, why)
+        log.warning("ha: %s lost cluster %s: %s; its writes are fenced", self.identity, cluster, why)
         if cluster not in self.releasing:
-            self.lost_cluster(cluster)
-
-    async def _renew_membership(self) -> None:
-        stamp = self.clock()
-        name = REPLICA_LEASE_PREFIX + self.replica_id
-        previous = self._membership
-        acquired = previous.acquire_time if previous is not None else micro_time(stamp)
-        spec = self._spec(self.replica_id, stamp, acquired, 0, self.timings.lease_seconds)
-        written = await self.leases.write(name, spec, self._labels("replica"), previous)
-        if written is None:  # first start with a leftover Lease, or our last answer was lost: read, then write
-            current = await self.leases.get(name)
-            written = await self.leases.write(name, spec, self._labels("replica"), current)
-        self._membership = written
+            for listener in self.listeners:
+                listener.lost(cluster)
 
     # --- release and shutdown ----------------------------------------------------------------------------
 
-    async def release(self, cluster: str) -> None:
-        """Hand a cluster over: stop everything of it here (renewing meanwhile), then release its Lease."""
+    async def _hand_over(self, cluster: str, successor: Replica | None, removed: bool) -> None:
+        for listener in self.listeners:
+            try:
+                await listener.handing_over(cluster, successor, removed)
+            except Exception:  # a hand-over that fails leaves the next owner to put things right
+                log.exception("ha: cluster %s: handing over failed", cluster)
+
+    async def release(self, cluster: str, *, successor: Replica | None = None, removed: bool = False) -> None:
+        """Hand a cluster over: let the listeners hand it over, stop everything of it here (renewing meanwhile),
+        then release its Lease (delete it, when the cluster left the registry)."""
         if cluster in self.releasing or cluster not in self.held:
             return
         self.releasing.add(cluster)
         try:
-            log.info("ha: replica %s releasing cluster %s", self.replica_id, cluster)
+            log.info("ha: %s releasing cluster %s", self.identity, cluster)
+            # 0. while the Lease is held: the webhook configuration re-pointed at the next owner, or deleted
+            await self._hand_over(cluster, successor, removed)
             # 1. no new write, and every write in flight answered (the Lease is renewed meanwhile)
             drained = await self._drain(cluster, self.timings.renew_deadline / 2)
-            # 2. the cluster's informers and workers stopped, its client closed
-            await self.stop_cluster(cluster)
+            # 2. the cluster's informers and workers stopped
+            for listener in self.listeners:
+                await listener.stopping(cluster)
             held = self.held.pop(cluster, None)
+            member = self.members.get(cluster)
             # 3. only then the Lease is free for the next holder; a write that never answered keeps it until expiry
-            if held is not None and drained:
-                await self._release_lease(held.record)
+            if held is not None and member is not None and drained:
+                if removed:
+                    await self._delete_lease(member, held.record)
+                else:
+                    await self._release_lease(member, held.record)
             elif held is not None:
                 log.warning("ha: cluster %s: a write is still in flight; its lease is left to expire", cluster)
         finally:
             self.releasing.discard(cluster)
             self.draining.discard(cluster)
 
-    async def _release_lease(self, record: LeaseRecord) -> None:
+    async def _release_lease(self, member: _Member, record: LeaseRecord) -> None:
         """Write `holderIdentity: ""` (client-go's release: duration 1 s), re-reading after a lost race."""
         current: LeaseRecord | None = record
         try:
             for _ in range(3):
-                if current is None or current.holder != self.replica_id:
+                if current is None or current.holder != self.identity:
                     return  # gone, or someone else's by now
                 stamp = self.clock()
                 spec = self._spec("", stamp, micro_time(stamp), current.transitions, 1)
-                if await self.leases.write(current.name, spec, current.labels, current) is not None:
+                if await member.leases.write(current.name, spec, current.labels, current) is not None:
                     return
-                current = await self.leases.get(current.name)  # a renewal in flight moved it: read, retry
+                current = await member.leases.get(current.name)  # a renewal in flight moved it: read, retry
         except KubeError as exc:
             log.warning("ha: releasing %s failed (it expires on its own): %s", record.name, exc)
+
+    async def _delete_lease(self, member: _Member, record: LeaseRecord) -> None:
+        current: LeaseRecord | None = record
+        try:
+            for _ in range(3):
+                if current is None or current.holder != self.identity:
+                    return
+                if await member.leases.delete(current):
+                    return
+                current = await member.leases.get(current.name)
+        except KubeError as exc:
+            log.warning("ha: deleting %s failed (it expires on its own): %s", record.name, exc)
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)
@@ -595,7 +764,7 @@ class ShardCoordinator:
         """Rounds every retry period (with client-go's jitter) and a watchdog that fences at each deadline."""
         watchdog = asyncio.create_task(self._watchdog(), name="ha-watchdog")
         try:
-            while True:
+            while not self.failed.is_set():
                 started = time.monotonic()
                 await self.run_round()
                 period = self.timings.retry_period * (1 + 0.2 * secrets.randbelow(1000) / 1000)
@@ -615,31 +784,38 @@ class ShardCoordinator:
             await asyncio.sleep(min(max(wait, 0.01), self.timings.retry_period))
 
     async def close(self) -> None:
-        """Stop writing everywhere, release every Lease held and leave the membership (call once stopped)."""
+        """Hand every held cluster over, release its Lease and leave the membership (call once stopped)."""
         self._closing = True
+        pending = list(self._tasks)
+        if pending:  # releases under way finish (they are bounded by the drain timeout)
+            await asyncio.wait(pending, timeout=self.timings.renew_deadline)
         for task in list(self._tasks):
             task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        held, self.held = self.held, {}
-        await asyncio.gather(*(self._release_lease(h.record) for h in held.values()), return_exceptions=True)
-        if self._membership is not None:
+        if self.membership is not None and self.held:
             with contextlib.suppress(KubeError):
-                await self.leases.delete(self._membership)
-        if self.owns_client:
-            await self.client.close()
-
-
-async def _nothing(name: str) -> None:
-    return None
+                await self.membership.observe()  # the next owners as they are now, with their webhook URLs
+        others = {r: info for r, info in self._replicas().items() if r != self.replica_id}
+        successors = assign(self.members, others, {r.replica_id: r.unreachable for r in others.values()})
+        held = dict(self.held)
+        # while the Leases are still held: each webhook configuration re-pointed at the next owner, or deleted
+        await asyncio.gather(
+            *(self._hand_over(c, others.get(successors.get(c, "")), False) for c in held), return_exceptions=True
+        )
+        self._stopped = True  # nothing is written to a member from here on
+        releases = [(m, self.held.get(c, h).record) for c, h in held.items() if (m := self.members.get(c)) is not None]
+        await asyncio.gather(*(self._release_lease(m, r) for m, r in releases), return_exceptions=True)
+        self.held = {}
+        if self.membership is not None:
+            await self.membership.leave()
+        for member in self.members.values():
+            await member.client.close()
 
 
 class Fenced(KubeConnectionError):
-    """A write refused before it was sent: this replica does not hold (or no longer holds) the cluster's Lease."""
+    """A write refused before it was sent: this process does not hold (or no longer holds) the cluster's Lease."""
 
     def __init__(self, cluster: str) -> None:
-        super().__init__(cluster, "write fenced: this replica does not hold the cluster's lease")
+        super().__init__(cluster, "write fenced: this process does not hold the cluster's lease")
 
 
 def fence_writes(client: ClusterClient, coordinator: ShardCoordinator, cluster: str) -> None:
@@ -663,32 +839,50 @@ def fence_writes(client: ClusterClient, coordinator: ShardCoordinator, cluster: 
 # --- the provider seen by the controller -------------------------------------------------------------------
 
 
-class ShardedProvider:
-    """A `RegistrationProvider` that hands the controller only the clusters whose Leases this replica holds.
+async def member_client(registration: ClusterRegistration) -> ClusterClient:
+    """The client the coordinator reaches a member's Lease with (the controller opens its own for the rest)."""
+    config = resolve_kubeconfig(registration)
+    return await ClusterClient.from_kubeconfig(config_dict=config, context=registration.context, name=registration.name)
 
-    The inner provider says which clusters exist; the coordinator says which of them are ours. An acquired
-    cluster is `added`; a cluster handed over is `removed`, and its Lease is released only once the controller
-    has applied that batch (the next batch is asked for after the previous one took effect); a lost or fenced
-    cluster is `removed` at once (its writes are already refused by `may_write`).
+
+class ShardedProvider:
+    """A `RegistrationProvider` that hands the controller only the clusters whose Leases this process holds.
+
+    The inner provider says which clusters exist (each becomes a member of the coordinator, with its own client);
+    the coordinator says which of them are ours. An acquired cluster is `added`; a cluster handed over is
+    `removed`, and its Lease is released only once the controller has applied that batch (the next batch is asked
+    for after the previous one took effect); a lost or fenced cluster is `removed` at once (its writes are already
+    refused by `may_write`). `registry_listeners` hear of every registry change, owned or not.
     """
 
-    def __init__(self, inner: RegistrationProvider, coordinator: ShardCoordinator) -> None:
+    def __init__(
+        self,
+        inner: RegistrationProvider,
+        coordinator: ShardCoordinator,
+        *,
+        connect: Callable[[ClusterRegistration], Awaitable[ClusterClient]] = member_client,
+    ) -> None:
         self.inner = inner
         self.coordinator = coordinator
+        self.connect = connect
+        self.registry_listeners: list[Callable[[RegistryChange], None]] = []
         self._registrations: dict[str, ClusterRegistration] = {}
         self._in_controller: dict[str, ClusterRegistration] = {}
+        self._client_errors: dict[str, str] = {}
         self._outbox: asyncio.Queue[tuple[list[RegistryChange], asyncio.Future[None]]] = asyncio.Queue()
         self._tasks: list[asyncio.Task[Any]] = []
         self._registry_seen = asyncio.Event()
-        coordinator.start_cluster = self._start_cluster
-        coordinator.stop_cluster = self._stop_cluster
-        coordinator.lost_cluster = self._lost_cluster
+        self._started = False
+        coordinator.listeners.insert(0, self)
 
     @property
     def errors(self) -> dict[str, str]:
         errors = dict(self.inner.errors)
+        errors.update(self._client_errors)
         if self.coordinator.last_error:
             errors["ha"] = self.coordinator.last_error
+        for cluster, message in self.coordinator.refused().items():
+            errors[f"cluster {cluster}"] = message
         return errors
 
     @errors.setter
@@ -698,26 +892,37 @@ class ShardedProvider:
     def snapshot(self) -> dict[str, ClusterRegistration]:
         return dict(self._in_controller)
 
+    def registrations(self) -> dict[str, ClusterRegistration]:
+        """Every registered cluster, owned or not."""
+        return dict(self._registrations)
+
     def _emit(self, change: RegistryChange) -> asyncio.Future[None]:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._outbox.put_nowait(([change], done))
         return done
 
-    def _start_cluster(self, name: str) -> None:
-        registration = self._registrations.get(name)
-        if registration is not None and name not in self._in_controller:
-            self._in_controller[name] = registration
+    # --- OwnershipListener ---------------------------------------------------------------------------------
+
+    def acquired(self, cluster: str) -> None:
+        registration = self._registrations.get(cluster)
+        if registration is not None and cluster not in self._in_controller:
+            self._in_controller[cluster] = registration
             self._emit(RegistryChange("added", registration))
 
-    async def _stop_cluster(self, name: str) -> None:
-        registration = self._in_controller.pop(name, None)
+    async def handing_over(self, cluster: str, successor: Replica | None, removed: bool) -> None:
+        return None
+
+    async def stopping(self, cluster: str) -> None:
+        registration = self._in_controller.pop(cluster, None)
         if registration is not None:
             await self._emit(RegistryChange("removed", registration))
 
-    def _lost_cluster(self, name: str) -> None:
-        registration = self._in_controller.pop(name, None)
+    def lost(self, cluster: str) -> None:
+        registration = self._in_controller.pop(cluster, None)
         if registration is not None:
             self._emit(RegistryChange("removed", registration))
+
+    # --- the registry --------------------------------------------------------------------------------------
 
     async def _follow_inner(self) -> None:
         async for changes in self.inner.watch():
@@ -725,24 +930,44 @@ class ShardedProvider:
                 name = change.registration.name
                 if change.kind == "removed":
                     self._registrations.pop(name, None)
-                    self.coordinator.registered.discard(name)
-                    if name in self.coordinator.held:
-                        self.coordinator._spawn(self.coordinator.release(name), f"ha-release-{name}")
-                    continue
-                self._registrations[name] = change.registration
-                self.coordinator.registered.add(name)
-                if change.kind == "changed" and name in self._in_controller:
-                    self._in_controller[name] = change.registration
-                    self._emit(change)
+                    self._client_errors.pop(name, None)
+                    self.coordinator._spawn(self.coordinator.remove_member(name), f"ha-remove-{name}")
+                else:
+                    try:
+                        client = await self.connect(change.registration)
+                    except Exception as exc:  # a bad registration is reported, never a crash
+                        self._client_errors[name] = str(exc)
+                        continue
+                    self._client_errors.pop(name, None)
+                    self._registrations[name] = change.registration
+                    self.coordinator.add_member(name, client)
+                    if change.kind == "changed" and name in self._in_controller:
+                        self._in_controller[name] = change.registration
+                        self._emit(change)
+                for listener in self.registry_listeners:
+                    listener(change)
             self._registry_seen.set()
 
+    async def start(self, *, wait_settled: bool = False) -> None:
+        """Read the registry, claim the membership (`--ha`), run the first round; with `wait_settled`, wait
+        until a cluster is held or every wanted one is decided (at most a lease duration and two rounds)."""
+        if self._started:
+            return
+        self._started = True
+        self._tasks.append(asyncio.create_task(self._follow_inner(), name="ha-registry"))
+        await self._registry_seen.wait()
+        coordinator = self.coordinator
+        if coordinator.membership is not None:
+            await coordinator.membership.claim(coordinator.advertise())
+        self._tasks.append(asyncio.create_task(coordinator.run(), name="ha-coordinator"))
+        await coordinator.wait_rounds(1)
+        if wait_settled:
+            timings = coordinator.timings
+            await coordinator.wait_settled(timings.lease_duration + 3 * timings.retry_period)
+
     async def watch(self) -> AsyncGenerator[list[RegistryChange], None]:
-        if not self._tasks:
-            self._tasks.append(asyncio.create_task(self._follow_inner(), name="ha-registry"))
-            await self._registry_seen.wait()
-            self._tasks.append(asyncio.create_task(self.coordinator.run(), name="ha-coordinator"))
-            await self.coordinator.wait_rounds(1)
-        first: list[RegistryChange] = []  # what the first round acquired, as one batch (possibly empty)
+        await self.start()
+        first: list[RegistryChange] = []  # what the first rounds acquired, as one batch (possibly empty)
         first_done: list[asyncio.Future[None]] = []
         while not self._outbox.empty():
             changes, done = self._outbox.get_nowait()

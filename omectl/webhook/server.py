@@ -16,7 +16,7 @@ import logging
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -265,8 +265,23 @@ class WebhookServer:
         return web.json_response(_review(uid, reason is None, reason))
 
 
-def webhook_configuration(server: WebhookServer, cluster: str, failure_policy: str = "Fail") -> dict[str, Any]:
-    """The ValidatingWebhookConfiguration `omectl run` installs into a cluster."""
+class WebhookEndpoint(Protocol):
+    """Where webhooks answer: this process's `WebhookServer`, or another replica's (`omectl.webhook.keeper`)."""
+
+    @property
+    def ca_pem(self) -> bytes | None: ...
+
+    def url_for(self, cluster: str, kind: str) -> str: ...
+
+
+OWNER_LABEL = "omectl.io/owner"  # the holder identity of the cluster's ownership Lease that installed it
+
+
+def webhook_configuration(
+    server: WebhookEndpoint, cluster: str, failure_policy: str = "Fail", owner: str | None = None
+) -> dict[str, Any]:
+    """The ValidatingWebhookConfiguration `omectl run` installs into a cluster (labelled with its owner)."""
+    labels = {"app.kubernetes.io/managed-by": "omectl", **({OWNER_LABEL: owner} if owner else {})}
     ca_bundle = base64.b64encode(server.ca_pem).decode() if server.ca_pem else None
 
     def hook(name: str, kind: str, resource: str) -> dict[str, Any]:
@@ -293,7 +308,7 @@ def webhook_configuration(server: WebhookServer, cluster: str, failure_policy: s
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": WEBHOOK_CONFIGURATION_NAME, "labels": {"app.kubernetes.io/managed-by": "omectl"}},
+        "metadata": {"name": WEBHOOK_CONFIGURATION_NAME, "labels": labels},
         "webhooks": [
             hook(SERVING_RUNTIME_WEBHOOK, SERVING_RUNTIME, "servingruntimes"),
             hook(CLUSTER_SERVING_RUNTIME_WEBHOOK, CLUSTER_SERVING_RUNTIME, "clusterservingruntimes"),

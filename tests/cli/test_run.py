@@ -194,6 +194,8 @@ def test_run_serves_the_fleet_reports_status_and_stops_cleanly_on_sigterm(fleet:
     names = [s.name for s in fleet.servers]
     proc = spawn(
         "run",
+        "--webhook-port",
+        "0",
         "--clusters-dir",
         str(fleet.clusters_dir),
         "--status-file",
@@ -297,6 +299,8 @@ def test_dev_up_with_the_controller_resolves_runtimes_and_stops_on_sigterm(tmp_p
         "--name-prefix",
         "dev-",
         "--controller",
+        "--webhook-port",
+        "0",
         "--register",
         str(tmp_path / "clusters"),
         "--ready-file",

@@ -102,7 +102,10 @@ async def traced(tmp_path: Path) -> AsyncIterator[Traced]:
         kubeconfig = sim.write_kubeconfig(tmp_path / "fleet.kubeconfig")
         write_registrations(tmp_path / "clusters", kubeconfig, [CLUSTER])
         settings = Settings.load(
-            clusters_dir=tmp_path / "clusters", trace_file=tmp_path / "traces.jsonl", install_webhooks=False
+            webhook_port=0,
+            clusters_dir=tmp_path / "clusters",
+            trace_file=tmp_path / "traces.jsonl",
+            install_webhooks=False,
         )
         changed = asyncio.Event()
         exporter = InMemorySpanExporter()

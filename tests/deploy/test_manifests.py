@@ -286,7 +286,12 @@ MEMBER_RULES = {
     "jobs.batch": {"get", "list", "watch", "create", "patch", "delete"},
     "configmaps": {"get", "list", "watch", "delete"},
     "events": {"create", "patch"},
-    "validatingwebhookconfigurations.admissionregistration.k8s.io[omectl-ome-webhooks]": {"patch"},
+    "validatingwebhookconfigurations.admissionregistration.k8s.io[omectl-ome-webhooks]": {
+        "list",
+        "watch",
+        "patch",
+        "delete",
+    },
     "validatingwebhookconfigurations.admissionregistration.k8s.io": {"create"},
 }
 
@@ -297,13 +302,25 @@ def test_member_and_hub_rbac_are_exactly_the_derived_rules() -> None:
     assert rules_by_resource(one(member, "ClusterRole", "omectl-member")) == MEMBER_RULES
     binding = one(member, "ClusterRoleBinding", "omectl-member")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "omectl-member", "namespace": "omectl-system"}]
+    lease_role = one(member, "Role", "omectl-member-lease")  # the ownership Lease, in omectl-system only
+    assert lease_role["metadata"]["namespace"] == "omectl-system"
+    assert rules_by_resource(lease_role) == {
+        "leases.coordination.k8s.io[omectl-controller]": {"get", "update", "delete"},
+        "leases.coordination.k8s.io": {"create"},
+    }
+    lease_binding = one(member, "RoleBinding", "omectl-member-lease")
+    assert lease_binding["subjects"] == binding["subjects"]
     hub = kustomize("base")
     assert rules_by_resource(one(hub, "Role", "omectl-hub-registrations")) == {"secrets": {"list", "watch"}}
     assert one(hub, "RoleBinding", "omectl-hub-registrations")["subjects"][0]["name"] == "omectl-controller"
 
 
 def test_every_rbac_rule_carries_a_comment() -> None:
-    for file in (DEPLOY / "member" / "rbac" / "clusterrole.yaml", DEPLOY / "base" / "controller" / "rbac-hub.yaml"):
+    for file in (
+        DEPLOY / "member" / "rbac" / "clusterrole.yaml",
+        DEPLOY / "member" / "rbac" / "role-lease.yaml",
+        DEPLOY / "base" / "controller" / "rbac-hub.yaml",
+    ):
         lines = file.read_text().splitlines()
         for i, line in enumerate(lines):
             if line.strip().startswith("- apiGroups:"):

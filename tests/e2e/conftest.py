@@ -93,7 +93,7 @@ def running_fleet(
         kubeconfig = bg.fleet.write_kubeconfig(base / "fleet.kubeconfig")
         clusters_dir = base / "clusters"
         write_registrations(clusters_dir, kubeconfig, [s.name for s in bg.fleet.servers])
-        loaded = Settings.load(clusters_dir=clusters_dir, trace_file=base / "traces.jsonl", **settings)
+        loaded = Settings.load(webhook_port=0, clusters_dir=clusters_dir, trace_file=base / "traces.jsonl", **settings)
 
         async def start() -> ControllerApp:
             app = ControllerApp(loaded)

@@ -112,7 +112,9 @@ async def fleet(tmp_path: Path) -> AsyncIterator[Fleet]:
     clusters_dir = tmp_path / "clusters"
     for server in sim.servers[:3]:
         write_registrations(clusters_dir, kubeconfigs[server.name], [server.name])
-    settings = Settings.load(clusters_dir=clusters_dir, trace_file=tmp_path / "traces.jsonl", install_webhooks=False)
+    settings = Settings.load(
+        webhook_port=0, clusters_dir=clusters_dir, trace_file=tmp_path / "traces.jsonl", install_webhooks=False
+    )
     app = ControllerApp(settings)
     await app.start()
     await app.wait_synced(30)
@@ -145,11 +147,9 @@ async def test_clusters_from_a_directory_and_changes_while_running(fleet: Fleet)
     write_registrations(fleet.clusters_dir, fleet.kubeconfigs["f-4"], ["f-4"])
     (fleet.clusters_dir / "f-1.yaml").unlink()
     assert fleet.app.provider is not None
-    applied = fleet.app.registry_batches
-    await fleet.app.provider.rescan()  # type: ignore[attr-defined]
-    await fleet.app.wait_registry_batches(applied + 1)
+    await fleet.app.provider.inner.rescan()  # type: ignore[attr-defined]
+    await fleet.app.wait_clusters({"f-2", "f-3", "f-4"})  # f-4's Lease taken, f-1's released
     await until([fourth], lambda: all_resolved(fourth))
-    assert sorted(fleet.app.controller.clusters) == ["f-2", "f-3", "f-4"]
 
     await create(first, sr("late", "profile"))  # f-1 is no longer registered
     await create(second, sr("late", "profile"))
@@ -203,7 +203,7 @@ async def test_rotating_one_clusters_credentials_rebuilds_only_that_cluster(flee
     path.write_text(yaml.safe_dump(config))
     assert fleet.app.provider is not None
     applied = fleet.app.registry_batches
-    changes = await fleet.app.provider.rescan()  # type: ignore[attr-defined]
+    changes = await fleet.app.provider.inner.rescan()  # type: ignore[attr-defined]
     assert [(c.kind, c.registration.name) for c in changes] == [("changed", "f-2")]
     await fleet.app.wait_registry_batches(applied + 1)
     after = fleet.app.controller.clusters

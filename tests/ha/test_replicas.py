@@ -1,11 +1,13 @@
 """Two and three `omectl run --ha` processes share a simulated fleet; one is SIGKILLed in the middle of a rollout.
 
-The clusters and the coordination cluster (`ha-hub`, holding the Leases) are embedded servers on a background
-loop of this process, so the test sees every Lease commit as it happens (a store listener stamps each one) and
-reads every cluster's request log in-process. The replicas run with 3 s leases (renew deadline 2 s, retry 0.5 s).
+The clusters and the coordination cluster (`ha-hub`, holding the membership Leases) are embedded servers on a
+background loop of this process, so the test sees every commit of each cluster's ownership Lease (in that cluster)
+as it happens (a store listener stamps each one) and reads every cluster's request log in-process. The replicas run
+with 3 s leases (renew deadline 2 s, retry 0.5 s).
 
 What is checked, from the servers' own records:
-- each cluster is owned by exactly one replica (its Lease's holder, the clusters in that replica's status file);
+- each cluster is owned by exactly one replica (its Lease's holder, the clusters in that replica's status file),
+  and the split is balanced (`assign`: loads differ by at most one);
 - after the SIGKILL, the dead replica's clusters are acquired by the others within the lease duration (+ two
   retry periods and a second of margin), never before its last renewal plus the lease duration has passed;
 - every child runtime converges to the new chain;
@@ -36,7 +38,7 @@ from omectl.cli.dev import write_registrations
 from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet, apply_document
 from omectl.embedded.server import EmbeddedAPIServer
 from omectl.embedded.store import WatchEvent
-from omectl.fleet.sharding import CLUSTER_LEASE_PREFIX, LeaseRecord, assign
+from omectl.fleet.sharding import LEASE_NAME, LeaseRecord, assign
 from tests.cli.test_run import omectl_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,8 +53,12 @@ CHILDREN = 12
 LEASE_SECONDS, RENEW_DEADLINE, RETRY = 3, 2.0, 0.5
 TAKEOVER_BOUND = LEASE_SECONDS + 2 * RETRY + 1.0
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
-REPLICA_AGENT = re.compile(r"\(replica=([a-z0-9-]+)\)")
+REPLICA_AGENT = re.compile(r"\(replica=([a-z0-9-]+_[0-9a-f]+)\)")
 pytestmark = pytest.mark.xdist_group("ha-replicas")
+
+
+def replica_of(identity: str) -> str:
+    return identity.rsplit("_", 1)[0]
 
 
 def runtime(kind: str, name: str, parent: str | None = None) -> dict[str, Any]:
@@ -104,13 +110,25 @@ class HAFleet:
 
         return self.bg.run(call())
 
+    def log(self, replica: str) -> str:
+        """The replica's stderr (a file: a pipe nobody reads would block a chatty replica)."""
+        return (self.tmp / f"{replica}.log").read_text()
+
     def spawn(self, replica: str) -> None:
-        status = self.tmp / f"status-{replica}.json"
-        self.procs[replica] = subprocess.Popen(
+        self.procs[replica] = self.popen(replica, replica)
+
+    def popen(self, replica: str, label: str) -> subprocess.Popen[str]:
+        """`omectl run --ha --replica-id <replica>`, its files named after `label`."""
+        with (self.tmp / f"{label}.log").open("w") as log:
+            return self._popen(replica, label, log)
+
+    def _popen(self, replica: str, label: str, log: Any) -> subprocess.Popen[str]:
+        status = self.tmp / f"status-{label}.json"
+        return subprocess.Popen(
             [sys.executable, "-m", "omectl", "run", "--ha", "--replica-id", replica, "--config", str(self.config),
-             "--status-file", str(status), "--trace-file", str(self.tmp / f"traces-{replica}.jsonl"),
-             "--no-install-webhooks", "--concurrency", "2", "--metrics-port", "-1"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.tmp, env=omectl_env(),
+             "--status-file", str(status), "--trace-file", str(self.tmp / f"traces-{label}.jsonl"),
+             "--no-install-webhooks", "--webhook-port", "0", "--concurrency", "2", "--metrics-port", "-1"],
+            stdout=subprocess.DEVNULL, stderr=log, text=True, cwd=self.tmp, env=omectl_env(),
         )  # fmt: skip
 
     def status_clusters(self, replica: str) -> set[str] | None:
@@ -121,12 +139,14 @@ class HAFleet:
         return {c["name"] for c in document.get("clusters", []) if c["synced"]}
 
     def holders(self) -> dict[str, str]:
+        """The replica id holding each cluster's ownership Lease (the holder identity is `<id>_<nonce>`)."""
+
         def read() -> dict[str, str]:
             found: dict[str, str] = {}
             for server in self.servers:
-                obj = self.hub.api.store.get(LEASE, HA_NS, CLUSTER_LEASE_PREFIX + server.name)
+                obj = server.api.store.get(LEASE, HA_NS, LEASE_NAME)
                 if obj is not None and (holder := LeaseRecord.from_object(obj).holder):
-                    found[server.name] = holder
+                    found[server.name] = replica_of(holder)
             return found
 
         result: dict[str, str] = self.on_loop(read)
@@ -147,10 +167,16 @@ class HAFleet:
                 return found
             for replica, proc in self.procs.items():
                 if proc.poll() is not None and proc.returncode != -signal.SIGKILL:
-                    _, err = proc.communicate()
+                    err = self.log(replica)
                     raise AssertionError(f"replica {replica} exited ({proc.returncode}) before {what}:\n{err[-3000:]}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"never {what} within {timeout}s; holders {self.holders()}")
+                holders = self.holders()
+                logs = ""
+                for replica, proc in self.procs.items():
+                    proc.kill()
+                    proc.wait()
+                    logs += f"\n--- {replica}:\n{self.log(replica)[-3000:]}"
+                raise AssertionError(f"never {what} within {timeout}s; holders {holders}{logs}")
             time.sleep(0.05)
 
     def stop_all(self) -> dict[str, tuple[int | None, str]]:
@@ -160,11 +186,11 @@ class HAFleet:
                 proc.send_signal(signal.SIGTERM)
         for replica, proc in self.procs.items():
             try:
-                _, err = proc.communicate(timeout=30)
+                proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                _, err = proc.communicate()
-            outcome[replica] = (proc.returncode, err)
+                proc.wait()
+            outcome[replica] = (proc.returncode, self.log(replica))
         return outcome
 
 
@@ -186,25 +212,31 @@ def ha_fleet(tmp_path: Path) -> Iterator[HAFleet]:
                     "clusters_dir": str(clusters_dir),
                     "ha_kubeconfig": str(hub.write_kubeconfig(tmp_path / "hub.kubeconfig")),
                     "ha_namespace": HA_NS,
-                    "ha_lease_duration": LEASE_SECONDS,
-                    "ha_renew_deadline": RENEW_DEADLINE,
-                    "ha_retry_period": RETRY,
+                    "lease_namespace": HA_NS,
+                    "lease_duration": LEASE_SECONDS,
+                    "lease_renew_deadline": RENEW_DEADLINE,
+                    "lease_retry_period": RETRY,
                 }
             )
         )
         fleet = HAFleet(bg, hub, tmp_path, config, clusters_dir)
 
-        def record(event: WatchEvent) -> None:  # on the fleet's loop, at the commit
-            if event.key != LEASE or not event.obj["metadata"]["name"].startswith(CLUSTER_LEASE_PREFIX):
-                return
-            lease = LeaseRecord.from_object(event.obj)
-            cluster = lease.name.removeprefix(CLUSTER_LEASE_PREFIX)
-            fleet.commits.append(LeaseCommit(time.time(), cluster, lease.holder, lease.duration_seconds))
+        def recorder(cluster: str) -> Callable[[WatchEvent], None]:
+            def record(event: WatchEvent) -> None:  # on the fleet's loop, at the commit
+                if event.key != LEASE or event.obj["metadata"]["name"] != LEASE_NAME:
+                    return
+                lease = LeaseRecord.from_object(event.obj)
+                holder = replica_of(lease.holder) if lease.holder else ""
+                fleet.commits.append(LeaseCommit(time.time(), cluster, holder, lease.duration_seconds))
 
-        fleet.on_loop(lambda: hub.api.store.listeners.append(record))
+            return record
+
+        for server in bg.fleet.servers:
+            fleet.on_loop(lambda s=server: s.api.store.listeners.append(recorder(s.name)))
 
         async def seed() -> None:
-            for server in bg.fleet.servers:
+            for server in bg.fleet.servers:  # the member install's namespace holds the ownership Lease
+                await apply_document(server, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HA_NS}})
                 await apply_document(server, runtime("ClusterServingRuntime", PROFILE))
                 await apply_document(server, runtime("ClusterServingRuntime", PROFILE_V2))
                 for child in children():
@@ -216,7 +248,7 @@ def ha_fleet(tmp_path: Path) -> Iterator[HAFleet]:
         for proc in getattr(locals().get("fleet"), "procs", {}).values():
             if proc.poll() is None:
                 proc.kill()
-                proc.communicate()
+                proc.wait()
         bg.run(hub.stop())
         bg.stop()
 
@@ -260,6 +292,8 @@ def test_replicas_shard_the_fleet_and_survive_a_sigkill_mid_rollout(ha_fleet: HA
         return holders
 
     holders = fleet.wait(sharded, "sharded the fleet across every replica", 45)
+    shares = sorted(sum(1 for h in holders.values() if h == r) for r in ids)
+    assert shares[-1] - shares[0] <= 1, holders  # balanced: nobody idle while another has two more
     fleet.wait(lambda: all(c == [PROFILE, n] for (_, n), c in fleet.chains().items()), "resolved every child", 30)
     assert sharded() == holders  # stable
 
@@ -322,7 +356,7 @@ def test_replicas_shard_the_fleet_and_survive_a_sigkill_mid_rollout(ha_fleet: HA
     fleet.bg.run(rollout_back())
     fleet.spawn(joined)
     expected = assign(names, [*survivors, joined])
-    assert joined in expected.values(), "rendezvous gives the new replica nothing: rename it"
+    assert joined in expected.values()  # bounded loads: a replica that joins always gets a share
     fleet.wait(lambda: fleet.holders() == expected, f"rebalanced onto {joined}", 30)
     fleet.wait(lambda: all(c == [PROFILE, n] for (_, n), c in fleet.chains().items()), "converged again", 30)
     for replica in [*survivors, joined]:
@@ -345,7 +379,7 @@ def test_replicas_shard_the_fleet_and_survive_a_sigkill_mid_rollout(ha_fleet: HA
                 continue
             match = REPLICA_AGENT.search(request.user_agent)
             assert match, f"a write without a replica's User-Agent: {request}"
-            writer = match.group(1)
+            writer = replica_of(match.group(1))
             inside = [
                 (start, stop)
                 for holder, start, stop in by_cluster.get(server.name, [])
@@ -371,7 +405,20 @@ def test_a_bad_replica_id_or_lease_timings_exit_1_with_one_line(tmp_path: Path) 
     assert bad_id.returncode == 1 and bad_id.stderr.startswith("error:")
     assert 'invalid replica id "Replica_1"' in bad_id.stderr and len(bad_id.stderr.strip().splitlines()) == 1
     config = tmp_path / "ha.yaml"
-    config.write_text("ha: true\nha_lease_duration: 5\nha_renew_deadline: 10\n")
+    config.write_text("ha: true\nlease_duration: 5\nlease_renew_deadline: 10\n")
     bad_timings = omectl("run", "--config", str(config), cwd=tmp_path)
     assert bad_timings.returncode == 1
     assert "must exceed the renew deadline" in bad_timings.stderr
+
+
+def test_a_second_process_with_a_live_replica_id_is_refused_in_one_line(ha_fleet: HAFleet) -> None:
+    fleet = ha_fleet
+    fleet.spawn("replica-0")
+    fleet.wait(lambda: fleet.holders() and set(fleet.holders().values()) == {"replica-0"}, "replica-0 running", 45)
+    again = fleet.popen("replica-0", "again")
+    assert again.wait(30) == 1
+    err = (fleet.tmp / "again.log").read_text()
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith('error: replica id "replica-0" is in use by a live process: replica-0_'), err
+    assert "give every replica its own --replica-id" in err
+    assert set(fleet.holders().values()) == {"replica-0"}  # the first one keeps every cluster

@@ -104,7 +104,11 @@ async def running(tmp_path: Path) -> AsyncIterator[Running]:
         (clusters / "broken.yaml").write_text(registration("broken", broken, "no-such-context"))
         (clusters / "unreachable.yaml").write_text(registration("unreachable", unreachable, CLUSTER))
         settings = Settings.load(
-            clusters_dir=clusters, trace_file=tmp_path / "traces.jsonl", install_webhooks=False, metrics_port=0
+            webhook_port=0,
+            clusters_dir=clusters,
+            trace_file=tmp_path / "traces.jsonl",
+            install_webhooks=False,
+            metrics_port=0,
         )
         app = ControllerApp(settings, status_file=tmp_path / "status.json")
         await app.start()

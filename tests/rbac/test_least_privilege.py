@@ -15,14 +15,17 @@ representative run of every end-to-end suite's features:
 - AIM v1alpha2: the models-and-caching samples (a cluster model source, cluster and namespaced models with
   discovery Jobs and result ConfigMaps, profiles, a profile set, a service with caching -> profile cache ->
   artifact -> PVC and download Job), then a new model image (the stale discovery Job and ConfigMap deleted);
-- the registration Secret rotated: the member is rebuilt and its webhook configuration re-applied (a patch).
+- the registration Secret rotated: the member is rebuilt and its webhook configuration re-applied (a patch);
+- ownership: the member's Lease taken and renewed, the webhook configuration watched (one name) and put back after
+  someone deletes it, and the registration Secret deleted: the webhook configuration and the Lease are deleted from
+  the member.
 
 Then every request whose User-Agent is the controller's (`omectl/...`) is mapped to the authorizer's attributes
 (omectl/kube/rbac.py) and must be allowed: member requests by the member ClusterRole, hub requests by the hub
 Role in its namespace. And every (group, resource, verb) either role grants must have been used by some request,
 unless the rule's comment says `not exercised: <verbs> - <why>`; such a note must not name a verb the flows do
-use (the note would be stale). A failure prints a table: missing permission -> the requests, unused grant -> the
-rule.
+use (the note would be stale). The member's roles are the ClusterRole and the Lease Role in omectl-system. A
+failure prints a table: missing permission -> the requests, unused grant -> the rule.
 """
 
 from __future__ import annotations
@@ -50,13 +53,17 @@ from omectl.embedded.requestlog import RequestRecord
 from omectl.embedded.server import EmbeddedAPIServer
 from omectl.embedded.simulator import NodePool, SimulatorConfig
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL
+from omectl.fleet.sharding import LEASE_NAME
 from omectl.kube.rbac import Grant, PolicyRule, Request, Role, implied_requests
 from omectl.settings import Settings
+from omectl.webhook.server import WEBHOOK_CONFIGURATION_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 OME = ROOT / "deploy" / "samples" / "ome"
 AIM = ROOT / "deploy" / "samples" / "aim"
 MEMBER_ROLE_FILE = ROOT / "deploy" / "member" / "rbac" / "clusterrole.yaml"
+MEMBER_LEASE_ROLE_FILE = ROOT / "deploy" / "member" / "rbac" / "role-lease.yaml"
+MEMBER_NAMESPACE_FILE = ROOT / "deploy" / "member" / "namespace.yaml"
 HUB_ROLE_FILE = ROOT / "deploy" / "base" / "controller" / "rbac-hub.yaml"
 HUB_NAMESPACE = "omectl-system"
 MEMBER = "lp-2"  # the fleet's second cluster; lp-1 is the hub
@@ -259,10 +266,12 @@ async def fleet(tmp_path: Path) -> AsyncIterator[Fleet]:
     fleet: Fleet | None = None
     try:
         await sim.apply([ROOT / "deploy" / "crds"])
+        await apply(member, *docs_of(MEMBER_NAMESPACE_FILE))  # the member install's namespace (deploy/member)
         hub_kubeconfig = hub.write_kubeconfig(tmp_path / "hub.kubeconfig")
         member_kubeconfig = member.write_kubeconfig(tmp_path / "member.kubeconfig").read_text()
         await apply(hub, namespace(HUB_NAMESPACE), registration_secret(member_kubeconfig))
         settings = Settings.load(
+            webhook_port=0,
             hub_kubeconfig=hub_kubeconfig,
             hub_namespace=HUB_NAMESPACE,
             trace_file=tmp_path / "traces.jsonl",
@@ -548,6 +557,22 @@ async def rotate_registration(f: Fleet) -> None:
     await until(lambda: installs() > before, "the webhook configuration re-applied")
 
 
+async def ownership_flows(f: Fleet) -> None:
+    """The Lease held and renewed; the webhook configuration put back after a deletion; then the cluster leaves the
+    registry: its webhook configuration and Lease are deleted."""
+    m = f.member
+    vwc = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+    lease = ("coordination.k8s.io", "leases")
+    assert get(m, *lease, LEASE_NAME, HUB_NAMESPACE) is not None
+    await delete(m, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", WEBHOOK_CONFIGURATION_NAME)
+    await until(lambda: get(m, *vwc, WEBHOOK_CONFIGURATION_NAME), "the webhook configuration put back")
+    await delete(f.hub, "v1", "Secret", MEMBER, HUB_NAMESPACE)
+    await until(
+        lambda: get(m, *vwc, WEBHOOK_CONFIGURATION_NAME) is None and get(m, *lease, LEASE_NAME, HUB_NAMESPACE) is None,
+        "the webhook configuration and the Lease deleted with the registration",
+    )
+
+
 # --- the proof --------------------------------------------------------------------------------------------------
 
 
@@ -565,11 +590,11 @@ def authorization_requests(records: list[RequestRecord]) -> Counter[tuple[Reques
     return out
 
 
-def missing_permissions(role: Role, requests: Counter[tuple[Request, str]]) -> list[str]:
-    """One row per denied (verb, resource): how many requests asked it, and one of them."""
+def missing_permissions(roles: list[Role], requests: Counter[tuple[Request, str]]) -> list[str]:
+    """One row per (verb, resource) no role allows: how many requests asked it, and one of them."""
     rows: dict[str, tuple[int, str]] = {}
     for (request, example), count in requests.items():
-        if role.allows(request) or (not request.is_resource and DEFAULT_NON_RESOURCE.allows(request)):
+        if any(r.allows(request) for r in roles) or (not request.is_resource and DEFAULT_NON_RESOURCE.allows(request)):
             continue
         key = Request(request.verb, request.group, request.resource, request.subresource, path=request.path).describe()
         seen, first = rows.get(key, (0, example))
@@ -613,10 +638,12 @@ async def test_every_controller_request_is_allowed_and_every_grant_is_used(fleet
     await aim_service_flows(fleet)
     await aim_model_flows(fleet)
     await rotate_registration(fleet)
+    await ownership_flows(fleet)
     await fleet.app.controller.queue.drain()
     await fleet.stop()
 
     member_role = load_role(MEMBER_ROLE_FILE, "ClusterRole")
+    lease_role = load_role(MEMBER_LEASE_ROLE_FILE, "Role", namespace=HUB_NAMESPACE)  # kustomize sets omectl-system
     kustomization = yaml.safe_load((HUB_ROLE_FILE.parent / "kustomization.yaml").read_text())
     assert kustomization["namespace"] == HUB_NAMESPACE  # the hub Role's namespace, set by kustomize
     hub_role = load_role(HUB_ROLE_FILE, "Role", namespace=HUB_NAMESPACE)
@@ -630,14 +657,18 @@ async def test_every_controller_request_is_allowed_and_every_grant_is_used(fleet
         usage_table(hub_requests),
     ]
     problems, notes = [], []
+    for title, roles in (("member", [member_role, lease_role]), ("hub", [hub_role])):
+        requests = member_requests if title == "member" else hub_requests
+        missing = missing_permissions(roles, requests)
+        if missing:
+            names = " and ".join(r.name for r in roles)
+            problems += [f"{title}: requests the {names} roles do not allow (missing permission -> request):"]
+            problems += missing
     for title, role, requests, path in (
         ("member", member_role, member_requests, MEMBER_ROLE_FILE),
+        ("member", lease_role, member_requests, MEMBER_LEASE_ROLE_FILE),
         ("hub", hub_role, hub_requests, HUB_ROLE_FILE),
     ):
-        missing = missing_permissions(role, requests)
-        if missing:
-            problems += [f"{title}: requests the {role.name} role does not allow (missing permission -> request):"]
-            problems += missing
         sources = rule_sources(path)
         assert len(sources) == len(role.rules), path
         unused, stale = unused_grants(role, sources, [r for r, _ in requests], path)
@@ -667,7 +698,7 @@ def test_notes_name_their_verbs() -> None:
 
 
 def test_every_rule_of_the_deployed_roles_has_its_comment() -> None:
-    for path, kind in ((MEMBER_ROLE_FILE, "ClusterRole"), (HUB_ROLE_FILE, "Role")):
+    for path, kind in ((MEMBER_ROLE_FILE, "ClusterRole"), (MEMBER_LEASE_ROLE_FILE, "Role"), (HUB_ROLE_FILE, "Role")):
         sources = rule_sources(path)
         assert len(sources) == len(load_role(path, kind).rules)
         assert all(s.comment for s in sources), path
@@ -711,6 +742,6 @@ def test_missing_permissions_name_the_request() -> None:
     requests[(Request("get", "", "pods", namespace="a", name="p"), "GET /api/v1/namespaces/a/pods/p -> 200")] += 1
     requests[(Request("list", "", "pods", namespace="a"), "GET /api/v1/namespaces/a/pods -> 200")] += 2
     requests[(Request("list", "", "pods", namespace="b"), "GET /api/v1/namespaces/b/pods -> 200")] += 1
-    assert missing_permissions(role, requests) == [
+    assert missing_permissions([role], requests) == [
         f"  {'list pods':<90} x3    e.g. GET /api/v1/namespaces/a/pods -> 200"
     ]

@@ -51,10 +51,12 @@ async def controller_process(
     base: Path, name: str, concurrency: int = 16
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, Path]]:
     status_file = base / f"{name}.status.json"
+    config = base / "leases.yaml"  # short leases: the restart takes the killed process's clusters over sooner
+    config.write_text("lease_duration: 3\nlease_renew_deadline: 2\nlease_retry_period: 0.5\n")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "omectl", "run", "--clusters-dir", str(base / "clusters"), "--no-install-webhooks",
-        "--metrics-port", "0", "--concurrency", str(concurrency), "--status-file", str(status_file),
-        "--trace-file", str(base / f"{name}.jsonl"),
+        "--config", str(config), "--webhook-port", "0", "--metrics-port", "0", "--concurrency", str(concurrency),
+        "--status-file", str(status_file), "--trace-file", str(base / f"{name}.jsonl"),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=_env(),
     )  # fmt: skip
     try:

@@ -134,7 +134,7 @@ async def test_credentials_of_a_cluster_rotated_mid_rollout(tmp_path: Path) -> N
         path.write_text(yaml.safe_dump(config))
         assert fleet.app.provider is not None
         applied = fleet.app.registry_batches
-        changes = await fleet.app.provider.rescan()  # type: ignore[attr-defined]
+        changes = await fleet.app.provider.inner.rescan()  # type: ignore[attr-defined]
         assert [(c.kind, c.registration.name) for c in changes] == [("changed", victim.name)]
         await fleet.app.wait_registry_batches(applied + 1)
         await fleet.converged(30)

@@ -461,7 +461,7 @@ async def mixed_fleet(
         for server in sim.servers:
             write_registrations(clusters_dir, kubeconfigs[server.name], [server.name])
         options: dict[str, Any] = {"install_webhooks": False, "metrics_port": 0, **settings}
-        loaded = Settings.load(clusters_dir=clusters_dir, trace_file=base / "traces.jsonl", **options)
+        loaded = Settings.load(webhook_port=0, clusters_dir=clusters_dir, trace_file=base / "traces.jsonl", **options)
         app = ControllerApp(loaded)
         await app.start()
         await app.wait_synced(30)

@@ -267,7 +267,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))
         kubeconfig = bg.fleet.write_kubeconfig(base / "fleet.kubeconfig")
         write_registrations(base / "clusters", kubeconfig, [CLUSTER])
-        settings = Settings.load(clusters_dir=base / "clusters", trace_file=base / "traces.jsonl")
+        settings = Settings.load(webhook_port=0, clusters_dir=base / "clusters", trace_file=base / "traces.jsonl")
 
         async def start() -> ControllerApp:
             app = ControllerApp(settings)
