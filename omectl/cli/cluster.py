@@ -1,4 +1,6 @@
-"""`omectl cluster`: register, list, remove and check the clusters in a registration directory."""
+"""`omectl cluster`: register, list, remove and check the clusters in a registration directory; remove omectl's
+webhook configuration from a member (`uninstall-webhooks`); show what the running controller and the members say
+(`status`)."""
 
 from __future__ import annotations
 
@@ -25,9 +27,9 @@ from omectl.fleet.registration import (
     to_yaml,
     validate_cluster_name,
 )
-from omectl.kube.client import KubeError
+from omectl.kube.client import KubeConnectionError, KubeError
 
-cluster_app = typer.Typer(no_args_is_help=True, help="Register, list, remove and check fleet clusters.")
+cluster_app = typer.Typer(no_args_is_help=True, help="Register, list, remove, check and clean fleet clusters.")
 
 CLUSTERS_DIR_OPTION = typer.Option(
     None,
@@ -35,6 +37,12 @@ CLUSTERS_DIR_OPTION = typer.Option(
     envvar=CLUSTERS_DIR_ENV,
     help="Directory of ClusterRegistration files (default: ./clusters).",
     show_default=False,
+)
+LEASE_NAMESPACE_OPTION = typer.Option(
+    "omectl-system",
+    "--lease-namespace",
+    envvar="OMECTL_LEASE_NAMESPACE",
+    help="Namespace of the ownership Lease in the member (the controller's lease_namespace).",
 )
 OUTPUT_FORMATS = ("table", "json", "yaml")
 
@@ -198,14 +206,127 @@ def list_clusters(
 def remove(
     name: str = typer.Argument(..., help="Name of the registered cluster."),
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
+    timeout: float = typer.Option(
+        30.0, "--timeout", min=0, help="Seconds to wait for a running controller to remove its webhooks."
+    ),
+    lease_namespace: str = LEASE_NAMESPACE_OPTION,
 ) -> None:
-    """Unregister a cluster: delete the file that registers it."""
+    """Unregister a cluster: delete the file that registers it, and leave the member clean (no omectl webhook
+    configuration, no ownership Lease). A controller running from this directory removes them itself; else they
+    are removed here."""
     directory = clusters_dir_from_env(clusters_dir)
     file = _registered_files(directory).get(name)
     if file is None:
         raise _fail(f'cluster "{name}" is not registered in {directory}')
+    try:
+        reg = load_registration_file(file, fingerprint=False)
+    except RegistrationError as exc:
+        raise _fail(str(exc)) from None
     file.unlink()
     typer.echo(f'cluster "{name}" removed ({file})')
+    if reg is not None:
+        code = asyncio.run(_clean_member(reg, directory, timeout, lease_namespace))
+        if code:
+            raise typer.Exit(code)
+
+
+async def _clean_member(reg: ClusterRegistration, directory: Path, timeout: float, namespace: str) -> int:
+    """Remove the webhook configuration and the Lease, after the running controller (if any) let the cluster go."""
+    from omectl.webhook.health import HeldByLiveController, uninstall
+
+    later = "if it has omectl's webhooks, remove them later: omectl cluster uninstall-webhooks --kubeconfig FILE"
+    try:
+        client = await open_client(reg, connect_timeout=5.0, request_timeout=5.0)
+    except (RegistrationError, KubeError) as exc:  # nothing to reach it with: the registration is gone all the same
+        typer.echo(f'warning: cluster "{reg.name}": not cleaned up ({_one_line(exc)}); {later}', err=True)
+        return 0
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    waited = False
+    try:
+        while True:
+            try:
+                deleted = await uninstall(client, reg.name, namespace=namespace)
+                break
+            except HeldByLiveController as exc:
+                if loop.time() >= deadline:
+                    typer.echo(
+                        f'error: cluster "{reg.name}": {exc}; it still holds the cluster {timeout:g} s after the '
+                        f"removal, so it does not read {directory}",
+                        err=True,
+                    )
+                    return 1
+                waited = True
+                await asyncio.sleep(0.2)  # the controller sees the file gone on its next poll
+    except KubeConnectionError as exc:
+        typer.echo(f'warning: cluster "{reg.name}": not cleaned up ({_one_line(exc)}); {later}', err=True)
+        return 0
+    except KubeError as exc:
+        typer.echo(f'error: cluster "{reg.name}": cannot clean it up ({_one_line(exc)}); {later}', err=True)
+        return 1
+    finally:
+        await client.close()
+    if deleted:
+        typer.echo(f'cluster "{reg.name}": deleted {", ".join(deleted)}')
+    elif waited:
+        typer.echo(f'cluster "{reg.name}": its controller removed its webhook configuration and lease')
+    return 0
+
+
+@cluster_app.command("uninstall-webhooks")
+def uninstall_webhooks(
+    name: str | None = typer.Argument(None, help="A registered cluster (or name one with --kubeconfig)."),
+    clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
+    kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="Reach a cluster that is not registered."),
+    context: str | None = typer.Option(None, "--context", help="Context in --kubeconfig (default: current)."),
+    lease_namespace: str = LEASE_NAMESPACE_OPTION,
+) -> None:
+    """Delete omectl's ValidatingWebhookConfiguration and ownership Lease from a cluster that no running omectl
+    holds: after a controller was killed (kill -9) its webhooks, failurePolicy Fail, refuse every OME and AIM
+    write there until a controller takes the cluster over or they are removed."""
+    from omectl.kube.client import ClusterClient
+
+    if (name is None) == (kubeconfig is None):
+        typer.echo("error: name a registered cluster, or pass --kubeconfig (and --context) for another", err=True)
+        raise typer.Exit(2)
+    if name is not None:
+        directory = clusters_dir_from_env(clusters_dir)
+        registrations, errors = DirectoryProvider(directory).scan()
+        if name not in registrations:
+            owner = _registered_files(directory).get(name)
+            raise _fail(
+                errors[str(owner)]
+                if owner is not None and str(owner) in errors
+                else (f'cluster "{name}" is not registered in {directory}; for another cluster pass --kubeconfig')
+            )
+        reg = registrations[name]
+        connect = open_client(reg, connect_timeout=5.0, request_timeout=5.0)
+        label = name
+    else:
+        assert kubeconfig is not None
+        label = context or str(kubeconfig)
+        connect = ClusterClient.from_kubeconfig(
+            kubeconfig, context=context, name=label, connect_timeout=5.0, request_timeout=5.0
+        )
+    asyncio.run(_uninstall(connect, label, lease_namespace))
+
+
+async def _uninstall(connect: Any, label: str, namespace: str) -> None:
+    from omectl.webhook.health import HeldByLiveController, uninstall
+
+    try:
+        client = await connect
+    except (RegistrationError, KubeError) as exc:
+        raise _fail(_one_line(exc)) from None
+    try:
+        deleted = await uninstall(client, label, namespace=namespace)
+    except HeldByLiveController as exc:
+        raise _fail(str(exc)) from None
+    except KubeError as exc:
+        raise _fail(_one_line(exc)) from None
+    finally:
+        await client.close()
+    typer.echo(f'cluster "{label}": ' + (f"deleted {', '.join(deleted)}" if deleted else "nothing to remove"))
 
 
 async def _probe(reg: ClusterRegistration, timeout: float) -> tuple[bool, str]:
@@ -292,17 +413,26 @@ def status(
         DEFAULT_STATUS_FILE, "--status-file", help="The file a running `omectl run` keeps up to date."
     ),
     output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
+    timeout: float = typer.Option(3.0, "--timeout", min=0.1, help="Seconds to wait for each cluster's checks."),
+    lease_namespace: str = LEASE_NAMESPACE_OPTION,
 ) -> None:
-    """Per cluster, as the running controller sees it: connected, caches synced, last error, objects, queue."""
+    """Per cluster, as the running controller sees it: connected, caches synced, last error, objects, queue; and,
+    from each registered member, who owns it and whether its webhooks answer (with the fix when they do not)."""
     _check_output(output)
+    members = asyncio.run(_check_members(clusters_dir_from_env(clusters_dir), timeout, lease_namespace))
     if not status_file.exists():
+        if output == "table":
+            _print_members(members)
+        else:
+            _emit({"members": [m.to_dict() for m in members]}, output)
         raise _fail(f"no running controller found ({status_file} does not exist); start one with `omectl run`")
     try:
         document = json.loads(status_file.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise _fail(f"cannot read {status_file}: {exc}") from None
     if output != "table":
-        _emit(document, output)
+        _emit({**document, "members": [m.to_dict() for m in members]}, output)
         return
     rows = [
         [
@@ -323,3 +453,41 @@ def status(
         f"{resolver.get('misses', 0)} misses; queue depth {document.get('queueDepth', 0)}"
     )
     _print_errors(document.get("registryErrors") or {})
+    if members:
+        typer.echo("")
+        _print_members(members)
+
+
+async def _check_members(directory: Path, timeout: float, namespace: str) -> list[Any]:
+    """`check_member` on every registered cluster, at once (omectl.webhook.health)."""
+    from omectl.webhook.health import MemberCheck, check_member
+
+    registrations, _ = DirectoryProvider(directory).scan()
+
+    async def one(reg: ClusterRegistration) -> MemberCheck:
+        try:
+            client = await open_client(reg, connect_timeout=timeout, request_timeout=timeout)
+        except (RegistrationError, KubeError) as exc:
+            return MemberCheck(reg.name, problem=f"cannot reach it: {_one_line(exc)}")
+        try:
+            return await check_member(client, reg.name, namespace=namespace, timeout=timeout)
+        finally:
+            await client.close()
+
+    return list(await asyncio.gather(*(one(registrations[n]) for n in sorted(registrations))))
+
+
+def _print_members(members: list[Any]) -> None:
+    """What the members say: who holds each cluster and whether its webhooks answer; each problem with its fix."""
+    if not members:
+        return
+    _print_table(
+        ["CLUSTER", "OWNER", "WEBHOOKS"],
+        [[m.cluster, m.owner or "<none>", m.webhooks] for m in members],
+    )
+    problems = [m for m in members if m.problem]
+    if problems:
+        typer.echo("")
+        typer.echo("PROBLEMS")
+        for m in problems:
+            typer.echo(f"  {m.cluster}: {m.problem}" + (f"; fix: {m.fix}" if m.fix else ""))

@@ -230,7 +230,8 @@ def test_run_serves_the_fleet_reports_status_and_stops_cleanly_on_sigterm(fleet:
 
         shown = omectl("cluster", "status", "--status-file", str(status_file), cwd=tmp_path)
         assert shown.returncode == 0, shown.stderr
-        rows = {line.split()[0]: line.split() for line in shown.stdout.splitlines() if line.strip()}
+        controller_table = shown.stdout.split("\n\n")[0]  # then the resolver line, and what the members say
+        rows = {line.split()[0]: line.split() for line in controller_table.splitlines() if line.strip()}
         for name in names:
             assert rows[name][1:3] == ["yes", "yes"], shown.stdout  # CONNECTED, SYNCED
     finally:

@@ -287,6 +287,7 @@ MEMBER_RULES = {
     "configmaps": {"get", "list", "watch", "delete"},
     "events": {"create", "patch"},
     "validatingwebhookconfigurations.admissionregistration.k8s.io[omectl-ome-webhooks]": {
+        "get",
         "list",
         "watch",
         "patch",

@@ -17,8 +17,8 @@ representative run of every end-to-end suite's features:
   artifact -> PVC and download Job), then a new model image (the stale discovery Job and ConfigMap deleted);
 - the registration Secret rotated: the member is rebuilt and its webhook configuration re-applied (a patch);
 - ownership: the member's Lease taken and renewed, the webhook configuration watched (one name) and put back after
-  someone deletes it, and the registration Secret deleted: the webhook configuration and the Lease are deleted from
-  the member.
+  someone deletes it, `omectl cluster status`'s check (webhook/health.py, with the registration's credentials),
+  and the registration Secret deleted: the webhook configuration and the Lease are deleted from the member.
 
 Then every request whose User-Agent is the controller's (`omectl/...`) is mapped to the authorizer's attributes
 (omectl/kube/rbac.py) and must be allowed: member requests by the member ClusterRole, hub requests by the hub
@@ -54,8 +54,10 @@ from omectl.embedded.server import EmbeddedAPIServer
 from omectl.embedded.simulator import NodePool, SimulatorConfig
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL
 from omectl.fleet.sharding import LEASE_NAME
+from omectl.kube.client import ClusterClient
 from omectl.kube.rbac import Grant, PolicyRule, Request, Role, implied_requests
 from omectl.settings import Settings
+from omectl.webhook.health import check_member
 from omectl.webhook.server import WEBHOOK_CONFIGURATION_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -558,14 +560,20 @@ async def rotate_registration(f: Fleet) -> None:
 
 
 async def ownership_flows(f: Fleet) -> None:
-    """The Lease held and renewed; the webhook configuration put back after a deletion; then the cluster leaves the
-    registry: its webhook configuration and Lease are deleted."""
+    """The Lease held and renewed; the webhook configuration put back after a deletion; `cluster status`'s check;
+    then the cluster leaves the registry: its webhook configuration and Lease are deleted."""
     m = f.member
     vwc = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
     lease = ("coordination.k8s.io", "leases")
     assert get(m, *lease, LEASE_NAME, HUB_NAMESPACE) is not None
     await delete(m, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", WEBHOOK_CONFIGURATION_NAME)
     await until(lambda: get(m, *vwc, WEBHOOK_CONFIGURATION_NAME), "the webhook configuration put back")
+    client = await ClusterClient.from_kubeconfig(f.tmp / "member.kubeconfig", name=MEMBER)
+    try:
+        found = await check_member(client, MEMBER)
+    finally:
+        await client.close()
+    assert found.webhooks == "ok" and found.lease_fresh, found
     await delete(f.hub, "v1", "Secret", MEMBER, HUB_NAMESPACE)
     await until(
         lambda: get(m, *vwc, WEBHOOK_CONFIGURATION_NAME) is None and get(m, *lease, LEASE_NAME, HUB_NAMESPACE) is None,
