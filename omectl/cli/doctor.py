@@ -40,13 +40,14 @@ from .runtime import (
 __all__ = ["doctor"]
 
 
-async def _diagnose(target: ClusterTarget, aim_namespace: str) -> tuple[str, list[Finding]]:
+async def _diagnose(target: ClusterTarget, aim_namespace: str, lease_namespace: str) -> tuple[str, list[Finding]]:
     try:
         client: ClusterClient = await target.connect()
     except CommandError as exc:
         return target.name, [Finding("connect", FAIL, exc.message, "check the registration's kubeconfig")]
     try:
-        return client.name, await run_checks(Context(client, aim_namespace=aim_namespace))
+        context = Context(client, aim_namespace=aim_namespace, lease_namespace=lease_namespace)
+        return client.name, await run_checks(context)
     finally:
         await client.close()
 
@@ -58,6 +59,9 @@ def doctor(
     all_clusters: bool = typer.Option(False, "--all-clusters", help="Every registered cluster (see --clusters-dir)."),
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     strict: bool = typer.Option(False, "--strict", help="Exit 1 on a WARN too."),
+    lease_namespace: str = typer.Option(
+        "omectl-system", "--lease-namespace", envvar="OMECTL_LEASE_NAMESPACE", help="Namespace of the ownership Lease."
+    ),
     output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="table, json or yaml."),
     timeout: float = TIMEOUT_OPTION,
 ) -> None:
@@ -81,7 +85,7 @@ def doctor(
     aim_namespace = aim_operator_namespace()
 
     async def everything() -> list[tuple[str, list[Finding]]]:
-        return list(await asyncio.gather(*(_diagnose(target, aim_namespace) for target in targets)))
+        return list(await asyncio.gather(*(_diagnose(target, aim_namespace, lease_namespace) for target in targets)))
 
     results = asyncio.run(everything())
     if output is OutputFormat.table:

@@ -71,6 +71,7 @@ class Context:
 
     client: ClusterClient
     aim_namespace: str = "aim-system"
+    lease_namespace: str = "omectl-system"
     now: dt.datetime | None = None
 
     def time(self) -> dt.datetime:
@@ -395,8 +396,35 @@ async def check_aim_namespace(ctx: Context) -> list[Finding]:
     ]
 
 
+# --- the controller --------------------------------------------------------------------------------------------
+
+
+async def check_controller(ctx: Context) -> list[Finding]:
+    """A controller holds the cluster: its ownership Lease in the member is held and renewed (the holder installs
+    and keeps the webhooks; a stale Lease after a kill -9 leaves them pointing at a dead server)."""
+    from omectl.webhook.health import check_member
+
+    found = await check_member(ctx.client, ctx.client.name, namespace=ctx.lease_namespace)
+    if found.lease is None:
+        return [
+            Finding(
+                "controller",
+                WARN,
+                f"no omectl controller holds this cluster (no Lease in {ctx.lease_namespace})",
+                "start `omectl run` with this cluster registered",
+            )
+        ]
+    if not found.lease_fresh:
+        return [
+            Finding("controller", FAIL, found.problem or f"{found.owner} stopped renewing its lease", found.fix or "")
+        ]
+    renewed = found.lease.renew_time or "-"
+    return [Finding("controller", PASS, f"held by {found.owner}, lease renewed at {renewed}")]
+
+
 CHECKS: tuple[tuple[str, Check], ...] = (
     ("crds", check_crds),
+    ("controller", check_controller),
     ("webhooks", check_webhooks),
     ("permissions", check_permissions),
     ("chains", check_chains),

@@ -62,6 +62,7 @@ def test_a_healthy_cluster_passes_and_says_what_it_could_not_check(fleet: Contro
     code, findings = doctor(fleet)
     assert statuses(findings) == {
         "crds": ["PASS"],
+        "controller": ["PASS"],
         "webhooks": ["PASS"],
         "webhook-certificates": ["PASS"],
         # the embedded server serves no SelfSubjectAccessReview; a real one answers it (the admin token may do all)
@@ -205,5 +206,47 @@ def test_upstream_runtime_crds_without_a_status_subresource_fail(tmp_path: Any) 
             "servingruntimes.ome.io",
         ]
         assert all(f["status"] == "FAIL" and "kubectl apply -f deploy/crds/" in f["fix"] for f in crd_findings)
+    finally:
+        bg.stop()
+
+
+def test_after_a_kill_9_doctor_names_the_dead_owner_and_the_fix(tmp_path: Any) -> None:
+    # What a SIGKILLed controller leaves: its Lease no longer renewed, its webhooks (failurePolicy Fail) pointing
+    # at a server that is gone.
+    from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+    from tests.e2e.conftest import ROOT
+
+    bg = BackgroundFleet(EmbeddedFleet(1, name_prefix="killed-"))
+    bg.start()
+    try:
+        bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))
+        kubeconfig = bg.fleet.write_kubeconfig(tmp_path / "kubeconfig")
+        from tests.support import Kubectl, kubectl_path
+
+        k = Kubectl(kubectl_path(), kubeconfig, tmp_path / "cache")
+        an_hour_ago = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lease = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "omectl-controller", "namespace": "omectl-system"},
+            "spec": {
+                "holderIdentity": "ctl-a_1f2e3d4c",
+                "leaseDurationSeconds": 15,
+                "acquireTime": an_hour_ago,
+                "renewTime": an_hour_ago,
+            },
+        }
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "omectl-system"}}
+        k.run("apply", "-f", "-", input=yaml.safe_dump_all([namespace, lease]))
+        config = yaml.safe_load(stale_webhook("omectl-ome-webhooks", "Fail"))
+        k.run("apply", "-f", "-", input=yaml.safe_dump(config))
+        result = CliRunner().invoke(app, ["doctor", "--kubeconfig", str(kubeconfig), "-o", "json"])
+        assert result.exit_code == 1
+        findings = {f["check"]: f for f in json.loads(result.stdout)["clusters"][0]["findings"]}
+        controller = findings["controller"]
+        assert controller["status"] == "FAIL"
+        assert "ctl-a_1f2e3d4c" in controller["message"] and "stopped renewing its lease" in controller["message"]
+        assert "omectl cluster uninstall-webhooks" in controller["fix"] or "omectl run" in controller["fix"]
+        assert findings["webhooks"]["status"] == "FAIL"
     finally:
         bg.stop()
