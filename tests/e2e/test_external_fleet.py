@@ -28,6 +28,7 @@ def test_the_walk_through_runs_against_a_fleet_named_by_its_kubeconfig(tmp_path:
     kubeconfig, ready = tmp_path / "fleet.kubeconfig", tmp_path / "ready"
     argv = [sys.executable, "-m", "omectl", "dev", "up", "--clusters", "3", "--name-prefix", "real-"]
     argv += ["--kubeconfig-out", str(kubeconfig), "--ready-file", str(ready), "--controller"]
+    argv += ["--webhook-port", "0"]  # any free port: other tests on this host run controllers too
     argv += ["--register", str(tmp_path / "clusters"), "--apply", str(ROOT / "deploy" / "crds")]
     log = tmp_path / "dev-up.log"
     with log.open("w") as out:  # a file, not a pipe nobody reads: the controller logs a lot
