@@ -24,6 +24,7 @@ from .admission import (
     validate_webhook_configuration,
 )
 from .clock import now_rfc3339
+from .core_rules import api_approval_errors, core_event_errors, fold_string_data, immutable_data_errors
 from .errors import APIError, FieldError
 from .events import core_to_events_v1, events_v1_to_core
 from .metadata import meta_errors, name_errors
@@ -285,6 +286,8 @@ class ClusterAPI:
             )
         body["apiVersion"] = rt.group_version
         body["kind"] = rt.kind
+        if rt.storage_key == ("", "secrets"):
+            fold_string_data(body)
         return body
 
     @staticmethod
@@ -349,10 +352,15 @@ class ClusterAPI:
             errs += schema.validate(obj)
         if rt.storage_key == CRD_KEY:
             errs += validate_crd(obj)
+            errs += api_approval_errors(obj, old)
         elif rt.storage_key == WEBHOOK_KEY:
             errs += validate_webhook_configuration(obj)
         elif rt.group == "events.k8s.io" and old is None:
             errs += _events_v1_errors(obj)
+        elif rt.storage_key == ("", "events"):
+            errs += core_event_errors(obj, meta.get("namespace") or "")
+        elif old is not None and rt.storage_key in (("", "configmaps"), ("", "secrets")):
+            errs += immutable_data_errors(rt.kind, obj, old)
         if old is not None and rt.storage_key == CRD_KEY:
             errs += _crd_update_errors(obj, old)
         if errs:

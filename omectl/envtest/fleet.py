@@ -3,7 +3,8 @@
 The counterpart of `omectl.embedded.fleet.EmbeddedFleet` with the same surface (`servers`, `start`, `stop`,
 `write_kubeconfig`, `apply`), so `omectl dev up --real` and the tests can point at either. Manifests are
 applied over HTTP with server-side apply (field manager `omectl-dev`, forced, `fieldValidation=Strict`);
-CustomResourceDefinitions go first and each must be Established before anything else is applied.
+CustomResourceDefinitions go first and each must be Established, and its resource listable, before anything else is
+applied.
 """
 
 from __future__ import annotations
@@ -56,12 +57,31 @@ async def _wait_established(client: ClusterClient, name: str, timeout: float = E
         crd = await client.get(CUSTOM_RESOURCE_DEFINITIONS, name)
         conditions = {c.get("type"): c for c in (crd.get("status") or {}).get("conditions") or []}
         if (conditions.get("Established") or {}).get("status") == "True":
+            await _wait_listable(client, crd, deadline)
             return
         refused = conditions.get("NamesAccepted") or {}
         if refused.get("status") == "False":
             raise ValueError(f"cluster {client.name}: CRD {name}: {refused.get('message')}")
         if time.monotonic() > deadline:
             raise ValueError(f"cluster {client.name}: CRD {name} not Established after {timeout:.0f} s")
+        await asyncio.sleep(0.05)
+
+
+async def _wait_listable(client: ClusterClient, crd: dict[str, Any], deadline: float) -> None:
+    """Until a list of the CRD's resource answers: an Established CRD's storage may still be initialising, and
+    kube-apiserver answers 429 `storage is (re)initializing` meanwhile (clients that do not retry would fail)."""
+    spec = crd.get("spec") or {}
+    served = [v["name"] for v in spec.get("versions") or [] if v.get("served")]
+    if not served:
+        return
+    path = f"/apis/{spec['group']}/{served[0]}/{spec['names']['plural']}"
+    while True:
+        try:
+            await client.request("GET", path, query={"limit": 1})
+            return
+        except KubeAPIError as exc:
+            if exc.status != 429 or time.monotonic() > deadline:
+                raise ValueError(f"cluster {client.name}: CRD {crd['metadata']['name']}: {exc}") from None
         await asyncio.sleep(0.05)
 
 

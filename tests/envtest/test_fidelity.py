@@ -88,6 +88,13 @@ def event(name: str, involved_namespace: str) -> dict[str, Any]:
     }
 
 
+EVENT_TIME = {
+    "eventTime": "2026-01-01T00:00:00.000000Z",
+    "reportingComponent": "fidelity",
+    "reportingInstance": "fidelity-1",
+    "action": "Testing",
+}
+
 ENGINE = {"name": "engine", "image": "vllm/vllm-openai:v0.9.0"}
 
 SCENARIOS = [
@@ -392,6 +399,31 @@ SCENARIOS = [
         ),
     ),
     Scenario(
+        "secret-immutable",
+        "a Secret's stringData folded into data; an immutable Secret refuses a change of data, and of its type",
+        (
+            step(
+                "apply",
+                "-f",
+                "-",
+                input=dump(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Secret",
+                        "metadata": {"name": "frozen"},
+                        "stringData": {"token": "s3cret"},
+                        "data": {"other": "MQ=="},
+                        "immutable": True,
+                    }
+                ),
+            ),
+            step("get", "secret", "frozen", "-o", "jsonpath={.data}"),
+            step("patch", "secret", "frozen", "--type=merge", "-p", '{"data":{"other":"Mg=="}}'),
+            step("patch", "secret", "frozen", "--type=merge", "-p", '{"immutable":false}'),
+            step("patch", "secret", "frozen", "--type=merge", "-p", '{"type":"example.com/custom"}'),
+        ),
+    ),
+    Scenario(
         "selectors-and-sorting",
         "field selectors (supported and not) and --sort-by on custom resources",
         (
@@ -443,7 +475,7 @@ SCENARIOS = [
     ),
     Scenario(
         "protected-group-crd",
-        "a CRD in a `*.k8s.io` group without the `api-approved.kubernetes.io` annotation, then with it",
+        "a CRD in a `*.k8s.io` group without the `api-approved.kubernetes.io` annotation, with it, with a bad one",
         (
             step("apply", "-f", "-", input=dump(widget_crd(group="fidelity.k8s.io", plural="gadgets"))),
             step(
@@ -460,12 +492,31 @@ SCENARIOS = [
                     }
                 ),
             ),
+            step(
+                "apply",
+                "-f",
+                "-",
+                input=dump(
+                    {
+                        **widget_crd(group="maybe.k8s.io", plural="gadgets"),
+                        "metadata": {
+                            "name": "gadgets.maybe.k8s.io",
+                            "annotations": {"api-approved.kubernetes.io": "soon"},
+                        },
+                    }
+                ),
+            ),
         ),
     ),
     Scenario(
         "event-namespace",
-        "an Event whose involvedObject has no namespace, created in a namespace",
-        (step("create", "-f", "-", input=dump(event("ev0", ""))),),
+        "an Event whose involvedObject has no namespace, created in a namespace; with eventTime, then in default",
+        (
+            step("create", "-f", "-", input=dump(event("ev0", ""))),
+            step("create", "-f", "-", input=dump({**event("ev2", ""), **EVENT_TIME})),
+            step("create", "-n", "default", "-f", "-", input=dump(event("ev3", ""))),
+            step("delete", "-n", "default", "event", "ev3"),
+        ),
     ),
     Scenario(
         "events-table",
@@ -501,25 +552,10 @@ KNOWN: dict[str, str] = {
         "only ObjectMeta of built-ins. A fix adds the validation of the built-in kinds omectl writes (Deployment, "
         "Job, Service, PVC) with the real field paths and texts."
     ),
-    "configmap-immutable": (
-        "Open: the embedded server does not enforce `immutable: true` on ConfigMaps (nor Secrets): kube-apiserver "
-        "refuses any change of `data`/`binaryData` (422 Invalid, data: Forbidden: field is immutable), the "
-        "embedded server applies it. A small fix in the update rules of the two kinds."
-    ),
     "explain-builtin": (
         "Open: the embedded server's `/openapi/v3` documents describe CRD kinds only, so `kubectl explain` finds no "
         "field of a built-in kind; kube-apiserver publishes the schema of every built-in. Same root as the missing "
         "built-in schemas above."
-    ),
-    "protected-group-crd": (
-        "Open: kube-apiserver refuses a CRD in a protected group (`*.k8s.io`, `*.kubernetes.io`) without the "
-        "`api-approved.kubernetes.io` annotation (422); the embedded server accepts it. Found when our own Gateway "
-        "API stand-in CRDs (deploy/crds/thirdparty) were refused by the real server: they now carry the annotation."
-    ),
-    "event-namespace": (
-        "Open: kube-apiserver validates a core/v1 Event without `eventTime` so that `involvedObject.namespace` "
-        "matches the Event's namespace (422 `does not match event.namespace`); the embedded server stores it. "
-        "omectl's own event recorder and the simulator always set it, so they pass on both."
     ),
 }
 
