@@ -6,11 +6,13 @@ order, same table layout, same README markers), so results files and README sect
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import os
 import platform
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ from typing import Any, Self
 
 import orjson
 import psutil
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "benchmarks" / "README.md"
@@ -98,21 +101,23 @@ def write_results(path: Path, results: dict[str, Any]) -> None:
 # --- tables and the README ---------------------------------------------------------------------------------------
 
 
-def text_table(rows: Sequence[TableRow]) -> str:
+def text_table(rows: Sequence[Sequence[str]], header: Sequence[str] = TABLE_HEADER) -> str:
     """The terminal table: left-aligned columns under a header and a rule of dashes."""
-    all_rows = [TABLE_HEADER, *rows]
-    widths = [max(len(r[i]) for r in all_rows) for i in range(len(TABLE_HEADER))]
+    all_rows = [tuple(header), *(tuple(r) for r in rows)]
+    widths = [max(len(r[i]) for r in all_rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in all_rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
-def markdown_rows(rows: Iterable[TableRow]) -> list[str]:
-    """The README table's lines: header, alignment row (values right-aligned), one line per row."""
+def markdown_rows(rows: Iterable[Sequence[str]], header: Sequence[str] = TABLE_HEADER) -> list[str]:
+    """The README table's lines: header, alignment row (the value columns between the label and the last two
+    columns right-aligned), one line per row."""
+    alignment = ["---", *["---:"] * (len(header) - 3), "---", "---"]
     return [
-        "| figure | value | target | result |",
-        "|---|---:|---|---|",
-        *(f"| {label} | {value} | {target} | {verdict} |" for label, value, target, verdict in rows),
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(alignment) + "|",
+        *("| " + " | ".join(row) + " |" for row in rows),
     ]
 
 
@@ -174,6 +179,7 @@ class DevUpProcess:
         ready_timeout_s: float,
         poll_s: float,
         label: str,
+        real: bool = False,
     ) -> None:
         self.workdir = workdir
         self.clusters = clusters
@@ -185,6 +191,7 @@ class DevUpProcess:
         self.ready_timeout_s = ready_timeout_s
         self.poll_s = poll_s
         self.label = label
+        self.real = real
         self.urls: dict[str, str] = {}
         self.exit_code: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -208,6 +215,7 @@ class DevUpProcess:
             str(self.kubeconfig),
             "--apply",
             str(self.apply),
+            *(["--real", "--state-dir", str(self.workdir / f"{self.name_prefix}state")] if self.real else []),
         ]
 
     def __enter__(self) -> Self:
@@ -257,16 +265,31 @@ class DevUpProcess:
         assert self._proc is not None
         return self._proc.pid
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU seconds the server process has used so far."""
+    def _processes(self) -> list[psutil.Process]:
+        """The `dev up` process and, with `real`, the etcd and kube-apiserver processes it started."""
         assert self._ps is not None
-        times = self._ps.cpu_times()
-        return float(times.user + times.system)
+        return [self._ps, *self._ps.children(recursive=True)]
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds the server (with `real`: also etcd and kube-apiserver) has used so far."""
+        total = 0.0
+        for process in self._processes():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = process.cpu_times()
+                total += times.user + times.system
+        return total
 
     def rss(self) -> int:
-        """The server process's resident set size, in bytes."""
-        assert self._ps is not None
-        return int(self._ps.memory_info().rss)
+        """The server's resident set size (with `real`: summed over `dev up`, etcd and kube-apiserver), in bytes."""
+        total = 0
+        for process in self._processes():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                total += process.memory_info().rss
+        return total
+
+    def credentials(self) -> tuple[str, str]:
+        """The bearer token and CA certificate (PEM) of the first cluster, from the kubeconfig it wrote."""
+        return next(iter(kubeconfig_credentials(self.kubeconfig).values()))
 
     def _stop(self) -> None:
         if self._proc is None or self._proc.poll() is not None:
@@ -285,3 +308,40 @@ class DevUpProcess:
         self._stop()
         if self.exit_code not in (0, None):
             print(f"warning: {self.label} exited with {self.exit_code}:\n{self.log_tail()}", flush=True)
+
+
+def kubeconfig_credentials(path: Path) -> dict[str, tuple[str, str]]:
+    """Server URL -> (bearer token, CA certificate PEM) of every context of a kubeconfig `dev up` wrote."""
+    config = yaml.safe_load(path.read_text())
+    clusters = {c["name"]: c["cluster"] for c in config.get("clusters") or []}
+    users = {u["name"]: u.get("user") or {} for u in config.get("users") or []}
+    found: dict[str, tuple[str, str]] = {}
+    for context in config.get("contexts") or []:
+        cluster = clusters[context["context"]["cluster"]]
+        user = users.get(context["context"].get("user", ""), {})
+        ca_data = cluster.get("certificate-authority-data")
+        ca = base64.b64decode(ca_data).decode() if ca_data else ""
+        found[cluster["server"]] = (user.get("token", ""), ca)
+    return found
+
+
+class ServerAuth:
+    """Per-server request options (bearer header, TLS context) for one aiohttp session talking to many servers."""
+
+    def __init__(self, credentials: dict[str, tuple[str, str]]) -> None:
+        self._options: dict[str, dict[str, Any]] = {}
+        for url, (token, ca) in credentials.items():
+            options: dict[str, Any] = {"headers": {"Authorization": f"Bearer {token}"} if token else {}}
+            if ca:
+                options["ssl"] = ssl.create_default_context(cadata=ca)
+            self._options[url.rstrip("/")] = options
+
+    def options(self, url: str, content_type: str | None = None) -> dict[str, Any]:
+        """The keyword arguments of `session.request` for a request to `url` (a full URL of one of the servers)."""
+        for base, options in self._options.items():
+            if url.startswith(base):
+                headers = dict(options["headers"])
+                if content_type:
+                    headers["Content-Type"] = content_type
+                return {**options, "headers": headers}
+        return {"headers": {"Content-Type": content_type} if content_type else {}}

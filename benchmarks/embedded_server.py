@@ -3,7 +3,9 @@
 `python -m benchmarks.embedded_server` (what `make bench` runs) starts `omectl dev up --clusters 1` as a
 subprocess, drives it over HTTP from client processes (aiohttp, one session per process), prints one line per
 phase and a final table, writes `benchmarks/results/embedded_server.json` and rewrites the table in
-`benchmarks/README.md`. `--quick` runs small counts (the smoke test), `--profile` runs the create phase
+`benchmarks/README.md`; then (`--real auto`, the default, when `make envtest` has built them) the same phases
+against a real kube-apiserver + etcd from `dev up --real`, so each figure has the real server's beside it.
+`--quick` runs small counts (the smoke test), `--profile` runs the create phase
 against a server in this process under cProfile and prints its hot spots.
 """
 
@@ -16,6 +18,7 @@ import math
 import multiprocessing
 import os
 import pstats
+import ssl
 import sys
 import tempfile
 import time
@@ -34,6 +37,7 @@ import yaml
 from benchmarks.common import (
     README,
     RESULTS_DIR,
+    TABLE_HEADER,
     DevUpProcess,
     cpu_notes,
     evaluate_targets,
@@ -110,6 +114,7 @@ START_LEAD_S = 1.0  # clients open their connections before the common start ins
 WATCH_IDLE_S = 5.0  # a watcher that got nothing for this long after the writers finished gives up
 
 TARGET_OBJECTS = 100_000
+REAL_MEMORY_OBJECTS = 20_000  # the real server's fill is slower: its 100k figure is projected from these
 TARGETS: dict[str, tuple[str, float]] = {
     "creates_per_s": (">=", 3_000.0),
     "watch_events_delivered_per_s": (">=", 30_000.0),
@@ -193,6 +198,8 @@ class ClientTask:
     url: str
     start_at: float
     deadline_s: float
+    token: str = ""
+    ca_pem: str = ""
     clients: int = 0
     batches: tuple[WriteBatch, ...] = ()
     watchers: int = 0
@@ -280,15 +287,16 @@ def warm_up_process(_: int) -> int:
 async def _client(task: ClientTask) -> ClientReport:
     report = ClientReport()
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=None)
-    headers = {"User-Agent": USER_AGENT}
-    connector = aiohttp.TCPConnector(limit=CONNECTOR_LIMIT)
+    headers = {"User-Agent": USER_AGENT, **({"Authorization": f"Bearer {task.token}"} if task.token else {})}
+    tls = ssl.create_default_context(cadata=task.ca_pem) if task.ca_pem else True
+    connector = aiohttp.TCPConnector(limit=CONNECTOR_LIMIT, ssl=tls)
     session = aiohttp.ClientSession(task.url, connector=connector, timeout=timeout, headers=headers)
     async with session:
         # Open the connections now so that connection set-up is not timed.
         await asyncio.gather(*(_get_version(session) for _ in range(max(task.clients, 1))))
         # Watch streams hold their connection for the whole phase: they get a session of their own so that
         # the writers keep all 32 connections of theirs.
-        watch_connector = aiohttp.TCPConnector(limit=max(task.watchers, 1))
+        watch_connector = aiohttp.TCPConnector(limit=max(task.watchers, 1), ssl=tls)
         async with aiohttp.ClientSession(
             task.url, connector=watch_connector, timeout=timeout, headers=headers
         ) as watch_session:
@@ -419,13 +427,27 @@ async def _lists(session: aiohttp.ClientSession, task: ClientTask, report: Clien
         report.end = time.monotonic()
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the clients go: the server's URL and its credentials."""
+
+    url: str
+    token: str = ""
+    ca_pem: str = ""
+
+    def task(self, start_at: float, deadline_s: float, **work: Any) -> ClientTask:
+        """A client task against this server, with its credentials."""
+        return ClientTask(self.url, start_at, deadline_s, token=self.token, ca_pem=self.ca_pem, **work)
+
+
 # --- server process ---------------------------------------------------------------------------------
 
 
 class ServerProcess(DevUpProcess):
-    """`python -m omectl dev up --clusters 1` in a subprocess: ready when its ready file names the URL."""
+    """`python -m omectl dev up --clusters 1` in a subprocess (with `real`: `--real`, a real etcd and
+    kube-apiserver): ready when its ready file names the URL."""
 
-    def __init__(self, workdir: Path, manifest: Path, name: str) -> None:
+    def __init__(self, workdir: Path, manifest: Path, name: str, real: bool = False) -> None:
         super().__init__(
             workdir,
             1,
@@ -437,24 +459,41 @@ class ServerProcess(DevUpProcess):
             ready_timeout_s=60.0,
             poll_s=0.02,
             label=f"server {name}",
+            real=real,
         )
         self.manifest = manifest
         self.name = name
+        self.token = ""
+        self.ca_pem = ""
+
+    def __enter__(self) -> ServerProcess:
+        super().__enter__()
+        self.token, self.ca_pem = self.credentials()
+        return self
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.url, self.token, self.ca_pem)
+
+    def task(self, start_at: float, deadline_s: float, **work: Any) -> ClientTask:
+        return self.endpoint.task(start_at, deadline_s, **work)
+
+    def http_json(self, path: str, method: str = "GET", body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A set-up call (not timed): namespaces, the current resourceVersion."""
+        data = orjson.dumps(body) if body is not None else None
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        context = ssl.create_default_context(cadata=self.ca_pem) if self.ca_pem else None
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        with urllib.request.urlopen(request, timeout=30, context=context) as resp:
+            result: dict[str, Any] = orjson.loads(resp.read())
+            return result
 
     @property
     def url(self) -> str:
         """The one cluster's URL ("" until the server is ready)."""
         return next(iter(self.urls.values()), "")
-
-
-def _http_json(url: str, method: str = "GET", body: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A set-up call (not timed): namespaces, the current resourceVersion."""
-    data = orjson.dumps(body) if body is not None else None
-    headers = {"Content-Type": "application/json"}
-    request = urllib.request.Request(url, data=data, method=method, headers=headers)
-    with urllib.request.urlopen(request, timeout=30) as resp:
-        result: dict[str, Any] = orjson.loads(resp.read())
-        return result
 
 
 # --- phases (benchmark process) ---------------------------------------------------------------------
@@ -515,10 +554,10 @@ class Bench:
         span = time.monotonic() - start_at
         return PhaseRun(reports, start_at, server.cpu_seconds() - cpu_before, span)
 
-    def write_tasks(self, url: str, batch: WriteBatch, deadline_s: float) -> list[ClientTask]:
+    def write_tasks(self, endpoint: Endpoint, batch: WriteBatch, deadline_s: float) -> list[ClientTask]:
         start_at = time.monotonic() + START_LEAD_S
         return [
-            ClientTask(url, start_at, deadline_s, clients=clients, batches=(part,))
+            endpoint.task(start_at, deadline_s, clients=clients, batches=(part,))
             for part, clients in zip(batch.split(self.client_procs), self._clients_per_process(), strict=True)
         ]
 
@@ -529,7 +568,7 @@ class Bench:
         ]
 
     def _write_phase(self, name: str, server: ServerProcess, batch: WriteBatch, deadline: float) -> PhaseRun:
-        run = self.run_phase(server, self.write_tasks(server.url, batch, deadline))
+        run = self.run_phase(server, self.write_tasks(server.endpoint, batch, deadline))
         elapsed = run.write_elapsed_s
         latencies = sorted(run.latencies())
         rate = run.ok / elapsed if elapsed > 0 else 0.0
@@ -564,8 +603,8 @@ class Bench:
         progress("patch", text, phase)
 
     def watch(self, server: ServerProcess, objects: int) -> None:
-        _http_json(f"{server.url}/api/v1/namespaces", "POST", {"metadata": {"name": WATCH_NAMESPACE}})
-        rv = _http_json(f"{server.url}{collection_path(None)}?limit=1")["metadata"]["resourceVersion"]
+        server.http_json("/api/v1/namespaces", "POST", {"metadata": {"name": WATCH_NAMESPACE}})
+        rv = server.http_json(f"{collection_path(None)}?limit=1")["metadata"]["resourceVersion"]
         creates = self.sizes.watch_writes // 2
         patch_count = min(self.sizes.watch_writes - creates, objects)
         expected = creates + patch_count
@@ -579,8 +618,7 @@ class Bench:
         ]
         start_at = time.monotonic() + START_LEAD_S
         tasks = [
-            ClientTask(
-                server.url,
+            server.task(
                 start_at,
                 self.sizes.phase_deadline_s,
                 clients=clients,
@@ -620,8 +658,7 @@ class Bench:
         )
 
     def lists(self, server: ServerProcess) -> None:
-        task = ClientTask(
-            server.url,
+        task = server.task(
             time.monotonic() + START_LEAD_S,
             self.sizes.phase_deadline_s,
             list_path=collection_path(WRITE_NAMESPACE),
@@ -653,15 +690,14 @@ class Bench:
         time.sleep(0.5)  # let start-up garbage settle before the baseline
         baseline = server.rss()
         batch = WriteBatch("create", WRITE_NAMESPACE, "m-", 0, self.sizes.memory_objects)
-        run = self.run_phase(server, self.write_tasks(server.url, batch, self.sizes.memory_deadline_s))
+        run = self.run_phase(server, self.write_tasks(server.endpoint, batch, self.sizes.memory_deadline_s))
         time.sleep(0.5)
         stored = run.ok
         rss = server.rss()
         sample = self.run_phase(
             server,
             [
-                ClientTask(
-                    server.url,
+                server.task(
                     time.monotonic() + START_LEAD_S,
                     self.sizes.phase_deadline_s,
                     list_path=f"{collection_path(WRITE_NAMESPACE)}?limit=500",
@@ -730,7 +766,9 @@ def client_note(client_procs: int) -> str:
     )
 
 
-def run_benchmark(sizes: Sizes, client_procs: int, quick: bool) -> dict[str, Any]:
+def run_benchmark(sizes: Sizes, client_procs: int, quick: bool, real: str | None) -> dict[str, Any]:
+    """Every phase against the embedded server, then (with `real`, the real server's versions) the same phases
+    against a real kube-apiserver + etcd started the same way (`dev up --real`), in the same run."""
     print(
         f"embedded API server benchmark ({'quick' if quick else 'full'}): {client_note(client_procs)}",
         flush=True,
@@ -745,15 +783,13 @@ def run_benchmark(sizes: Sizes, client_procs: int, quick: bool) -> dict[str, Any
         list(pool.map(warm_up_process, range(client_procs)))
         workdir = Path(tmp)
         manifest = write_manifest(workdir)
-        bench = Bench(sizes, client_procs, pool)
-        with ServerProcess(workdir, manifest, "bench") as server:
-            created = bench.creates(server)
-            bench.patches(server, created)
-            bench.watch(server, created)
-            bench.lists(server)
-        with ServerProcess(workdir, manifest, "mem") as server:
-            bench.memory(server)
-    return {
+        bench = run_phases(Bench(sizes, client_procs, pool), workdir, manifest, real=False)
+        real_bench = None
+        if real is not None:
+            print(f"the same phases against a real {real} (`dev up --real`)", flush=True)
+            real_sizes = replace(sizes, memory_objects=min(sizes.memory_objects, REAL_MEMORY_OBJECTS))
+            real_bench = run_phases(Bench(real_sizes, client_procs, pool), workdir, manifest, real=True)
+    results: dict[str, Any] = {
         **run_header("embedded_server", quick, started),
         "machine": machine_info(
             load_before, {"memory_bytes": psutil.virtual_memory().total, "aiohttp": aiohttp.__version__}
@@ -771,31 +807,92 @@ def run_benchmark(sizes: Sizes, client_procs: int, quick: bool) -> dict[str, Any
         "targets": evaluate_targets(bench.figures, quick, TARGETS),
         "phases": bench.phases,
     }
+    if real_bench is not None:
+        results["real_server"] = {
+            "server": real,
+            "sizes": asdict(real_bench.sizes),
+            "figures": real_bench.figures,
+            "embedded_over_real": {
+                name: round(value / real_bench.figures[name], 3)
+                for name, value in bench.figures.items()
+                if real_bench.figures.get(name)
+            },
+            "phases": real_bench.phases,
+        }
+    return results
+
+
+def run_phases(bench: Bench, workdir: Path, manifest: Path, *, real: bool) -> Bench:
+    prefix = "real-" if real else ""
+    with ServerProcess(workdir, manifest, f"{prefix}bench", real=real) as server:
+        created = bench.creates(server)
+        bench.patches(server, created)
+        bench.watch(server, created)
+        bench.lists(server)
+    with ServerProcess(workdir, manifest, f"{prefix}mem", real=real) as server:
+        bench.memory(server)
+    return bench
+
+
+def real_server_versions() -> str | None:
+    """ "kube-apiserver vX with etcd vY" when `make envtest` has built them, else None."""
+    from omectl.envtest import BinariesMissing, find_binaries
+
+    try:
+        binaries = find_binaries()
+    except BinariesMissing:
+        return None
+    return f"kube-apiserver {binaries.kube_version} with etcd {binaries.etcd_version}"
 
 
 # --- output -----------------------------------------------------------------------------------------
 
 
-def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    rows = []
+def _shown(value: float, unit: str) -> str:
+    shown = f"{value:,.0f}" if value >= 100 else f"{value:,.2f}"
+    return f"{shown} {unit}".replace(" /s", "/s")
+
+
+def table_header(results: dict[str, Any]) -> tuple[str, ...]:
+    if "real_server" not in results:
+        return TABLE_HEADER
+    return ("figure", "embedded", "real kube-apiserver", "embedded / real", "target", "result")
+
+
+def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    real = results.get("real_server")
     for name, (unit, label) in FIGURES.items():
         value = results["figures"][name]
-        shown = f"{value:,.0f}" if value >= 100 else f"{value:,.2f}"
         target = results["targets"].get(name)
         wanted = f"{target['op']} {target['target']:,.0f}" if target else ""
         verdict = ("PASS" if target["pass"] else "FAIL") if target else ""
-        rows.append((label, f"{shown} {unit}".replace(" /s", "/s"), wanted, verdict))
+        if real is None:
+            rows.append((label, _shown(value, unit), wanted, verdict))
+            continue
+        real_value = real["figures"].get(name)
+        ratio = real["embedded_over_real"].get(name)
+        rows.append(
+            (
+                label,
+                _shown(value, unit),
+                _shown(real_value, unit) if real_value else "",
+                f"{ratio:.2f}x" if ratio else "",
+                wanted,
+                verdict,
+            )
+        )
     return rows
 
 
 def format_table(results: dict[str, Any]) -> str:
-    return text_table(table_rows(results))
+    return text_table(table_rows(results), table_header(results))
 
 
 def markdown_table(results: dict[str, Any]) -> str:
     machine = results["machine"]
     lines = [
-        *markdown_rows(table_rows(results)),
+        *markdown_rows(table_rows(results), table_header(results)),
         "",
         f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
         f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}, "
@@ -806,6 +903,17 @@ def markdown_table(results: dict[str, Any]) -> str:
         + ", ".join(f"{name} {phase['server_cpu_cores']:.2f}" for name, phase in results["phases"].items())
         + f"; 1-minute load average just before the run: {machine['load_average_1m_before']}.",
     ]
+    real = results.get("real_server")
+    if real is not None:
+        lines += [
+            "",
+            f"Real server: {real['server']}, started by `omectl dev up --real` with the same CRD, the same clients "
+            f"and the same counts, after the embedded server, in the same run (its memory figures are etcd + "
+            f"kube-apiserver + the `dev up` process, filled with {real['sizes']['memory_objects']:,} objects and "
+            "projected to 100k). Its CPU use per phase, in cores (two processes, so up to 2.00): "
+            + ", ".join(f"{name} {phase['server_cpu_cores']:.2f}" for name, phase in real["phases"].items())
+            + ".",
+        ]
     return "\n".join(lines)
 
 
@@ -828,7 +936,7 @@ def run_profile(sizes: Sizes, client_procs: int, top: int, dump: Path | None) ->
                 await apply_document(server, CRD)
                 bench = Bench(sizes, client_procs, pool)
                 batch = WriteBatch("create", WRITE_NAMESPACE, "w-", 0, sizes.creates)
-                tasks = bench.write_tasks(server.url, batch, sizes.phase_deadline_s)
+                tasks = bench.write_tasks(Endpoint(server.url), batch, sizes.phase_deadline_s)
                 futures = [asyncio.wrap_future(pool.submit(run_client, t)) for t in tasks]
                 await asyncio.sleep(max(0.0, tasks[0].start_at - time.monotonic()))
                 profiler = cProfile.Profile()
@@ -871,6 +979,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"client processes (default {DEFAULT_CLIENT_PROCS})",
     )
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite the table in the README")
+    parser.add_argument(
+        "--real",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="the same phases against a real kube-apiserver + etcd (`make envtest`): auto (when built, default), "
+        "yes (an error without them), no",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile the create phase, server in-process")
     parser.add_argument("--profile-top", type=int, default=25, help="functions listed per ordering")
     parser.add_argument("--profile-out", type=Path, default=None, help="also dump the cProfile stats here")
@@ -879,7 +994,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         run_profile(sizes, args.client_procs, args.profile_top, args.profile_out)
         return 0
-    results = run_benchmark(sizes, args.client_procs, args.quick)
+    real = None if args.real == "no" else real_server_versions()
+    if real is None and args.real == "yes":
+        print("error: --real yes needs the real kube-apiserver and etcd: run `make envtest`", file=sys.stderr)
+        return 1
+    if real is None and args.real == "auto":
+        print("the real kube-apiserver and etcd are not built (`make envtest`): no real-server column", flush=True)
+    results = run_benchmark(sizes, args.client_procs, args.quick, real)
     print("\n" + format_table(results), flush=True)
     write_results(args.out, results)
     if not args.quick and not args.no_readme:

@@ -40,6 +40,7 @@ from benchmarks.common import (
     README,
     RESULTS_DIR,
     ROOT,
+    TABLE_HEADER,
     cpu_notes,
     evaluate_targets,
     machine_info,
@@ -359,7 +360,7 @@ class EngineFleet(Fleet):
             while next_request < len(requests):
                 url, body = requests[next_request]
                 next_request += 1
-                async with self.session.put(url, data=body, headers={"Content-Type": "application/json"}) as resp:
+                async with self.session.put(url, data=body, **self.auth.options(url, "application/json")) as resp:
                     await resp.read()
                     if resp.status != 200:
                         errors += 1
@@ -546,7 +547,9 @@ class Bench:
         )
 
 
-def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool) -> dict[str, Any]:
+def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool, real: str | None) -> dict[str, Any]:
+    """The phases against the embedded servers, then (with `real`, the real server's versions) the same phases
+    against real kube-apiservers + etcd started the same way (`dev up --real`), in the same run."""
     total = sizes.clusters * sizes.isvcs_per_cluster
     print(
         f"engine rollout benchmark ({'quick' if quick else 'full'}): {sizes.clusters} clusters in one `dev up` "
@@ -556,26 +559,16 @@ def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool) ->
     machine = machine_info()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="omectl-bench-engine-") as tmp:
-        workdir = Path(tmp)
-        with FleetProcess(workdir, sizes.clusters) as server:
-
-            async def main() -> Bench:
-                timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=120)
-                connector = aiohttp.TCPConnector(limit=64)
-                async with aiohttp.ClientSession(
-                    connector=connector, timeout=timeout, headers={"User-Agent": USER_AGENT}
-                ) as session:
-                    bench = Bench(sizes, server, EngineFleet(server.urls, session), workdir, profile)
-                    await bench.run(raw_clients)
-                    return bench
-
-            gc.collect()
-            bench = asyncio.run(main())
+        bench = run_fleet(sizes, Path(tmp) / "embedded", raw_clients, profile, real=False)
+        real_bench = None
+        if real is not None:
+            print(f"the same phases against {sizes.clusters} real clusters: {real} (`dev up --real`)", flush=True)
+            real_bench = run_fleet(sizes, Path(tmp) / "real", raw_clients, False, real=True)
     if bench.profile is not None:
         for order in ("cumulative", "tottime"):
             print(f"\n=== controller process, profile edit phase: top 30 by {order} ===", flush=True)
             pstats.Stats(bench.profile, stream=sys.stdout).sort_stats(order).print_stats(30)
-    return {
+    results: dict[str, Any] = {
         **run_header("engine_rollout", quick, started),
         "machine": machine,
         "layout": {
@@ -591,25 +584,89 @@ def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool) ->
         "phases": bench.phases,
         "profiled": profile,
     }
+    if real_bench is not None:
+        results["real_server"] = {
+            "server": real,
+            "layout": f"one `python -m omectl dev up --real --clusters {sizes.clusters}` process: an etcd and a "
+            "kube-apiserver per cluster",
+            "figures": real_bench.figures,
+            "targets": evaluate_targets(real_bench.figures, quick, TARGETS),
+            "embedded_over_real": {
+                name: round(value / real_bench.figures[name], 3)
+                for name, value in bench.figures.items()
+                if real_bench.figures.get(name)
+            },
+            "phases": real_bench.phases,
+        }
+    return results
+
+
+def run_fleet(sizes: Sizes, workdir: Path, raw_clients: int, profile: bool, *, real: bool) -> Bench:
+    workdir.mkdir(parents=True)
+    with FleetProcess(workdir, sizes.clusters, real=real) as server:
+
+        async def main() -> Bench:
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=120)
+            connector = aiohttp.TCPConnector(limit=64)
+            async with aiohttp.ClientSession(
+                connector=connector, timeout=timeout, headers={"User-Agent": USER_AGENT}
+            ) as session:
+                bench = Bench(sizes, server, EngineFleet(server.urls, session, server.auth), workdir, profile)
+                await bench.run(raw_clients)
+                return bench
+
+        gc.collect()
+        return asyncio.run(main())
+
+
+def real_server_versions() -> str | None:
+    """ "kube-apiserver vX with etcd vY" when `make envtest` has built them, else None."""
+    from omectl.envtest import BinariesMissing, find_binaries
+
+    try:
+        binaries = find_binaries()
+    except BinariesMissing:
+        return None
+    return f"kube-apiserver {binaries.kube_version} with etcd {binaries.etcd_version}"
 
 
 # --- output ------------------------------------------------------------------------------------------------------
 
 
-def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    rows = []
+def _shown(value: float, unit: str) -> str:
+    shown = f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
+    return f"{shown} {unit}".rstrip().replace(" /s", "/s")
+
+
+def table_header(results: dict[str, Any]) -> tuple[str, ...]:
+    if "real_server" not in results:
+        return TABLE_HEADER
+    return ("figure", "embedded", "real kube-apiserver", "embedded / real", "target", "result")
+
+
+def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    real = results.get("real_server")
     for name, (unit, label) in FIGURES.items():
         value = results["figures"][name]
-        shown = f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
         target = results["targets"].get(name)
         wanted = f"{target['op']} {target['target']:.2f}" if target else ""
         verdict = ("PASS" if target["pass"] else "FAIL") if target else ""
-        rows.append((label, f"{shown} {unit}".rstrip().replace(" /s", "/s"), wanted, verdict))
+        if real is None:
+            rows.append((label, _shown(value, unit), wanted, verdict))
+            continue
+        real_value = real["figures"].get(name)
+        real_target = real["targets"].get(name)
+        if real_target:
+            verdict += f" (real: {'PASS' if real_target['pass'] else 'FAIL'})"
+        ratio = real["embedded_over_real"].get(name)
+        real_shown = _shown(real_value, unit) if real_value else ""
+        rows.append((label, _shown(value, unit), real_shown, f"{ratio:.2f}x" if ratio else "", wanted, verdict))
     return rows
 
 
 def format_table(results: dict[str, Any]) -> str:
-    return text_table(table_rows(results))
+    return text_table(table_rows(results), table_header(results))
 
 
 README_INTRO = """## Engine rollout
@@ -625,6 +682,12 @@ up --clusters 4` process (with `deploy/crds/` applied); the controller runs in t
 `ControllerApp` with its default settings (16 workers, spans to a trace file), minus the admission webhooks; the raw
 baseline's clients run in the benchmark process too, so both rates are measured with the same split of cores, in
 the same run, against the same 2,000 engine Deployments.
+
+**Beside real kube-apiservers.** Where `make envtest` has built them (`--real auto`, the default), the same phases
+run after the embedded fleet, in the same run, against `omectl dev up --real --clusters 4` (an etcd and a
+kube-apiserver per cluster, on the same two cores), with the same controller settings, clients and counts. The
+comparison that matters is each fleet's rolled out/s ÷ its own raw PUT rate: a controller that keeps up with a fast
+fake may not keep up with a real server, and the other way round.
 
 **Phases** (each bounded by a deadline, each printing progress such as `1234/2000 engine Deployments rendered`):
 
@@ -668,7 +731,7 @@ def markdown_table(results: dict[str, Any]) -> str:
     total = int(results["figures"]["inference_services"])
     lines = [
         README_INTRO,
-        *markdown_rows(table_rows(results)),
+        *markdown_rows(table_rows(results), table_header(results)),
         "",
         f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
         f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}, {machine['platform']}; "
@@ -685,6 +748,16 @@ def markdown_table(results: dict[str, Any]) -> str:
         f"Checked on the servers: render {phases['render']['verified_on_server']}, "
         f"edit {edit['verified_on_server']} of {total}.",
     ]
+    real = results.get("real_server")
+    if real is not None:
+        real_edit = real["phases"]["edit"]
+        lines += [
+            "",
+            f"Real servers: {real['server']}; {real['layout']}; the same controller, clients and counts, after the "
+            f"embedded fleet, in the same run. Checked on the servers: render "
+            f"{real['phases']['render']['verified_on_server']}, edit {real_edit['verified_on_server']} of {total}; "
+            f"profile edit: {real_edit['engine_applies']} applies, {real_edit['reconciles']} reconciles.",
+        ]
     return "\n".join(lines)
 
 
@@ -700,8 +773,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite the table in the README")
     parser.add_argument("--profile", action="store_true", help="cProfile the controller process in the edit phase")
+    parser.add_argument(
+        "--real",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="the same phases against real kube-apiservers + etcd (`make envtest`): auto (when built, default), "
+        "yes (an error without them), no",
+    )
     args = parser.parse_args(argv)
-    results = run_benchmark(QUICK if args.quick else FULL, args.quick, args.raw_clients, args.profile)
+    real = None if args.real == "no" else real_server_versions()
+    if real is None and args.real == "yes":
+        print("error: --real yes needs the real kube-apiserver and etcd: run `make envtest`", file=sys.stderr)
+        return 1
+    if real is None and args.real == "auto":
+        print("the real kube-apiserver and etcd are not built (`make envtest`): no real-server column", flush=True)
+    results = run_benchmark(QUICK if args.quick else FULL, args.quick, args.raw_clients, args.profile, real)
     print("\n" + format_table(results), flush=True)
     write_results(args.out, results)
     if not args.quick and not args.no_readme and not args.profile:

@@ -40,8 +40,10 @@ from benchmarks.common import (
     RESULTS_DIR,
     ROOT,
     DevUpProcess,
+    ServerAuth,
     cpu_notes,
     evaluate_targets,
+    kubeconfig_credentials,
     machine_info,
     markdown_rows,
     print_phase,
@@ -162,7 +164,7 @@ class FleetProcess(DevUpProcess):
     """`python -m omectl dev up --clusters N` with `deploy/crds/` applied: ready when its ready file lists every
     cluster."""
 
-    def __init__(self, workdir: Path, clusters: int) -> None:
+    def __init__(self, workdir: Path, clusters: int, real: bool = False) -> None:
         super().__init__(
             workdir,
             clusters,
@@ -171,10 +173,16 @@ class FleetProcess(DevUpProcess):
             kubeconfig=workdir / "fleet.kubeconfig",
             log_path=workdir / "fleet.log",
             apply=CRDS,
-            ready_timeout_s=90.0,
+            ready_timeout_s=180.0 if real else 90.0,
             poll_s=0.05,
-            label="dev up",
+            label="dev up --real" if real else "dev up",
+            real=real,
         )
+
+    @property
+    def auth(self) -> ServerAuth:
+        """Each cluster's token and CA, from the kubeconfig `dev up` wrote."""
+        return ServerAuth(kubeconfig_credentials(self.kubeconfig))
 
 
 # --- observing convergence ---------------------------------------------------------------------------------------
@@ -282,13 +290,14 @@ def child_keys(sizes: Sizes, clusters: list[str]) -> list[ChildKey]:
 class Fleet:
     """The bench process's own aiohttp view of the fleet: set-up calls, the raw baseline, server-side checks."""
 
-    def __init__(self, urls: dict[str, str], session: aiohttp.ClientSession) -> None:
+    def __init__(self, urls: dict[str, str], session: aiohttp.ClientSession, auth: ServerAuth | None = None) -> None:
         self.urls = urls
         self.session = session
+        self.auth = auth or ServerAuth({})
 
     async def call(self, method: str, url: str, body: Any = None, content_type: str = "application/json") -> Any:
         data = orjson.dumps(body) if body is not None else None
-        async with self.session.request(method, url, data=data, headers={"Content-Type": content_type}) as resp:
+        async with self.session.request(method, url, data=data, **self.auth.options(url, content_type)) as resp:
             payload = await resp.read()
             if resp.status >= 300:
                 raise RuntimeError(f"{method} {url}: {resp.status} {payload[:300]!r}")
@@ -358,7 +367,7 @@ class Fleet:
             while next_request < len(requests):
                 url, body = requests[next_request]
                 next_request += 1
-                async with self.session.put(url, data=body, headers={"Content-Type": "application/json"}) as resp:
+                async with self.session.put(url, data=body, **self.auth.options(url, "application/json")) as resp:
                     await resp.read()
                     if resp.status != 200:
                         errors += 1
@@ -687,7 +696,7 @@ def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool) ->
                 async with aiohttp.ClientSession(
                     connector=connector, timeout=timeout, headers={"User-Agent": USER_AGENT}
                 ) as session:
-                    bench = Bench(sizes, server, Fleet(server.urls, session), workdir, profile)
+                    bench = Bench(sizes, server, Fleet(server.urls, session, server.auth), workdir, profile)
                     await bench.run(raw_clients)
                     return bench
 

@@ -57,12 +57,17 @@ async def apply_render(
 async def live_object(
     client: ClusterClient, resource: ResourceRef, cache: ObjectCache | None, namespace: str, name: str
 ) -> Mapping[str, Any] | None:
-    """A rendered object as the informer cache holds it, else as the API server does (it may be newer than the
-    cache, or of a kind that has no informer); None when it does not exist."""
+    """A rendered object as the informer cache holds it; None when it does not exist. Only without a synced
+    cache (a kind with no informer, or before its first list) is the API server asked.
+
+    A miss in a synced cache is taken as "absent" with no GET: what we render carries the label the informers
+    select on, and when the cache lags (our own apply not streamed back yet) the apply that follows is the same
+    server-side apply again, which the server answers without a change."""
     namespace = namespace if resource.namespaced else ""
-    cached = cache.get(namespace, name) if cache is not None else None
-    if cached is not None:
-        return cached
+    if cache is not None:
+        cached = cache.get(namespace, name)
+        if cached is not None or cache.complete:
+            return cached
     try:
         found: Mapping[str, Any] = await client.get(resource, name, namespace=namespace or None)
     except KubeAPIError as exc:

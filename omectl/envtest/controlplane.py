@@ -11,7 +11,7 @@ What it sets up in its work directory (`<workdir>/<name>/`), and why:
 
 kube-apiserver runs with `--authorization-mode=RBAC`, its default admission plugins (so the Mutating and
 Validating admission webhooks are on) less `ServiceAccount` (no controller-manager creates the `default`
-service account), `--service-cluster-ip-range=10.0.0.0/24`, and `--cert-dir` for whatever else it writes.
+service account), `--service-cluster-ip-range=10.0.0.0/16`, and `--cert-dir` for whatever else it writes.
 There is no kubelet, scheduler or controller-manager: no Deployment gets a ReplicaSet, nothing collects
 ownerReferences, and a namespace deletion never finishes (the workload simulator, run as a client, marks
 workloads ready: `omectl.envtest.simulator`).
@@ -44,7 +44,7 @@ __all__ = ["ADMIN_GROUP", "ADMIN_USER", "ControlPlaneError", "RealAPIServer", "f
 
 ADMIN_USER = "omectl-admin"
 ADMIN_GROUP = "system:masters"
-SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/16"  # 65,534 Service IPs: a /24 runs out at 254 Services
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 LOG_TAIL_LINES = 30
 _PR_SET_PDEATHSIG = 1

@@ -33,6 +33,9 @@ class ObjectCache:
         # index name -> object key -> the values it was filed under (to unfile on update and delete)
         self._filed: dict[str, dict[ObjectKey, tuple[str, ...]]] = {}
         self.resource_version: str = ""  # the newest resourceVersion the informer has seen (list, event or bookmark)
+        # Set once the informer's first full list is in: from then on a miss means the object does not exist (as
+        # of the informer's view, which may lag the server by a watch event) among those its selector admits.
+        self.complete = False
 
     # --- indexes -----------------------------------------------------------------------------------------
 

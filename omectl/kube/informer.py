@@ -248,6 +248,7 @@ class Informer:
         self.served = False
         if len(self.cache):
             self._replace([], self.cache.resource_version, initial=False)
+        self.cache.complete = True
         self.synced.set()
         self._set_connected(True, notify=True)
         await self.clock.sleep(self.backoff.next_delay())
@@ -315,6 +316,7 @@ class Informer:
             self.relists += 1
         self._replace(items, list_rv, initial=initial)
         if initial:
+            self.cache.complete = True
             self.synced.set()
             log.debug("%s: synced %d objects at resourceVersion %s", self.name, len(self.cache), list_rv)
         self._set_connected(True, notify=True)

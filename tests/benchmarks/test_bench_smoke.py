@@ -1,4 +1,5 @@
-"""Smoke test of the embedded server benchmark: a `--quick` run completes and reports every figure."""
+"""Smoke test of the embedded server benchmark: a `--quick` run completes and reports every figure, and, where
+`make envtest` has built the real kube-apiserver, every figure of the real server beside it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import orjson
 import pytest
 
 from benchmarks.embedded_server import FIGURES, README, TARGETS
+from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xdist_group("benchmark")
@@ -28,7 +30,7 @@ def test_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_read
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = orjson.loads(out.read_bytes())
@@ -47,3 +49,18 @@ def test_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_read
     for phase in ("create", "patch", "watch", "list", "memory"):
         assert results["phases"][phase]["errors"] == 0, results["phases"][phase]["first_error"]
     assert (README.read_text() if README.exists() else None) == readme_before
+    try:
+        binaries = find_binaries()
+    except BinariesMissing:
+        assert "real_server" not in results
+        assert "no real-server column" in proc.stdout
+        return
+    real = results["real_server"]
+    assert real["server"] == f"kube-apiserver {binaries.kube_version} with etcd {binaries.etcd_version}"
+    assert set(real["figures"]) == set(FIGURES)
+    for name, value in real["figures"].items():
+        assert math.isfinite(value) and value > 0, f"real {name} = {value}"
+        assert real["embedded_over_real"][name] == round(results["figures"][name] / value, 3)
+    for phase in ("create", "patch", "watch", "list", "memory"):
+        assert real["phases"][phase]["errors"] == 0, real["phases"][phase]["first_error"]
+    assert "real kube-apiserver" in proc.stdout

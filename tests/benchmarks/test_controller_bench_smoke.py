@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from benchmarks import engine_rollout, fleet_convergence, fleet_scale, resolver
+from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xdist_group("benchmark")
@@ -76,18 +77,32 @@ def test_engine_rollout_quick_run_reports_every_figure_as_a_positive_number_and_
     tmp_path: Path,
 ) -> None:
     readme_before = engine_rollout.README.read_text() if engine_rollout.README.exists() else None
-    results = run_quick("benchmarks.engine_rollout", tmp_path / "engine.json", timeout=120)
+    results = run_quick("benchmarks.engine_rollout", tmp_path / "engine.json", timeout=300)
 
     assert_every_figure_positive(results, engine_rollout.FIGURES, engine_rollout.TARGETS)
     isvcs = int(results["figures"]["inference_services"])
+    assert_rollout_phases(results["phases"], isvcs)
+    try:
+        find_binaries()
+    except BinariesMissing:
+        assert "real_server" not in results
+    else:  # the same phases against real kube-apiservers, in the same run
+        real = results["real_server"]
+        assert set(real["figures"]) == set(engine_rollout.FIGURES)
+        assert all(math.isfinite(v) and v > 0 for v in real["figures"].values()), real["figures"]
+        assert real["figures"]["inference_services"] == isvcs
+        assert_rollout_phases(real["phases"], isvcs)
+    assert (engine_rollout.README.read_text() if engine_rollout.README.exists() else None) == readme_before
+
+
+def assert_rollout_phases(phases: dict[str, Any], isvcs: int) -> None:
     for phase in ("render", "edit"):
-        assert not results["phases"][phase]["deadline_hit"], phase
-        assert results["phases"][phase]["verified_on_server"] == isvcs, phase
-    raw = results["phases"]["raw"]
+        assert not phases[phase]["deadline_hit"], phase
+        assert phases[phase]["verified_on_server"] == isvcs, phase
+    raw = phases["raw"]
     assert raw["errors"] == 0 and raw["writes"] == isvcs
     assert raw["engine_applies"] == 0  # the controller does not fight the raw updates
-    assert results["phases"]["edit"]["deployment_modified_per_deployment"]["min"] >= 1
-    assert (engine_rollout.README.read_text() if engine_rollout.README.exists() else None) == readme_before
+    assert phases["edit"]["deployment_modified_per_deployment"]["min"] >= 1
 
 
 def test_fleet_scale_quick_run_reports_every_figure_as_a_positive_number_draws_the_plot_and_leaves_the_readme(

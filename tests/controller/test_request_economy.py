@@ -1,0 +1,43 @@
+"""What the controller asks the API server for while it renders and rolls out: with its informers synced, a
+rendered object it has not seen is applied without a GET first (the miss already says "absent"), and an edit that
+changes a render is one apply per object, with no read before it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from omectl.embedded.requestlog import RequestRecord
+from tests.resilience.workload import mixed_fleet
+
+pytestmark = pytest.mark.xdist_group("e2e")
+RENDERED = {"deployments", "services", "leaderworkersets", "aimservices", "jobs", "httproutes"}
+
+
+def controller_calls(records: list[RequestRecord]) -> Counter[tuple[str, str]]:
+    """(verb, resource) of the controller's calls on rendered kinds, ignoring its informers' lists and watches."""
+    return Counter(
+        (r.verb, r.resource)
+        for r in records
+        if r.resource in RENDERED and r.verb not in ("list", "watch") and "omectl" in r.user_agent.lower()
+    )
+
+
+async def test_rendering_and_rolling_out_read_nothing_the_informers_hold(tmp_path: Path) -> None:
+    async with mixed_fleet(tmp_path, "re-", count=1, seed=False) as fleet:
+        server = fleet.servers[0]
+        start = server.request_log.total
+        await fleet.seed()
+        await fleet.converged(60)
+        render = controller_calls(server.request_log.records(start))
+        assert render[("patch", "deployments")] > 0, render  # the engines were applied
+        assert not [call for call in render if call[0] == "get"], f"reads before the applies: {render}"
+
+        start = server.request_log.total
+        await fleet.rollout("registry.example/sglang:rolled")
+        await fleet.converged(60)
+        rollout = controller_calls(server.request_log.records(start))
+        assert rollout[("patch", "deployments")] > 0, rollout
+        assert not [call for call in rollout if call[0] == "get"], f"reads before the applies: {rollout}"
