@@ -184,6 +184,10 @@ class Rollout:
         self.app = app
         self.keys = [(cluster, ns, component_name(name, "engine")) for cluster, ns, name in isvcs]
         self.image = OLD_IMAGE
+        # The controller caches its workloads without their spec: a Deployment counts as rolled once its cached
+        # generation passed the one it had when the wait began (its spec changed); the servers are then checked
+        # for the image itself (`verified_on_server`).
+        self.generation_before: dict[IsvcKey, int] = {}
         self.pending: set[IsvcKey] = set()
         self.done = asyncio.Event()
         self.last_at = 0.0
@@ -206,7 +210,7 @@ class Rollout:
                     self.modified_reached.set()
             elif event_type == "ADDED" and not initial:
                 self.added += 1
-            if key in self.pending and event_type != "DELETED" and runner_image(obj) == self.image:
+            if key in self.pending and event_type != "DELETED" and self._rolled(key, obj):
                 self.pending.discard(key)
                 self.last_at = time.perf_counter()
                 if not self.pending:
@@ -251,10 +255,21 @@ class Rollout:
         values = [self.modified.get(key, 0) for key in self.keys]
         return {"min": min(values), "max": max(values), "total": sum(values)}
 
+    def _rolled(self, key: IsvcKey, obj: Mapping[str, Any] | None) -> bool:
+        if obj is None:
+            return False
+        return int(obj["metadata"].get("generation") or 0) > self.generation_before.get(key, 0)
+
     def expect(self, image: str) -> None:
-        """From now on, wait for every engine Deployment to run `image` (those that already do count at once)."""
+        """From now on, wait for every engine Deployment to be rendered anew (created, or its spec changed: the
+        phases change the image); the servers are checked for `image` after the wait."""
         self.image = image
-        self.pending = {key for key in self.keys if runner_image(self.cached(key)) != image}
+        self.generation_before = {
+            key: int(cached["metadata"].get("generation") or 0)
+            for key in self.keys
+            if (cached := self.cached(key)) is not None
+        }
+        self.pending = set(self.keys)
         self.done = asyncio.Event()
         self.last_at = time.perf_counter()
         if not self.pending:
@@ -269,9 +284,11 @@ class Rollout:
             now = time.perf_counter()
             if now > deadline:
                 print(f"[{phase:>7}] deadline: {total - len(self.pending)}/{total} {what}", flush=True)
-                images = Counter(str(runner_image(self.cached(key))) for key in self.pending)
-                for image, count in images.most_common():
-                    print(f"[{phase:>7}]   still pending: {count} with image {image}", flush=True)
+                absent = sum(1 for key in self.pending if self.cached(key) is None)
+                print(
+                    f"[{phase:>7}]   still pending: {absent} not rendered, {len(self.pending) - absent} unchanged",
+                    flush=True,
+                )
                 return now - started, True
             if now >= next_report:
                 print(f"[{phase:>7}] {total - len(self.pending)}/{total} {what} ({now - started:.1f} s)", flush=True)

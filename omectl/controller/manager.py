@@ -67,6 +67,7 @@ from omectl.kube.resources import (
     SERVING_RUNTIMES,
     ResourceRef,
 )
+from omectl.kube.transforms import metadata_and_status
 from omectl.kube.writer import write_status
 from omectl.observability.logs import note_span
 from omectl.observability.metrics import RESULT_ERROR, RESULT_REQUEUE, RESULT_SUCCESS, ControllerMetrics
@@ -130,13 +131,17 @@ class ClusterRuntime:
         self.base_models = Informer(client, BASE_MODELS, handlers=[self._model_handler])
         self.cluster_base_models = Informer(client, CLUSTER_BASE_MODELS, handlers=[self._model_handler])
         # The workloads rendered for InferenceServices: their status becomes the InferenceService's readiness, and
-        # the cache spares a GET per object when checking whether a render is already applied. LeaderWorkerSet is a
-        # third-party CRD: a cluster without it simply has none.
-        self.deployments = Informer(client, DEPLOYMENTS, label_selector=ISVC_LABEL, handlers=[self._workload_handler])
-        self.leader_worker_sets = Informer(
-            client, LEADER_WORKER_SETS, label_selector=ISVC_LABEL, handlers=[self._workload_handler], optional=True
-        )
-        self.services = Informer(client, SERVICES, label_selector=ISVC_LABEL, handlers=[self._workload_handler])
+        # the cache spares a GET per object when checking whether a render is already applied. Their spec is what
+        # the controller rendered, so the cache keeps only metadata and status. LeaderWorkerSet is a third-party
+        # CRD: a cluster without it simply has none.
+        workloads: dict[str, Any] = {
+            "label_selector": ISVC_LABEL,
+            "handlers": [self._workload_handler],
+            "transform": metadata_and_status,
+        }
+        self.deployments = Informer(client, DEPLOYMENTS, **workloads)
+        self.leader_worker_sets = Informer(client, LEADER_WORKER_SETS, optional=True, **workloads)
+        self.services = Informer(client, SERVICES, **workloads)
         self.aim = controller.aim.watch(self)  # AMD AIM: optional informers (omectl.controller.aim_watch)
         self._tasks: list[asyncio.Task[None]] = []
         self._event_tasks: set[asyncio.Task[Any]] = set()

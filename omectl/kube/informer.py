@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from .cache import ObjectCache, object_key
 from .client import ClusterClient, KubeAPIError, KubeConnectionError
 from .resources import ResourceRef
+from .transforms import Transform, strip_bookkeeping
 
 __all__ = ["ADDED", "DELETED", "MODIFIED", "Backoff", "Clock", "Handler", "HealthListener", "Informer", "LoopClock"]
 
@@ -127,6 +128,7 @@ class Informer:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         optional: bool = False,
+        transform: Transform = strip_bookkeeping,
     ) -> None:
         if namespace and not resource.namespaced:
             raise ValueError(f"{resource.plural} is cluster-scoped; an informer for it takes no namespace")
@@ -155,6 +157,7 @@ class Informer:
         # An optional kind (a third-party CRD) that the cluster does not serve counts as synced and empty; the
         # informer keeps listing at its backoff and picks the kind up once it is installed.
         self.optional = optional
+        self.transform = transform  # what the cache keeps of each object (omectl.kube.transforms)
         self.served = True
         self.cache = ObjectCache()
         self.synced = asyncio.Event()  # set once the first full list is in the cache and delivered
@@ -327,14 +330,14 @@ class Informer:
             obj["apiVersion"] = self.resource.api_version
         if "kind" not in obj:
             obj["kind"] = self.resource.kind
-        return obj
+        return self.transform(obj)
 
     def _replace(self, items: list[dict[str, Any]], list_rv: str, *, initial: bool) -> None:
         """Make the cache equal to a full list, delivering the difference as events."""
         cache = self.cache
         listed: set[tuple[str, str]] = set()
-        for obj in items:
-            self._normalise(obj)
+        for item in items:
+            obj = self._normalise(item)
             key = object_key(obj)
             listed.add(key)
             old = cache.get(*key)
@@ -429,7 +432,7 @@ class Informer:
             return
         cache = self.cache
         if type_ in (ADDED, MODIFIED):
-            self._normalise(obj)
+            obj = self._normalise(obj)
             old = cache.get(meta.get("namespace"), meta["name"])
             if old is not None and old["metadata"].get("resourceVersion") == rv:
                 pass  # already cached (a page of the list was newer than the list's resourceVersion)
@@ -437,10 +440,9 @@ class Informer:
                 cache.upsert(obj)
                 self._dispatch(MODIFIED if old is not None else ADDED, obj, old, False)
         elif type_ == DELETED:
-            self._normalise(obj)
+            obj = self._normalise(obj)
             old = cache.delete(meta.get("namespace"), meta["name"])
             if old is not None:
-                obj["metadata"].pop("managedFields", None)
                 self._dispatch(DELETED, obj, old, False)
         else:
             raise ValueError(f"unknown watch event type {type_!r}")

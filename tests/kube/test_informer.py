@@ -15,6 +15,7 @@ from omectl.embedded.api import WriteOptions
 from omectl.embedded.server import EmbeddedAPIServer
 from omectl.kube import Backoff, ClusterClient, Informer, ObjectCache, ResourceRef
 from omectl.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS
+from omectl.kube.transforms import LAST_APPLIED, metadata_and_status
 from tests.support import widget, widget_crd
 
 NS = "default"
@@ -185,6 +186,39 @@ async def test_managed_fields_are_stripped_from_listed_and_watched_objects(clien
         for name in ("applied-before", "applied-after"):
             cached = informer.cache.get(NS, name)
             assert cached is not None and "managedFields" not in cached["metadata"]
+
+
+async def test_kubectls_last_applied_copy_is_stripped_and_other_annotations_kept(client: ClusterClient) -> None:
+    annotations = {LAST_APPLIED: '{"kind":"ConfigMap"}', "team": "a"}
+    await client.create(CONFIG_MAPS, configmap("listed", annotations=annotations, a="1"))
+    recorder = Recorder()
+    async with running(new_informer(client, recorder)) as informer:
+        await client.create(CONFIG_MAPS, configmap("watched", annotations=annotations, a="1"))
+        await recorder.eventually(lambda: informer.cache.get(NS, "watched") is not None)
+        for name in ("listed", "watched"):
+            cached = informer.cache.get(NS, name)
+            assert cached is not None and cached["metadata"]["annotations"] == {"team": "a"}, name
+
+
+async def test_a_metadata_and_status_transform_caches_no_spec_and_hands_handlers_what_it_caches(
+    client: ClusterClient,
+) -> None:
+    await client.create(CUSTOM_RESOURCE_DEFINITIONS, widget_crd())
+    await client.create(WIDGETS, widget("before", size=1))
+    recorder = Recorder()
+    seen: list[dict[str, Any]] = []
+    informer = new_informer(client, recorder, WIDGETS, transform=metadata_and_status)
+    informer.add_handler(lambda _t, obj, _old, _initial: seen.append(obj))
+    async with running(informer):
+        created = await client.create(WIDGETS, widget("after", size=2))
+        await client.patch(WIDGETS, "after", {"status": {"phase": "Ready"}}, NS, subresource="status")
+        await recorder.eventually(lambda: (informer.cache.get(NS, "after") or {}).get("status") == {"phase": "Ready"})
+        before, after = informer.cache.get(NS, "before"), informer.cache.get(NS, "after")
+        assert before is not None and set(before) == {"apiVersion", "kind", "metadata"}, before
+        assert after is not None and set(after) == {"apiVersion", "kind", "metadata", "status"}, after
+        assert "managedFields" not in after["metadata"]
+        assert after["metadata"]["uid"] == created["metadata"]["uid"]
+        assert all("spec" not in obj for obj in seen) and seen[-1] is after
 
 
 async def test_an_annotation_index_follows_updates_and_deletes(client: ClusterClient) -> None:
