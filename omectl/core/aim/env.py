@@ -16,6 +16,10 @@ replaces the entry of the same name whole, in place, and new names are appended 
    container.
 
 Entries are copied; the result shares nothing with the inputs. An entry without a name is dropped.
+
+`AIM_ENGINE_ARGS` holds the engine's arguments as a JSON object. Where upstream merges it (the runtime-config
+layers and the inference container, not a download Job), an upper layer's object is deep-merged into the lower's
+(`merge_engine_args`) instead of replacing it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from omectl.core.aim.engine_args import ENGINE_ARGS, merge_engine_args
 from omectl.core.aim.layers import copy_json
 
 DOWNLOADER_PROTOCOL: Final = "AIM_DOWNLOADER_PROTOCOL"
@@ -39,8 +44,9 @@ def env_var(name: str, value: str) -> dict[str, Any]:
     return {"name": name, "value": value}
 
 
-def merge_env(*layers: Sequence[Mapping[str, Any]] | None) -> EnvList:
-    """Merge env lists by name, lowest first; None or an empty list adds nothing."""
+def merge_env(*layers: Sequence[Mapping[str, Any]] | None, json_keys: Sequence[str] = ()) -> EnvList:
+    """Merge env lists by name, lowest first; None or an empty list adds nothing. The values of the names in
+    `json_keys` are JSON objects merged key by key (`merge_engine_args`)."""
     out: EnvList = []
     positions: dict[str, int] = {}
     for layer in layers:
@@ -54,7 +60,7 @@ def merge_env(*layers: Sequence[Mapping[str, Any]] | None) -> EnvList:
                 positions[name] = len(out)
                 out.append(entry)
             else:
-                out[position] = entry
+                out[position] = merge_engine_args(out[position], entry) if name in json_keys else entry
     return out
 
 
@@ -108,7 +114,7 @@ def inference_env(
     service: Mapping[str, Any], config: Mapping[str, Any], profile: Mapping[str, Any] | None = None
 ) -> EnvList:
     """Env of an AIMService's inference container: defaults < config env < profile `containerEnv` < profile
-    `engineEnv` < service `spec.env`."""
+    `engineEnv` < service `spec.env`; `AIM_ENGINE_ARGS` deep-merged across them."""
     profile_spec = _spec(profile)
     return merge_env(
         inference_defaults(),
@@ -116,6 +122,7 @@ def inference_env(
         _env(profile_spec.get("containerEnv")),
         _env(profile_spec.get("engineEnv")),
         _env(_spec(service).get("env")),
+        json_keys=(ENGINE_ARGS,),
     )
 
 

@@ -34,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from omectl.core.aim.engine_args import ENGINE_ARGS, merge_engine_args
+
 OPERATOR_DEFAULTS_LAYER: Final = "operator defaults"
 """Name of the lowest layer (values the operator applies when no config sets them)."""
 
@@ -190,7 +192,7 @@ def _merge_env(lower: list[Any], upper: Sequence[Any], path: str, rec: _Recorder
             positions[name] = len(out)
             out.append(entry)
         else:
-            out[position] = entry
+            out[position] = merge_engine_args(out[position], entry) if name == ENGINE_ARGS else entry
     return out
 
 

@@ -13,6 +13,7 @@ from omectl.core.aim.env import (
     inference_env,
     merge_env,
 )
+from omectl.core.aim.layers import merge_layers
 
 ARTIFACT = {"metadata": {"name": "qwen-art", "namespace": "ml-team"}, "spec": {}}
 
@@ -136,3 +137,39 @@ def test_merge_env_replaces_entries_whole_and_copies() -> None:
     ]
     merged[0]["valueFrom"]["secretKeyRef"]["key"] = "changed"
     assert upper[0]["valueFrom"]["secretKeyRef"]["key"] == "k"
+
+
+def engine_args(value: str) -> dict[str, Any]:
+    return {"name": "AIM_ENGINE_ARGS", "value": value}
+
+
+def test_engine_args_are_deep_merged_across_cluster_namespace_and_service() -> None:
+    cluster = {"env": [engine_args('{"tensor-parallel-size":1,"kv":{"dtype":"fp8","block":16}}')]}
+    namespace = {"env": [engine_args('{"gpu-memory-utilization":0.9,"kv":{"block":32}}')]}
+    config = merge_layers([("cluster", cluster), ("namespace", namespace)]).config
+    service = with_env({}, [engine_args('{"tensor-parallel-size":2,"max-model-len":8192}')])
+    merged = env_value(inference_env(service, config), "AIM_ENGINE_ARGS")
+    assert merged == (
+        '{"gpu-memory-utilization":0.9,"kv":{"block":32,"dtype":"fp8"},"max-model-len":8192,"tensor-parallel-size":2}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper", "expected"),
+    [
+        ('{"a":1}', "--tp 2", "--tp 2"),  # not an object above: the upper verbatim
+        ("--tp 2", '{"a":1}', '{"a":1}'),  # not an object below: the upper verbatim
+        ('{"a":1}', "", '{"a":1}'),  # an empty upper takes the lower
+        ("", '{"b":2}', '{"b":2}'),
+        ('{"a":{"x":1}}', '{"a":3}', '{"a":3}'),  # a scalar above replaces an object below
+    ],
+)
+def test_engine_args_merge_edges(lower: str, upper: str, expected: str) -> None:
+    merged = merge_env([engine_args(lower)], [engine_args(upper)], json_keys=("AIM_ENGINE_ARGS",))
+    assert merged == [engine_args(expected)]
+
+
+def test_a_download_job_replaces_engine_args_whole() -> None:
+    artifact = with_env(ARTIFACT, [engine_args('{"b":2}')])
+    env = download_job_env(artifact, {"env": [engine_args('{"a":1}')]})
+    assert env_value(env, "AIM_ENGINE_ARGS") == '{"b":2}'
