@@ -37,6 +37,11 @@ QUANTITY_PATTERN: Final = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 """The pattern Kubernetes puts on a resource.Quantity field."""
+DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+GATEWAY_GROUP_PATTERN: Final = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+GATEWAY_KIND_PATTERN: Final = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
+"""The patterns the Gateway API puts on a ParentReference's namespace, sectionName, group and kind."""
 
 
 class _Object(_PydanticModel):
@@ -72,15 +77,15 @@ class GatewayRef(_Object):
     """The Gateway an HTTPRoute attaches to (a Gateway API ParentReference). Upstream defaults group and kind in the
     schema; ours does not: unset means gateway.networking.k8s.io / Gateway."""
 
-    group: str | None = Field(default=None, max_length=253)
+    group: str | None = Field(default=None, max_length=253, pattern=GATEWAY_GROUP_PATTERN)
     """API group of the parent; gateway.networking.k8s.io when unset."""
-    kind: str | None = Field(default=None, max_length=63)
+    kind: str | None = Field(default=None, min_length=1, max_length=63, pattern=GATEWAY_KIND_PATTERN)
     """Kind of the parent; Gateway when unset."""
-    namespace: str | None = Field(default=None, max_length=63)
+    namespace: str | None = Field(default=None, min_length=1, max_length=63, pattern=DNS_LABEL_PATTERN)
     """Namespace of the parent; the route's namespace when unset."""
     name: str = Field(min_length=1, max_length=253)
     """Name of the parent Gateway."""
-    section_name: str | None = Field(default=None, max_length=253)
+    section_name: str | None = Field(default=None, min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
     """A listener of the Gateway, by name."""
     port: int | None = Field(default=None, ge=1, le=65535)
     """A listener of the Gateway, by port."""
@@ -128,10 +133,21 @@ class RuntimeConfigCommon(_Object):
     """Label propagation from parent resources to their children."""
 
 
+class ModelConfig(_Object):
+    """Model defaults (upstream's `model` block)."""
+
+    auto_discovery: bool | None = None
+    """Discover models automatically. Declared by upstream and read by none of its controllers; accepted and kept
+    so upstream's YAML applies unchanged."""
+
+
 class RuntimeConfigSpec(RuntimeConfigCommon):
     """Defaults for AIM workloads: storage, routing, environment and label propagation. No field has a schema
     default (upstream's pvcHeadroomPercent=10, labelPropagation.enabled=false and gatewayRef group/kind defaults are
     dropped on purpose), so whatever this config leaves unset comes from the next layer down."""
+
+    model: ModelConfig | None = None
+    """Model defaults (`autoDiscovery`)."""
 
     default_storage_class_name: str | None = None
     """Deprecated: use storage.defaultStorageClassName, which wins when both are set."""

@@ -1,6 +1,7 @@
 """Models, profiles, profile sets and cluster model sources on the v1alpha2 path (docs/aim-resources.md).
 
-- **AIMModel / AIMClusterModel** (`reconcile_model`): unless discovery is disabled, the discovery Job
+- **AIMModel / AIMClusterModel** (`reconcile_model`): unless discovery is disabled (or the model has no image:
+  Failed / `ImageNotSpecified`, with one Warning event), the discovery Job
   (`render_discovery_job`) in the model's namespace, or in the operator namespace for a cluster model, with the
   model's runtime-config env and propagated labels. A live Job whose `aim.eai.amd.com/discovery-inputs` differs
   from the model's (image, env or model sources changed) is stale: it and its result ConfigMap are deleted, and the
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from omectl.core.aim.discovery import (
+    IMAGE_NOT_SPECIFIED,
     INPUTS_ANNOTATION,
     DiscoveryResultError,
     discovery_current,
@@ -26,6 +28,8 @@ from omectl.core.aim.discovery import (
     discovery_inputs,
     discovery_name,
     discovery_namespace,
+    has_image,
+    image_not_specified_message,
     model_status,
     profile_set_for,
     profiles_from_discovery,
@@ -39,6 +43,11 @@ async def reconcile_model(
     reconciler: Any, cluster: Any, model: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     if not discovery_enabled(model):
+        return model_status(model, None, None)
+    if not has_image(model):
+        # Failed until the model gets an image: one Warning event when it enters that state, no retries
+        if not _has_reason(model, IMAGE_NOT_SPECIFIED):
+            cluster.record_event(model, "Warning", IMAGE_NOT_SPECIFIED, image_not_specified_message(model))
         return model_status(model, None, None)
     namespace = discovery_namespace(model, reconciler.operator_namespace)
     name = discovery_name(model)
@@ -88,6 +97,11 @@ async def reconcile_model_source(
         if await reconciler.apply(cluster, source, model, config) is not None:
             created += 1
     return model_source_status(source, created)
+
+
+def _has_reason(obj: Mapping[str, Any], reason: str) -> bool:
+    conditions = _mapping(obj.get("status")).get("conditions") or ()
+    return any(isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("reason") == reason for c in conditions)
 
 
 def _inputs(obj: Mapping[str, Any]) -> str | None:

@@ -40,6 +40,7 @@ from omectl.controller.queue import Result, WorkItem, WorkKey, WorkQueue, run_wo
 from omectl.controller.resolver import ChainResolver
 from omectl.controller.revisions import RevisionStore
 from omectl.controller.runtime_status import desired_status, record_merge_span, resolve_runtime
+from omectl.core.aim.meta import RECONCILIATION_PAUSED, reconciliation_paused
 from omectl.core.reach import Reach, reach
 from omectl.core.runtimes import (
     CLUSTER_SERVING_RUNTIME,
@@ -420,6 +421,9 @@ class FleetController:
             cache = cluster.serving.cache if key.kind == SR_KEY else cluster.cluster_serving.cache
         obj = cache.get(key.namespace, key.name)
         if obj is None:
+            return Result()
+        if (key.kind == AIM_SERVICE_KEY or key.kind in AIM_CONSUMER_KEYS) and reconciliation_paused(obj):
+            log.debug("%s: reconciliation paused by its %s annotation", key, RECONCILIATION_PAUSED)
             return Result()
         started, outcome = time.perf_counter(), RESULT_ERROR
         with reconcile_span(

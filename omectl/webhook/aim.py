@@ -87,6 +87,8 @@ def validate_aim(kind: str, obj: Any) -> str | None:
         return "metadata.labels must be a map of strings"
     spec = obj.get("spec")
     if kind == AIM_SERVICE:
+        if spec is None:
+            spec = {}  # the CRD makes spec optional: judged as an empty one, as upstream admits it
         if not isinstance(spec, Mapping):
             return "spec must be an object"
         problems = _shape_problems(spec, "spec", _SERVICE_OBJECTS)

@@ -44,7 +44,15 @@ SCENARIOS = (
 AIM_CRDS = tuple(d for d in crdgen.CRDS if d.group == aim.GROUP)
 CLUSTER_CONFIG, NS_CONFIG, SERVICE = AIM_CRDS[:3]
 V1ALPHA2_CRDS = AIM_CRDS[3:]
-LAYERED = ("storage", "routing", "env", "labelPropagation", "defaultStorageClassName", "pvcHeadroomPercent")
+LAYERED = (
+    "storage",
+    "routing",
+    "env",
+    "labelPropagation",
+    "model",
+    "defaultStorageClassName",
+    "pvcHeadroomPercent",
+)
 
 AIM = "/apis/aim.eai.amd.com"
 ML_TEAM = "namespaces/ml-team"
@@ -180,6 +188,8 @@ def test_runtime_config_spec_fields() -> None:
     assert props["storage"]["properties"].keys() == {"defaultStorageClassName", "pvcHeadroomPercent"}
     assert props["storage"]["properties"]["pvcHeadroomPercent"]["minimum"] == 0
     assert props["pvcHeadroomPercent"]["minimum"] == 0
+    assert props["model"]["properties"] == {"autoDiscovery": props["model"]["properties"]["autoDiscovery"]}
+    assert props["model"]["properties"]["autoDiscovery"]["type"] == "boolean"
     routing = props["routing"]["properties"]
     assert routing.keys() == {"enabled", "gatewayRef", "pathTemplate", "requestTimeout", "annotations"}
     assert routing["requestTimeout"]["type"] == "string"

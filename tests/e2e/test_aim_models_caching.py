@@ -551,3 +551,60 @@ def test_a_config_change_re_reconciles_its_consumers(env: Env) -> None:
         lambda: "org.example/team" not in env.items("pvc", ns, "aim.eai.amd.com/artifact=a")[0]["metadata"]["labels"],
         "propagation turned off by the namespace config",
     )
+
+
+@pytest.mark.parametrize("kind", ["AIMModel", "AIMClusterModel"])
+def test_a_model_without_spec_fails_once_with_a_reason_and_one_warning(env: Env, kind: str) -> None:
+    ns = "bare" if kind == "AIMModel" else None
+    name = f"bare-{kind.lower()}"
+    docs = [namespace("bare")] if ns else []
+    bare = {"apiVersion": V2, "kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
+    env.apply(*docs, bare)
+    plural = "aimmodels" if ns else "aimclustermodels"
+    ready = until(lambda: env.condition(plural, name, ns, "Ready") or None, f"{kind} {name} gets a status")
+    assert (ready["status"], ready["reason"]) == ("False", "ImageNotSpecified")
+    assert env.status(plural, name, ns)["status"] == "Failed"
+    assert "has no spec.image" in ready["message"]
+    event_ns = ns or "default"
+    events = until(
+        lambda: [
+            e
+            for e in env.items("events", event_ns)
+            if e["involvedObject"]["name"] == name and e["reason"] == "ImageNotSpecified"
+        ],
+        f"the Warning event of {name}",
+    )
+    assert [(e["type"], e.get("count", 1)) for e in events] == [("Warning", 1)]
+    # given an image it goes on to discovery
+    env.apply({**bare, "spec": {"image": "registry.example/qwen:1", "discovery": {"enabled": False}}})
+    until(lambda: env.condition(plural, name, ns, "Ready").get("reason") == "DiscoveryDisabled", f"{name} recovers")
+
+
+def test_a_paused_object_is_left_alone_until_the_annotation_goes(env: Env) -> None:
+    ns = "paused"
+    paused = {"aim.eai.amd.com/reconciliation-paused": "true"}
+    model = obj("AIMModel", "paused-model", ns, image="registry.example/qwen:1", discovery={"enabled": False})
+    model["metadata"]["annotations"] = paused
+    witness = obj("AIMModel", "witness-model", ns, image="registry.example/qwen:1", discovery={"enabled": False})
+    env.apply(namespace(ns), model, witness)
+    until(lambda: env.status("aimmodels", "witness-model", ns).get("status") == "Ready", "the witness is reconciled")
+    assert env.status("aimmodels", "paused-model", ns) == {}, "a paused model gets no status"
+    env.k("annotate", "aimmodel", "paused-model", "-n", ns, "aim.eai.amd.com/reconciliation-paused-")
+    until(lambda: env.status("aimmodels", "paused-model", ns).get("status") == "Ready", "reconciled once unpaused")
+
+
+def test_upstream_config_fields_apply_and_gateway_refs_are_checked_as_the_gateway_api_does(env: Env) -> None:
+    # upstream's Helm values example carries model.autoDiscovery: accepted and kept
+    config = obj("AIMClusterRuntimeConfig", "upstream-helm", model={"autoDiscovery": True})
+    env.apply(config)
+    assert (env.get("aimclusterruntimeconfigs", "upstream-helm") or {})["spec"]["model"] == {"autoDiscovery": True}
+    bad = obj(
+        "AIMClusterRuntimeConfig",
+        "bad-gateway",
+        routing={"gatewayRef": {"name": "gw", "namespace": "Bad_NS", "sectionName": "HTTP_1", "kind": "-x"}},
+    )
+    proc = env.kubectl.run(f"--context={CLUSTER}", "apply", "-f", "-", input=yaml.safe_dump(bad), check=False)
+    assert proc.returncode == 1
+    for field in ("namespace", "sectionName", "kind"):
+        assert f"spec.routing.gatewayRef.{field}: Invalid value" in proc.stderr, proc.stderr
+    assert env.get("aimclusterruntimeconfigs", "bad-gateway") is None

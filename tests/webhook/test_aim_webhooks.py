@@ -155,6 +155,11 @@ async def test_an_aim_service_is_checked_inline_and_in_its_own_routing(hook: Hoo
     assert (await hook.review(ok, "aimservice"))["allowed"] is True  # a missing config is the controller's to report
 
 
+async def test_a_service_without_spec_is_admitted_as_its_crd_allows(hook: Hook) -> None:
+    bare = {k: v for k, v in aim_service().items() if k != "spec"}
+    assert (await hook.review(bare, "aimservice"))["allowed"] is True
+
+
 async def test_a_delete_is_always_admitted(hook: Hook) -> None:
     response = await hook.review("not even an object", "aimservice", operation="DELETE")
     assert response["allowed"] is True
@@ -171,7 +176,7 @@ MALFORMED: list[tuple[str, str, Any, str]] = [
         {"metadata": {"name": "x", "labels": {"team": 1}}, "spec": {"model": {"name": "m"}}},
         "metadata.labels must be a map of strings",
     ),
-    ("service-without-spec", "aimservice", {"metadata": {"name": "x"}}, "spec must be an object"),
+    ("service-spec-a-list", "aimservice", {"metadata": {"name": "x"}, "spec": []}, "spec must be an object"),
     ("spec-a-string", "aimclusterruntimeconfig", {"metadata": {"name": "x"}, "spec": "x"}, "spec must be an object"),
     (
         "routing-a-list",

@@ -111,6 +111,17 @@ def discovery_inputs(model: Mapping[str, Any]) -> str:
     return hash8(json.dumps(inputs, sort_keys=True, separators=(",", ":")))
 
 
+IMAGE_NOT_SPECIFIED: Final = "ImageNotSpecified"
+
+
+def has_image(model: Mapping[str, Any]) -> bool:
+    return text(spec_of(model).get("image")) is not None
+
+
+def image_not_specified_message(model: Mapping[str, Any]) -> str:
+    return f"{model.get('kind') or 'AIMModel'} {name_of(model)!r} has no spec.image: there is nothing to discover"
+
+
 def render_discovery_job(
     model: Mapping[str, Any], config: Mapping[str, Any], operator_namespace: str = DEFAULT_OPERATOR_NAMESPACE
 ) -> dict[str, Any]:
@@ -332,13 +343,16 @@ def model_status(
 ) -> dict[str, Any]:
     """The model's own status from its discovery: `status`, `profileCount`, conditions `DiscoveryReady`, `Ready`.
 
-    Discovery disabled → Ready. A result ConfigMap that parses → Ready with its profile count; one that does not →
+    Discovery disabled → Ready. No `spec.image` → Failed / `ImageNotSpecified` (nothing to discover; the CRD allows
+    a model without one). A result ConfigMap that parses → Ready with its profile count; one that does not →
     Failed / `DiscoveryResultInvalid`. Else: a failed Job → Failed / `DiscoveryFailed`; a completed Job whose result
     is not there yet → Progressing / `DiscoveryResultPending`; a running Job → Progressing / `Discovering`; no Job
     → Pending / `DiscoveryPending`."""
     count: int | None = None
     if not discovery_enabled(model):
         status, reason, message = "Ready", "DiscoveryDisabled", "Discovery is disabled"
+    elif not has_image(model):
+        status, reason, message = "Failed", IMAGE_NOT_SPECIFIED, image_not_specified_message(model)
     elif configmap is not None:
         try:
             count = len(parse_discovery_result(_mapping(configmap.get("data"))))

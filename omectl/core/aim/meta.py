@@ -19,6 +19,14 @@ MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 SERVICE_LABEL: Final = "aim.eai.amd.com/service"
 MANAGED_BY: Final = "omectl"
+RECONCILIATION_PAUSED: Final = "aim.eai.amd.com/reconciliation-paused"
+"""`"true"` on any AIM object: the controller leaves it alone (no status, no children), as upstream does."""
+
+
+def reconciliation_paused(obj: Mapping[str, Any]) -> bool:
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return isinstance(annotations, Mapping) and annotations.get(RECONCILIATION_PAUSED) == "true"
 
 
 def owner_reference(owner: Mapping[str, Any], *, default_kind: str = AIM_SERVICE_KIND) -> dict[str, Any]:
