@@ -40,6 +40,7 @@ from .ssa import (
     server_side_apply,
 )
 from .store import ADDED, DELETED, MODIFIED, StorageKey, Store
+from .workload_rules import quantity_error, serves_pod_template, workload_errors
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -288,6 +289,8 @@ class ClusterAPI:
         body["kind"] = rt.kind
         if rt.storage_key == ("", "secrets"):
             fold_string_data(body)
+        if serves_pod_template(rt.group, rt.kind) and (message := quantity_error(rt.group, rt.kind, rt.version, body)):
+            raise errors.bad_request(message)
         return body
 
     @staticmethod
@@ -361,6 +364,8 @@ class ClusterAPI:
             errs += core_event_errors(obj, meta.get("namespace") or "")
         elif old is not None and rt.storage_key in (("", "configmaps"), ("", "secrets")):
             errs += immutable_data_errors(rt.kind, obj, old)
+        elif serves_pod_template(rt.group, rt.kind):
+            errs += workload_errors(rt.group, rt.kind, obj)
         if old is not None and rt.storage_key == CRD_KEY:
             errs += _crd_update_errors(obj, old)
         if errs:

@@ -11,6 +11,12 @@ import pytest
 from omectl.embedded.server import EmbeddedAPIServer
 from tests.support import RawClient, widget_crd
 
+POD_TEMPLATE = {
+    "metadata": {"labels": {"app": "x"}},
+    "spec": {"containers": [{"name": "main", "image": "registry.example/app:1"}], "restartPolicy": "Never"},
+}
+DEPLOYMENT_SPEC = {"replicas": 1, "selector": {"matchLabels": {"app": "x"}}, "template": POD_TEMPLATE}
+
 BUILTINS: list[tuple[str, dict[str, Any]]] = [
     ("/api/v1/namespaces/default/secrets", {"apiVersion": "v1", "kind": "Secret", "data": {"k": "dg=="}}),
     ("/api/v1/namespaces/default/services", {"apiVersion": "v1", "kind": "Service", "spec": {"ports": [{"port": 80}]}}),
@@ -25,13 +31,16 @@ BUILTINS: list[tuple[str, dict[str, Any]]] = [
     ),
     (
         "/apis/apps/v1/namespaces/default/deployments",
-        {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 1}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "spec": DEPLOYMENT_SPEC},
     ),
     (
         "/apis/apps/v1/namespaces/default/controllerrevisions",
         {"apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": 1, "data": {"a": 1}},
     ),
-    ("/apis/batch/v1/namespaces/default/jobs", {"apiVersion": "batch/v1", "kind": "Job", "spec": {"completions": 1}}),
+    (
+        "/apis/batch/v1/namespaces/default/jobs",
+        {"apiVersion": "batch/v1", "kind": "Job", "spec": {"completions": 1, "template": POD_TEMPLATE}},
+    ),
 ]
 
 
@@ -58,13 +67,69 @@ async def test_builtin_kind_round_trip(raw: RawClient, path: str, body: dict[str
 async def test_deployment_generation_follows_spec_changes(raw: RawClient) -> None:
     path = "/apis/apps/v1/namespaces/default/deployments"
     await raw.post(
-        path, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 1}}
+        path, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": DEPLOYMENT_SPEC}
     )
     scaled = await raw.patch(path + "/d", {"spec": {"replicas": 2}}, "application/strategic-merge-patch+json")
     assert scaled.body["metadata"]["generation"] == 2
     status = await raw.patch(path + "/d/status", {"status": {"availableReplicas": 2}}, "application/merge-patch+json")
     assert status.body["metadata"]["generation"] == 2
     assert status.body["status"] == {"availableReplicas": 2}
+
+
+async def test_a_workload_quantity_that_does_not_parse_is_a_bad_request(raw: RawClient) -> None:
+    container = {"name": "main", "image": "registry.example/app:1", "resources": {"limits": {"cpu": "lots"}}}
+    template = {**POD_TEMPLATE, "spec": {"containers": [container]}}
+    reply = await raw.post(
+        "/apis/apps/v1/namespaces/default/deployments",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "lots"},
+            "spec": {**DEPLOYMENT_SPEC, "template": template},
+        },
+    )
+    assert (reply.status, reply.body["reason"]) == (400, "BadRequest")
+    assert reply.body["message"] == (
+        'Deployment in version "v1" cannot be handled as a Deployment: quantities must match the regular expression '
+        "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )
+    for good in ("500m", "1.5", "2Gi", "1e3", 4):
+        ok = {**container, "resources": {"requests": {"cpu": good}}}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"q-{str(good).lower().replace('.', '-')}"}}
+        created = await raw.post("/api/v1/namespaces/default/pods", {**pod, "spec": {"containers": [ok]}})
+        assert created.status == 201, (good, created.body)
+
+
+async def test_a_workload_needs_containers_with_names_and_images_and_a_matching_selector(raw: RawClient) -> None:
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    no_image = {**POD_TEMPLATE, "spec": {"containers": [{"name": "main"}, {"image": "registry.example/b:1"}]}}
+    reply = await raw.post(
+        path,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "bad"},
+            "spec": {**DEPLOYMENT_SPEC, "template": no_image},
+        },
+    )
+    assert reply.status == 422
+    assert [(c["field"], c["message"]) for c in reply.body["details"]["causes"]] == [
+        ("spec.template.spec.containers[0].image", "Required value"),
+        ("spec.template.spec.containers[1].name", "Required value"),
+    ]
+    mismatch = {**DEPLOYMENT_SPEC, "selector": {"matchLabels": {"app": "other"}}}
+    reply = await raw.post(
+        path, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "mm"}, "spec": mismatch}
+    )
+    assert reply.status == 422
+    assert reply.body["message"] == (
+        'Deployment.apps "mm" is invalid: spec.template.metadata.labels: Invalid value: {"app":"x"}: '
+        "`selector` does not match template `labels`"
+    )
+    bare = await raw.post(
+        "/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare"}}
+    )
+    assert [c["field"] for c in bare.body["details"]["causes"]] == ["spec.containers"]
 
 
 async def test_cluster_scoped_custom_resources(raw: RawClient) -> None:

@@ -424,6 +424,64 @@ SCENARIOS = [
         ),
     ),
     Scenario(
+        "workload-validation",
+        "a Pod without containers, a Job whose container has no name, a Pod asking for `memory: 2 GB`, a valid Pod",
+        (
+            step("create", "-f", "-", input=dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "empty"}})),
+            step(
+                "create",
+                "-f",
+                "-",
+                input=dump(
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "metadata": {"name": "noname"},
+                        "spec": {
+                            "template": {
+                                "spec": {"containers": [{"image": "busybox:1"}], "restartPolicy": "Never"},
+                            }
+                        },
+                    }
+                ),
+            ),
+            step(
+                "create",
+                "-f",
+                "-",
+                input=dump(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {"name": "spaced"},
+                        "spec": {
+                            "containers": [
+                                {"name": "c", "image": "busybox:1", "resources": {"limits": {"memory": "2 GB"}}}
+                            ]
+                        },
+                    }
+                ),
+            ),
+            step(
+                "create",
+                "-f",
+                "-",
+                input=dump(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {"name": "fine"},
+                        "spec": {
+                            "containers": [
+                                {"name": "c", "image": "busybox:1", "resources": {"requests": {"cpu": "250m"}}}
+                            ]
+                        },
+                    }
+                ),
+            ),
+        ),
+    ),
+    Scenario(
         "selectors-and-sorting",
         "field selectors (supported and not) and --sort-by on custom resources",
         (
@@ -534,23 +592,12 @@ KNOWN: dict[str, str] = {
         "stops with `failed to download openapi`. A fix serves `/openapi/v2` as gnostic protobuf "
         "(docs/embedded-api-server.md, known differences)."
     ),
-    "deployment-bad-quantity": (
-        "Open: the embedded server stores built-in kinds as given, with no typed decoding; kube-apiserver decodes a "
-        "Deployment into its Go types, where `cpu: lots` is not a resource.Quantity, and answers 400 BadRequest "
-        "before validation. A fix decodes resource quantities in built-in pod templates."
-    ),
     "deployment-unknown-field": (
         "Open: with kubectl's default `fieldValidation=Strict`, kube-apiserver's strict decoding of a built-in kind "
         "refuses a field its Go type lacks (400 BadRequest, `strict decoding error: unknown field`); the embedded "
         "server has no schema for built-ins and keeps the field. With `--validate=false` both accept it (the real "
         "server drops the field, so the second apply there creates the object). A fix needs the built-in kinds' "
         "schemas (the OpenAPI of kube-apiserver)."
-    ),
-    "deployment-missing-image": (
-        "Open: kube-apiserver validates built-in objects (`apps/v1` Deployment: a container needs `image`, "
-        "`spec.selector` must match the template's labels) and answers 422 Invalid; the embedded server validates "
-        "only ObjectMeta of built-ins. A fix adds the validation of the built-in kinds omectl writes (Deployment, "
-        "Job, Service, PVC) with the real field paths and texts."
     ),
     "explain-builtin": (
         "Open: the embedded server's `/openapi/v3` documents describe CRD kinds only, so `kubectl explain` finds no "
