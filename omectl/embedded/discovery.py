@@ -784,3 +784,42 @@ def openapi_v3_index(types: Sequence[ResourceType]) -> dict[str, Any]:
             for gv_path, doc in openapi_v3_documents(types).items()
         }
     }
+
+
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def openapi_v2_document(server_version: str) -> bytes:
+    """The `/openapi/v2` body as gnostic's protobuf `openapi_v2.Document`, with no paths and no definitions.
+
+    kubectl reads it only when a group-version is missing from `/openapi/v3`; finding no schema there it goes on
+    to the REST mapping and reports the missing kind as on a real cluster (`no matches for kind ...`). The
+    schemas themselves are served through `/openapi/v3`."""
+    info = _proto_string(1, "Kubernetes") + _proto_string(2, server_version)
+    return (
+        _proto_string(1, "2.0")
+        + _proto_field(2, info)
+        + _proto_field(8, b"")  # paths
+        + _proto_field(9, b"")  # definitions
+    )
+
+
+def _proto_field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _proto_string(number: int, text: str) -> bytes:
+    return _proto_field(number, text.encode())
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)

@@ -233,7 +233,7 @@ class ClusterHTTP:
     async def _route(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         parts = [p for p in path.split("/") if p]
         if not parts:
-            return _json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
+            return _json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]})
         head = parts[0]
         if head == "version" and len(parts) == 1:
             return _json_response(discovery.version_info())
@@ -294,6 +294,9 @@ class ClusterHTTP:
         return self._cached(("apis",), lambda: discovery.legacy_api_group_list(self._types()))
 
     def _openapi(self, parts: list[str]) -> web.StreamResponse:
+        if parts[1:] == ["v2"]:
+            body = discovery.openapi_v2_document(discovery.KUBERNETES_VERSION)
+            return web.Response(body=body, headers={"Content-Type": discovery.OPENAPI_V2_PROTOBUF})
         if len(parts) < 2 or parts[1] != "v3":
             raise errors.unknown_resource()
         if len(parts) == 2:

@@ -18,7 +18,7 @@ from kubernetes_asyncio.dynamic import DynamicClient
 
 from omectl.embedded import discovery as d
 from omectl.embedded.registry import ResourceType, builtin_types, types_from_crd
-from tests.support import Kubectl, kubectl_path, widget, widget_crd
+from tests.support import Kubectl, RawClient, kubectl_path, widget, widget_crd
 
 KUBECTL_ACCEPT = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
@@ -696,3 +696,19 @@ async def test_kubectl_update_patches_built_ins_strategically_and_custom_resourc
     assert patches[cm_path][1]["data"] == {"a": None, "b": "2"}
     assert patches[widget_path][0] == "application/merge-patch+json"
     assert patches[widget_path][1]["spec"] == {"size": 2}
+
+
+async def test_openapi_v2_is_an_empty_gnostic_document_and_kubectl_names_a_missing_kind(
+    raw: RawClient, kubectl: Kubectl
+) -> None:
+    reply = await raw.call("GET", "/openapi/v2", headers={"Accept": d.OPENAPI_V2_PROTOBUF})
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    # field 1 (swagger) "2.0", field 2 (info) {title "Kubernetes", version}, empty paths (8) and definitions (9)
+    version = d.KUBERNETES_VERSION.encode()
+    info = b"\x0a\x0aKubernetes\x12" + bytes([len(version)]) + version
+    assert reply.body.encode() == b"\x0a\x032.0\x12" + bytes([len(info)]) + info + b"\x42\x00\x4a\x00"
+    gizmo = "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g\n"
+    code, _out, err = await kubectl.arun("apply", "-f", "-", input=gizmo, check=False)
+    assert code == 1
+    assert 'no matches for kind "Gizmo" in version "example.com/v1"' in err, err

@@ -585,13 +585,6 @@ SCENARIOS = [
 
 # Differences that stay, each with its reason (docs/fidelity.md shows them).
 KNOWN: dict[str, str] = {
-    "unknown-kind": (
-        "Open: the embedded server serves no OpenAPI v2. For a group-version whose kind is missing from the "
-        "`/openapi/v3` documents kubectl falls back to `/openapi/v2` (protobuf); the real server answers it, kubectl "
-        "finds no schema, goes on and reports the missing REST mapping; the embedded server answers 404 and kubectl "
-        "stops with `failed to download openapi`. A fix serves `/openapi/v2` as gnostic protobuf "
-        "(docs/embedded-api-server.md, known differences)."
-    ),
     "deployment-unknown-field": (
         "Open: with kubectl's default `fieldValidation=Strict`, kube-apiserver's strict decoding of a built-in kind "
         "refuses a field its Go type lacks (400 BadRequest, `strict decoding error: unknown field`); the embedded "
