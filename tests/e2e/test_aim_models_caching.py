@@ -608,3 +608,10 @@ def test_upstream_config_fields_apply_and_gateway_refs_are_checked_as_the_gatewa
     for field in ("namespace", "sectionName", "kind"):
         assert f"spec.routing.gatewayRef.{field}: Invalid value" in proc.stderr, proc.stderr
     assert env.get("aimclusterruntimeconfigs", "bad-gateway") is None
+
+
+def test_a_kind_not_served_at_a_version_gets_kubectls_real_cluster_error(env: Env) -> None:
+    service = {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": "old", "namespace": "default"}}
+    proc = env.kubectl.run(f"--context={CLUSTER}", "apply", "-f", "-", input=yaml.safe_dump(service), check=False)
+    assert proc.returncode == 1
+    assert 'no matches for kind "AIMService" in version "aim.eai.amd.com/v1alpha1"' in proc.stderr, proc.stderr
