@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from omectl.fleet.registration import (
     to_yaml,
     validate_cluster_name,
 )
-from omectl.kube.client import KubeConnectionError, KubeError
+from omectl.kube.errors import KubeConnectionError, KubeError
 
 cluster_app = typer.Typer(no_args_is_help=True, help="Register, list, remove, check and clean fleet clusters.")
 
@@ -222,28 +223,42 @@ def remove(
         reg = load_registration_file(file, fingerprint=False)
     except RegistrationError as exc:
         raise _fail(str(exc)) from None
-    file.unlink()
-    typer.echo(f'cluster "{name}" removed ({file})')
-    if reg is not None:
-        code = asyncio.run(_clean_member(reg, directory, timeout, lease_namespace))
-        if code:
-            raise typer.Exit(code)
+
+    def unregister() -> None:
+        file.unlink()
+        typer.echo(f'cluster "{name}" removed ({file})')
+
+    if reg is None:
+        unregister()
+        return
+    code = asyncio.run(_clean_member(reg, directory, timeout, lease_namespace, unregister))
+    if code:
+        raise typer.Exit(code)
 
 
-async def _clean_member(reg: ClusterRegistration, directory: Path, timeout: float, namespace: str) -> int:
-    """Remove the webhook configuration and the Lease, after the running controller (if any) let the cluster go."""
-    from omectl.webhook.health import HeldByLiveController, uninstall
+async def _clean_member(
+    reg: ClusterRegistration, directory: Path, timeout: float, namespace: str, unregister: Callable[[], None]
+) -> int:
+    """Unregister the cluster (`unregister`), then remove its webhook configuration and Lease once the running
+    controller (if any) let it go. Whether a live controller held it is read before the registration goes, so the
+    report is true however fast that controller hands the cluster over."""
+    from omectl.webhook.health import HeldByLiveController, held_by_live_controller, uninstall
 
     later = "if it has omectl's webhooks, remove them later: omectl cluster uninstall-webhooks --kubeconfig FILE"
     try:
         client = await open_client(reg, connect_timeout=5.0, request_timeout=5.0)
     except (RegistrationError, KubeError) as exc:  # nothing to reach it with: the registration is gone all the same
+        unregister()
         typer.echo(f'warning: cluster "{reg.name}": not cleaned up ({_one_line(exc)}); {later}', err=True)
         return 0
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    waited = False
     try:
+        try:
+            waited = await held_by_live_controller(client, namespace=namespace)
+        except KubeError:
+            waited = False  # the loop below reports what is wrong with the cluster
+        unregister()
         while True:
             try:
                 deleted = await uninstall(client, reg.name, namespace=namespace)

@@ -18,9 +18,9 @@ import random
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.errors import KubeAPIError
 
 from .registration import (
     ClusterRegistration,
@@ -30,6 +30,9 @@ from .registration import (
     resolve_kubeconfig,
     validate_cluster_name,
 )
+
+if TYPE_CHECKING:
+    from omectl.kube.client import ClusterClient
 
 __all__ = [
     "CLUSTER_LABEL",
@@ -461,6 +464,8 @@ async def provider_from_settings(
 ) -> RegistrationProvider:
     """The provider the settings ask for: Secrets in a hub when a hub kubeconfig is given, else a directory."""
     if hub_kubeconfig is not None:
+        from omectl.kube.client import ClusterClient
+
         hub = await ClusterClient.from_kubeconfig(Path(hub_kubeconfig), context=hub_context, name="hub")
         return SecretProvider(hub, hub_namespace, owns_hub=True)
     return DirectoryProvider(clusters_dir_from_env(clusters_dir), poll_interval=poll_interval)

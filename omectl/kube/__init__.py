@@ -1,19 +1,31 @@
-"""The cluster edge: one `ClusterClient` per cluster, `Informer`s that keep `ObjectCache`s current, `ResourceRef`s."""
+"""The cluster edge: one `ClusterClient` per cluster, `Informer`s that keep `ObjectCache`s current, `ResourceRef`s.
+
+The names below are loaded from their modules on first use, so importing a light part of the package (its
+errors, resources or cache) does not import the HTTP client and kubernetes_asyncio with it.
+"""
 
 from __future__ import annotations
 
-from .cache import IndexFunc, ObjectCache, ObjectKey, object_key
-from .client import (
-    PATCH_CONTENT_TYPES,
-    ClusterClient,
-    KubeAPIError,
-    KubeConfigError,
-    KubeConnectionError,
-    KubeError,
-    PatchType,
-)
-from .informer import ADDED, DELETED, MODIFIED, Backoff, Clock, Handler, HealthListener, Informer, LoopClock
-from .resources import ResourceRef
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .cache import IndexFunc, ObjectCache, ObjectKey, object_key
+    from .client import PATCH_CONTENT_TYPES, ClusterClient, PatchType
+    from .errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
+    from .informer import ADDED, DELETED, MODIFIED, Backoff, Clock, Handler, HealthListener, Informer, LoopClock
+    from .resources import ResourceRef
+
+_HOMES = {
+    **dict.fromkeys(("IndexFunc", "ObjectCache", "ObjectKey", "object_key"), "cache"),
+    **dict.fromkeys(("PATCH_CONTENT_TYPES", "ClusterClient", "PatchType"), "client"),
+    **dict.fromkeys(("KubeAPIError", "KubeConfigError", "KubeConnectionError", "KubeError"), "errors"),
+    **dict.fromkeys(
+        ("ADDED", "DELETED", "MODIFIED", "Backoff", "Clock", "Handler", "HealthListener", "Informer", "LoopClock"),
+        "informer",
+    ),
+    "ResourceRef": "resources",
+}
 
 __all__ = [
     "ADDED",
@@ -38,3 +50,12 @@ __all__ = [
     "ResourceRef",
     "object_key",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -30,6 +30,7 @@ from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMe
 
 from omectl.observability.redact import register_kubeconfig_secrets, register_secret
 
+from .errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
 from .resources import ResourceRef
 
 __all__ = [
@@ -64,53 +65,6 @@ def set_user_agent(agent: str) -> None:
 # An exec credential is renewed this long before the expiry it announced, so no request carries a stale token.
 _CREDENTIAL_EXPIRY_SKEW = datetime.timedelta(seconds=10)
 _READ_BUFFER = 2**21  # watch lines carry whole objects; etcd allows up to 1.5 MiB
-
-
-class KubeError(Exception):
-    """Any failure talking to a cluster; the message starts with the cluster's name."""
-
-    def __init__(self, cluster: str, message: str) -> None:
-        super().__init__(f"cluster {cluster}: {message}")
-        self.cluster = cluster
-
-
-class KubeConfigError(KubeError):
-    """The kubeconfig cannot be read, or lacks the context, cluster or user asked for."""
-
-
-class KubeConnectionError(KubeError):
-    """No answer: connection refused or reset, TLS failure, timeout, or a watch stream that went silent."""
-
-
-class KubeAPIError(KubeError):
-    """A non-2xx answer; `reason` and `message` come from the Status body when there is one."""
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        body: Any = None,
-        retry_after: float | None = None,
-        *,
-        cluster: str = "",
-        method: str = "",
-        path: str = "",
-    ) -> None:
-        where = f"{method} {path}: " if method else ""
-        super().__init__(cluster, f"{where}{status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body
-        self.retry_after = retry_after
-        self.method = method
-        self.path = path
-
-    @property
-    def expired(self) -> bool:
-        """410: the resourceVersion or continue token is older than the server's history."""
-        return self.status == 410 or self.reason in ("Expired", "Gone")
 
 
 def _query_string(query: Mapping[str, Any] | None) -> str:

@@ -208,6 +208,14 @@ class HeldByLiveController(Exception):
         self.record = record
 
 
+async def held_by_live_controller(
+    client: ClusterClient, *, namespace: str = DEFAULT_LEASE_NAMESPACE, clock: Callable[[], float] = time.time
+) -> bool:
+    """Whether a controller holds the member's ownership Lease and renews it (by the wall clock)."""
+    lease = await Leases(client, namespace).get(LEASE_NAME)
+    return lease is not None and lease.fresh(clock())
+
+
 async def uninstall(
     client: ClusterClient,
     cluster: str,

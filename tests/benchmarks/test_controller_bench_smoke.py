@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks import engine_rollout, fleet_convergence, fleet_scale, resolver
+from benchmarks import cli_startup, engine_rollout, fleet_convergence, fleet_scale, resolver
 from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,3 +126,13 @@ def test_fleet_scale_quick_run_reports_every_figure_as_a_positive_number_draws_t
         assert phases["kopf"]["processes"] == clusters
     assert (tmp_path / "scale.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # drawn beside --out
     assert (fleet_scale.README.read_text() if fleet_scale.README.exists() else None) == readme_before
+
+
+def test_cli_startup_quick_run_reports_every_figure_and_leaves_the_readme(tmp_path: Path) -> None:
+    readme_before = cli_startup.README.read_text() if cli_startup.README.exists() else None
+    results = run_quick("benchmarks.cli_startup", tmp_path / "cli.json", timeout=120)
+
+    assert_every_figure_positive(results, cli_startup.FIGURES, cli_startup.TARGETS)
+    for name, (low, high) in results["spread"].items():
+        assert low <= results["figures"][name] <= high, name
+    assert (cli_startup.README.read_text() if cli_startup.README.exists() else None) == readme_before
