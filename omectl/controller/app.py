@@ -358,7 +358,10 @@ class ControllerApp:
         if self.status_server is not None:
             document["metricsUrl"] = self.status_server.base_url
         # lastError and registry errors quote what servers and kubeconfig loaders said: no secret may reach the CLI
-        tmp.write_text(scrub(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()))
+        text = scrub(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # owner only, like the kubeconfig
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
         os.replace(tmp, self.status_file)
 
     async def stop(self) -> None:

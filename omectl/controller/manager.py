@@ -72,6 +72,7 @@ from omectl.kube.transforms import metadata_and_status
 from omectl.kube.writer import write_status
 from omectl.observability.logs import note_span
 from omectl.observability.metrics import RESULT_ERROR, RESULT_REQUEUE, RESULT_SUCCESS, ControllerMetrics
+from omectl.observability.redact import without_userinfo
 from omectl.tracing.spans import reconcile_span, set_result, watch_event_context
 
 log = logging.getLogger(__name__)
@@ -308,7 +309,7 @@ class ClusterRuntime:
     def status(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "server": self.client.server if hasattr(self.client, "server") else "",
+            "server": without_userinfo(self.client.server) if hasattr(self.client, "server") else "",
             "connected": self.health.connected,
             "synced": self.health.synced,
             "lastError": self.health.last_error,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from omectl.observability.redact import register_kubeconfig_secrets
+from omectl.observability.redact import register_kubeconfig_secrets, without_userinfo
 
 if TYPE_CHECKING:
     from omectl.kube.client import ClusterClient
@@ -281,7 +281,7 @@ def server_of(config: dict[str, Any]) -> str:
     context = next(c for c in config["contexts"] if c.get("name") == config["current-context"])
     cluster_name = context["context"]["cluster"]
     cluster = next(c for c in config["clusters"] if c.get("name") == cluster_name)
-    return str(cluster["cluster"]["server"])
+    return without_userinfo(str(cluster["cluster"]["server"]))
 
 
 async def open_client(

@@ -28,7 +28,7 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
-from omectl.observability.redact import register_kubeconfig_secrets, register_secret
+from omectl.observability.redact import register_kubeconfig_secrets, register_secret, without_userinfo
 
 from .errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
 from .resources import ResourceRef
@@ -202,7 +202,9 @@ class ClusterClient:
 
     @property
     def server(self) -> str:
-        return str(self.configuration.host)
+        """The API server's URL, without any `user:password@` the kubeconfig put in it: requests authenticate with
+        the kubeconfig's credentials (as client-go does once it has a token), and the URL is shown in places."""
+        return without_userinfo(str(self.configuration.host))
 
     # --- session, TLS and credentials --------------------------------------------------------------------
 

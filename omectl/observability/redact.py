@@ -81,6 +81,18 @@ _REFERENCE_FIELDS = frozenset(
 _MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary words
 
 
+def without_userinfo(url: str) -> str:
+    """`url` with any `user:password@` taken out of its authority: for URLs shown or stored (a kubeconfig's
+    server may carry credentials)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    if "@" not in authority:
+        return url
+    return f"{scheme}://{authority.rsplit('@', 1)[1]}{slash}{path}"
+
+
 def is_secret_name(name: str) -> bool:
     """Whether an env variable (or field) called `name` holds a secret by its name: *TOKEN*, *KEY*, *SECRET*, ..."""
     return bool(_SECRET_NAME.search(name))

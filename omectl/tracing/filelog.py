@@ -199,7 +199,9 @@ class JsonLinesSpanExporter(SpanExporter):
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # spans quote object names, fields and server messages: readable by its owner only, like a kubeconfig
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(self._fd, 0o600)  # also a file made before this rule
         self._size = os.fstat(self._fd).st_size
 
     def _close(self) -> None:

@@ -20,6 +20,7 @@ from omectl.observability.redact import (
     redact_object,
     register_kubeconfig_secrets,
     scrub,
+    without_userinfo,
 )
 from omectl.tls import CertificateAuthority, server_ssl_context
 
@@ -182,3 +183,18 @@ def test_the_webhook_server_speaks_tls_1_2_or_newer() -> None:
     context = server_ssl_context(ca.issue(["localhost"]))
     assert context.minimum_version >= ssl.TLSVersion.TLSv1_2
     assert context.protocol == ssl.PROTOCOL_TLS_SERVER
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://admin:PASS@10.0.0.1:6443", "https://10.0.0.1:6443"),
+        ("https://admin@host.example/base/path", "https://host.example/base/path"),
+        ("https://user:p@ss@[fd00::1]:6443", "https://[fd00::1]:6443"),  # the last @ ends the userinfo
+        ("https://host.example:6443/a@b", "https://host.example:6443/a@b"),  # an @ in the path is not userinfo
+        ("https://host.example", "https://host.example"),
+        ("not a url", "not a url"),
+    ],
+)
+def test_urls_lose_their_userinfo(url: str, shown: str) -> None:
+    assert without_userinfo(url) == shown

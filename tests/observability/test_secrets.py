@@ -42,12 +42,14 @@ CLUSTER = "sec-1"
 TOKEN = "kubeconfig-bearer-9f8e7d6c5b4a3"
 BROKEN_TOKEN = "broken-bearer-0a1b2c3d4e5f6"
 UNREACHABLE_TOKEN = "unreachable-bearer-5e6f7a8b9c"
+USERINFO_PASSWORD = "userinfo-pass-3c4d5e6f7a"  # in the unreachable cluster's server URL
 ENV_SECRET = "hf_envsecret_1a2b3c4d5e6f"
 REF_SECRET = "hf-secretref-value-77aa88bb"
 SECRETS = [
     TOKEN,
     BROKEN_TOKEN,
     UNREACHABLE_TOKEN,
+    USERINFO_PASSWORD,
     ENV_SECRET,
     REF_SECRET,
     base64.b64encode(REF_SECRET.encode()).decode(),
@@ -97,7 +99,8 @@ async def running(tmp_path: Path) -> AsyncIterator[Running]:
         broken["users"][0]["user"]["token"] = BROKEN_TOKEN
         unreachable = copy.deepcopy(kubeconfig)
         unreachable["users"][0]["user"]["token"] = UNREACHABLE_TOKEN
-        unreachable["clusters"][0]["cluster"]["server"] = "http://127.0.0.1:9"  # nothing listens (discard)
+        # nothing listens (discard); the URL carries credentials no output may show
+        unreachable["clusters"][0]["cluster"]["server"] = f"http://admin:{USERINFO_PASSWORD}@127.0.0.1:9"
         clusters = tmp_path / "clusters"
         clusters.mkdir()
         (clusters / "sec-1.yaml").write_text(registration(CLUSTER, kubeconfig, CLUSTER))
@@ -250,6 +253,9 @@ async def test_no_secret_reaches_logs_events_spans_metrics_or_the_cli(running: R
     assert f"value: {REDACTED}" in cli[0] and "secretKeyRef" in cli[0]  # the env is shown, its secret is not
     assert "env[name=HF_TOKEN].value" in cli[2]
     assert "broken" in cli[5] and "unreachable" in cli[5]
+    assert "http://127.0.0.1:9" in cli[6]  # the server shown, without its user and password
+    for written in (base / "status.json", Path(trace_file)):  # what the controller writes: its owner's only
+        assert written.stat().st_mode & 0o777 == 0o600, written
     # the failed reconcile's span, with its exception event
     failed = next(line.split()[-1] for line in cli[4].splitlines() if " error " in line)
     cli.append(await omectl(base, "trace", "show", failed, "-f", trace_file))
