@@ -12,7 +12,10 @@ What it does, and the contract other code may rely on:
   labels `kubernetes.io/hostname`, `node.kubernetes.io/instance-type`, `gpu.omectl.io/type: <model>`,
   `gpu.omectl.io/vendor: nvidia|amd`, `sim.omectl.io/node-pool: <pool name>`. Created when the server starts
   (existing ones are left alone). Every Node in the store counts for scheduling, simulated or not.
-- **Model agent.** For each `ome.io/v1beta1` ClusterBaseModel / BaseModel, every simulated node gets the label
+- **Model agent.** For each `ome.io/v1beta1` ClusterBaseModel / BaseModel whose storage URI (or name) the model
+  table knows (`.models.BUILTIN_MODELS`, overridden by `SimulatorConfig.model_metadata`), the spec fields upstream's
+  agent reads from config.json and the spec leaves unset are written into the spec first (manager
+  `ome-model-agent`). Then every simulated node gets the label
   `omectl.core.render.model_node_selector_key(...)`: `"Ready"` (removed when the model is deleted); a model
   with a status subresource and no `status.state` gets `status.state: Ready` and `status.nodesReady`.
 - **Scheduling** (Deployments, LeaderWorkerSets, KServe InferenceServices). A pod fits a node when the node is

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from .models import ModelMetadata
 
 GPU_RESOURCES_BY_VENDOR = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
 DEFAULT_GPU_TYPE = {"nvidia.com/gpu": "H100", "amd.com/gpu": "MI300X"}
@@ -49,6 +51,9 @@ class SimulatorConfig:
     """The workload simulator of one cluster: its node pools (none: workloads stay unschedulable)."""
 
     pools: tuple[NodePool, ...] = field(default_factory=lambda: (NodePool(),))
+    # What the simulated model agent fills into models' specs, by storage URI or model name, over its built-in
+    # table (`omectl.embedded.simulator.models.BUILTIN_MODELS`).
+    model_metadata: Mapping[str, ModelMetadata] = field(default_factory=dict, hash=False, compare=False)
 
     def describe(self) -> str:
         return ", ".join(p.describe() for p in self.pools) or "no nodes"

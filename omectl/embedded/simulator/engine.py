@@ -26,6 +26,7 @@ from ..errors import APIError
 from ..registry import ResourceType
 from ..store import DELETED, MODIFIED, StorageKey, WatchEvent
 from .config import SimulatorConfig
+from .models import filled_spec, metadata_for
 from .nodes import simulated_nodes
 from .scheduler import Binding, GPULedger
 from .status import (
@@ -236,7 +237,7 @@ class WorkloadSimulator:
         if event.type == MODIFIED and old is not None:
             meta, old_meta = obj["metadata"], old["metadata"]
             if key in MODEL_KINDS:
-                if (obj.get("status") or {}).get("state"):
+                if (obj.get("status") or {}).get("state") and meta.get("generation") == old_meta.get("generation"):
                     return
             elif key == CLAIMS:
                 if (obj.get("status") or {}).get("phase") == "Bound":
@@ -329,6 +330,23 @@ class WorkloadSimulator:
             await self._record_failed_scheduling(obj, placement.message)
         elif not placement.message:
             placement.reported = ""
+
+    async def _fill_model_spec(self, ref: ObjectRef, model: dict[str, Any]) -> bool:
+        """Write the model's missing spec fields from the model table, as upstream's agent updates the spec;
+        True when it wrote."""
+        metadata = metadata_for(model, self.config.model_metadata)
+        if metadata is None or filled_spec(model.get("spec") or {}, metadata) is None:
+            return False
+        rt = self._served(ref[0])
+        assert rt is not None
+
+        def fill(live: dict[str, Any]) -> dict[str, Any]:
+            spec = filled_spec(live.get("spec") or {}, metadata)
+            return live if spec is None else dict(live, spec=spec)
+
+        opts = WriteOptions(field_manager="ome-model-agent")
+        await self.api._write_update(rt, ref[1], ref[2], fill, opts, "", precondition_rv=None)
+        return True
 
     async def _write_status(self, ref: ObjectRef, obj: dict[str, Any], status: dict[str, Any], manager: str) -> None:
         """Write `status` unless it is already the live one; skipped when the object moved on meanwhile."""
@@ -454,9 +472,12 @@ class WorkloadSimulator:
     # --- the model agent -------------------------------------------------------------------------------
 
     async def _sync_model(self, ref: ObjectRef) -> None:
-        """Label every simulated node as holding the model (remove the label once the model is gone)."""
+        """Fill the spec fields upstream's agent reads from config.json, and label every simulated node as holding
+        the model (remove the label once the model is gone)."""
         key, namespace, name = ref
         model = self.store.get(*ref)
+        if model is not None and await self._fill_model_spec(ref, model):
+            return  # the spec write queues this model again
         label = model_node_selector_key(MODEL_KINDS[key], namespace, name)
         node_type = self._served(NODES)
         assert node_type is not None
