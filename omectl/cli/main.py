@@ -6,6 +6,9 @@ the one-line help that `--help` prints.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import typer
 
 from .lazy import LazyCommand, LazyGroup
@@ -46,7 +49,7 @@ class RuntimeCommands(LazyGroup):
 
 
 class Commands(LazyGroup):
-    order = ("run", "doctor", "version", "dev", "cluster", "trace", "fleet", "runtime")
+    order = ("run", "doctor", "version", "dev", "cluster", "trace", "fleet", "runtime", "completion")
     lazy = {
         "run": LazyCommand("omectl.cli.run", "run", "Run the fleet controller against every registered cluster."),
         "doctor": LazyCommand(
@@ -62,6 +65,18 @@ class Commands(LazyGroup):
             "omectl.cli.trace", "trace_app", "Inspect the reconcile and merge traces omectl recorded."
         ),
         "fleet": LazyCommand("omectl.cli.fleet", "fleet_app", "The fleet at a glance: GPUs and engines per cluster."),
+        "version": LazyCommand(
+            "omectl.cli.meta",
+            "version",
+            "Print omectl's version; with --kubeconfig also each server's version and the CRD versions installed "
+            "there.",
+        ),
+        "completion": LazyCommand(
+            "omectl.cli.meta",
+            "completion",
+            "Print the shell completion script: `source <(omectl completion bash)` (or put it in your shell's rc "
+            "file).",
+        ),
     }
 
 
@@ -79,13 +94,13 @@ runtime_app = typer.Typer(
 app.add_typer(runtime_app, name="runtime")
 
 
-@app.command()
-def version() -> None:
-    """Print omectl's version."""
-    from omectl import __version__
-
-    typer.echo(__version__)
-
-
 def main() -> None:
-    app()
+    prog_name = os.path.basename(sys.argv[0])
+    if prog_name in ("", "__main__.py"):  # python -m omectl
+        prog_name = "omectl"
+    complete_var = "_{}_COMPLETE".format(prog_name.replace("-", "_").upper())
+    if complete_var in os.environ:  # a shell asks for completions: typer's bash/zsh/fish protocol
+        from typer._completion_classes import completion_init
+
+        completion_init()
+    typer.main.get_command(app).main(prog_name=prog_name, complete_var=complete_var)
