@@ -345,3 +345,35 @@ class ServerAuth:
                     headers["Content-Type"] = content_type
                 return {**options, "headers": headers}
         return {"headers": {"Content-Type": content_type} if content_type else {}}
+
+
+# --- the real kube-apiserver column ------------------------------------------------------------------------------
+
+REAL_TABLE_HEADER = ("figure", "embedded", "real kube-apiserver", "embedded / real", "target", "result")
+
+
+def add_real_option(parser: Any) -> None:
+    """`--real auto|yes|no`: the same phases against a real kube-apiserver + etcd beside the embedded server."""
+    parser.add_argument(
+        "--real",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="the same phases against a real kube-apiserver + etcd (`make envtest`): auto (when built, default), "
+        "yes (an error without them), no",
+    )
+
+
+def real_server_for(choice: str) -> tuple[str | None, str | None]:
+    """(the real server's "kube-apiserver vX with etcd vY" or None, an error to exit with or None) for `--real`."""
+    if choice == "no":
+        return None, None
+    from omectl.envtest import BinariesMissing, find_binaries
+
+    try:
+        binaries = find_binaries()
+    except BinariesMissing:
+        if choice == "yes":
+            return None, "error: --real yes needs the real kube-apiserver and etcd: run `make envtest`"
+        print("the real kube-apiserver and etcd are not built (`make envtest`): no real-server column", flush=True)
+        return None, None
+    return f"kube-apiserver {binaries.kube_version} with etcd {binaries.etcd_version}", None

@@ -36,14 +36,17 @@ import yaml
 
 from benchmarks.common import (
     README,
+    REAL_TABLE_HEADER,
     RESULTS_DIR,
     TABLE_HEADER,
     DevUpProcess,
+    add_real_option,
     cpu_notes,
     evaluate_targets,
     machine_info,
     markdown_rows,
     print_phase,
+    real_server_for,
     rewrite_readme_section,
     run_header,
     text_table,
@@ -834,17 +837,6 @@ def run_phases(bench: Bench, workdir: Path, manifest: Path, *, real: bool) -> Be
     return bench
 
 
-def real_server_versions() -> str | None:
-    """ "kube-apiserver vX with etcd vY" when `make envtest` has built them, else None."""
-    from omectl.envtest import BinariesMissing, find_binaries
-
-    try:
-        binaries = find_binaries()
-    except BinariesMissing:
-        return None
-    return f"kube-apiserver {binaries.kube_version} with etcd {binaries.etcd_version}"
-
-
 # --- output -----------------------------------------------------------------------------------------
 
 
@@ -856,7 +848,7 @@ def _shown(value: float, unit: str) -> str:
 def table_header(results: dict[str, Any]) -> tuple[str, ...]:
     if "real_server" not in results:
         return TABLE_HEADER
-    return ("figure", "embedded", "real kube-apiserver", "embedded / real", "target", "result")
+    return REAL_TABLE_HEADER
 
 
 def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -979,13 +971,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"client processes (default {DEFAULT_CLIENT_PROCS})",
     )
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite the table in the README")
-    parser.add_argument(
-        "--real",
-        choices=("auto", "yes", "no"),
-        default="auto",
-        help="the same phases against a real kube-apiserver + etcd (`make envtest`): auto (when built, default), "
-        "yes (an error without them), no",
-    )
+    add_real_option(parser)
     parser.add_argument("--profile", action="store_true", help="cProfile the create phase, server in-process")
     parser.add_argument("--profile-top", type=int, default=25, help="functions listed per ordering")
     parser.add_argument("--profile-out", type=Path, default=None, help="also dump the cProfile stats here")
@@ -994,12 +980,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         run_profile(sizes, args.client_procs, args.profile_top, args.profile_out)
         return 0
-    real = None if args.real == "no" else real_server_versions()
-    if real is None and args.real == "yes":
-        print("error: --real yes needs the real kube-apiserver and etcd: run `make envtest`", file=sys.stderr)
+    real, error = real_server_for(args.real)
+    if error:
+        print(error, file=sys.stderr)
         return 1
-    if real is None and args.real == "auto":
-        print("the real kube-apiserver and etcd are not built (`make envtest`): no real-server column", flush=True)
     results = run_benchmark(sizes, args.client_procs, args.quick, real)
     print("\n" + format_table(results), flush=True)
     write_results(args.out, results)

@@ -38,14 +38,17 @@ import yaml
 
 from benchmarks.common import (
     README,
+    REAL_TABLE_HEADER,
     RESULTS_DIR,
     ROOT,
     TABLE_HEADER,
+    add_real_option,
     cpu_notes,
     evaluate_targets,
     machine_info,
     markdown_rows,
     print_phase,
+    real_server_for,
     rewrite_readme_section,
     run_header,
     text_table,
@@ -636,17 +639,6 @@ def run_fleet(sizes: Sizes, workdir: Path, raw_clients: int, profile: bool, *, r
         return asyncio.run(main())
 
 
-def real_server_versions() -> str | None:
-    """ "kube-apiserver vX with etcd vY" when `make envtest` has built them, else None."""
-    from omectl.envtest import BinariesMissing, find_binaries
-
-    try:
-        binaries = find_binaries()
-    except BinariesMissing:
-        return None
-    return f"kube-apiserver {binaries.kube_version} with etcd {binaries.etcd_version}"
-
-
 # --- output ------------------------------------------------------------------------------------------------------
 
 
@@ -658,7 +650,7 @@ def _shown(value: float, unit: str) -> str:
 def table_header(results: dict[str, Any]) -> tuple[str, ...]:
     if "real_server" not in results:
         return TABLE_HEADER
-    return ("figure", "embedded", "real kube-apiserver", "embedded / real", "target", "result")
+    return REAL_TABLE_HEADER
 
 
 def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -790,20 +782,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite the table in the README")
     parser.add_argument("--profile", action="store_true", help="cProfile the controller process in the edit phase")
-    parser.add_argument(
-        "--real",
-        choices=("auto", "yes", "no"),
-        default="auto",
-        help="the same phases against real kube-apiservers + etcd (`make envtest`): auto (when built, default), "
-        "yes (an error without them), no",
-    )
+    add_real_option(parser)
     args = parser.parse_args(argv)
-    real = None if args.real == "no" else real_server_versions()
-    if real is None and args.real == "yes":
-        print("error: --real yes needs the real kube-apiserver and etcd: run `make envtest`", file=sys.stderr)
+    real, error = real_server_for(args.real)
+    if error:
+        print(error, file=sys.stderr)
         return 1
-    if real is None and args.real == "auto":
-        print("the real kube-apiserver and etcd are not built (`make envtest`): no real-server column", flush=True)
     results = run_benchmark(QUICK if args.quick else FULL, args.quick, args.raw_clients, args.profile, real)
     print("\n" + format_table(results), flush=True)
     write_results(args.out, results)
