@@ -102,6 +102,7 @@ class ControllerApp:
             grace=settings.readiness_grace_seconds,
             registry_ready=lambda: self.ready.is_set(),
             unreached=lambda: self.provider.coordinator.unreached() if self.provider is not None else {},
+            starting=self._starting_clusters,
         )
         self.metrics.watch_fleet(self.observer.sample)
         self.status_server: StatusServer | None = None
@@ -310,6 +311,13 @@ class ControllerApp:
             async with self._registry_applied:
                 self.registry_batches += 1
                 self._registry_applied.notify_all()
+
+    def _starting_clusters(self) -> set[str]:
+        """Reached clusters this process is taking, or holds without having started them yet."""
+        if self.provider is None:
+            return set()
+        coordinator = self.provider.coordinator
+        return coordinator.taking() | (set(coordinator.held) - set(self.controller.clusters))
 
     async def wait_registry_batches(self, count: int, timeout: float = 30) -> None:
         """Wait until `count` batches of registry changes have taken effect (tests and the CLI use it)."""

@@ -6,7 +6,8 @@ serving) or **marked unhealthy**: disconnected (some informer's last list or wat
 `grace` seconds. So one unreachable cluster delays readiness by at most `grace`, never forever, and a cluster that is
 still listing keeps the controller unready. Clusters whose registration cannot be used do not count. A cluster this
 process wants but cannot reach to take its ownership Lease (`unreached`) counts as not synced and disconnected;
-one another process holds does not count.
+one it has reached and is taking, or has taken but not started yet (`starting`), counts as not synced; one another
+process holds does not count.
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ class FleetObserver:
         grace: float = 30.0,
         registry_ready: Callable[[], bool] = lambda: True,
         unreached: Callable[[], Mapping[str, str]] = dict,
+        starting: Callable[[], set[str]] = set,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.controller = controller
         self.unreached = unreached  # cluster -> why its Lease could not be taken
+        self.starting = starting  # reached, its Lease being taken or its caches not started yet
         self.grace = grace
         self.registry_ready = registry_ready
         self.clock = clock
@@ -148,7 +151,11 @@ class FleetObserver:
                 continue
             pending = sum(1 for i in informers if not i.synced.is_set())
             waiting.append(f"cluster {name}: {pending} of {len(informers)} caches not synced yet")
-        for name, why in sorted(self.unreached().items()):
+        unreached = self.unreached()
+        for name in sorted(self.starting()):
+            if name not in self.controller.clusters and name not in unreached:
+                waiting.append(f"cluster {name}: not synced (its ownership lease is being taken, caches not started)")
+        for name, why in sorted(unreached.items()):
             if name in self.controller.clusters:
                 continue
             if self.unhealthy(name):

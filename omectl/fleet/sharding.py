@@ -464,6 +464,21 @@ class ShardCoordinator:
             if name not in self.held and m.failing_since is not None and self.desired.get(name) == self.replica_id
         }
 
+    def taking(self) -> set[str]:
+        """The clusters this process wants, has reached and is about to take: no other process holds their Lease.
+
+        Between a member's first good answer and its Lease write the cluster is neither unreached nor held: the
+        readiness probe must still wait on it.
+        """
+        return {
+            name
+            for name, m in self.members.items()
+            if name not in self.held
+            and m.failing_since is None
+            and self.desired.get(name) == self.replica_id
+            and not self._held_by_other(m)
+        }
+
     def _observe(self, member: _Member, record: LeaseRecord | None, now_mono: float) -> None:
         if record is None:
             member.seen, member.alive = None, False

@@ -118,6 +118,25 @@ async def test_readyz_waits_for_every_cluster_or_its_unhealthy_mark_and_survives
     assert total(samples, "omectl_watch_restarts_total", cluster="ob-2") >= 1
 
 
+async def test_readyz_waits_on_a_cluster_whose_lease_is_being_taken(observed: Observed) -> None:
+    # reached again but its Lease write held up: neither unreached nor held, it must still hold readiness back
+    server = observed.fleet["ob-2"]
+    for method in ("POST", "PUT"):
+        server.faults.delay_next(1, 2.0, method=method, path_contains="/leases")
+    coordinator = observed.app.provider.coordinator  # type: ignore[union-attr]
+    await server.heal()
+
+    async def taking() -> bool:
+        return "ob-2" in coordinator.taking() and "ob-2" not in coordinator.unreached()
+
+    await until(taking, "ob-2 reached, its lease being taken")
+    status, body = await get(observed.url + "/readyz")
+    assert status == 503
+    assert "cluster ob-2: not synced (its ownership lease is being taken, caches not started)" in body
+    await until(lambda: _ready(observed.url), "ready once ob-2 synced")
+    assert value(await scrape(observed.url), "omectl_cluster_synced", cluster="ob-2") == 1
+
+
 async def _ready(url: str) -> tuple[int, str] | None:
     status, body = await get(url + "/readyz")
     return (status, body) if status == 200 else None
