@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 import yaml
 from pydantic import BaseModel
 
-from omectl.api import aim, ome
+from omectl.api import aim, k8s_openapi, ome
 
 # JSON-schema keys a CRD's JSONSchemaProps accepts and that we pass through unchanged.
 _PLAIN_KEYS: Final = frozenset(
@@ -130,6 +130,10 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) 
         else:
             raise SchemaConversionError(f"unsupported anyOf {any_of!r}")
 
+    mirrored = node.pop(ome.K8S_MARK, None)
+    if mirrored is not None:
+        return _mirror(mirrored, node, out, defs, seen)
+
     keep_default = node.pop(ome.CRD_DEFAULT_MARK, False)
     for key, value in node.items():
         if key in ("title", "$defs"):
@@ -168,6 +172,34 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) 
     return out
 
 
+def _mirror(
+    mirrored: str | list[str], node: dict[str, Any], out: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]
+) -> dict[str, Any]:
+    """A node marked as a Kubernetes type: that type's schema, derived from the Kubernetes OpenAPI definitions.
+
+    A model marked as a whole (`k8s_model`) adds its own fields to the type's and decides which are required; the
+    descriptions of the fields it shares with the type are its own (`kubectl explain` shows them).
+    """
+    if isinstance(mirrored, str):
+        derived = k8s_openapi.structural(mirrored)
+    else:
+        derived = k8s_openapi.structural_property(*mirrored)
+    if "description" in node:
+        derived["description"] = _unwrap(node["description"])
+    if "properties" in node:
+        ours = _convert({k: v for k, v in node.items() if k != "additionalProperties"}, defs, seen)
+        properties = derived.setdefault("properties", {})
+        for name, prop in ours["properties"].items():
+            if name not in properties:
+                properties[name] = prop
+            elif "description" in prop:
+                properties[name]["description"] = prop["description"]
+        derived.pop("required", None)
+        if ours.get("required"):
+            derived["required"] = ours["required"]
+    return {**derived, **out}
+
+
 # ---------------------------------------------------------------------------------------------------------
 # CRD metadata
 
@@ -182,15 +214,32 @@ def _column(name: str, type_: str, json_path: str, *, description: str = "", pri
 
 
 _AGE: Final = _column("Age", "date", ".metadata.creationTimestamp")
+_FORMATS: Final = ".spec.supportedModelFormats[*]"
+# Upstream OME's columns first, in its order, then ours; Age last.
 _RUNTIME_COLUMNS: Final = (
+    _column("Disabled", "boolean", ".spec.disabled"),
+    _column("ModelFormat", "string", f"{_FORMATS}.modelFormat.name"),
+    _column("ModelFramework", "string", f"{_FORMATS}.modelFramework.name"),
+    _column("ModelFrameworkVersion", "string", f"{_FORMATS}.modelFramework.version"),
+    _column("ModelArchitecture", "string", f"{_FORMATS}.modelArchitecture"),
+    _column("ModelSizeMin", "string", ".spec.modelSizeRange.min"),
+    _column("ModelSizeMax", "string", ".spec.modelSizeRange.max"),
+    _column("Images", "string", ".spec.containers[*].image"),
     _column("Chain", "string", ".status.inheritanceChain", description="Inheritance chain, root first"),
     _column("Ready", "string", '.status.conditions[?(@.type=="InheritanceReady")].status'),
-    _column("Disabled", "boolean", ".spec.disabled"),
     _AGE,
 )
+_ENGINE_TRAFFIC: Final = ".status.components.engine.traffic"
 _ISVC_COLUMNS: Final = (
-    _column("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
+    _column("URL", "string", ".status.url"),
+    _column("Ready", "string", ".status.conditions[?(@.type=='Ready')].status"),
+    _column("BaseModel", "string", ".spec.model.name"),
     _column("Runtime", "string", ".spec.runtime.name"),
+    _column("Prev", "integer", f"{_ENGINE_TRAFFIC}[?(@.tag=='prev')].percent"),
+    _column("Latest", "integer", f"{_ENGINE_TRAFFIC}[?(@.latestRevision==true)].percent"),
+    _column("PrevRolledoutRevision", "string", f"{_ENGINE_TRAFFIC}[?(@.tag=='prev')].revisionName"),
+    _column("LatestReadyRevision", "string", f"{_ENGINE_TRAFFIC}[?(@.latestRevision==true)].revisionName"),
+    _column("RuntimeRevision", "string", ".status.runtime.revision", description="Runtime revision rendered from"),
     _AGE,
 )
 _MODEL_COLUMNS: Final = (
@@ -201,7 +250,9 @@ _MODEL_COLUMNS: Final = (
     _column("FrameworkVersion", "string", ".spec.modelFramework.version"),
     _column("ModelFormat", "string", ".spec.modelFormat.name"),
     _column("Architecture", "string", ".spec.modelArchitecture"),
+    _column("Capabilities", "string", ".spec.modelCapabilities[*]"),
     _column("Size", "string", ".spec.modelParameterSize"),
+    _column("CompartmentID", "string", ".spec.compartmentID"),
     _column("Ready", "string", ".status.state"),
     _AGE,
 )
@@ -360,9 +411,27 @@ CRDS: Final = (
 )
 
 
+def _overrides_need_not_be_complete(schema: dict[str, Any]) -> None:
+    """An InferenceService's components are laid over its runtime's: a runner without a name, a probe without a
+    port take them from the runtime. So, as upstream OME's InferenceService CRD, the objects two levels below
+    `spec` (spec.engine.runner, ...) and the probes' actions there require nothing."""
+    for component in schema["properties"]["spec"]["properties"].values():
+        fields = component.get("properties", {})
+        for name, field in fields.items():
+            field.pop("required", None)
+            probe_owners = [field] if name != "containers" else [field.get("items", {})]
+            for owner in probe_owners:
+                for probe in ("livenessProbe", "readinessProbe"):
+                    actions = owner.get("properties", {}).get(probe, {}).get("properties", {})
+                    for action in ("httpGet",) if owner is not field else ("httpGet", "tcpSocket"):
+                        actions.get(action, {}).pop("required", None)
+
+
 def build_crd(definition: CRDDefinition) -> dict[str, Any]:
     """The CustomResourceDefinition object for one kind."""
     schema = structural_schema(definition.model)
+    if definition.model is ome.InferenceService:
+        _overrides_need_not_be_complete(schema)
     names: dict[str, Any] = {
         "kind": definition.kind,
         "listKind": f"{definition.kind}List",

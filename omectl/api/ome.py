@@ -5,10 +5,14 @@ objects at the edges (webhook input, the CLI). The hot path works on plain dicts
 
 Conventions that the generated CRDs rely on:
 - every optional field defaults to `None`, so "absent" stays absent (the merge treats absent, null, `[]`, `{}` and
-  `""` alike); schema defaults exist only where `crd_default` marks one;
-- a model with `extra="allow"` (`_OpenObject`) becomes an object with `x-kubernetes-preserve-unknown-fields`, and so
-  does a `dict[str, Any]` field: that is how the big Kubernetes core types (probes, affinity, volume sources, ...)
-  are carried without their full schemas;
+  `""` alike); schema defaults exist only where `crd_default` marks one (upstream OME's: references' kind and
+  apiGroup, modelFormat operator/weight, autoSync) and where the Kubernetes types have them (ports' protocol, ...);
+- the Kubernetes core types (PodSpec, Container, Volume, probes, affinity, tolerations, ...) take their CRD schema
+  from the Kubernetes OpenAPI definitions (`omectl.api.k8s_openapi`): a model marked `k8s_model(...)` is that type
+  plus its own fields, a field marked `k8s_type(...)` / `pod_field(...)` is that type; `tests/api/test_upstream_crds.py`
+  checks every field upstream OME's CRDs have is ours and as strictly typed;
+- otherwise a model with `extra="allow"` (`_OpenObject`) becomes an object with
+  `x-kubernetes-preserve-unknown-fields`, and so does a `dict[str, Any]` field;
 - `int | str` fields become `x-kubernetes-int-or-string` (quantities, IntOrString).
 """
 
@@ -26,6 +30,9 @@ API_VERSION: Final = f"{GROUP}/{VERSION}"
 
 # The JSON-schema key that tells the CRD generator to keep a field's default in the CRD.
 CRD_DEFAULT_MARK: Final = "x-omectl-crd-default"
+# The JSON-schema key that tells the CRD generator to take a Kubernetes type's schema (omectl.api.k8s_openapi).
+K8S_MARK: Final = "x-omectl-k8s"
+CORE: Final = "io.k8s.api.core.v1."
 
 Unstructured = dict[str, Any]
 """A Kubernetes core object kept opaque in the CRD (`x-kubernetes-preserve-unknown-fields: true`)."""
@@ -34,6 +41,12 @@ IntOrString = int | str
 """A quantity or an IntOrString (`x-kubernetes-int-or-string: true`)."""
 
 ObjectMetaSchema = WithJsonSchema({"type": "object"})
+
+Int32 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int32"})]
+Int64 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
+NonNegativeInt64 = Annotated[int, Field(ge=0), WithJsonSchema({"type": "integer", "format": "int64", "minimum": 0})]
+PositiveInt32 = Annotated[int, Field(ge=1), WithJsonSchema({"type": "integer", "format": "int32", "minimum": 1})]
+AtomicStrings = Annotated[list[str], Field(json_schema_extra={"x-kubernetes-list-type": "atomic"})]
 
 
 def crd_default(value: Any) -> Any:
@@ -47,6 +60,21 @@ def list_map(*keys: str) -> Any:
 
 
 _ATOMIC: Final[dict[str, JsonValue]] = {"x-kubernetes-list-type": "atomic"}
+
+
+def k8s_model(definition: str) -> ConfigDict:
+    """Model config of a copy of a Kubernetes type: its CRD schema is that type's, plus the model's own fields."""
+    return ConfigDict(json_schema_extra={K8S_MARK: definition})
+
+
+def k8s_type(definition: str, prop: str | None = None) -> WithJsonSchema:
+    """A field that carries a Kubernetes type (or one property of one) as written; its CRD schema is derived."""
+    return WithJsonSchema({K8S_MARK: definition if prop is None else [definition, prop]})
+
+
+def pod_field(prop: str) -> WithJsonSchema:
+    """A field that is core/v1 PodSpec's field `prop`."""
+    return k8s_type(CORE + "PodSpec", prop)
 
 
 class _Object(_PydanticModel):
@@ -105,7 +133,7 @@ class Resource(_Object):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Kubernetes core types, typed as far as `kubectl explain` needs
+# Kubernetes core types: the fields the code and `kubectl explain` name; their CRD schema is Kubernetes' own
 
 
 class EnvVar(_Object):
@@ -167,6 +195,8 @@ class ResourceRequirements(_Object):
 class Container(_Object):
     """A container (core/v1 Container). As a runner it overrides the component's main container."""
 
+    model_config = k8s_model(CORE + "Container")
+
     name: str
     """Name of the container; every runner needs one (it is how the runner finds its container)."""
     image: str | None = None
@@ -217,12 +247,16 @@ class Container(_Object):
 class Volume(_OpenObject):
     """A pod volume: a name plus one volume source (emptyDir, hostPath, configMap, ...), kept as written."""
 
+    model_config = k8s_model(CORE + "Volume")
+
     name: str
     """Name of the volume; volumes merge by name during inheritance."""
 
 
 class OpaqueContainer(_OpenObject):
     """A pod container carried as written: only its name, the key it merges by, is typed."""
+
+    model_config = k8s_model(CORE + "Container")
 
     name: str
     """Name of the container; containers merge by name during inheritance."""
@@ -236,6 +270,8 @@ class LocalObjectReference(_Object):
 
 class PodSpec(_Object):
     """Pod-level fields of a component (OME's copy of core/v1 PodSpec)."""
+
+    model_config = k8s_model(CORE + "PodSpec")
 
     volumes: list[Volume] | None = None
     """Volumes that containers of the pod can mount; merged by name."""
@@ -286,20 +322,60 @@ class PodSpec(_Object):
     resource_claims: list[Unstructured] | None = None
 
 
+class ScaledObjectAuthRef(_Object):
+    """The KEDA TriggerAuthentication a component's scaler uses."""
+
+    name: str = Field(min_length=1)
+    kind: Literal["TriggerAuthentication", "ClusterTriggerAuthentication"] = crd_default("TriggerAuthentication")
+
+
+class KedaConfig(_Object):
+    """KEDA autoscaling of a component from a Prometheus query."""
+
+    enable_keda: bool | None = None
+    prom_server_address: str | None = None
+    custom_prom_query: str | None = None
+    scaling_threshold: str | None = None
+    scaling_operator: str | None = None
+    auth_modes: str | None = None
+    authentication_ref: ScaledObjectAuthRef | None = None
+
+
+class AcceleratorConstraints(_Object):
+    """Limits on the accelerator classes a component may be placed on."""
+
+    min_memory: Int64 | None = None
+    max_memory: Int64 | None = None
+    min_compute_performance_tflops: Int64 | None = Field(default=None, alias="minComputePerformanceTFLOPS")
+    required_features: AtomicStrings | None = None
+    preferred_precisions: AtomicStrings | None = None
+    architecture_families: AtomicStrings | None = None
+    excluded_classes: AtomicStrings | None = None
+    min_architecture_version: str | None = None
+
+
+class AcceleratorSelector(_Object):
+    """Which accelerator class a component runs on: a named class, or the best fit under constraints."""
+
+    accelerator_class: str | None = None
+    constraints: AcceleratorConstraints | None = None
+    policy: Literal["BestFit", "Cheapest", "MostCapable", "FirstAvailable"] | None = None
+
+
 class ComponentExtensionSpec(_Object):
     """Scaling and workload settings shared by the engine, decoder and router."""
 
-    min_replicas: int | None = Field(default=None, ge=0)
+    min_replicas: int | None = None
     """Minimum number of replicas; 0 makes the component serverless."""
-    max_replicas: int | None = Field(default=None, ge=0)
+    max_replicas: int | None = None
     """Maximum number of replicas for autoscaling."""
     scale_target: int | None = None
     """Autoscaling target value for scaleMetric."""
     scale_metric: Literal["cpu", "memory", "concurrency", "rps"] | None = None
     """Metric the autoscaler scales on."""
-    container_concurrency: int | None = None
-    timeout_seconds: int | None = None
-    canary_traffic_percent: int | None = None
+    container_concurrency: Int64 | None = None
+    timeout_seconds: Int64 | None = None
+    canary_traffic_percent: Int64 | None = None
     labels: dict[str, str] | None = None
     """Labels added to the component's workload objects; merged by key."""
     annotations: dict[str, str] | None = None
@@ -308,9 +384,10 @@ class ComponentExtensionSpec(_Object):
     """PodDisruptionBudget minAvailable."""
     max_unavailable: IntOrString | None = None
     """PodDisruptionBudget maxUnavailable."""
-    deployment_strategy: Unstructured | None = None
+    deployment_strategy: Annotated[Unstructured, k8s_type("io.k8s.api.apps.v1.DeploymentStrategy")] | None = None
     """apps/v1 DeploymentStrategy of the component's Deployment."""
-    keda_config: Unstructured | None = None
+    keda_config: KedaConfig | None = None
+    """KEDA autoscaling of the component."""
 
 
 class LeaderSpec(PodSpec):
@@ -323,7 +400,7 @@ class LeaderSpec(PodSpec):
 class WorkerSpec(PodSpec):
     """The worker pods of a multi-node component."""
 
-    size: int | None = Field(default=None, ge=0)
+    size: int | None = None
     """Number of worker pods per leader."""
     runner: Container | None = None
     """Main container of the worker pods."""
@@ -338,7 +415,7 @@ class EngineSpec(PodSpec, ComponentExtensionSpec):
     """Leader pod of a multi-node engine."""
     worker: WorkerSpec | None = None
     """Worker pods of a multi-node engine."""
-    accelerator_override: Unstructured | None = None
+    accelerator_override: AcceleratorSelector | None = None
     """Accelerator class selection for this component."""
 
 
@@ -366,10 +443,10 @@ class ModelFormat(_Object):
     """Name of the format."""
     version: str | None = None
     """Version of the format: major, major.minor or major.minor.patch."""
-    operator: Literal["Equal", "GreaterThan", "GreaterThanOrEqual"] | None = None
-    """How the version is compared during selection; Equal when unset."""
-    weight: int | None = None
-    """Weight of this match in the selection score; 1 when unset."""
+    operator: str = crd_default("Equal")
+    """How the version is compared during selection: Equal, GreaterThan or GreaterThanOrEqual."""
+    weight: Int64 = crd_default(1)
+    """Weight of this match in the selection score."""
 
 
 class ModelFrameworkSpec(ModelFormat):
@@ -381,30 +458,70 @@ class ModelFrameworkSpec(ModelFormat):
     """Version of the framework, e.g. 4.45.0.dev0."""
 
 
+class DiffusionComponent(_Object):
+    """One component of a diffusion pipeline: its class and the library it comes from."""
+
+    type: str | None = None
+    library: str | None = None
+
+
+class DiffusionPipeline(_Object):
+    """The parts of a diffusion model (diffusers' model_index.json)."""
+
+    class_name: str | None = None
+    scheduler: DiffusionComponent | None = None
+    text_encoder: DiffusionComponent | None = None
+    tokenizer: DiffusionComponent | None = None
+    transformer: DiffusionComponent | None = None
+    vae: DiffusionComponent | None = None
+    additional_components: (
+        Annotated[dict[str, DiffusionComponent], Field(json_schema_extra={"x-kubernetes-map-type": "atomic"})] | None
+    ) = None
+
+
+class TensorParallelismConfig(_Object):
+    """Parallelism sizes for one accelerator class."""
+
+    tensor_parallel_size: NonNegativeInt64 | None = None
+    pipeline_parallel_size: NonNegativeInt64 | None = None
+    data_parallel_size: NonNegativeInt64 | None = None
+
+
+class AcceleratorModelConfig(_Object):
+    """How a runtime serves a format on one accelerator class."""
+
+    min_memory_per_billion_params: NonNegativeInt64 | None = None
+    tensor_parallelism_override: TensorParallelismConfig | None = None
+    environment_override: dict[str, str] | None = None
+    runtime_args_override: AtomicStrings | None = None
+
+
 class SupportedModelFormat(_Object):
     """One model format a runtime can serve."""
 
     name: str | None = None
     """Deprecated: the model format name; use modelFormat.name."""
-    model_format: ModelFormat | None = None
+    model_format: ModelFormat
     """Format of the model."""
     model_type: str | None = None
     """Deprecated."""
     version: str | None = None
     """Version of the model format."""
-    model_framework: ModelFrameworkSpec | None = None
+    model_framework: ModelFrameworkSpec
     """Framework of the model."""
     model_architecture: str | None = None
     """Architecture, e.g. LlamaForCausalLM."""
     quantization: str | None = None
     """Quantization, e.g. fp8, fbgemm_fp8, int4."""
-    diffusion_pipeline: Unstructured | None = None
+    diffusion_pipeline: DiffusionPipeline | None = None
     """Diffusion pipeline the format requires."""
     auto_select: bool | None = None
     """Allow OME to choose this runtime on its own for this format; false when unset."""
-    priority: int | None = Field(default=None, ge=1)
+    priority: (
+        Annotated[int, Field(ge=1), WithJsonSchema({"type": "integer", "format": "int32", "minimum": 1})] | None
+    ) = None
     """Priority among auto-selected runtimes for the same format; higher wins."""
-    accelerator_config: dict[str, Unstructured] | None = None
+    accelerator_config: dict[str, AcceleratorModelConfig] | None = None
     """Per accelerator class overrides (memory per billion parameters, parallelism, args, env)."""
 
 
@@ -420,29 +537,29 @@ class ModelSizeRange(_Object):
 class AcceleratorRequirements(_Object):
     """Accelerators a runtime can run on."""
 
-    accelerator_classes: list[str] | None = None
-    min_memory: int | None = None
-    min_compute_performance_tflops: int | None = Field(default=None, alias="minComputePerformanceTFLOPS")
+    accelerator_classes: AtomicStrings | None = None
+    min_memory: NonNegativeInt64 | None = None
+    min_compute_performance_tflops: NonNegativeInt64 | None = Field(default=None, alias="minComputePerformanceTFLOPS")
     min_architecture_version: str | None = None
-    required_features: list[str] | None = None
-    preferred_precisions: list[str] | None = None
+    required_features: AtomicStrings | None = None
+    preferred_precisions: AtomicStrings | None = None
 
 
 class ServingRuntimePodSpec(_Object):
     """Legacy top-level pod fields of a runtime."""
 
-    containers: list[OpaqueContainer] | None = None
+    containers: Annotated[list[OpaqueContainer], pod_field("containers")] | None = None
     """Legacy containers (core/v1 Container); the one named like a runner gives fallback resources."""
-    volumes: list[Volume] | None = None
+    volumes: Annotated[list[Volume], pod_field("volumes")] | None = None
     node_selector: dict[str, str] | None = None
     """Node labels merged into engine and decoder pods; merged by key."""
-    affinity: Unstructured | None = None
-    tolerations: list[Unstructured] | None = None
+    affinity: Annotated[Unstructured, pod_field("affinity")] | None = None
+    tolerations: Annotated[list[Unstructured], pod_field("tolerations")] | None = None
     labels: dict[str, str] | None = None
     """Labels; merged by key during inheritance."""
     annotations: dict[str, str] | None = None
     """Annotations; merged by key during inheritance."""
-    image_pull_secrets: list[LocalObjectReference] | None = None
+    image_pull_secrets: Annotated[list[LocalObjectReference], pod_field("imagePullSecrets")] | None = None
     scheduler_name: str | None = None
     host_ipc: bool | None = Field(default=None, alias="hostIPC")
     dns_policy: str | None = None
@@ -535,10 +652,10 @@ class ModelRef(_Object):
 
     name: str
     """Name of a BaseModel in the namespace or of a ClusterBaseModel."""
-    kind: str | None = None
+    kind: str = crd_default("ClusterBaseModel")
     """BaseModel or ClusterBaseModel (informational: the namespace is searched first)."""
-    api_group: str | None = None
-    """API group of the model kind (ome.io)."""
+    api_group: str = crd_default(GROUP)
+    """API group of the model kind."""
     fine_tuned_weights: list[str] | None = Field(default=None, json_schema_extra=_ATOMIC)
     """Fine-tuned weights applied to the base model."""
 
@@ -548,20 +665,40 @@ class ServingRuntimeRef(_Object):
 
     name: str
     """Name of a ServingRuntime in the namespace or of a ClusterServingRuntime."""
-    kind: str | None = None
+    kind: str = crd_default("ClusterServingRuntime")
     """ServingRuntime or ClusterServingRuntime (informational: the namespace is searched first)."""
-    api_group: str | None = None
-    """API group of the runtime kind (ome.io)."""
+    api_group: str = crd_default(GROUP)
+    """API group of the runtime kind."""
     auto_sync: bool = crd_default(True)
     """Follow the runtime's live merged spec (true), or keep the pinned snapshot and report drift (false)."""
     revision: str | None = None
     """Pin to this runtime revision (ControllerRevision name), whatever autoSync says."""
 
 
+class PredictorModel(Container):
+    """Deprecated: the model container of a predictor, with the model and runtime it names."""
+
+    name: str | None = None  # type: ignore[assignment]
+    """Name of the container."""
+    base_model: str | None = None
+    fine_tuned_weights: AtomicStrings | None = None
+    runtime: str | None = None
+    runtime_version: str | None = None
+    protocol_version: str | None = None
+    storage_uri: str | None = None
+
+
+class PredictorSpec(PodSpec, ComponentExtensionSpec):
+    """Deprecated: the component InferenceServices had before engine; migrated into engine."""
+
+    model: PredictorModel | None = None
+    worker_spec: WorkerSpec | None = None
+
+
 class InferenceServiceSpec(_Object):
     """The model to serve, the runtime to serve it with, and per-service overrides of its components."""
 
-    predictor: Unstructured | None = None
+    predictor: PredictorSpec | None = None
     """Deprecated: migrated into engine."""
     engine: EngineSpec | None = None
     """Engine component; laid over the runtime's engineConfig."""
@@ -573,8 +710,9 @@ class InferenceServiceSpec(_Object):
     """Runtime to use; without it OME selects one (no inheritance)."""
     router: RouterSpec | None = None
     """Router component; laid over the runtime's routerConfig."""
-    keda_config: Unstructured | None = None
-    accelerator_selector: Unstructured | None = None
+    keda_config: KedaConfig | None = None
+    """KEDA autoscaling of the service."""
+    accelerator_selector: AcceleratorSelector | None = None
     """Accelerator class selection (acceleratorClass, constraints, policy)."""
 
 
@@ -641,15 +779,15 @@ class StorageSpec(_Object):
 
     path: str | None = None
     """Absolute path of the model on the node."""
-    storage_uri: str | None = None
+    storage_uri: str
     """Source of the model (oci://, pvc://, hf://, vendor://)."""
     key: str | None = None
     """Key of the Secret with the storage credentials."""
     schema_path: str | None = None
     parameters: dict[str, str] | None = None
-    node_selector: dict[str, str] | None = None
-    node_affinity: Unstructured | None = None
-    download_policy: str | None = None
+    node_selector: Annotated[dict[str, str], Field(json_schema_extra={"x-kubernetes-map-type": "atomic"})] | None = None
+    node_affinity: Annotated[Unstructured, k8s_type(CORE + "NodeAffinity")] | None = None
+    download_policy: Literal["AlwaysDownload", "ReuseIfExists"] | None = None
 
 
 class BaseModelSpec(_Object):
@@ -669,7 +807,7 @@ class BaseModelSpec(_Object):
     """Parameter count, e.g. 3.21B."""
     model_capabilities: list[str] | None = Field(default=None, json_schema_extra=_ATOMIC)
     model_configuration: Unstructured | None = None
-    diffusion_pipeline: Unstructured | None = None
+    diffusion_pipeline: DiffusionPipeline | None = None
     storage: StorageSpec
     """Storage of the model."""
     display_name: str | None = None
@@ -679,8 +817,10 @@ class BaseModelSpec(_Object):
     vendor: str | None = None
     compartment_id: str | None = Field(default=None, alias="compartmentID")
     serving_mode: list[str] | None = Field(default=None, json_schema_extra=_ATOMIC)
-    max_tokens: int | None = None
+    max_tokens: Int32 | None = None
     additional_metadata: dict[str, str] | None = None
+    api_capabilities: AtomicStrings | None = None
+    """API capabilities the model serves (e.g. chat, completions, embeddings)."""
 
 
 class ModelStatus(_Object):

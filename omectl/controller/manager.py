@@ -54,7 +54,8 @@ from omectl.fleet.providers import RegistryChange
 from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
 from omectl.fleet.sharding import Fenced
 from omectl.kube.cache import ObjectCache
-from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.crds import INSTALL_CRDS, runtime_crds_without_status, status_subresource_problem
 from omectl.kube.events import EventRecorder
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
@@ -146,6 +147,7 @@ class ClusterRuntime:
         self.services = Informer(client, SERVICES, **workloads)
         self.aim = controller.aim.watch(self)  # AMD AIM: optional informers (omectl.controller.aim_watch)
         self._tasks: list[asyncio.Task[None]] = []
+        self.crd_problems: list[str] = []
         self._event_tasks: set[asyncio.Task[Any]] = set()
         self._event_writers = asyncio.Semaphore(EVENT_WRITERS)
         self.events_dropped = 0
@@ -282,6 +284,18 @@ class ClusterRuntime:
                 asyncio.create_task(informer.run(), name=f"informer-{self.name}-{informer.resource.plural}")
             )
         self._tasks.append(asyncio.create_task(self._watch_health(), name=f"health-{self.name}"))
+        self._tasks.append(asyncio.create_task(self._check_runtime_crds(), name=f"crd-check-{self.name}"))
+
+    async def _check_runtime_crds(self) -> None:
+        """Say once, at start, when the runtime CRDs are upstream OME's (no status subresource)."""
+        try:
+            lacking = await runtime_crds_without_status(self.client)
+        except KubeError as exc:
+            log.debug("cluster %s: cannot read the runtime CRDs: %s", self.name, exc)
+            return
+        self.crd_problems = [status_subresource_problem(name) for name in lacking]
+        for problem in self.crd_problems:
+            log.error("cluster %s: %s; apply omectl's CRDs: %s", self.name, problem, INSTALL_CRDS)
 
     async def _watch_health(self) -> None:
         while True:

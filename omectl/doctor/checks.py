@@ -25,6 +25,7 @@ from cryptography import x509
 from omectl.api.aim import GROUP as AIM_GROUP
 from omectl.api.crdgen import CRDS
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.crds import INSTALL_CRDS, RUNTIME_CRDS, lacks_status_subresource, status_subresource_problem
 from omectl.kube.resources import (
     AIM_CLUSTER_MODELS,
     CLUSTER_SERVING_RUNTIMES,
@@ -48,7 +49,6 @@ SELF_SUBJECT_ACCESS_REVIEWS = ResourceRef(
 MEMBER_CLUSTER_ROLE = Path(__file__).resolve().parents[2] / "deploy" / "member" / "rbac" / "clusterrole.yaml"
 CERT_WARN_DAYS = 30
 WEBHOOK_TIMEOUT = 3.0
-RUNTIME_CRDS = ("servingruntimes.ome.io", "clusterservingruntimes.ome.io")
 
 
 @dataclass(frozen=True)
@@ -101,16 +101,9 @@ async def check_crds(ctx: Context) -> list[Finding]:
             missing[definition.group].append(what)
     for crd_name in RUNTIME_CRDS:
         crd = installed.get(crd_name)
-        if crd is not None and not all(
-            "status" in (v.get("subresources") or {}) for v in crd["spec"].get("versions", []) if v.get("served")
-        ):
+        if crd is not None and lacks_status_subresource(crd):
             findings.append(
-                Finding(
-                    name,
-                    FAIL,
-                    f"{crd_name} has no status subresource (upstream OME's CRD): every InheritanceReady write fails",
-                    "apply omectl's CRDs: kubectl apply -f deploy/crds/",
-                )
+                Finding(name, FAIL, status_subresource_problem(crd_name), f"apply omectl's CRDs: {INSTALL_CRDS}")
             )
     for group, names in sorted(missing.items()):
         required = group != AIM_GROUP  # AIM is optional: without its CRDs the AIM controllers stay off
@@ -120,7 +113,7 @@ async def check_crds(ctx: Context) -> list[Finding]:
                 FAIL if required else WARN,
                 f"{len(names)} {group} CRD(s) missing or not serving the needed versions: {', '.join(names)}"
                 + ("" if required else " (AIM reconciliation is off on this cluster)"),
-                "apply omectl's CRDs: kubectl apply -f deploy/crds/",
+                f"apply omectl's CRDs: {INSTALL_CRDS}",
             )
         )
     if not findings:
@@ -292,7 +285,7 @@ async def check_permissions(ctx: Context) -> list[Finding]:
                 "permissions",
                 FAIL,
                 f"the registered identity may not: {', '.join(denied)}",
-                "bind omectl's member ClusterRole to it: kubectl apply -k deploy/member",
+                "bind omectl's member ClusterRole to it: kubectl apply --server-side -k deploy/member",
             )
         ]
     return [

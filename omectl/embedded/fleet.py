@@ -7,6 +7,8 @@ synchronous callers (the demo, kubectl-driven tests) that must never block the l
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -40,13 +42,22 @@ def manifest_documents(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
             sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) if path.is_dir() else [path]
         )
         for file in files:
-            for doc in yaml.load_all(file.read_text(), Loader=_YAML_LOADER):
-                if isinstance(doc, dict) and doc.get("kind") == "List":
-                    docs.extend(d for d in doc.get("items") or [] if isinstance(d, dict))
-                elif isinstance(doc, dict) and doc:
-                    docs.append(doc)
+            stat = file.stat()
+            docs.extend(copy.deepcopy(_file_documents(file.resolve(), stat.st_mtime_ns, stat.st_size)))
     docs.sort(key=lambda d: d.get("kind") != "CustomResourceDefinition")
     return docs
+
+
+@functools.lru_cache(maxsize=256)
+def _file_documents(file: Path, mtime_ns: int, size: int) -> tuple[dict[str, Any], ...]:
+    """One file's documents, parsed once per version of the file (the OME CRDs take a second to parse)."""
+    docs: list[dict[str, Any]] = []
+    for doc in yaml.load_all(file.read_text(), Loader=_YAML_LOADER):
+        if isinstance(doc, dict) and doc.get("kind") == "List":
+            docs.extend(d for d in doc.get("items") or [] if isinstance(d, dict))
+        elif isinstance(doc, dict) and doc:
+            docs.append(doc)
+    return tuple(docs)
 
 
 async def apply_document(server: EmbeddedAPIServer, doc: dict[str, Any]) -> str:

@@ -27,11 +27,11 @@ echo "== hub: image, certificate, controller"
 kind load docker-image "$IMAGE" --name "$HUB"
 kubectl --context "kind-$HUB" apply -f deploy/base/controller/namespace.yaml
 scripts/webhook-certs.sh --apply --context "kind-$HUB" --host "$HUB-control-plane"
-kubectl --context "kind-$HUB" apply -k deploy/overlays/kind
+kubectl --context "kind-$HUB" apply --server-side -k deploy/overlays/kind
 
 echo "== members: CRDs, RBAC, registration"
 for member in "${MEMBERS[@]}"; do
-  kubectl --context "kind-$member" apply -k deploy/member
+  kubectl --context "kind-$member" apply --server-side -k deploy/member
   kubectl --context "kind-$member" apply -k deploy/thirdparty-crds
   kubectl --context "kind-$member" wait --for=condition=Established crd --all --timeout=60s
   # The controller pod reaches a member's API server at its control-plane container on the kind network.

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.api import crdgen, ome
+from omectl.api import crdgen, k8s_openapi, ome
 from tests.support import Kubectl, RawClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,6 +24,9 @@ SR = "/apis/ome.io/v1beta1/namespaces/llama-demo/servingruntimes"
 ISVC = "/apis/ome.io/v1beta1/namespaces/llama-demo/inferenceservices"
 STRICT = "?fieldValidation=Strict"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+COMPONENTS = ("engine", "decoder", "router", "predictor")
+ENGINES = ("engine", "decoder", "router")
+FORMAT_PARTS = ("modelFormat", "modelFramework")
 
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -138,11 +141,54 @@ def test_generated_schema_is_structural(definition: crdgen.CRDDefinition) -> Non
             assert "items" in node, path
 
 
+# The defaults of omectl's own fields: upstream OME's, plus autoSync. The API server fills them in, so each must be
+# one the merge cannot mistake for a child's choice (they sit in objects a child writes whole, or in references).
+OWN_DEFAULTS: dict[str, dict[str, Any]] = {
+    "InferenceService": {
+        ".spec.runtime.autoSync": True,
+        ".spec.runtime.kind": "ClusterServingRuntime",
+        ".spec.runtime.apiGroup": "ome.io",
+        ".spec.model.kind": "ClusterBaseModel",
+        ".spec.model.apiGroup": "ome.io",
+        **{f".spec.{c}.kedaConfig.authenticationRef.kind": "TriggerAuthentication" for c in COMPONENTS},
+        ".spec.kedaConfig.authenticationRef.kind": "TriggerAuthentication",
+    },
+    **{
+        kind: {
+            **{f".spec.supportedModelFormats[*].{part}.operator": "Equal" for part in FORMAT_PARTS},
+            **{f".spec.supportedModelFormats[*].{part}.weight": 1 for part in FORMAT_PARTS},
+            **{f".spec.{c}Config.kedaConfig.authenticationRef.kind": "TriggerAuthentication" for c in ENGINES},
+        }
+        for kind in ("ServingRuntime", "ClusterServingRuntime")
+    },
+    **{
+        kind: {
+            **{f".spec.{part}.operator": "Equal" for part in FORMAT_PARTS},
+            **{f".spec.{part}.weight": 1 for part in FORMAT_PARTS},
+        }
+        for kind in ("BaseModel", "ClusterBaseModel")
+    },
+}
+
+
+def kubernetes_defaults() -> set[tuple[str, str]]:
+    """(field, default) of every defaulted field of the Kubernetes types the CRDs carry."""
+    found: set[tuple[str, str]] = set()
+    for name in k8s_openapi.definitions():
+        for path, node in schema_nodes(k8s_openapi.structural(name)):
+            if "default" in node:
+                found.add((path.rpartition(".")[2], repr(node["default"])))
+    return found
+
+
 @pytest.mark.parametrize("definition", crdgen.CRDS, ids=lambda d: d.kind)
-def test_only_auto_sync_has_a_schema_default(definition: crdgen.CRDDefinition) -> None:
+def test_schema_defaults_are_upstreams_and_those_of_the_kubernetes_types(definition: crdgen.CRDDefinition) -> None:
     defaults = {path: node["default"] for path, node in schema_nodes(openapi_schema(definition)) if "default" in node}
-    expected = {".spec.runtime.autoSync": True} if definition.kind == "InferenceService" else {}
-    assert defaults == expected
+    own = OWN_DEFAULTS.get(definition.kind, {})
+    assert {p: v for p, v in defaults.items() if p in own} == own
+    kubernetes = kubernetes_defaults()
+    others = {p: v for p, v in defaults.items() if p not in own}
+    assert [p for p, v in others.items() if (p.rpartition(".")[2], repr(v)) not in kubernetes] == []
 
 
 def test_runner_requires_name_and_types_the_fields_kubectl_explain_shows() -> None:
@@ -158,7 +204,10 @@ def test_runner_requires_name_and_types_the_fields_kubectl_explain_shows() -> No
     assert props["volumeMounts"]["items"]["required"] == ["name", "mountPath"]
     assert props["resources"]["properties"]["limits"]["additionalProperties"]["x-kubernetes-int-or-string"] is True
     assert "x-kubernetes-preserve-unknown-fields" not in runner
-    assert props["readinessProbe"]["x-kubernetes-preserve-unknown-fields"] is True
+    probe = props["readinessProbe"]  # typed as Kubernetes types it (derived from its OpenAPI), not kept open
+    assert "x-kubernetes-preserve-unknown-fields" not in probe
+    assert probe["properties"]["httpGet"]["required"] == ["port"]
+    assert probe["properties"]["httpGet"]["properties"]["port"]["x-kubernetes-int-or-string"] is True
 
 
 @pytest.mark.parametrize(
@@ -219,8 +268,12 @@ async def test_spec_example_is_stored_with_nothing_pruned(
 
     stored = (await raw.get(f"{collection}/{body['metadata']['name']}")).body
     expected = copy.deepcopy(body["spec"])
-    if file_name == "isvc.yaml":
-        expected["runtime"]["autoSync"] = True  # the one schema default
+    if file_name == "isvc.yaml":  # the schema's defaults: upstream OME's, and autoSync
+        expected["runtime"] |= {"autoSync": True, "kind": "ClusterServingRuntime", "apiGroup": "ome.io"}
+        expected["model"] |= {"kind": "ClusterBaseModel", "apiGroup": "ome.io"}
+    for supported in expected.get("supportedModelFormats", ()):
+        for part in ("modelFormat", "modelFramework"):
+            supported[part] |= {"operator": "Equal", "weight": 1}
     assert stored["spec"] == expected
     assert stored["metadata"].get("annotations") == body["metadata"].get("annotations")
 
@@ -262,7 +315,9 @@ async def test_runtime_status_is_written_through_the_status_subresource_and_show
 
     table = (await raw.get(f"{SR}/sglang-llama-3-2-3b", headers={"Accept": TABLE})).body
     names = [c["name"] for c in table["columnDefinitions"]]
-    assert names == ["Name", "Chain", "Ready", "Disabled", "Age"]
+    upstream = ["Disabled", "ModelFormat", "ModelFramework", "ModelFrameworkVersion", "ModelArchitecture"]
+    upstream += ["ModelSizeMin", "ModelSizeMax", "Images"]
+    assert names == ["Name", *upstream, "Chain", "Ready", "Age"]  # upstream OME's columns, then ours
     cells = dict(zip(names, table["rows"][0]["cells"], strict=True))
     assert cells["Ready"] == "True"
     assert cells["Disabled"] is False
@@ -275,8 +330,20 @@ async def test_inference_service_table_shows_ready_runtime_and_age(
     await raw.post(ISVC, example("isvc.yaml"))
     table = (await raw.get(f"{ISVC}/llama-3-2-3b-instruct", headers={"Accept": TABLE})).body
     names = [c["name"] for c in table["columnDefinitions"]]
-    assert names == ["Name", "Ready", "Runtime", "Age"]
-    assert table["rows"][0]["cells"][2] == "sglang-llama-3-2-3b"
+    upstream = [
+        "URL",
+        "Ready",
+        "BaseModel",
+        "Runtime",
+        "Prev",
+        "Latest",
+        "PrevRolledoutRevision",
+        "LatestReadyRevision",
+    ]
+    assert names == ["Name", *upstream, "RuntimeRevision", "Age"]  # upstream OME's columns, then ours
+    cells = dict(zip(names, table["rows"][0]["cells"], strict=True))
+    assert cells["Runtime"] == "sglang-llama-3-2-3b"
+    assert cells["BaseModel"] == "llama-3-2-3b-instruct"
 
 
 @pytest.mark.kubectl
@@ -362,7 +429,7 @@ async def test_multinode_runtime_with_every_component_is_stored_with_nothing_pru
             "maxReplicas": 2,
             "annotations": {"ome.io/deploymentMode": "MultiNode"},
             "minAvailable": "50%",
-            "containers": [{"name": "sidecar", "image": "busybox", "stdin": True, "futureField": {"x": 1}}],
+            "containers": [{"name": "sidecar", "image": "busybox", "stdin": True}],
             "topologySpreadConstraints": [{"topologyKey": "zone", "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}],
             "leader": {"runner": runner, "hostNetwork": True, "volumes": [{"name": "v", "hostPath": {"path": "/x"}}]},
             "worker": {"size": 1, "runner": {**runner, "args": ["--worker"]}},

@@ -19,6 +19,7 @@ from cryptography.x509.oid import NameOID
 from typer.testing import CliRunner, Result
 
 from omectl.cli.main import app
+from omectl.kube.crds import INSTALL_CRDS
 from tests.e2e.conftest import DATA, ControlledFleet, running_fleet
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
@@ -205,7 +206,7 @@ def test_upstream_runtime_crds_without_a_status_subresource_fail(tmp_path: Any) 
             "clusterservingruntimes.ome.io",
             "servingruntimes.ome.io",
         ]
-        assert all(f["status"] == "FAIL" and "kubectl apply -f deploy/crds/" in f["fix"] for f in crd_findings)
+        assert all(f["status"] == "FAIL" and INSTALL_CRDS in f["fix"] for f in crd_findings)
     finally:
         bg.stop()
 

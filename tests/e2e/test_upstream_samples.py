@@ -75,7 +75,8 @@ def test_the_model_agent_fills_what_upstream_reads_from_config_json(applied: App
         "spec"
     ]
     assert spec["modelArchitecture"] == "LlamaForCausalLM"
-    assert spec["modelFormat"] == {"name": "safetensors", "version": "1.0.0"}
+    # the schema defaults what the agent leaves out, as upstream's CRD does
+    assert spec["modelFormat"] == {"name": "safetensors", "version": "1.0.0", "operator": "Equal", "weight": 1}
     assert spec["modelFramework"]["name"] == "transformers"
     assert spec["storage"]["storageUri"] == "hf://meta-llama/Llama-3.2-3B-Instruct"  # what the file says stays
     assert spec["modelCapabilities"] == ["TEXT_TO_TEXT"]

@@ -62,7 +62,9 @@ def runtime(name: str, runner: dict[str, Any]) -> dict[str, Any]:
         "kind": "ServingRuntime",
         "metadata": {"name": name},
         "spec": {
-            "supportedModelFormats": [{"name": "safetensors", "autoSelect": True}],
+            "supportedModelFormats": [
+                {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"}, "autoSelect": True}
+            ],
             "engineConfig": {"runner": runner},
         },
     }

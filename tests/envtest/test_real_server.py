@@ -40,7 +40,9 @@ def runtime(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": spec
         or {
-            "supportedModelFormats": [{"name": "safetensors", "autoSelect": True}],
+            "supportedModelFormats": [
+                {"modelFormat": {"name": "safetensors"}, "modelFramework": {"name": "transformers"}, "autoSelect": True}
+            ],
             "engineConfig": {"runner": {"name": "engine", "image": "vllm/vllm-openai:v0.9.0"}},
         },
     }

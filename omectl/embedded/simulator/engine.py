@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import itertools
 import logging
 import time
@@ -342,7 +343,8 @@ class WorkloadSimulator:
 
         def fill(live: dict[str, Any]) -> dict[str, Any]:
             spec = filled_spec(live.get("spec") or {}, metadata)
-            return live if spec is None else dict(live, spec=spec)
+            # a write through the API is defaulted by the schema (modelFormat.operator, ...): this one too
+            return live if spec is None else self.api._apply_defaults(rt, copy.deepcopy(dict(live, spec=spec)))
 
         opts = WriteOptions(field_manager="ome-model-agent")
         await self.api._write_update(rt, ref[1], ref[2], fill, opts, "", precondition_rv=None)
