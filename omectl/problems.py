@@ -1,14 +1,17 @@
-"""Errors as the one-line messages an operator reads: YAML that does not parse, values that do not validate.
+"""Errors as the one-line messages an operator reads: files that cannot be read or written, YAML that does not
+parse, values that do not validate.
 
 Imports nothing else of omectl (and neither YAML nor pydantic): every layer may use it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["one_line", "read_problem", "validation_problems", "yaml_problem"]
+__all__ = ["one_line", "output_problem", "read_problem", "validation_problems", "yaml_problem"]
 
 
 def one_line(text: object) -> str:
@@ -23,6 +26,23 @@ def read_problem(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return one_line(exc)
+
+
+def output_problem(path: Path, *, directory: bool = False) -> str | None:
+    """Why `path` cannot be written as a file (or, with `directory`, be the directory files are written to), judged
+    without creating anything; None when it looks writable. For a command to refuse before it starts anything."""
+    if path.exists():
+        if path.is_dir() != directory:
+            return "is a directory" if path.is_dir() else "is not a directory"
+        return None if os.access(path, os.W_OK) else "is not writable"
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot be created: {parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be created: {parent} is not writable"
+    return None
 
 
 def yaml_problem(exc: BaseException) -> str:

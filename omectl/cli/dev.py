@@ -19,7 +19,7 @@ from omectl.embedded.simulator import NODES_HELP, parse_nodes_option
 from omectl.envtest.fleet import RealFleet
 from omectl.fleet.registration import validate_cluster_name
 
-from .errors import CommandError
+from .errors import CommandError, require_writable
 from .signals import StopSignals
 
 dev_app = typer.Typer(no_args_is_help=True, help="Run a simulated fleet for development and demos.")
@@ -84,6 +84,10 @@ def up(
             raise typer.BadParameter(f"{path} does not exist", param_hint="--apply")
     if controller and register is None:
         register = Path(".omectl/clusters")
+    require_writable(kubeconfig_out, "--kubeconfig-out")
+    require_writable(ready_file, "--ready-file")
+    require_writable(register, "--register", directory=True)
+    require_writable(state_dir, "--state-dir", directory=True)
     try:
         code = asyncio.run(
             _serve(

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import errno
 import sys
+from pathlib import Path
 from typing import Any
 
-from omectl.problems import one_line, validation_problems, yaml_problem
+import typer
 
-__all__ = ["CommandError", "describe", "usage_line"]
+from omectl.problems import one_line, output_problem, validation_problems, yaml_problem
+
+__all__ = ["CommandError", "describe", "require_writable", "usage_line"]
 
 
 class CommandError(Exception):
@@ -37,6 +40,7 @@ _MESSAGE_ERRORS = (
     ("omectl.fleet.registration", "RegistrationError"),
     ("omectl.settings", "SettingsError"),
     ("omectl.embedded.fleet", "ManifestError"),
+    ("omectl.embedded.server", "StateError"),
 )
 
 
@@ -75,3 +79,13 @@ def usage_line(exc: Any) -> str:
     if ctx is not None and ctx.command.get_help_option(ctx) is not None:
         line += f" (see '{ctx.command_path} {ctx.help_option_names[0]}')"
     return line
+
+
+def require_writable(path: Path | None, option: str, *, directory: bool = False) -> None:
+    """A usage error naming `option` when `path` cannot be written (`output_problem`): a serving command checks
+    its outputs before it starts anything, rather than failing at its first write, or at shutdown."""
+    if path is None:
+        return
+    problem = output_problem(path, directory=directory)
+    if problem is not None:
+        raise typer.BadParameter(f"{path} {problem}", param_hint=option)

@@ -9,8 +9,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from omectl.fleet.providers import clusters_dir_to_read
 from omectl.settings import Settings
 
+from .errors import require_writable
 from .signals import StopSignals
 
 DEFAULT_STATUS_FILE = Path(".omectl/controller-status.json")
@@ -56,6 +58,11 @@ def run(
         ha=ha,
         replica_id=replica_id,
     )
+    if clusters_dir is not None and settings.hub_kubeconfig is None:
+        clusters_dir_to_read(settings.clusters_dir)
+    require_writable(status_file, "--status-file")
+    if settings.otlp_endpoint is None:
+        require_writable(settings.trace_file, "--trace-file")
     from omectl.observability.logs import configure_logging
 
     configure_logging(settings.log_level, "json" if settings.log_format == "json" else "text")
@@ -68,7 +75,7 @@ async def serve(settings: Settings, status_file: Path | None) -> int:
     """Run until SIGTERM (0) or SIGINT (130); 1 when it cannot start or must stop (each reason one line on stderr)."""
     from omectl.controller.app import ControllerApp, StartError
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # whole lines: stderr is often a log file
     app = ControllerApp(settings, status_file=status_file)
     with StopSignals() as signals:
         starting = asyncio.create_task(app.start())
@@ -113,8 +120,12 @@ async def show_sync_progress(app: object, console: Console, stop: asyncio.Event)
     from omectl.controller.app import ControllerApp
 
     assert isinstance(app, ControllerApp)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(app.ready.wait(), 30)
+    waits = [asyncio.ensure_future(app.ready.wait()), asyncio.ensure_future(stop.wait())]
+    await asyncio.wait(waits, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    for waiting in waits:
+        waiting.cancel()
+    if stop.is_set():
+        return
     clusters = list(app.controller.clusters.values())
     if not clusters:
         console.print("omectl: no clusters registered yet; waiting for registrations")
