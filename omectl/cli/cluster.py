@@ -29,6 +29,7 @@ from omectl.fleet.registration import (
     validate_cluster_name,
 )
 from omectl.kube.errors import KubeConfigError, KubeConnectionError, KubeError
+from omectl.problems import read_problem
 
 cluster_app = typer.Typer(no_args_is_help=True, help="Register, list, remove, check and clean fleet clusters.")
 
@@ -446,9 +447,14 @@ def status(
             _emit({"members": [m.to_dict() for m in members]}, output)
         raise _fail(f"no running controller found ({status_file} does not exist); start one with `omectl run`")
     try:
-        document = json.loads(status_file.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise _fail(f"cannot read {status_file}: {exc}") from None
+        document = json.loads(status_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(f"cannot read {status_file}: {read_problem(exc)}") from None
+    except json.JSONDecodeError:
+        document = None
+    clusters = document.get("clusters", []) if isinstance(document, dict) else None
+    if not isinstance(clusters, list) or not all(isinstance(c, dict) and "name" in c for c in clusters):
+        raise _fail(f"{status_file}: not a controller status file")
     if output != "table":
         _emit({**document, "members": [m.to_dict() for m in members]}, output)
         return
@@ -462,7 +468,7 @@ def status(
             str(c.get("queueDepth", 0)),
             c.get("lastError") or "<none>",
         ]
-        for c in document.get("clusters", [])
+        for c in clusters
     ]
     _print_table(["NAME", "CONNECTED", "SYNCED", "OBJECTS", "RECONCILES", "QUEUE", "LAST ERROR"], rows)
     resolver = document.get("resolver") or {}
