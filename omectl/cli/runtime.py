@@ -46,7 +46,6 @@ runtime_app = typer.Typer(
     no_args_is_help=True, help="Inspect OME runtime inheritance: effective runtimes and what a runtime edit reaches."
 )
 
-EXIT_NOT_FOUND = 1
 EXIT_CLUSTER_FAILED = 2
 WIDE_CONSOLE = 200
 DRIFT_CONDITION = "RuntimeDrifted"
