@@ -1,3 +1,3 @@
-from omectl.cli.main import main
+from omectl.cli import main
 
 main()

@@ -6,8 +6,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from omectl.problems import read_problem, validation_problems, yaml_problem
 
 if TYPE_CHECKING:
     from omectl.fleet.leases import LeaseTimings
@@ -124,14 +126,32 @@ class Settings(BaseSettings):
 
     @classmethod
     def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
-        """Environment < config file < explicit overrides (None overrides are ignored)."""
+        """Environment < config file < explicit overrides (None overrides are ignored).
+
+        Raises SettingsError, one line naming the config file and each setting that is wrong.
+        """
         values: dict[str, Any] = {}
+        where = f"config file {config_file}: " if config_file is not None else ""
         if config_file is not None:
-            if not config_file.exists():
-                raise ValueError(f"config file {config_file} does not exist")
-            loaded = yaml.safe_load(config_file.read_text()) or {}
+            try:
+                loaded = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise SettingsError(f"config file {config_file} does not exist") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise SettingsError(f"{where}cannot read it: {read_problem(exc)}") from None
+            except yaml.YAMLError as exc:
+                raise SettingsError(f"{where}not valid YAML: {yaml_problem(exc)}") from None
+            if loaded is None:
+                loaded = {}
             if not isinstance(loaded, dict):
-                raise ValueError(f"config file {config_file} must hold a mapping of settings")
-            values.update({k.replace("-", "_"): v for k, v in loaded.items()})
+                raise SettingsError(f"{where}must hold a mapping of settings, not a {type(loaded).__name__}")
+            values.update({str(k).replace("-", "_"): v for k, v in loaded.items()})
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise SettingsError(where + validation_problems(exc.errors(), unknown="unknown setting")) from None
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; `str(exc)` is the one-line message for the operator."""

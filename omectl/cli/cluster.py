@@ -16,7 +16,7 @@ from typing import Any
 import typer
 import yaml
 
-from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env
+from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env, clusters_dir_to_read
 from omectl.fleet.registration import (
     ClusterRegistration,
     RegistrationError,
@@ -28,7 +28,8 @@ from omectl.fleet.registration import (
     to_yaml,
     validate_cluster_name,
 )
-from omectl.kube.errors import KubeConnectionError, KubeError
+from omectl.kube.errors import KubeConfigError, KubeConnectionError, KubeError
+from omectl.problems import read_problem
 
 cluster_app = typer.Typer(no_args_is_help=True, help="Register, list, remove, check and clean fleet clusters.")
 
@@ -188,13 +189,14 @@ def list_clusters(
 ) -> None:
     """List the registered clusters, and the registration files that could not be used."""
     _check_output(output)
-    rows, errors = _rows(clusters_dir_from_env(clusters_dir))
+    directory = clusters_dir_to_read(clusters_dir)
+    rows, errors = _rows(directory)
     if output != "table":
         error_list = [{"source": source, "message": errors[source]} for source in sorted(errors)]
         _emit({"clusters": rows, "errors": error_list}, output)
         return
     if not rows and not errors:
-        typer.echo(f"no clusters registered in {clusters_dir_from_env(clusters_dir)}")
+        typer.echo(f"no clusters registered in {directory}")
         return
     _print_table(
         ["NAME", "CONTEXT", "SERVER", "LABELS", "SOURCE"],
@@ -215,7 +217,7 @@ def remove(
     """Unregister a cluster: delete the file that registers it, and leave the member clean (no omectl webhook
     configuration, no ownership Lease). A controller running from this directory removes them itself; else they
     are removed here."""
-    directory = clusters_dir_from_env(clusters_dir)
+    directory = clusters_dir_to_read(clusters_dir)
     file = _registered_files(directory).get(name)
     if file is None:
         raise _fail(f'cluster "{name}" is not registered in {directory}')
@@ -305,7 +307,7 @@ def uninstall_webhooks(
         typer.echo("error: name a registered cluster, or pass --kubeconfig (and --context) for another", err=True)
         raise typer.Exit(2)
     if name is not None:
-        directory = clusters_dir_from_env(clusters_dir)
+        directory = clusters_dir_to_read(clusters_dir)
         registrations, errors = DirectoryProvider(directory).scan()
         if name not in registrations:
             owner = _registered_files(directory).get(name)
@@ -331,6 +333,8 @@ async def _uninstall(connect: Any, label: str, namespace: str) -> None:
 
     try:
         client = await connect
+    except KubeConfigError as exc:  # the message names the kubeconfig: "cluster <label>: " would say it twice
+        raise _fail(_one_line(exc).removeprefix(f"cluster {label}: ")) from None
     except (RegistrationError, KubeError) as exc:
         raise _fail(_one_line(exc)) from None
     try:
@@ -379,7 +383,7 @@ def check(
 ) -> None:
     """Connect to each registered cluster (GET /version); exit 0 if all are reachable, else 2."""
     _check_output(output)
-    directory = clusters_dir_from_env(clusters_dir)
+    directory = clusters_dir_to_read(clusters_dir)
     registrations, errors = DirectoryProvider(directory).scan()
     if name is not None:
         if name not in registrations:
@@ -435,7 +439,7 @@ def status(
     """Per cluster, as the running controller sees it: connected, caches synced, last error, objects, queue; and,
     from each registered member, who owns it and whether its webhooks answer (with the fix when they do not)."""
     _check_output(output)
-    members = asyncio.run(_check_members(clusters_dir_from_env(clusters_dir), timeout, lease_namespace))
+    members = asyncio.run(_check_members(clusters_dir_to_read(clusters_dir), timeout, lease_namespace))
     if not status_file.exists():
         if output == "table":
             _print_members(members)
@@ -443,9 +447,14 @@ def status(
             _emit({"members": [m.to_dict() for m in members]}, output)
         raise _fail(f"no running controller found ({status_file} does not exist); start one with `omectl run`")
     try:
-        document = json.loads(status_file.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise _fail(f"cannot read {status_file}: {exc}") from None
+        document = json.loads(status_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(f"cannot read {status_file}: {read_problem(exc)}") from None
+    except json.JSONDecodeError:
+        document = None
+    clusters = document.get("clusters", []) if isinstance(document, dict) else None
+    if not isinstance(clusters, list) or not all(isinstance(c, dict) and "name" in c for c in clusters):
+        raise _fail(f"{status_file}: not a controller status file")
     if output != "table":
         _emit({**document, "members": [m.to_dict() for m in members]}, output)
         return
@@ -459,7 +468,7 @@ def status(
             str(c.get("queueDepth", 0)),
             c.get("lastError") or "<none>",
         ]
-        for c in document.get("clusters", [])
+        for c in clusters
     ]
     _print_table(["NAME", "CONNECTED", "SYNCED", "OBJECTS", "RECONCILES", "QUEUE", "LAST ERROR"], rows)
     resolver = document.get("resolver") or {}

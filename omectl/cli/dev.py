@@ -8,8 +8,6 @@ every tool and test can point at either.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 from pathlib import Path
 
 import typer
@@ -19,6 +17,10 @@ from rich.table import Table
 from omectl.embedded.fleet import EmbeddedFleet, FleetSimulation, simulator_for
 from omectl.embedded.simulator import NODES_HELP, parse_nodes_option
 from omectl.envtest.fleet import RealFleet
+from omectl.fleet.registration import validate_cluster_name
+
+from .errors import CommandError, require_writable
+from .signals import StopSignals
 
 dev_app = typer.Typer(no_args_is_help=True, help="Run a simulated fleet for development and demos.")
 DEFAULT_MANIFESTS = Path("deploy/crds")
@@ -63,10 +65,15 @@ def up(
     ),
 ) -> None:
     """Start N embedded (or, with --real, real) clusters and serve them until SIGINT or SIGTERM."""
+    names = [f"{name_prefix}{index}" for index in range(1, clusters + 1)]
+    for name in names:
+        problem = validate_cluster_name(name)
+        if problem is not None:
+            raise typer.BadParameter(problem, param_hint="--name-prefix")
     simulation: FleetSimulation | None = None
     if simulate or nodes:
         try:
-            simulation = parse_nodes_option(nodes or [])
+            simulation = parse_nodes_option(nodes or [], clusters=names)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--nodes") from None
     manifests = list(apply or [])
@@ -75,10 +82,14 @@ def up(
     for path in manifests:
         if not path.exists():
             raise typer.BadParameter(f"{path} does not exist", param_hint="--apply")
+    if controller and register is None:
+        register = Path(".omectl/clusters")
+    require_writable(kubeconfig_out, "--kubeconfig-out")
+    require_writable(ready_file, "--ready-file")
+    require_writable(register, "--register", directory=True)
+    require_writable(state_dir, "--state-dir", directory=True)
     try:
-        if controller and register is None:
-            register = Path(".omectl/clusters")
-        asyncio.run(
+        code = asyncio.run(
             _serve(
                 clusters,
                 name_prefix,
@@ -94,12 +105,11 @@ def up(
                 webhook_port,
             )
         )
-    except _ClusterCrashed as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", markup=False, highlight=False)
+    except _ClusterCrashed as exc:  # its report ends with the tail of the process's log, line by line
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    except ValueError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from None
+    if code:
+        raise typer.Exit(code)
 
 
 async def _serve(
@@ -115,7 +125,8 @@ async def _serve(
     simulation: FleetSimulation | None = None,
     real: bool = False,
     webhook_port: int | None = None,
-) -> None:
+) -> int:
+    """Serve until SIGTERM (0) or SIGINT (130)."""
     console = Console()
     fleet: EmbeddedFleet | RealFleet
     if real:
@@ -124,13 +135,13 @@ async def _serve(
         fleet = await EmbeddedFleet(
             count, name_prefix=prefix, tls=tls, state_dir=state_dir, simulator=simulation
         ).start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    signals = StopSignals().install()
     try:
-        fleet.write_kubeconfig(kubeconfig_out)
         applied = await fleet.apply(manifests) if manifests else {}
+        try:
+            fleet.write_kubeconfig(kubeconfig_out)
+        except OSError as exc:
+            raise CommandError(f"--kubeconfig-out {kubeconfig_out}: cannot write it: {exc.strerror}") from None
         if isinstance(fleet, RealFleet):
             await fleet.start_simulators()  # after the CRDs: it watches the kinds they serve
         if register is not None:
@@ -147,7 +158,7 @@ async def _serve(
             try:
                 await app.start()
             except StartError as exc:
-                raise ValueError("; ".join(exc.lines)) from None
+                raise CommandError("; ".join(exc.lines)) from None
             await app.wait_synced()
         table = Table(title=f"{'real' if real else 'simulated'} fleet ({count} clusters)")
         columns = ["CLUSTER", "CONTEXT", "URL", "APPLIED"] + (["NODES"] if simulation is not None else [])
@@ -169,23 +180,22 @@ async def _serve(
             for server in fleet.servers:
                 console.print(f"{server.name}: logs in {server.dir} (etcd.log, kube-apiserver.log)")
         console.print("serving; press Ctrl-C to stop")
-        crash = await _wait_stop_or_crash(stop, fleet)
+        crash = await _wait_stop_or_crash(signals.stopped, fleet)
         if app is not None:
             await app.stop()
         if crash is not None:
             raise _ClusterCrashed(crash)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(Exception):
-                loop.remove_signal_handler(sig)
+        signals.release()
         await fleet.stop()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)  # noqa: ASYNC240 - a tiny local file at shutdown
         console.print("stopped")
+    return signals.exit_code
 
 
 class _ClusterCrashed(Exception):
-    """A real cluster's etcd or kube-apiserver died while serving; the message has its log tail."""
+    """A real cluster's etcd or kube-apiserver died; the message has its log tail."""
 
 
 async def _start_real_fleet(
@@ -196,7 +206,7 @@ async def _start_real_fleet(
     try:
         fleet = RealFleet(count, name_prefix=prefix, workdir=state_dir, simulator=simulation)
     except BinariesMissing as exc:
-        raise ValueError(f"--real needs the real binaries: {exc}") from None
+        raise CommandError(f"--real needs the real binaries: {exc}") from None
     console.print(
         f"starting {count} real cluster(s): kube-apiserver {fleet.binaries.kube_version}, "
         f"etcd {fleet.binaries.etcd_version} ({fleet.binaries.directory})"

@@ -21,6 +21,7 @@ from omectl.controller.aim_service import aim_operator_namespace
 from omectl.doctor.checks import FAIL, PASS, WARN, Context, Finding, run_checks
 from omectl.kube.client import ClusterClient
 
+from .errors import CommandError
 from .runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
@@ -28,7 +29,6 @@ from .runtime import (
     KUBECONFIG_OPTION,
     TIMEOUT_OPTION,
     ClusterTarget,
-    CommandError,
     OutputFormat,
     _fail,
     _print_table,
@@ -40,10 +40,14 @@ from .runtime import (
 __all__ = ["doctor"]
 
 
-async def _diagnose(target: ClusterTarget, aim_namespace: str, lease_namespace: str) -> tuple[str, list[Finding]]:
+async def _diagnose(
+    target: ClusterTarget, aim_namespace: str, lease_namespace: str, *, registered: bool
+) -> tuple[str, list[Finding]]:
     try:
         client: ClusterClient = await target.connect()
     except CommandError as exc:
+        if not registered:  # --kubeconfig names a file that is no kubeconfig: bad input, not a finding
+            raise
         return target.name, [Finding("connect", FAIL, exc.message, "check the registration's kubeconfig")]
     try:
         context = Context(client, aim_namespace=aim_namespace, lease_namespace=lease_namespace)
@@ -85,7 +89,9 @@ def doctor(
     aim_namespace = aim_operator_namespace()
 
     async def everything() -> list[tuple[str, list[Finding]]]:
-        return list(await asyncio.gather(*(_diagnose(target, aim_namespace, lease_namespace) for target in targets)))
+        registered = all_clusters or cluster is not None
+        diagnoses = (_diagnose(t, aim_namespace, lease_namespace, registered=registered) for t in targets)
+        return list(await asyncio.gather(*diagnoses))
 
     results = asyncio.run(everything())
     if output is OutputFormat.table:

@@ -19,13 +19,13 @@ from omectl.core.workloads import gpu_requests, is_gpu_resource, parse_count
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.resources import DEPLOYMENTS, INFERENCE_SERVICES, LEADER_WORKER_SETS, ResourceRef
 
+from .errors import CommandError
 from .runtime import (
     CLUSTERS_DIR_OPTION,
     EXIT_CLUSTER_FAILED,
     OUTPUT_OPTION,
     TIMEOUT_OPTION,
     ClusterTarget,
-    CommandError,
     OutputFormat,
     _emit,
     _fail,
@@ -136,7 +136,7 @@ def status(
                         str(result["nodes"]),
                         resource,
                         f"{counts['requested']}/{counts['total']}",
-                        str(free) if free >= 0 else f"{free} (over)",
+                        str(free) if free >= 0 else f"0 (over by {-free})",
                         engines,
                     ]
                 )

@@ -1,16 +1,22 @@
 """Entry point of the `omectl` and `kubectl-ome` commands.
 
 Every command is imported when it runs, not before (`omectl.cli.lazy`): the tables below give each its module and
-the one-line help that `--help` prints.
+the one-line help that `--help` prints. Every command runs inside the error boundary of `Commands`
+(`omectl.cli.errors`): bad input is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import typer
+from typer import _click as click
+from typer.core import HAS_RICH
 
+from .errors import describe, usage_line
 from .lazy import LazyCommand, LazyGroup
 
 
@@ -49,6 +55,8 @@ class RuntimeCommands(LazyGroup):
 
 
 class Commands(LazyGroup):
+    """The root group, and the error boundary of every command."""
+
     order = ("run", "doctor", "version", "dev", "cluster", "trace", "fleet", "runtime", "completion")
     lazy = {
         "run": LazyCommand("omectl.cli.run", "run", "Run the fleet controller against every registered cluster."),
@@ -78,6 +86,43 @@ class Commands(LazyGroup):
             "file).",
         ),
     }
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            failure = describe(exc)
+            if failure is None:
+                raise
+            from omectl.observability.redact import scrub
+
+            message, code = failure
+            typer.echo(f"error: {scrub(message)}", err=True)
+            raise typer.Exit(code) from None
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode or sys.stderr.isatty():  # typer's own report: rich panels fit a terminal
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            if not (HAS_RICH and self.rich_markup_mode is not None):  # else typer printed the help already
+                exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            typer.echo(usage_line(exc), err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 app = typer.Typer(

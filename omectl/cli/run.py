@@ -1,17 +1,19 @@
-"""`omectl run`: the central fleet controller, until SIGINT or SIGTERM."""
+"""`omectl run`: the central fleet controller, until SIGINT or SIGTERM (exit 130 after a Ctrl-C, as a shell expects)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from pathlib import Path
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 
+from omectl.fleet.providers import clusters_dir_to_read
 from omectl.settings import Settings
+
+from .errors import require_writable
+from .signals import StopSignals
 
 DEFAULT_STATUS_FILE = Path(".omectl/controller-status.json")
 
@@ -42,29 +44,25 @@ def run(
     replica_id: str | None = typer.Option(None, "--replica-id", help="This replica's id (default: <host>-<random>)."),
 ) -> None:
     """Run the fleet controller against every registered cluster."""
-    try:
-        settings = Settings.load(
-            config,
-            clusters_dir=clusters_dir,
-            concurrency=concurrency,
-            webhook_port=webhook_port,
-            install_webhooks=install_webhooks,
-            trace_file=trace_file,
-            log_level=log_level,
-            log_format=log_format,
-            metrics_port=metrics_port,
-            metrics_host=metrics_host,
-            ha=ha,
-            replica_id=replica_id,
-        )
-    except ValidationError as exc:
-        where = f"{config}: " if config else ""
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        typer.echo(f"error: {where}{problems}", err=True)
-        raise typer.Exit(1) from None
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    settings = Settings.load(
+        config,
+        clusters_dir=clusters_dir,
+        concurrency=concurrency,
+        webhook_port=webhook_port,
+        install_webhooks=install_webhooks,
+        trace_file=trace_file,
+        log_level=log_level,
+        log_format=log_format,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
+        ha=ha,
+        replica_id=replica_id,
+    )
+    if clusters_dir is not None and settings.hub_kubeconfig is None:
+        clusters_dir_to_read(settings.clusters_dir)
+    require_writable(status_file, "--status-file")
+    if settings.otlp_endpoint is None:
+        require_writable(settings.trace_file, "--trace-file")
     from omectl.observability.logs import configure_logging
 
     configure_logging(settings.log_level, "json" if settings.log_format == "json" else "text")
@@ -74,50 +72,45 @@ def run(
 
 
 async def serve(settings: Settings, status_file: Path | None) -> int:
-    """Run until SIGINT/SIGTERM (0); 1 when it cannot start or must stop (each reason one line on stderr)."""
+    """Run until SIGTERM (0) or SIGINT (130); 1 when it cannot start or must stop (each reason one line on stderr)."""
     from omectl.controller.app import ControllerApp, StartError
 
-    console = Console(stderr=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    console = Console(stderr=True, soft_wrap=True)  # whole lines: stderr is often a log file
     app = ControllerApp(settings, status_file=status_file)
-    starting = asyncio.create_task(app.start())
-    stopped = asyncio.create_task(stop.wait())
-    await asyncio.wait([starting, stopped], return_when=asyncio.FIRST_COMPLETED)
-    if not starting.done():  # a signal while deciding which clusters to take (start cleans up after itself)
-        starting.cancel()
-        with contextlib.suppress(asyncio.CancelledError, StartError):
-            await starting
-        return 0
-    try:
-        starting.result()
-    except StartError as exc:
-        stopped.cancel()
-        for line in exc.lines:
-            typer.echo(f"error: {line}", err=True)
-        return 1
-    failed = asyncio.create_task(app.failed.wait())
-    source = f"hub {settings.hub_kubeconfig}" if settings.hub_kubeconfig else str(settings.clusters_dir)
-    console.print(f"omectl: clusters from {source}; webhooks on {app.webhook.base_url}")
-    if app.status_server is not None:
-        console.print(f"omectl: metrics and health on {app.status_server.base_url} (/metrics, /healthz, /readyz)")
-    try:
-        await show_sync_progress(app, console, stop)
-        await asyncio.wait([failed, stopped], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        failed.cancel()
-        stopped.cancel()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(Exception):
-                loop.remove_signal_handler(sig)
-        console.print("omectl: shutting down (finishing in-flight reconciles, handing clusters over)")
-        await app.stop()
+    with StopSignals() as signals:
+        starting = asyncio.create_task(app.start())
+        stopped = asyncio.create_task(signals.stopped.wait())
+        await asyncio.wait([starting, stopped], return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():  # a signal while deciding which clusters to take (start cleans up after itself)
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StartError):
+                await starting
+            return signals.exit_code
+        try:
+            starting.result()
+        except StartError as exc:
+            stopped.cancel()
+            for line in exc.lines:
+                typer.echo(f"error: {line}", err=True)
+            return 1
+        failed = asyncio.create_task(app.failed.wait())
+        source = f"hub {settings.hub_kubeconfig}" if settings.hub_kubeconfig else str(settings.clusters_dir)
+        console.print(f"omectl: clusters from {source}; webhooks on {app.webhook.base_url}")
+        if app.status_server is not None:
+            console.print(f"omectl: metrics and health on {app.status_server.base_url} (/metrics, /healthz, /readyz)")
+        try:
+            await show_sync_progress(app, console, signals.stopped)
+            await asyncio.wait([failed, stopped], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            failed.cancel()
+            stopped.cancel()
+            signals.release()
+            console.print("omectl: shutting down (finishing in-flight reconciles, handing clusters over)")
+            await app.stop()
     if app.failure is not None:
         typer.echo(f"error: {app.failure}", err=True)
         return 1
-    return 0
+    return signals.exit_code
 
 
 async def show_sync_progress(app: object, console: Console, stop: asyncio.Event) -> None:
@@ -127,8 +120,12 @@ async def show_sync_progress(app: object, console: Console, stop: asyncio.Event)
     from omectl.controller.app import ControllerApp
 
     assert isinstance(app, ControllerApp)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(app.ready.wait(), 30)
+    waits = [asyncio.ensure_future(app.ready.wait()), asyncio.ensure_future(stop.wait())]
+    await asyncio.wait(waits, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    for waiting in waits:
+        waiting.cancel()
+    if stop.is_set():
+        return
     clusters = list(app.controller.clusters.values())
     if not clusters:
         console.print("omectl: no clusters registered yet; waiting for registrations")

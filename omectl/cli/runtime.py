@@ -31,12 +31,14 @@ from omectl.core.inheritance import ChainError, resolve_chain, spec_layers
 from omectl.core.merge import merge_chain
 from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
 from omectl.core.selection import RuntimeValidation, lookup_named_runtime, named_runtime
-from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env
+from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_to_read
 from omectl.fleet.registration import ClusterRegistration, RegistrationError, open_client
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeConfigError, KubeError
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
 from omectl.observability.redact import redact_object
+
+from .errors import CommandError
 
 __all__ = ["ClusterRead", "effective_report", "runtime_app"]
 
@@ -44,7 +46,6 @@ runtime_app = typer.Typer(
     no_args_is_help=True, help="Inspect OME runtime inheritance: effective runtimes and what a runtime edit reaches."
 )
 
-EXIT_NOT_FOUND = 1
 EXIT_CLUSTER_FAILED = 2
 WIDE_CONSOLE = 200
 DRIFT_CONDITION = "RuntimeDrifted"
@@ -59,15 +60,6 @@ class OutputFormat(StrEnum):
     table = "table"
     json = "json"
     yaml = "yaml"
-
-
-class CommandError(Exception):
-    """A one-line failure for the operator; `code` is the exit status."""
-
-    def __init__(self, message: str, code: int = EXIT_NOT_FOUND) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 # --- options -----------------------------------------------------------------------------------------------
@@ -173,7 +165,7 @@ def _registered_target(reg: ClusterRegistration, timeout: float) -> ClusterTarge
 
 
 def _registrations(clusters_dir: Path | None) -> tuple[Path, dict[str, ClusterRegistration], dict[str, str]]:
-    directory = clusters_dir_from_env(clusters_dir)
+    directory = clusters_dir_to_read(clusters_dir)
     registrations, errors = DirectoryProvider(directory).scan()
     return directory, registrations, errors
 

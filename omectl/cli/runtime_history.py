@@ -32,6 +32,7 @@ from omectl.kube.resources import (
 )
 from omectl.observability.redact import redact_object
 
+from .errors import CommandError
 from .runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
@@ -41,7 +42,6 @@ from .runtime import (
     OUTPUT_OPTION,
     TIMEOUT_OPTION,
     ClusterRead,
-    CommandError,
     OutputFormat,
     _emit,
     _fail,

@@ -54,6 +54,7 @@ from omectl.kube.resources import (
 )
 from omectl.observability.redact import redact_object
 
+from .errors import CommandError
 from .runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
@@ -64,7 +65,6 @@ from .runtime import (
     TIMEOUT_OPTION,
     ClusterRead,
     ClusterTarget,
-    CommandError,
     OutputFormat,
     _emit,
     _fail,

@@ -28,6 +28,7 @@ from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, RUNTIME_PROFILE_ANNOTA
 from omectl.kube.client import ClusterClient, KubeError
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
 
+from .errors import CommandError
 from .runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
@@ -40,7 +41,6 @@ from .runtime import (
     TIMEOUT_OPTION,
     ClusterRead,
     ClusterTarget,
-    CommandError,
     OutputFormat,
     _condition,
     _console,

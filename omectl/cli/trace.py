@@ -72,11 +72,14 @@ def _fail(message: str) -> NoReturn:
 def _load(path: Path | None) -> tuple[TraceStore, Path]:
     path = path or default_trace_file()
     try:
-        return TraceStore.load(path), path
+        store = TraceStore.load(path)
     except FileNotFoundError:
         _fail(f"no trace file at {path}")
     except OSError as exc:
         _fail(f"cannot read trace file {path}: {exc.strerror or exc}")
+    if not len(store) and store.skipped_lines:
+        _fail(f"{path}: not a trace file (no line is an OTLP JSON export)")
+    return store, path
 
 
 def parse_since(text: str, now_ns: int) -> int:

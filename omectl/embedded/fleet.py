@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from omectl.problems import read_problem, yaml_problem
 from omectl.tls import CertificateAuthority
 
 from .api import WriteOptions
@@ -31,31 +32,52 @@ APPLY_MANAGER = "omectl-dev"
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the OME CRDs are large
 
 
+class ManifestError(ValueError):
+    """A manifest that cannot be read or applied; `str(exc)` names its file (the one-line message for the operator)."""
+
+
 def manifest_documents(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
     """Every YAML document under the given files/directories (sorted, recursive), CRDs first."""
-    docs: list[dict[str, Any]] = []
+    return [doc for _, doc in manifest_entries(paths)]
+
+
+def manifest_entries(paths: Iterable[Path | str]) -> list[tuple[Path, dict[str, Any]]]:
+    """`manifest_documents`, each with the file it came from. Raises ManifestError for a path that does not exist,
+    a file that cannot be read or does not parse, and a document that is not a Kubernetes object."""
+    entries: list[tuple[Path, dict[str, Any]]] = []
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            raise FileNotFoundError(f"manifest path does not exist: {path}")
+            raise ManifestError(f"{path}: no such file or directory")
         files = (
             sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) if path.is_dir() else [path]
         )
         for file in files:
             stat = file.stat()
-            docs.extend(copy.deepcopy(_file_documents(file.resolve(), stat.st_mtime_ns, stat.st_size)))
-    docs.sort(key=lambda d: d.get("kind") != "CustomResourceDefinition")
-    return docs
+            parsed = _file_documents(file.resolve(), stat.st_mtime_ns, stat.st_size)
+            entries.extend((file, copy.deepcopy(doc)) for doc in parsed)
+    entries.sort(key=lambda entry: entry[1].get("kind") != "CustomResourceDefinition")
+    return entries
 
 
 @functools.lru_cache(maxsize=256)
 def _file_documents(file: Path, mtime_ns: int, size: int) -> tuple[dict[str, Any], ...]:
     """One file's documents, parsed once per version of the file (the OME CRDs take a second to parse)."""
+    try:
+        documents = list(yaml.load_all(file.read_text(encoding="utf-8"), Loader=_YAML_LOADER))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{file}: cannot read it: {read_problem(exc)}") from None
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{file}: not valid YAML: {yaml_problem(exc)}") from None
     docs: list[dict[str, Any]] = []
-    for doc in yaml.load_all(file.read_text(), Loader=_YAML_LOADER):
-        if isinstance(doc, dict) and doc.get("kind") == "List":
+    for number, doc in enumerate(documents, 1):
+        if doc is None or doc == {}:
+            continue
+        if not isinstance(doc, dict) or not doc.get("apiVersion") or not doc.get("kind"):
+            raise ManifestError(f"{file}: document {number} is not a Kubernetes object (no apiVersion and kind)")
+        if doc["kind"] == "List":
             docs.extend(d for d in doc.get("items") or [] if isinstance(d, dict))
-        elif isinstance(doc, dict) and doc:
+        else:
             docs.append(doc)
     return tuple(docs)
 
@@ -68,7 +90,7 @@ async def apply_document(server: EmbeddedAPIServer, doc: dict[str, Any]) -> str:
     kind = doc.get("kind", "")
     rt = next((t for t in api.types.all() if t.group == group and t.version == version and t.kind == kind), None)
     if rt is None:
-        raise ValueError(f"cluster {server.name}: no resource serves {api_version} {kind}")
+        raise ValueError(f"no resource serves {api_version} {kind}")
     meta = doc.get("metadata") or {}
     namespace = (meta.get("namespace") or "default") if rt.namespaced else ""
     opts = WriteOptions(field_manager=APPLY_MANAGER, force=True, field_validation="Strict")
@@ -148,17 +170,18 @@ class EmbeddedFleet:
 
     async def apply(self, paths: Iterable[Path | str]) -> dict[str, list[str]]:
         """Apply every manifest to every cluster; returns `kind/name result` lines per cluster."""
-        docs = manifest_documents(paths)
+        entries = manifest_entries(paths)
         report: dict[str, list[str]] = {}
         for server in self.servers:
             lines = report.setdefault(server.name, [])
-            for doc in docs:
+            for file, doc in entries:
                 try:
                     outcome = await apply_document(server, doc)
-                except APIError as exc:
-                    raise ValueError(
-                        f"cluster {server.name}: {doc.get('kind')} "
-                        f"{(doc.get('metadata') or {}).get('name')}: {exc.message}"
+                except (APIError, ValueError) as exc:
+                    reason = exc.message if isinstance(exc, APIError) else str(exc)
+                    raise ManifestError(
+                        f"{file}: cluster {server.name} rejects {doc.get('kind')} "
+                        f"{(doc.get('metadata') or {}).get('name')}: {reason}"
                     ) from None
                 lines.append(f"{doc.get('kind', '').lower()}/{(doc.get('metadata') or {}).get('name')} {outcome}")
         return report

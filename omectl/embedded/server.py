@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from omectl.problems import read_problem
 from omectl.tls import CertificateAuthority, server_ssl_context
 
 from .api import ClusterAPI
@@ -26,6 +27,10 @@ from .simulator import SimulatorConfig, WorkloadSimulator
 from .store import Store
 
 log = logging.getLogger(__name__)
+
+
+class StateError(ValueError):
+    """A state file that cannot be loaded; `str(exc)` names it (the one-line message for the operator)."""
 
 
 class EmbeddedAPIServer:
@@ -92,7 +97,11 @@ class EmbeddedAPIServer:
         store = Store(history_window=self.history_window)
         path = self._state_file
         if path is not None and path.exists():
-            store.restore(orjson.loads(path.read_bytes()))
+            try:
+                store.restore(orjson.loads(path.read_bytes()))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                problem = read_problem(exc) if isinstance(exc, OSError) else "not a saved cluster state"
+                raise StateError(f"{path}: {problem}") from None
             log.info("cluster %s: loaded %s (resourceVersion %s)", self.name, path, store.rv)
         return store
 

@@ -46,6 +46,7 @@ __all__ = [
     "RegistryChange",
     "SecretProvider",
     "clusters_dir_from_env",
+    "clusters_dir_to_read",
     "diff_registrations",
     "provider_from_settings",
     "registration_from_secret",
@@ -452,6 +453,17 @@ def clusters_dir_from_env(clusters_dir: Path | str | None = None) -> Path:
         return Path(clusters_dir)
     from_env = os.environ.get(CLUSTERS_DIR_ENV)
     return Path(from_env) if from_env else DEFAULT_CLUSTERS_DIR
+
+
+def clusters_dir_to_read(clusters_dir: Path | str | None = None) -> Path:
+    """`clusters_dir_from_env`, for a command that reads the registrations: a directory named (given, or in
+    $OMECTL_CLUSTERS_DIR) must be one (RegistrationError); the default one may be missing (none registered)."""
+    directory = clusters_dir_from_env(clusters_dir)
+    named = clusters_dir is not None or bool(os.environ.get(CLUSTERS_DIR_ENV))
+    if named and not directory.is_dir():
+        problem = "is not a directory" if directory.exists() else "does not exist"
+        raise RegistrationError(f"clusters directory {directory} {problem}")
+    return directory
 
 
 async def provider_from_settings(

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omectl.observability.redact import register_kubeconfig_secrets, without_userinfo
+from omectl.problems import read_problem, yaml_problem
 
 if TYPE_CHECKING:
     from omectl.kube.client import ClusterClient
@@ -112,21 +113,7 @@ def kubeconfig_content(reg: ClusterRegistration) -> str:
     except IsADirectoryError:
         raise RegistrationError(f"kubeconfig path is a directory, not a file: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise RegistrationError(f"cannot read kubeconfig file {path}: {_reason(exc)}") from None
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return " ".join(str(exc).split())
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """A YAML error as one line: `problem (line N, column M)`."""
-    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or "invalid YAML"
-    mark = getattr(exc, "problem_mark", None)
-    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-    return f"{' '.join(str(problem).split())}{where}"
+        raise RegistrationError(f"cannot read kubeconfig file {path}: {read_problem(exc)}") from None
 
 
 def _string_labels(raw: Any, where: str) -> dict[str, str]:
@@ -205,7 +192,7 @@ def parse_registration(
     try:
         documents = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
     except yaml.YAMLError as exc:
-        raise RegistrationError(f"{source}: invalid YAML: {_yaml_problem(exc)}") from None
+        raise RegistrationError(f"{source}: invalid YAML: {yaml_problem(exc)}") from None
     registrations = [d for d in documents if d.get("kind") == KIND]
     if not registrations:
         return None
@@ -226,7 +213,7 @@ def load_registration_file(path: Path | str, *, fingerprint: bool = True) -> Clu
     except FileNotFoundError:
         raise RegistrationError(f"registration file not found: {file}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise RegistrationError(f"cannot read registration file {file}: {_reason(exc)}") from None
+        raise RegistrationError(f"cannot read registration file {file}: {read_problem(exc)}") from None
     return parse_registration(text, source=str(file), base_dir=file.parent, fingerprint=fingerprint)
 
 
@@ -252,7 +239,7 @@ def resolve_kubeconfig(reg: ClusterRegistration) -> dict[str, Any]:
     try:
         config = yaml.safe_load(content)
     except yaml.YAMLError as exc:
-        raise RegistrationError(f"cannot parse kubeconfig {where}: {_yaml_problem(exc)}") from None
+        raise RegistrationError(f"cannot parse kubeconfig {where}: {yaml_problem(exc)}") from None
     if not isinstance(config, dict):
         raise RegistrationError(f"cannot parse kubeconfig {where}: not a kubeconfig (expected a mapping)")
     register_kubeconfig_secrets(config)  # its credentials never reach a log line, an event or a span

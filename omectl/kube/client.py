@@ -26,9 +26,10 @@ import yaml
 import yarl
 from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
-from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
+from kubernetes_asyncio.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigLoader, KubeConfigMerger
 
 from omectl.observability.redact import register_kubeconfig_secrets, register_secret, without_userinfo
+from omectl.problems import read_problem, yaml_problem
 
 from .errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
 from .resources import ResourceRef
@@ -113,6 +114,32 @@ def _parse_retry_after(headers: Mapping[str, str], body: Any) -> float | None:
     return None
 
 
+def _kubeconfig_files(name: str, source: str) -> list[str]:
+    """The files of a kubeconfig path list (`a:b`, as in $KUBECONFIG) that exist, each checked to be a kubeconfig:
+    kubernetes_asyncio fails on anything else with a TypeError, and warns of a missing file on stderr."""
+    candidates = (os.path.expanduser(p) for p in source.split(ENV_KUBECONFIG_PATH_SEPARATOR) if p)
+    files = [p for p in candidates if os.path.exists(p)]
+    if not files:
+        raise KubeConfigError(name, f"kubeconfig not found: {source}")
+    for file in files:
+        try:
+            with open(file, encoding="utf-8") as handle:
+                document = yaml.safe_load(handle)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KubeConfigError(name, f"cannot read kubeconfig {file}: {read_problem(exc)}") from None
+        except yaml.YAMLError as exc:
+            raise KubeConfigError(name, f"{file}: not a kubeconfig (invalid YAML: {yaml_problem(exc)})") from None
+        if not isinstance(document, dict):
+            raise KubeConfigError(name, f"{file}: not a kubeconfig (expected a mapping)")
+        for section in ("clusters", "contexts", "users"):
+            entries = document.get(section)
+            if entries is not None and not (
+                isinstance(entries, list) and all(isinstance(e, dict) and "name" in e for e in entries)
+            ):
+                raise KubeConfigError(name, f"{file}: not a kubeconfig ({section} must be a list of named entries)")
+    return files
+
+
 class ClusterClient:
     """REST calls and watches against one cluster, named `name` in every error."""
 
@@ -161,12 +188,8 @@ class ClusterClient:
             current = config_dict.get("current-context")
         else:
             source = str(path) if path is not None else os.environ.get("KUBECONFIG") or "~/.kube/config"
-            try:
-                merged = KubeConfigMerger(source)
-            except (OSError, ValueError, yaml.YAMLError) as exc:
-                raise KubeConfigError(name, f"cannot read kubeconfig {source}: {exc}") from exc
-            if merged.config is None:
-                raise KubeConfigError(name, f"kubeconfig not found: {source}")
+            merged = KubeConfigMerger(ENV_KUBECONFIG_PATH_SEPARATOR.join(_kubeconfig_files(name, source)))
+            assert merged.config is not None
             document = merged.config
             contexts = merged.config.value.get("contexts") or []
             current = merged.config.value.get("current-context")

@@ -259,10 +259,11 @@ _TEXT_RULES: list[tuple[re.Pattern[str], Any]] = [
         re.compile(r"(\bname:\s*[\"']?([A-Za-z0-9_.-]+)[\"']?\s*\n\s*value:[ \t]*)(\S[^\n]*)"),
         lambda m: m.group(1) + REDACTED if is_secret_name(m.group(2)) else m.group(0),
     ),
-    # credential fields: token: x, "password": "x", client-key-data=x, Authorization: x
+    # credential fields: token: x, "password": "x", client-key-data=x, Authorization: x; not the end of a path
+    # (`/etc/passwd: not a kubeconfig` is no credential)
     (
         re.compile(
-            r"([\"']?\b(?:token|password|passwd|client-key-data|client-secret|id-token|refresh-token|access-token|"
+            r"([\"']?\b(?<![/\\])(?:token|password|passwd|client-key-data|client-secret|id-token|refresh-token|access-token|"
             rf"authorization|api[-_]?key)[\"']?\s*[:=]\s*)({_QUOTED}|[^\s,;}}\]]+)",
             re.IGNORECASE,
         ),

@@ -34,6 +34,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stder
 
 
 def imported_by(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
+    (tmp_path / "clusters").mkdir()
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMECTL_CLUSTERS_DIR=str(tmp_path / "clusters"))
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60

@@ -122,4 +122,4 @@ def test_fleet_status_counts_gpus_requested_against_capacity_and_ready_engines(e
     assert table.exit_code == 0, table.output
     header, row = table.stdout.splitlines()
     assert header.split() == ["CLUSTER", "NODES", "GPU", "REQUESTED/TOTAL", "FREE", "ENGINES", "READY/TOTAL"]
-    assert row.split() == [CLUSTER, "1", "nvidia.com/gpu", "5/2", "-3", "(over)", "1/2"]
+    assert row.split() == [CLUSTER, "1", "nvidia.com/gpu", "5/2", "0", "(over", "by", "3)", "1/2"]

@@ -98,11 +98,13 @@ def parse_pools(text: str) -> tuple[NodePool, ...]:
     return tuple(pools)
 
 
-def parse_nodes_option(values: Sequence[str]) -> Callable[[str], SimulatorConfig]:
+def parse_nodes_option(
+    values: Sequence[str], clusters: Sequence[str] | None = None
+) -> Callable[[str], SimulatorConfig]:
     """The `--nodes` values as a cluster name -> `SimulatorConfig` function (for `EmbeddedFleet(simulator=)`).
 
     Pools without `CLUSTER=` form every other cluster's config (default one pool of 2x8 nvidia H100); the pools
-    of repeated values for one cluster add up.
+    of repeated values for one cluster add up. With `clusters`, a value naming another cluster is an error.
     """
     default: list[NodePool] | None = None
     named: dict[str, list[NodePool]] = {}
@@ -112,8 +114,14 @@ def parse_nodes_option(values: Sequence[str]) -> Callable[[str], SimulatorConfig
             default = [*(default or []), *parse_pools(value)]
         elif not cluster.strip():
             raise ValueError(f"--nodes {value!r}: the cluster name before '=' is empty")
+        elif clusters is not None and cluster.strip() not in clusters:
+            raise ValueError(f"{value!r}: there is no cluster {cluster.strip()!r} (the clusters: {_span(clusters)})")
         else:
             named.setdefault(cluster.strip(), []).extend(parse_pools(pools))
     fallback = SimulatorConfig() if default is None else SimulatorConfig(tuple(default))
     configs = {name: SimulatorConfig(tuple(pools)) for name, pools in named.items()}
     return lambda cluster: configs.get(cluster, fallback)
+
+
+def _span(names: Sequence[str]) -> str:
+    return ", ".join(names) if len(names) <= 3 else f"{names[0]}, ..., {names[-1]}"
