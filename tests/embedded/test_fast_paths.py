@@ -359,12 +359,17 @@ def _split_responses(data: bytes) -> list[tuple[bytes, dict[str, str], bytes]]:
 async def test_json_responses_frame_pipelined_requests_and_close_when_asked(server: EmbeddedAPIServer) -> None:
     body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "piped"}})
     request = (
-        b"POST " + CONFIGMAPS.encode() + b" HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n" + _auth(server)
-        + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        b"POST "
+        + CONFIGMAPS.encode()
+        + b" HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        + _auth(server)
+        + b"Content-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
     )
-    request += (
-        b"GET " + CONFIGMAPS.encode() + b"/missing HTTP/1.1\r\nHost: t\r\n" + _auth(server) + b"Connection: close\r\n\r\n"
-    )
+    request += b"GET " + CONFIGMAPS.encode() + b"/missing HTTP/1.1\r\nHost: t\r\n" + _auth(server)
+    request += b"Connection: close\r\n\r\n"
 
     (created, missing) = _split_responses(await _exchange(server, request))
 

@@ -663,7 +663,8 @@ async def test_a_fleet_gives_each_cluster_its_own_nodes() -> None:
     fleet = await EmbeddedFleet(3, name_prefix="f-", simulator={"f-1": TWO_H100_NODES, "f-2": amd}).start()
     try:
         async with aiohttp.ClientSession() as session:
-            counts = [len((await RawClient(s.url, session, s.auth_headers).get(NODES)).body["items"]) for s in fleet.servers]
+            raws = [RawClient(s.url, session, s.auth_headers) for s in fleet.servers]
+            counts = [len((await raw.get(NODES)).body["items"]) for raw in raws]
     finally:
         await fleet.stop()
     assert counts == [2, 1, 0]
