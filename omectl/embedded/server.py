@@ -34,8 +34,9 @@ class EmbeddedAPIServer:
 
     `await start()` serves on `url`; `stop()` closes it; `restart()` comes back on the same port with its data
     (or empty); `partition()`/`heal()` refuse and accept connections; `faults` injects request failures.
-    Every request but `/healthz`, `/livez`, `/readyz` and `/version` needs `Authorization: Bearer <token>`
-    (`token`, random unless given; it is in `kubeconfig_entry()` and `auth_headers`).
+    `token` (random unless given; in `kubeconfig_entry()` and `auth_headers`) is checked as kube-apiserver does:
+    a wrong one is refused everywhere, the fault plane needs it, and over HTTPS every path but `/healthz`,
+    `/livez`, `/readyz` and `/version` does too (see `ClusterHTTP._authenticated`).
     With `state_dir`, the store is saved on a clean stop and loaded on start. With `simulator`, simulated GPU
     nodes make workloads ready (`omectl.embedded.simulator`); it starts, stops and restarts with the server.
     """
