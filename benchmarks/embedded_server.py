@@ -928,7 +928,7 @@ def run_profile(sizes: Sizes, client_procs: int, top: int, dump: Path | None) ->
                 await apply_document(server, CRD)
                 bench = Bench(sizes, client_procs, pool)
                 batch = WriteBatch("create", WRITE_NAMESPACE, "w-", 0, sizes.creates)
-                tasks = bench.write_tasks(Endpoint(server.url), batch, sizes.phase_deadline_s)
+                tasks = bench.write_tasks(Endpoint(server.url, server.token), batch, sizes.phase_deadline_s)
                 futures = [asyncio.wrap_future(pool.submit(run_client, t)) for t in tasks]
                 await asyncio.sleep(max(0.0, tasks[0].start_at - time.monotonic()))
                 profiler = cProfile.Profile()

@@ -60,6 +60,7 @@ from benchmarks.common import (
     README,
     RESULTS_DIR,
     ROOT,
+    ServerAuth,
     evaluate_targets,
     machine_info,
     markdown_rows,
@@ -215,9 +216,10 @@ class Observer:
         "deployments": (f"{APPS_PATH}/deployments", deployment_record),
     }
 
-    def __init__(self, urls: dict[str, str], session: aiohttp.ClientSession) -> None:
+    def __init__(self, urls: dict[str, str], session: aiohttp.ClientSession, auth: ServerAuth) -> None:
         self.urls = urls
         self.session = session
+        self.auth = auth
         self.records: dict[str, dict[Key, tuple[int, int, str]]] = {kind: {} for kind in self.KINDS}
         self.waits: list[Wait] = []
         self.latency_pending: dict[Key, tuple[int, float]] = {}  # runtime -> (generation wanted, sent at)
@@ -238,7 +240,7 @@ class Observer:
                 await task
 
     async def _list(self, cluster: str, kind: str, url: str) -> str:
-        async with self.session.get(url) as resp:
+        async with self.session.get(url, **self.auth.options(url)) as resp:
             listed = orjson.loads(await resp.read())
         self.records[kind] = {k: v for k, v in self.records[kind].items() if k[0] != cluster}
         for item in listed["items"]:
@@ -249,7 +251,7 @@ class Observer:
         while True:
             params = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": "3600"}
             try:
-                async with self.session.get(url, params=params) as resp:
+                async with self.session.get(url, params=params, **self.auth.options(url)) as resp:
                     if resp.status == 410:
                         rv = await self._list(cluster, kind, url)
                         continue
@@ -619,7 +621,7 @@ class SizeRun:
         objects = len(self.runtime_keys) + len(self.isvc_keys)
         setup_s = time.perf_counter() - started
         self.say("setup", f"{objects} objects created in {setup_s:.1f} s ({objects / setup_s:,.0f}/s)")
-        observer = Observer(self.server.urls, self.fleet.session)
+        observer = Observer(self.server.urls, self.fleet.session, self.fleet.auth)
         await observer.start()
         omectl = OmectlProcess(self.workdir, "omectl")
         try:
@@ -931,7 +933,7 @@ def run_size(sizes: Sizes, clusters: int) -> SizeRun:
                 async with aiohttp.ClientSession(
                     connector=connector, timeout=timeout, headers={"User-Agent": USER_AGENT}
                 ) as session:
-                    run = SizeRun(sizes, clusters, workdir, server, ScaleFleet(server.urls, session))
+                    run = SizeRun(sizes, clusters, workdir, server, ScaleFleet(server.urls, session, server.auth))
                     await run.run()
                     run.phases["server"] = {
                         "cpu_s": round(server.cpu_seconds(), 1),

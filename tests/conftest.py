@@ -25,7 +25,7 @@ async def server() -> AsyncIterator[EmbeddedAPIServer]:
 @pytest.fixture
 async def raw(server: EmbeddedAPIServer) -> AsyncIterator[RawClient]:
     async with aiohttp.ClientSession() as session:
-        yield RawClient(server.url, session)
+        yield RawClient(server.url, session, server.auth_headers)
 
 
 @pytest.fixture

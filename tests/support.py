@@ -111,11 +111,12 @@ class Reply:
 
 
 class RawClient:
-    """Exact-body HTTP calls against one embedded server."""
+    """Exact-body HTTP calls against one embedded server (`headers`: its `auth_headers`)."""
 
-    def __init__(self, base: str, session: aiohttp.ClientSession) -> None:
+    def __init__(self, base: str, session: aiohttp.ClientSession, headers: dict[str, str] | None = None) -> None:
         self.base = base
         self.session = session
+        self.headers = headers or {}
 
     async def call(
         self,
@@ -128,7 +129,7 @@ class RawClient:
         raw: bytes | None = None,
     ) -> Reply:
         data = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
-        hdrs = {"Content-Type": content_type, **(headers or {})}
+        hdrs = {"Content-Type": content_type, **self.headers, **(headers or {})}
         async with self.session.request(method, self.base + path, data=data, headers=hdrs) as resp:
             text = await resp.read()
             try:

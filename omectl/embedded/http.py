@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import random
 import time
@@ -36,6 +37,13 @@ JSON = "application/json"
 # kube-apiserver's MaxRequestBodyBytes: a larger body is refused with 413 before it is decoded.
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 _CLIENT_MAX_SIZE = MAX_REQUEST_BODY_BYTES
+# kube-apiserver's answer to a request it cannot authenticate.
+UNAUTHORIZED_BODY: Final = (
+    b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized",'
+    b'"reason":"Unauthorized","code":401}'
+)
+# What kube-apiserver's default RBAC (system:public-info-viewer) lets an anonymous request GET.
+PUBLIC_PATHS: Final = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 
 
 class JSONBytesResponse(web.StreamResponse):
@@ -195,12 +203,14 @@ class ClusterHTTP:
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
-        expect = request.headers.get("Expect")
-        if expect:
-            await _expect_continue(request, expect)
         if self.server.partitioned and request.transport is not None:
             request.transport.abort()  # a partitioned cluster answers nothing
             return web.Response(status=503)
+        if not self._authenticated(request):
+            return JSONBytesResponse(UNAUTHORIZED_BODY, 401)
+        expect = request.headers.get("Expect")
+        if expect:
+            await _expect_continue(request, expect)
         if path.startswith("/_omectl/"):
             return await self._admin(request)
         is_watch = request.method == "GET" and parse_bool_safe(request.query.get("watch"))
@@ -229,6 +239,20 @@ class ClusterHTTP:
         except Exception as exc:
             log.exception("cluster %s: %s %s failed", self.api.name, request.method, path)
             return _error_response(errors.internal_error(str(exc)))
+
+    def _authenticated(self, request: web.BaseRequest) -> bool:
+        """kube-apiserver's bearer-token check: a wrong token is refused on every path; a request without one
+        (or with another scheme) is anonymous and may only GET `PUBLIC_PATHS`. Over plain HTTP anonymous may
+        use the API too, as on kube-apiserver's old insecure port: kubectl (client-go) sends a kubeconfig's
+        credentials only over TLS. The fault plane always needs the token."""
+        parts = request.headers.get(hdrs.AUTHORIZATION, "").strip().split(" ", 2)
+        if len(parts) >= 2 and parts[0].lower() == "bearer" and parts[1]:
+            presented = parts[1].encode("utf-8", "surrogateescape")
+            return hmac.compare_digest(presented, self.server.token.encode())
+        path = request.path
+        if path.startswith("/_omectl/"):
+            return False
+        return not self.server.tls or (request.method == "GET" and path in PUBLIC_PATHS)
 
     async def _route(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         parts = [p for p in path.split("/") if p]

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import socket
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,9 @@ class EmbeddedAPIServer:
 
     `await start()` serves on `url`; `stop()` closes it; `restart()` comes back on the same port with its data
     (or empty); `partition()`/`heal()` refuse and accept connections; `faults` injects request failures.
+    `token` (random unless given; in `kubeconfig_entry()` and `auth_headers`) is checked as kube-apiserver does:
+    a wrong one is refused everywhere, the fault plane needs it, and over HTTPS every path but `/healthz`,
+    `/livez`, `/readyz` and `/version` does too (see `ClusterHTTP._authenticated`).
     With `state_dir`, the store is saved on a clean stop and loaded on start. With `simulator`, simulated GPU
     nodes make workloads ready (`omectl.embedded.simulator`); it starts, stops and restarts with the server.
     """
@@ -56,8 +60,10 @@ class EmbeddedAPIServer:
         allow_http_webhooks: bool = False,
         simulator: SimulatorConfig | None = None,
         request_log_capacity: int = DEFAULT_REQUEST_LOG_CAPACITY,
+        token: str | None = None,
     ) -> None:
         self.name = name
+        self.token = token or secrets.token_hex(24)
         self.host = host
         self.port = port
         self.tls = tls
@@ -125,12 +131,17 @@ class EmbeddedAPIServer:
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
-    def kubeconfig_entry(self, *, token: str = "embedded", namespace: str = "default") -> KubeconfigEntry:
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """The header a direct HTTP client sends (one that does not go through a kubeconfig)."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def kubeconfig_entry(self, *, namespace: str = "default") -> KubeconfigEntry:
         return KubeconfigEntry(
             name=self.name,
             server=self.url,
             ca_pem=self.ca.cert_pem if self.ca is not None and self.tls else None,
-            token=token,
+            token=self.token,
             namespace=namespace,
         )
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
@@ -105,16 +106,15 @@ def runtime(kind: str, name: str, parent: str | None = None) -> dict[str, Any]:
     return {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": meta, "spec": spec}
 
 
-def post_runtime(base_url: str, obj: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def post_runtime(base_url: str, token: str, obj: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """Create a runtime over HTTP, as any client does; returns the status code and the body."""
     path = (
         f"/apis/ome.io/v1beta1/namespaces/{NAMESPACE}/servingruntimes"
         if obj["kind"] == "ServingRuntime"
         else "/apis/ome.io/v1beta1/clusterservingruntimes"
     )
-    request = urllib.request.Request(
-        base_url + path, data=json.dumps(obj).encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    request = urllib.request.Request(base_url + path, data=json.dumps(obj).encode(), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=30) as reply:
             return reply.status, json.loads(reply.read())
@@ -211,14 +211,14 @@ def test_run_serves_the_fleet_reports_status_and_stops_cleanly_on_sigterm(fleet:
         # it installs its webhooks into every cluster, and they answer with the spec's reasons
         fleet.wait(lambda: all(s.api.store.items(WEBHOOK_CONFIGURATION) for s in fleet.servers))
         first = fleet.servers[0]
-        status, body = post_runtime(first.url, runtime("ServingRuntime", CHILD, PROFILE))
+        status, body = post_runtime(first.url, first.token, runtime("ServingRuntime", CHILD, PROFILE))
         assert status == 403, body
         assert body["message"] == (SR_WEBHOOK + f'inherit-from parent "{PROFILE}" not found (chain so far: [{CHILD}])')
 
         # a runtime created through HTTP gets its status from the controller
         for server in fleet.servers:
-            assert post_runtime(server.url, runtime("ClusterServingRuntime", PROFILE))[0] == 201
-            status, body = post_runtime(server.url, runtime("ServingRuntime", CHILD, PROFILE))
+            assert post_runtime(server.url, server.token, runtime("ClusterServingRuntime", PROFILE))[0] == 201
+            status, body = post_runtime(server.url, server.token, runtime("ServingRuntime", CHILD, PROFILE))
             assert status == 201, body
         fleet.wait(
             lambda: all(inheritance_reason(s.api.store.get(SR, NAMESPACE, CHILD)) == "Resolved" for s in fleet.servers)
@@ -272,13 +272,13 @@ def test_run_with_an_unknown_config_key_exits_1_with_a_one_line_error(tmp_path: 
 # --- omectl dev up --controller --------------------------------------------------------------------------------
 
 
-async def watch_until_resolved(base_url: str, name: str, timeout: float = 30) -> dict[str, Any]:
+async def watch_until_resolved(base_url: str, token: str, name: str, timeout: float = 30) -> dict[str, Any]:
     """Watch one ServingRuntime over HTTP until its InheritanceReady reason is Resolved; returns that object."""
     path = f"/apis/ome.io/v1beta1/namespaces/{NAMESPACE}/servingruntimes"
     query = {"watch": "1", "fieldSelector": f"metadata.name={name}", "timeoutSeconds": str(int(timeout))}
     async with (
         asyncio.timeout(timeout),
-        aiohttp.ClientSession() as session,
+        aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as session,
         session.get(base_url + path, params=query) as reply,
     ):
         assert reply.status == 200
@@ -317,10 +317,11 @@ def test_dev_up_with_the_controller_resolves_runtimes_and_stops_on_sigterm(tmp_p
         name, url = ready.read_text().split()
         assert name == "dev-1"
         assert (tmp_path / "clusters" / "dev-1.yaml").exists()
-        assert post_runtime(url, runtime("ClusterServingRuntime", PROFILE))[0] == 201
-        status, body = post_runtime(url, runtime("ServingRuntime", CHILD, PROFILE))
+        token = yaml.safe_load((tmp_path / "fleet.kubeconfig").read_text())["users"][0]["user"]["token"]
+        assert post_runtime(url, token, runtime("ClusterServingRuntime", PROFILE))[0] == 201
+        status, body = post_runtime(url, token, runtime("ServingRuntime", CHILD, PROFILE))
         assert status == 201, body
-        resolved = asyncio.run(watch_until_resolved(url, CHILD))
+        resolved = asyncio.run(watch_until_resolved(url, token, CHILD))
         assert resolved["status"]["inheritanceChain"] == [PROFILE, CHILD]
     finally:
         _, err = stop(proc)

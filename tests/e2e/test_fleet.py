@@ -199,7 +199,7 @@ async def test_rotating_one_clusters_credentials_rebuilds_only_that_cluster(flee
     before = dict(fleet.app.controller.clusters)
     path = fleet.kubeconfigs["f-2"]
     config = yaml.safe_load(path.read_text())
-    config["users"][0]["user"]["token"] = "rotated-token"
+    config["users"][0]["user"]["token"] = fleet.servers[1].token = "rotated-token"
     path.write_text(yaml.safe_dump(config))
     assert fleet.app.provider is not None
     applied = fleet.app.registry_batches

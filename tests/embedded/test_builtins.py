@@ -147,7 +147,7 @@ async def test_resume_below_the_history_window_is_expired() -> None:
     async with EmbeddedAPIServer("small", history_window=5) as server:
         import aiohttp
 
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(headers=server.auth_headers) as session:
             raw = RawClient(server.url, session)
             path = "/api/v1/namespaces/default/configmaps"
             first = await raw.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c0"}})

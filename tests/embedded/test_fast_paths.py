@@ -313,7 +313,7 @@ async def test_request_with_expect_100_continue_is_answered(server: EmbeddedAPIS
         session.post(
             server.url + CONFIGMAPS,
             data=orjson.dumps(body),
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", **server.auth_headers},
             expect100=True,
             timeout=aiohttp.ClientTimeout(total=10),
         ) as resp,
@@ -326,6 +326,10 @@ async def test_request_with_expect_100_continue_is_answered(server: EmbeddedAPIS
 
 
 # --------------------------------------------------------------------------------------------- JSON responses
+
+
+def _auth(server: EmbeddedAPIServer) -> bytes:
+    return f"Authorization: Bearer {server.token}\r\n".encode()
 
 
 async def _exchange(server: EmbeddedAPIServer, request: bytes) -> bytes:
@@ -355,10 +359,17 @@ def _split_responses(data: bytes) -> list[tuple[bytes, dict[str, str], bytes]]:
 async def test_json_responses_frame_pipelined_requests_and_close_when_asked(server: EmbeddedAPIServer) -> None:
     body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "piped"}})
     request = (
-        b"POST " + CONFIGMAPS.encode() + b" HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        b"POST "
+        + CONFIGMAPS.encode()
+        + b" HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        + _auth(server)
+        + b"Content-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
     )
-    request += b"GET " + CONFIGMAPS.encode() + b"/missing HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    request += b"GET " + CONFIGMAPS.encode() + b"/missing HTTP/1.1\r\nHost: t\r\n" + _auth(server)
+    request += b"Connection: close\r\n\r\n"
 
     (created, missing) = _split_responses(await _exchange(server, request))
 
@@ -372,7 +383,7 @@ async def test_json_responses_frame_pipelined_requests_and_close_when_asked(serv
 
 
 async def test_json_response_to_http_1_0_is_complete_and_closes(server: EmbeddedAPIServer) -> None:
-    reply = await _exchange(server, b"GET " + CONFIGMAPS.encode() + b"/missing HTTP/1.0\r\n\r\n")
+    reply = await _exchange(server, b"GET " + CONFIGMAPS.encode() + b"/missing HTTP/1.0\r\n" + _auth(server) + b"\r\n")
 
     ((status, headers, body),) = _split_responses(reply)
     assert status == b"HTTP/1.0 404 Not Found"

@@ -50,14 +50,14 @@ async def test_admin_compact_forces_410_on_resume(raw: RawClient) -> None:
     rv = (await raw.post(CM, configmap("a"))).body["metadata"]["resourceVersion"]
     await raw.post(CM, configmap("b"))
     await raw.post("/_omectl/faults", {"action": "compact"})
-    resp = await raw.session.get(raw.base + CM + f"?watch=true&resourceVersion={rv}")
+    resp = await raw.session.get(raw.base + CM + f"?watch=true&resourceVersion={rv}", headers=raw.headers)
     line = await asyncio.wait_for(resp.content.readline(), 5)
     assert b'"code":410' in line
     resp.close()
 
 
 async def test_admin_drop_watches_ends_open_streams(raw: RawClient) -> None:
-    resp = await raw.session.get(raw.base + CM + "?watch=true&resourceVersion=1")
+    resp = await raw.session.get(raw.base + CM + "?watch=true&resourceVersion=1", headers=raw.headers)
     await raw.post("/_omectl/faults", {"action": "drop-watches"})
     assert await asyncio.wait_for(resp.content.readline(), 5) == b""
     resp.close()
@@ -73,7 +73,7 @@ async def test_delay_next_delays_the_answer(raw: RawClient, server: EmbeddedAPIS
 
 async def test_restart_keeps_data_and_port() -> None:
     async with EmbeddedAPIServer("r") as server, aiohttp.ClientSession() as session:
-        raw = RawClient(server.url, session)
+        raw = RawClient(server.url, session, server.auth_headers)
         await raw.post(CM, configmap("kept"))
         port, rv = server.port, server.api.store.rv
         await server.restart(keep_data=True)
@@ -91,24 +91,24 @@ async def test_restart_keeps_data_and_port() -> None:
 async def test_partition_refuses_connections_until_healed() -> None:
     async with EmbeddedAPIServer("p") as server:
         async with aiohttp.ClientSession() as session:
-            assert (await RawClient(server.url, session).get(CM)).status == 200
+            assert (await RawClient(server.url, session, server.auth_headers).get(CM)).status == 200
             await server.partition()
             with pytest.raises(aiohttp.ClientConnectionError):
-                await RawClient(server.url, session).get(CM)
+                await RawClient(server.url, session, server.auth_headers).get(CM)
             await server.heal()
         async with aiohttp.ClientSession() as session:
-            assert (await RawClient(server.url, session).get(CM)).status == 200
+            assert (await RawClient(server.url, session, server.auth_headers).get(CM)).status == 200
 
 
 async def test_state_dir_survives_a_restart_with_resource_versions(tmp_path: Path) -> None:
     async with EmbeddedAPIServer("persist", state_dir=tmp_path) as server, aiohttp.ClientSession() as session:
-        raw = RawClient(server.url, session)
+        raw = RawClient(server.url, session, server.auth_headers)
         await raw.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd())
         made = (await raw.post("/apis/example.com/v1/namespaces/default/widgets", widget("w1", size=4))).body
         rv = server.api.store.rv
     assert (tmp_path / "persist.json").exists()
     async with EmbeddedAPIServer("persist", state_dir=tmp_path) as again, aiohttp.ClientSession() as session:
-        raw = RawClient(again.url, session)
+        raw = RawClient(again.url, session, again.auth_headers)
         got = await raw.get("/apis/example.com/v1/namespaces/default/widgets/w1")
         assert got.status == 200
         assert got.body["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]

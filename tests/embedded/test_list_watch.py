@@ -51,7 +51,7 @@ class WatchStream:
 
 
 async def open_watch(raw: RawClient, path: str) -> tuple[aiohttp.ClientResponse, WatchStream]:
-    resp = await raw.session.get(raw.base + path)
+    resp = await raw.session.get(raw.base + path, headers=raw.headers)
     assert resp.status == 200
     return resp, WatchStream(resp)
 

@@ -289,7 +289,7 @@ async def test_separate_servers_have_independent_counters() -> None:
         import aiohttp
 
         async with aiohttp.ClientSession() as session:
-            ra, rb = RawClient(one.url, session), RawClient(two.url, session)
+            ra, rb = RawClient(one.url, session, one.auth_headers), RawClient(two.url, session, two.auth_headers)
             cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
             for _ in range(3):
                 cm["metadata"]["name"] = f"c{_}"

@@ -73,7 +73,7 @@ async def test_every_request_is_recorded_with_verb_resource_code_and_agent(
 
 
 async def test_watches_are_recorded_as_watch_when_they_end(raw: RawClient, server: EmbeddedAPIServer) -> None:
-    reply = await raw.session.get(raw.base + CM + "?watch=true&timeoutSeconds=1")
+    reply = await raw.session.get(raw.base + CM + "?watch=true&timeoutSeconds=1", headers=raw.headers)
     await reply.read()
     reply.close()
     for _ in range(50):

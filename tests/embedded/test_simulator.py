@@ -187,7 +187,7 @@ async def test_several_pools_number_their_nodes_and_offer_their_own_gpu_resource
         (NodePool(count=1), NodePool(count=1, gpu_resource="amd.com/gpu", gpu_type="MI300X", gpus_per_node=4))
     )
     async with EmbeddedAPIServer("mix", simulator=config) as srv, aiohttp.ClientSession() as session:
-        nodes = (await RawClient(srv.url, session).get(NODES)).body["items"]
+        nodes = (await RawClient(srv.url, session, srv.auth_headers).get(NODES)).body["items"]
     by_name = {n["metadata"]["name"]: n for n in nodes}
     assert sorted(by_name) == ["mix-gpu-node-1", "mix-gpu-node-2"]
     amd = by_name["mix-gpu-node-2"]
@@ -199,7 +199,7 @@ async def test_several_pools_number_their_nodes_and_offer_their_own_gpu_resource
 
 async def test_the_simulator_is_off_by_default() -> None:
     async with EmbeddedAPIServer("plain") as srv, aiohttp.ClientSession() as session:
-        raw = RawClient(srv.url, session)
+        raw = RawClient(srv.url, session, srv.auth_headers)
         assert srv.simulator is None
         assert (await raw.get(NODES)).body["items"] == []
         await create(raw, DEPLOYMENTS, deployment("d"))
@@ -663,7 +663,8 @@ async def test_a_fleet_gives_each_cluster_its_own_nodes() -> None:
     fleet = await EmbeddedFleet(3, name_prefix="f-", simulator={"f-1": TWO_H100_NODES, "f-2": amd}).start()
     try:
         async with aiohttp.ClientSession() as session:
-            counts = [len((await RawClient(s.url, session).get(NODES)).body["items"]) for s in fleet.servers]
+            raws = [RawClient(s.url, session, s.auth_headers) for s in fleet.servers]
+            counts = [len((await raw.get(NODES)).body["items"]) for raw in raws]
     finally:
         await fleet.stop()
     assert counts == [2, 1, 0]

@@ -315,7 +315,7 @@ with open(os.environ["CALLS_FILE"], "a") as calls:
 print(json.dumps({
     "apiVersion": "client.authentication.k8s.io/v1",
     "kind": "ExecCredential",
-    "status": {"token": "exec-token", "expirationTimestamp": os.environ["EXPIRES"]},
+    "status": {"token": os.environ["TOKEN"], "expirationTimestamp": os.environ["EXPIRES"]},
 }))
 """
 
@@ -327,7 +327,11 @@ def exec_kubeconfig(server: EmbeddedAPIServer, script: Path, calls: Path, expire
             "apiVersion": "client.authentication.k8s.io/v1",
             "command": sys.executable,
             "args": [str(script)],
-            "env": [{"name": "CALLS_FILE", "value": str(calls)}, {"name": "EXPIRES", "value": expires}],
+            "env": [
+                {"name": "CALLS_FILE", "value": str(calls)},
+                {"name": "EXPIRES", "value": expires},
+                {"name": "TOKEN", "value": server.token},
+            ],
             "interactiveMode": "Never",
         }
     }
@@ -345,7 +349,7 @@ async def test_an_exec_credential_is_rerun_only_once_it_expires(
     calls = tmp_path / "calls"
     config = exec_kubeconfig(server, script, calls, expires)
     async with await ClusterClient.from_kubeconfig(config_dict=config, name="exec") as kube:
-        assert kube.configuration.api_key["BearerToken"] == "Bearer exec-token"
+        assert kube.configuration.api_key["BearerToken"] == f"Bearer {server.token}"
         for _ in range(3):
             await kube.get(NAMESPACES, "default")
     assert calls.read_text().count("call") == runs_after_three_requests

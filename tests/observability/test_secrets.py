@@ -88,11 +88,13 @@ async def running(tmp_path: Path) -> AsyncIterator[Running]:
     root = logging.getLogger()
     level = root.level
     handler = configure_logging("DEBUG", "json", stream)
-    fleet = await EmbeddedFleet(1, name_prefix="sec-").start()
+    fleet = EmbeddedFleet(1, name_prefix="sec-")
+    server = fleet[CLUSTER]
+    server.token = TOKEN
+    await fleet.start()
     try:
         await fleet.apply([CRDS])
-        server = fleet[CLUSTER]
-        path = write_kubeconfig(tmp_path / "kc.yaml", [server.kubeconfig_entry(token=TOKEN)], current=CLUSTER)
+        path = write_kubeconfig(tmp_path / "kc.yaml", [server.kubeconfig_entry()], current=CLUSTER)
         kubeconfig = yaml.safe_load(path.read_text())
         assert TOKEN in path.read_text()
         broken = copy.deepcopy(kubeconfig)

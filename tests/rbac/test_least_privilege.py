@@ -238,11 +238,7 @@ def controller_requests(server: EmbeddedAPIServer) -> list[RequestRecord]:
     return [r for r in server.request_log.records() if r.user_agent.startswith(CONTROLLER_AGENT)]
 
 
-def registration_secret(kubeconfig: str, token: str | None = None) -> dict[str, Any]:
-    if token is not None:
-        config = yaml.safe_load(kubeconfig)
-        config["users"][0]["user"]["token"] = token
-        kubeconfig = yaml.safe_dump(config)
+def registration_secret(kubeconfig: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -554,8 +550,9 @@ async def rotate_registration(f: Fleet) -> None:
         )
 
     before = installs()
-    kubeconfig = (f.tmp / "member.kubeconfig").read_text()
-    await apply(f.hub, registration_secret(kubeconfig, token="rotated"))
+    f.member.token = "rotated"
+    kubeconfig = f.member.write_kubeconfig(f.tmp / "member.kubeconfig").read_text()
+    await apply(f.hub, registration_secret(kubeconfig))
     await until(lambda: installs() > before, "the webhook configuration re-applied")
 
 

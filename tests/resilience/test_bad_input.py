@@ -242,7 +242,7 @@ async def test_an_oversized_object_is_refused_and_the_controller_survives(fleet:
     big = inference_service("isvc-huge", "team-a")
     big["metadata"]["annotations"] = {"example.com/blob": "x" * (3 * 1024 * 1024)}
     async with (
-        aiohttp.ClientSession() as session,
+        aiohttp.ClientSession(headers=server.auth_headers) as session,
         session.post(f"{server.url}/apis/ome.io/v1beta1/namespaces/team-a/inferenceservices", json=big) as reply,
     ):
         assert reply.status in (413, 422), reply.status
@@ -261,7 +261,7 @@ async def test_unicode_annotations_render_and_unicode_templates_render_or_say_pa
     isvc["metadata"]["annotations"] = {"example.com/owner": "Zoë Ångström ✓ 模型"}
     labels = {"project": "ü-project", "org.example/cost-center": "cc"}  # a label value Kubernetes refuses
     async with (
-        aiohttp.ClientSession() as session,
+        aiohttp.ClientSession(headers=server.auth_headers) as session,
         session.post(
             f"{server.url}/apis/aim.eai.amd.com/v1alpha2/namespaces/{AIM_NAMESPACE}/aimservices",
             json=aim_service("chat-bad-label", labels),

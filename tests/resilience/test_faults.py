@@ -130,7 +130,7 @@ async def test_credentials_of_a_cluster_rotated_mid_rollout(tmp_path: Path) -> N
         await until([victim], lambda: images(victim)["sglang:rotated"] >= 1, 10, "the rollout under way")
         path = fleet.kubeconfigs[victim.name]
         config = yaml.safe_load(path.read_text())
-        config["users"][0]["user"]["token"] = "rotated-token"
+        config["users"][0]["user"]["token"] = victim.token = "rotated-token"
         path.write_text(yaml.safe_dump(config))
         assert fleet.app.provider is not None
         applied = fleet.app.registry_batches

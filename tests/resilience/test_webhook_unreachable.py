@@ -37,7 +37,8 @@ def runtime(name: str, parent: str) -> dict[str, Any]:
 
 
 async def create(session: aiohttp.ClientSession, server: EmbeddedAPIServer, obj: dict[str, Any]) -> tuple[int, Any]:
-    async with session.post(f"{server.url}/apis/ome.io/v1beta1/namespaces/team-a/servingruntimes", json=obj) as reply:
+    url = f"{server.url}/apis/ome.io/v1beta1/namespaces/team-a/servingruntimes"
+    async with session.post(url, json=obj, headers=server.auth_headers) as reply:
         return reply.status, await reply.json()
 
 

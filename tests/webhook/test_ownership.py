@@ -145,7 +145,7 @@ def runtime(name: str, parent: str | None = None) -> dict[str, Any]:
 async def create_over_http(server: EmbeddedAPIServer, obj: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """As any client does: the API server calls the configured webhook before it stores the object."""
     async with (
-        aiohttp.ClientSession() as session,
+        aiohttp.ClientSession(headers=server.auth_headers) as session,
         session.post(f"{server.url}/apis/ome.io/v1beta1/namespaces/default/servingruntimes", json=obj) as reply,
     ):
         return reply.status, await reply.json()
