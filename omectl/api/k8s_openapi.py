@@ -62,7 +62,8 @@ class UnknownDefinition(KeyError):
 
 @functools.cache
 def _extract() -> dict[str, Any]:
-    return json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    content: dict[str, Any] = json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    return content
 
 
 def kubernetes_version() -> str:

@@ -106,6 +106,8 @@ class SimulatedCluster(Protocol):
         precondition_rv: str | None,
     ) -> _Written: ...
 
+    def _apply_defaults(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]: ...
+
 
 _RETRY: ObjectRef = (("", ""), "", "")  # the work item "try the pending workloads again"
 
