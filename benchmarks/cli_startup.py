@@ -69,6 +69,7 @@ def run_benchmark(repeats: int, quick: bool) -> dict[str, Any]:
     started = time.monotonic()
     samples: dict[str, list[float]] = {name: [] for name in COMMANDS}
     with tempfile.TemporaryDirectory(prefix="omectl-bench-cli-") as tmp:
+        (Path(tmp) / "clusters").mkdir()  # a clusters directory that does not exist is an error
         env = dict(os.environ, PYTHONPATH=str(ROOT), OMECTL_CLUSTERS_DIR=str(Path(tmp) / "clusters"))
         for args in COMMANDS.values():  # one untimed run each: the bytecode caches are written
             cpu_seconds(args, Path(tmp), env)

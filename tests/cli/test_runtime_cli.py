@@ -237,7 +237,8 @@ def test_effective_json_lists_the_chain_root_first_with_the_merged_spec_and_its_
     assert runner["command"] == profile["spec"]["engineConfig"]["runner"]["command"]
     assert runner["args"] == child["spec"]["engineConfig"]["runner"]["args"]
     assert report["effectiveSpec"]["disabled"] is False
-    assert report["effectiveSpec"] == merge_chain([("p", profile["spec"]), ("c", child["spec"])]).spec
+    stored = [(name, with_schema_defaults(doc["spec"])) for name, doc in (("p", profile), ("c", child))]
+    assert report["effectiveSpec"] == merge_chain(stored).spec
     provenance = report["provenance"]
     assert provenance["engineConfig.runner.image"] == "sglang-profile"
     assert provenance["engineConfig.runner.args"] == "sglang-llama-3-2-3b"
@@ -562,3 +563,13 @@ def test_kubectl_ome_runtime_effective_runs_as_a_kubectl_plugin(kubeconfig: Path
         "ServingRuntime",
         "sglang-profile,sglang-llama-3-2-3b",
     )
+
+
+def with_schema_defaults(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec as the API server stores it: the CRD defaults each format's operator and weight (as upstream's)."""
+    spec = copy.deepcopy(spec)
+    for supported in spec.get("supportedModelFormats") or ():
+        for part in ("modelFormat", "modelFramework"):
+            if part in supported:
+                supported[part] = {"operator": "Equal", "weight": 1, **supported[part]}
+    return spec
