@@ -24,7 +24,11 @@ from pathlib import Path
 from typing import Any, Final
 
 DATA_FILE: Final = Path(__file__).with_name("k8s-openapi.json")
-ROOTS: Final = ("io.k8s.api.core.v1.PodSpec", "io.k8s.api.apps.v1.DeploymentStrategy")
+ROOTS: Final = (
+    "io.k8s.api.core.v1.PodSpec",
+    "io.k8s.api.core.v1.PodTemplateSpec",
+    "io.k8s.api.apps.v1.DeploymentStrategy",
+)
 _SPEC_FILES: Final = ("api__v1_openapi.json", "apis__apps__v1_openapi.json")
 _REF_PREFIX: Final = "#/components/schemas/"
 
@@ -160,7 +164,7 @@ def _reachable(schemas: dict[str, Any], roots: Sequence[str]) -> set[str]:
     stack = list(roots)
     while stack:
         name = stack.pop()
-        if name in found:
+        if name in found or name in _SPECIAL:
             continue
         found.add(name)
         stack.extend(ref.removeprefix(_REF_PREFIX) for ref in _refs(schemas[name]))
@@ -190,7 +194,7 @@ def extract(kubernetes_tree: Path) -> dict[str, Any]:
     schemas: dict[str, Any] = {}
     for file_name in _SPEC_FILES:
         schemas.update(json.loads((spec_dir / file_name).read_text(encoding="utf-8"))["components"]["schemas"])
-    keep = _reachable(schemas, ROOTS)
+    keep = _reachable(schemas, ROOTS) - set(_SPECIAL)
     version = kubernetes_tree.resolve().name.rpartition("@")[2] or "unknown"
     return {
         "kubernetesVersion": version,

@@ -40,7 +40,7 @@ from .ssa import (
     server_side_apply,
 )
 from .store import ADDED, DELETED, MODIFIED, StorageKey, Store
-from .workload_rules import quantity_error, serves_pod_template, workload_errors
+from .workload_rules import quantity_error, serves_pod_template, service_errors, workload_errors
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -366,6 +366,8 @@ class ClusterAPI:
             errs += immutable_data_errors(rt.kind, obj, old)
         elif serves_pod_template(rt.group, rt.kind):
             errs += workload_errors(rt.group, rt.kind, obj)
+        elif rt.storage_key == ("", "services"):
+            errs += service_errors(obj)
         if old is not None and rt.storage_key == CRD_KEY:
             errs += _crd_update_errors(obj, old)
         if errs:

@@ -7,7 +7,6 @@ synchronous callers (the demo, kubectl-driven tests) that must never block the l
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -15,6 +14,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from omectl.problems import read_problem, yaml_problem
@@ -55,14 +55,15 @@ def manifest_entries(paths: Iterable[Path | str]) -> list[tuple[Path, dict[str, 
         for file in files:
             stat = file.stat()
             parsed = _file_documents(file.resolve(), stat.st_mtime_ns, stat.st_size)
-            entries.extend((file, copy.deepcopy(doc)) for doc in parsed)
+            entries.extend((file, orjson.loads(doc)) for doc in parsed)  # a fresh copy: callers may change it
     entries.sort(key=lambda entry: entry[1].get("kind") != "CustomResourceDefinition")
     return entries
 
 
 @functools.lru_cache(maxsize=256)
-def _file_documents(file: Path, mtime_ns: int, size: int) -> tuple[dict[str, Any], ...]:
-    """One file's documents, parsed once per version of the file (the OME CRDs take a second to parse)."""
+def _file_documents(file: Path, mtime_ns: int, size: int) -> tuple[bytes, ...]:
+    """One file's documents as JSON, parsed once per version of the file (the OME CRDs take seconds to parse;
+    decoding their JSON is ten times faster than copying the parsed objects)."""
     try:
         documents = list(yaml.load_all(file.read_text(encoding="utf-8"), Loader=_YAML_LOADER))
     except (OSError, UnicodeDecodeError) as exc:
@@ -79,7 +80,7 @@ def _file_documents(file: Path, mtime_ns: int, size: int) -> tuple[dict[str, Any
             docs.extend(d for d in doc.get("items") or [] if isinstance(d, dict))
         else:
             docs.append(doc)
-    return tuple(docs)
+    return tuple(orjson.dumps(doc) for doc in docs)
 
 
 async def apply_document(server: EmbeddedAPIServer, doc: dict[str, Any]) -> str:
@@ -95,8 +96,6 @@ async def apply_document(server: EmbeddedAPIServer, doc: dict[str, Any]) -> str:
     namespace = (meta.get("namespace") or "default") if rt.namespaced else ""
     opts = WriteOptions(field_manager=APPLY_MANAGER, force=True, field_validation="Strict")
     before = api.store.get(rt.storage_key, namespace, meta.get("name", ""))
-    import orjson
-
     result = await api.patch(
         rt, namespace, meta.get("name", ""), "application/apply-patch+yaml", orjson.dumps(doc), opts
     )

@@ -1,4 +1,5 @@
-"""What kube-apiserver checks in the pod templates of the built-in workloads it serves (Pod, Deployment, Job).
+"""What kube-apiserver checks in the pod templates of the built-in workloads it serves (Pod, Deployment, Job), and
+in a Service's ports (`service_errors`).
 
 Two stages, as there: decoding into the Go types first, where a resource quantity that does not parse is a 400
 BadRequest before anything is validated (`quantity_error`); then validation, a 422 Invalid with field paths
@@ -66,6 +67,39 @@ def workload_errors(group: str, kind: str, obj: Mapping[str, Any]) -> list[Field
             errors.append(FieldError("Required", f"{prefix}.{container_path}.name"))
         if not container.get("image"):
             errors.append(FieldError("Required", f"{prefix}.{container_path}.image"))
+    return errors
+
+
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def service_errors(service: Mapping[str, Any]) -> list[FieldError]:
+    """A Service's port errors, in kube-apiserver's order: ports required (unless headless or ExternalName),
+    names required when there are several and unique, port and targetPort numbers in range, known protocols."""
+    spec = _mapping(service.get("spec"))
+    ports = _list(spec.get("ports"))
+    errors: list[FieldError] = []
+    if not ports and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
+        errors.append(FieldError("Required", "spec.ports"))
+    names: set[str] = set()
+    for index, raw in enumerate(ports):
+        port, path = _mapping(raw), f"spec.ports[{index}]"
+        name = port.get("name") or ""
+        if len(ports) > 1 and not name:
+            errors.append(FieldError("Required", f"{path}.name"))
+        elif name in names:
+            errors.append(FieldError("Duplicate", f"{path}.name", value=name))
+        names.add(name)
+        number = port.get("port")
+        if not isinstance(number, int) or not 1 <= number <= 65535:
+            errors.append(FieldError("Invalid", f"{path}.port", _PORT_RANGE, number if number is not None else 0))
+        protocol = port.get("protocol")
+        if protocol is not None and protocol not in _PROTOCOLS:
+            errors.append(FieldError("NotSupported", f"{path}.protocol", value=protocol, supported=_PROTOCOLS))
+        target = port.get("targetPort")
+        if isinstance(target, int) and not isinstance(target, bool) and not 1 <= target <= 65535:
+            errors.append(FieldError("Invalid", f"{path}.targetPort", _PORT_RANGE, target))
     return errors
 
 

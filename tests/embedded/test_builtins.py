@@ -132,6 +132,34 @@ async def test_a_workload_needs_containers_with_names_and_images_and_a_matching_
     assert [c["field"] for c in bare.body["details"]["causes"]] == ["spec.containers"]
 
 
+@pytest.mark.parametrize(
+    ("ports", "message"),
+    [
+        ([], "spec.ports: Required value"),
+        ([{"port": 0}], "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive"),
+        (
+            [{"port": 80, "targetPort": 70000}],
+            "spec.ports[0].targetPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+        ),
+        (
+            [{"port": 80, "protocol": "FOO"}],
+            'spec.ports[0].protocol: Unsupported value: "FOO": supported values: "SCTP", "TCP", "UDP"',
+        ),
+        ([{"port": 80}, {"port": 81}], "spec.ports[0].name: Required value"),
+        ([{"name": "a", "port": 80}, {"name": "a", "port": 81}], 'spec.ports[1].name: Duplicate value: "a"'),
+    ],
+)
+async def test_a_service_needs_ports_in_range_named_when_several(
+    raw: RawClient, ports: list[dict[str, Any]], message: str
+) -> None:
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}, "spec": {"ports": ports}}
+    reply = await raw.post("/api/v1/namespaces/default/services", body)
+    assert (reply.status, reply.body["reason"]) == (422, "Invalid"), reply.body
+    assert message in reply.body["message"]
+    headless = {**body, "spec": {"clusterIP": "None", "ports": []}}
+    assert (await raw.post("/api/v1/namespaces/default/services", headless)).status == 201
+
+
 async def test_cluster_scoped_custom_resources(raw: RawClient) -> None:
     crd = widget_crd(plural="gizmos", scope="Cluster")
     assert (await raw.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)).status == 201

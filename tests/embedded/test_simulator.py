@@ -441,6 +441,25 @@ async def test_a_rendered_engine_deployment_schedules_once_its_model_is_on_the_n
 LWS_CRD = ROOT / "deploy" / "crds" / "thirdparty" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
 
 
+async def test_leader_worker_set_pod_templates_are_typed_as_kubernetes_types_them(raw: RawClient) -> None:
+    # the stand-in CRD's templates come from the Kubernetes OpenAPI: a bad quantity or an unknown field is refused
+    await create(raw, CRDS, load_yaml(LWS_CRD))
+    lots = leader_worker_set("lots", replicas=1, size=2, gpus=1)
+    lots["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "lots"}
+    }
+    reply = await raw.post(LWS + "?fieldValidation=Strict", lots)
+    assert (reply.status, reply.body["reason"]) == (422, "Invalid"), reply.body
+    assert "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resources.limits.cpu" in reply.body["message"]
+    unknown = leader_worker_set("unknown", replicas=1, size=2, gpus=1)
+    unknown["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["bogus"] = "x"
+    reply = await raw.post(LWS + "?fieldValidation=Strict", unknown)
+    assert reply.status == 400 and 'unknown field "spec.leaderWorkerTemplate.leaderTemplate' in reply.body["message"]
+    good = await raw.post(LWS, leader_worker_set("good", replicas=1, size=2, gpus=1))
+    assert good.status == 201
+    assert good.body["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"]["labels"] == {"app": "good"}
+
+
 async def test_leader_worker_set_ready_replicas_count_the_groups_fully_placed(
     server: EmbeddedAPIServer, raw: RawClient
 ) -> None:

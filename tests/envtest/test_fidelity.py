@@ -43,6 +43,10 @@ def widget(name: str, **spec: Any) -> dict[str, Any]:
     return doc
 
 
+def service(name: str, ports: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": {"ports": ports}}
+
+
 def deployment(name: str, container: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
@@ -226,6 +230,22 @@ SCENARIOS = [
             step(
                 "apply", "-f", "-", input=dump(deployment("lots", {**ENGINE, "resources": {"limits": {"cpu": "lots"}}}))
             ),
+        ),
+    ),
+    Scenario(
+        "service-ports",
+        "Services without ports, with a port out of range, an unknown protocol, two unnamed ports, a duplicate name",
+        tuple(
+            step("apply", "-f", "-", input=dump(service(name, ports)))
+            for name, ports in (
+                ("noports", []),
+                ("zero", [{"port": 0}]),
+                ("target", [{"port": 80, "targetPort": 70000}]),
+                ("proto", [{"port": 80, "protocol": "FOO"}]),
+                ("unnamed", [{"port": 80}, {"port": 81}]),
+                ("dupe", [{"name": "http", "port": 80}, {"name": "http", "port": 81}]),
+                ("good", [{"name": "http", "port": 80}, {"name": "grpc", "port": 81, "protocol": "UDP"}]),
+            )
         ),
     ),
     Scenario(
