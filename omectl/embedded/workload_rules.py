@@ -97,7 +97,7 @@ def service_errors(service: Mapping[str, Any]) -> list[FieldError]:
         protocol = port.get("protocol")
         if protocol is not None and protocol not in _PROTOCOLS:
             errors.append(FieldError("NotSupported", f"{path}.protocol", value=protocol, supported=_PROTOCOLS))
-        target = port.get("targetPort")
+        target = port.get("targetPort", number)  # defaulted to the port before validation, as there
         if isinstance(target, int) and not isinstance(target, bool) and not 1 <= target <= 65535:
             errors.append(FieldError("Invalid", f"{path}.targetPort", _PORT_RANGE, target))
     return errors
