@@ -9,7 +9,6 @@ its own.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 import yaml
 
 from omectl.api import crdgen
+from tests.api.test_crds import schema_nodes
 
 UPSTREAM = Path(__file__).resolve().parents[1] / "fixtures" / "upstream" / "ome" / "config" / "crd" / "full"
 OME_CRDS = [d for d in crdgen.CRDS if d.group == "ome.io"]
@@ -54,16 +54,6 @@ NEWER_KUBERNETES: dict[str, tuple[str, ...]] = {
 }
 
 
-def fields(node: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    yield path, node
-    for name, child in (node.get("properties") or {}).items():
-        yield from fields(child, f"{path}.{name}")
-    if isinstance(node.get("items"), dict):
-        yield from fields(node["items"], f"{path}[*]")
-    if isinstance(node.get("additionalProperties"), dict):
-        yield from fields(node["additionalProperties"], f"{path}{{*}}")
-
-
 def constraints(node: dict[str, Any], path: str = "") -> dict[str, Any]:
     found = {key: node[key] for key in COMPARED if key in node}
     for key, suffixes in NEWER_KUBERNETES.items():
@@ -90,8 +80,8 @@ def upstream_crd(definition: crdgen.CRDDefinition) -> dict[str, Any]:
 
 @pytest.mark.parametrize("definition", OME_CRDS, ids=lambda d: d.kind)
 def test_every_upstream_field_is_ours_and_as_strictly_typed(definition: crdgen.CRDDefinition) -> None:
-    upstream = dict(fields(spec_schema(upstream_crd(definition)), ".spec"))
-    ours = dict(fields(spec_schema(crdgen.build_crd(definition)), ".spec"))
+    upstream = dict(schema_nodes(spec_schema(upstream_crd(definition)), ".spec"))
+    ours = dict(schema_nodes(spec_schema(crdgen.build_crd(definition)), ".spec"))
 
     missing = sorted(path for path in upstream if path not in ours)
     assert missing == [], f"{len(missing)} of upstream's fields are not in ours"
@@ -109,4 +99,4 @@ def test_the_comparison_sees_a_loose_field() -> None:
     upstream = {"type": "object", "properties": {"port": {"type": "integer", "format": "int32"}}}
     loose = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     assert constraints(upstream) != constraints(loose)
-    assert ".x.port" in dict(fields(upstream, ".x")) and ".x.port" not in dict(fields(loose, ".x"))
+    assert ".x.port" in dict(schema_nodes(upstream, ".x")) and ".x.port" not in dict(schema_nodes(loose, ".x"))

@@ -238,7 +238,6 @@ MEMBER_RULES = {
     "clusterservingruntimes.ome.io": {"get", "list", "watch"},
     "servingruntimes/status.ome.io": {"update"},
     "clusterservingruntimes/status.ome.io": {"update"},
-    "customresourcedefinitions.apiextensions.k8s.io[servingruntimes.ome.io,clusterservingruntimes.ome.io]": {"get"},
     "inferenceservices.ome.io": {"get", "list", "watch"},
     "inferenceservices/status.ome.io": {"update"},
     "basemodels.ome.io": {"list", "watch"},
