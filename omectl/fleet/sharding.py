@@ -299,6 +299,7 @@ class _Member:
     alive: bool = False  # its holder (another process) was seen writing it
     failing_since: float | None = None  # monotonic: the first of the requests failing in a row
     last_error: str | None = None
+    fenced_unreached: bool = False  # its Lease was not renewed within the renew deadline, and not reached since
     reported: str | None = None  # the holder whose refusal was last logged
 
 
@@ -446,6 +447,7 @@ class ShardCoordinator:
     def _reached(member: _Member) -> None:
         member.failing_since = None
         member.last_error = None
+        member.fenced_unreached = False
 
     def unreachable(self) -> set[str]:
         """The members this process has failed to reach for at least a renew deadline."""
@@ -453,7 +455,8 @@ class ShardCoordinator:
         return {
             name
             for name, m in self.members.items()
-            if m.failing_since is not None and now - m.failing_since >= self.timings.renew_deadline
+            if m.fenced_unreached
+            or (m.failing_since is not None and now - m.failing_since >= self.timings.renew_deadline)
         }
 
     def unreached(self) -> dict[str, str]:
@@ -695,6 +698,10 @@ class ShardCoordinator:
     def _check_deadline(self, cluster: str) -> None:
         held = self.held.get(cluster)
         if held is not None and time.monotonic() >= held.deadline:
+            member = self.members.get(cluster)
+            if member is not None:
+                # No good renewal for a renew deadline: unreached that long, however recent the first failure.
+                member.fenced_unreached = True
             self._lose(cluster, f"not renewed within the renew deadline ({self.timings.renew_deadline} s)")
 
     def _lose(self, cluster: str, why: str) -> None:
