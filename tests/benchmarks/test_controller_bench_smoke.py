@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from benchmarks import cli_startup, engine_rollout, fleet_convergence, fleet_scale, resolver
 from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.xdist_group("benchmark")
+# no xdist group: the quick runs are independent subprocesses, so the workers may share them out
 
 
 def run_quick(module: str, out: Path, timeout: float) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +38,23 @@ HUB = "hub-1"
 # reports "no matches for kind" for them. It serves every kind the overlays use, so everything must be accepted.
 KNOWN_UNSERVED: set[str] = set()
 NO_DOCKER = "kind targets need a Docker engine; none is available here"
+# libyaml when present: the rendered overlays carry the OME CRDs (~6 MB), which the pure-Python loader takes seconds on
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def kustomize(path: str) -> list[dict[str, Any]]:
+@cache
+def _kustomize_output(path: str) -> str:
+    """deploy/ does not change while the tests run, so each kustomization is rendered once per worker."""
     proc = subprocess.run(
         [kubectl_path(), "kustomize", str(DEPLOY / path)], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, f"kubectl kustomize deploy/{path} failed:\n{proc.stderr}"
-    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+    return proc.stdout
+
+
+def kustomize(path: str) -> list[dict[str, Any]]:
+    """The documents deploy/PATH renders to, freshly parsed: callers may change them."""
+    return [d for d in yaml.load_all(_kustomize_output(path), Loader=_LOADER) if d]
 
 
 def one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
@@ -185,11 +195,13 @@ def crd_name(doc: dict[str, Any]) -> str:
 
 @pytest.mark.kubectl
 def test_every_rendered_crd_equals_the_generated_or_thirdparty_one() -> None:
-    generated = {crd_name(d): d for text in crdgen.generated_files().values() for d in yaml.safe_load_all(text) if d}
+    generated = {
+        crd_name(d): d for text in crdgen.generated_files().values() for d in yaml.load_all(text, Loader=_LOADER) if d
+    }
     thirdparty = {
         crd_name(d): d
         for f in sorted((ROOT / "deploy" / "crds" / "thirdparty").glob("*.yaml"))
-        for d in yaml.safe_load_all(f.read_text())
+        for d in yaml.load_all(f.read_text(), Loader=_LOADER)
         if d
     }
     member = {crd_name(d): d for d in kustomize("member") if d["kind"] == "CustomResourceDefinition"}

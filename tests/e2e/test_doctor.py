@@ -23,6 +23,9 @@ from omectl.kube.crds import INSTALL_CRDS
 from tests.e2e.conftest import DATA, ControlledFleet, running_fleet
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
+# libyaml when present: the runtime CRDs are ~0.8 MB each
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 CLUSTER = "doc-1"
 
@@ -192,10 +195,10 @@ def test_upstream_runtime_crds_without_a_status_subresource_fail(tmp_path: Any) 
         crds = ROOT / "deploy" / "crds"
         bg.run(bg.fleet.apply([path for path in crds.glob("*.yaml") if "servingruntimes" not in path.name]))
         for path in crds.glob("ome.io_*servingruntimes.yaml"):
-            crd = next(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+            crd = next(doc for doc in yaml.load_all(path.read_text(), Loader=_LOADER) if doc)
             for version in crd["spec"]["versions"]:
                 version.pop("subresources", None)  # as upstream OME's runtime CRDs are
-            (tmp_path / path.name).write_text(yaml.safe_dump(crd))
+            (tmp_path / path.name).write_text(yaml.dump(crd, Dumper=_DUMPER))
         bg.run(bg.fleet.apply([tmp_path]))
         kubeconfig = bg.fleet.write_kubeconfig(tmp_path / "kubeconfig")
         result = CliRunner().invoke(app, ["doctor", "--kubeconfig", str(kubeconfig), "-o", "json"])

@@ -19,10 +19,15 @@ from omectl.envtest import EnvtestBinaries
 
 from .conftest import ROOT
 
-pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("envtest")]
+# One test per e2e file and no xdist group, so the suite's workers share the ~10 minutes this takes.
+pytestmark = [pytest.mark.kubectl]
+E2E_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests" / "e2e").glob("test_*.py"))
 
 
-def test_the_controller_e2e_suite_passes_against_real_api_servers(envtest_binaries: EnvtestBinaries) -> None:
+@pytest.mark.parametrize("e2e_file", E2E_FILES)
+def test_the_controller_e2e_suite_passes_against_real_api_servers(
+    envtest_binaries: EnvtestBinaries, e2e_file: str
+) -> None:
     """(The fixture only makes the test skip, or fail in CI, without the binaries; the run finds them itself.)"""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     env["OMECTL_E2E_REAL"] = "1"
@@ -41,7 +46,7 @@ def test_the_controller_e2e_suite_passes_against_real_api_servers(envtest_binari
             "no:cacheprovider",
             "-p",
             "no:xdist",
-            "tests/e2e",
+            e2e_file,
         ],
         cwd=ROOT,
         env=env,
@@ -50,5 +55,5 @@ def test_the_controller_e2e_suite_passes_against_real_api_servers(envtest_binari
         timeout=900,
     )
     tail = "\n".join((result.stdout + result.stderr).splitlines()[-80:])
-    assert result.returncode == 0, f"tests/e2e against real kube-apiservers failed:\n{tail}"
+    assert result.returncode == 0, f"{e2e_file} against real kube-apiservers failed:\n{tail}"
     assert " passed" in tail, tail
