@@ -2,7 +2,7 @@
 
 - deploy/member/crds/: omectl's CRDs as omectl.api.crdgen generates them, and the kustomization listing them
   (kustomize cannot read deploy/crds/ from there: it refuses files outside a kustomization's directory);
-- deploy/thirdparty-crds/: copies of the hand-written stand-ins in deploy/crds/thirdparty/;
+- deploy/thirdparty-crds/: copies of the stand-ins in deploy/crds/thirdparty/ (rendered from omectl/api/templates/);
 - deploy/member/webhook-configuration.template.yaml (scripts/render_webhook_config.py --template).
 """
 

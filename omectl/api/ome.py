@@ -8,7 +8,7 @@ Conventions that the generated CRDs rely on:
   `""` alike); schema defaults exist only where `crd_default` marks one (upstream OME's: references' kind and
   apiGroup, modelFormat operator/weight, autoSync) and where the Kubernetes types have them (ports' protocol, ...);
 - the Kubernetes core types (PodSpec, Container, Volume, probes, affinity, tolerations, ...) take their CRD schema
-  from the Kubernetes OpenAPI definitions (`omectl.api.k8s_openapi`): a model marked `k8s_model(...)` is that type
+  from the Kubernetes OpenAPI definitions (`omectl.k8s_openapi`): a model marked `k8s_model(...)` is that type
   plus its own fields, a field marked `k8s_type(...)` / `pod_field(...)` is that type; `tests/api/test_upstream_crds.py`
   checks every field upstream OME's CRDs have is ours and as strictly typed;
 - otherwise a model with `extra="allow"` (`_OpenObject`) becomes an object with
@@ -30,7 +30,7 @@ API_VERSION: Final = f"{GROUP}/{VERSION}"
 
 # The JSON-schema key that tells the CRD generator to keep a field's default in the CRD.
 CRD_DEFAULT_MARK: Final = "x-omectl-crd-default"
-# The JSON-schema key that tells the CRD generator to take a Kubernetes type's schema (omectl.api.k8s_openapi).
+# The JSON-schema key that tells the CRD generator to take a Kubernetes type's schema (omectl.k8s_openapi).
 K8S_MARK: Final = "x-omectl-k8s"
 CORE: Final = "io.k8s.api.core.v1."
 

@@ -8,6 +8,7 @@ every tool and test can point at either.
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
 
 import typer
@@ -37,7 +38,8 @@ def up(
     apply: list[Path] = typer.Option(
         None,
         "--apply",
-        help="Manifests (files or directories) to apply to every cluster. Default: deploy/crds/.",
+        help="Manifests (files or directories) to apply to every cluster. Default: ./deploy/crds/ when it exists, "
+        "else the CRDs omectl carries.",
     ),
     state_dir: Path | None = typer.Option(
         None, "--state-dir", help="Save each cluster's objects here on shutdown and load them on start."
@@ -77,8 +79,12 @@ def up(
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--nodes") from None
     manifests = list(apply or [])
+    carried: tempfile.TemporaryDirectory[str] | None = None
     if not manifests and DEFAULT_MANIFESTS.is_dir():
         manifests = [DEFAULT_MANIFESTS]
+    elif not manifests:
+        carried = tempfile.TemporaryDirectory(prefix="omectl-crds-")
+        manifests = [_write_carried_crds(Path(carried.name))]
     for path in manifests:
         if not path.exists():
             raise typer.BadParameter(f"{path} does not exist", param_hint="--apply")
@@ -108,8 +114,21 @@ def up(
     except _ClusterCrashed as exc:  # its report ends with the tail of the process's log, line by line
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
+    finally:
+        if carried is not None:
+            carried.cleanup()
     if code:
         raise typer.Exit(code)
+
+
+def _write_carried_crds(directory: Path) -> Path:
+    """Outside a checkout (no ./deploy/crds): the CRDs this omectl carries, generated as deploy/crds holds them."""
+    from omectl import __version__
+    from omectl.api import crdgen
+
+    crdgen.write_files(directory)
+    typer.echo(f"no {DEFAULT_MANIFESTS}/ here: applying the CRDs omectl {__version__} carries", err=True)
+    return directory
 
 
 async def _serve(

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.api import crdgen, k8s_openapi, ome
+from omectl import k8s_openapi
+from omectl.api import crdgen, ome
 from tests.support import Kubectl, RawClient
 
 REPO = Path(__file__).resolve().parents[2]

@@ -146,3 +146,36 @@ def test_dev_up_rejects_a_malformed_nodes_option(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "COUNTxGPUS" in proc.stderr
+
+
+def test_dev_up_outside_a_checkout_applies_the_crds_omectl_carries(tmp_path: Path) -> None:
+    """No ./deploy/crds in the working directory: every CRD of deploy/crds is served all the same."""
+    kubeconfig, ready, temp = tmp_path / "fleet.kubeconfig", tmp_path / "ready", tmp_path / "tmp"
+    temp.mkdir()
+    outputs = ["--kubeconfig-out", str(kubeconfig), "--ready-file", str(ready)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "omectl", "dev", "up", "--clusters", "1", "--name-prefix", "away-", *outputs],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(temp)),
+    )
+    try:
+        wait_for_file(ready, proc)
+        k = Kubectl(kubectl_path(), kubeconfig, tmp_path / "cache")
+        served = set(k.run("--context=away-1", "get", "crd", "-o", "name").stdout.split())
+        shipped = {
+            f"customresourcedefinition.apiextensions.k8s.io/{doc['metadata']['name']}"
+            for path in (ROOT / "deploy" / "crds").rglob("*.yaml")
+            for doc in yaml.safe_load_all(path.read_text())
+            if doc
+        }
+        assert shipped and shipped <= served
+        assert [p.name[:12] for p in temp.iterdir()] == ["omectl-crds-"]  # generated into a temporary directory
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "no deploy/crds/ here: applying the CRDs omectl" in err
+    assert not list(temp.iterdir())  # and not left behind

@@ -262,6 +262,45 @@ async def test_strict_field_validation_and_warnings_and_pruning(raw: RawClient, 
     assert kept.body["spec"]["extra"] == {"anything": {"goes": True}}
 
 
+async def test_built_in_kinds_are_decoded_strictly_as_their_go_types(raw: RawClient) -> None:
+    pod_spec = {"containers": [{"name": "c", "image": "i", "bogus": 1}], "nodeSelecter": {"a": "b"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": pod_spec},
+        },
+    }
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    strict = await raw.post(deployments + "?fieldValidation=Strict", deployment)
+    assert strict.status == 400
+    assert strict.body["message"] == (
+        'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+        'unknown field "spec.template.spec.containers[0].bogus", unknown field "spec.template.spec.nodeSelecter"'
+    )
+    warn = await raw.post(deployments + "?fieldValidation=Warn", deployment)
+    assert warn.status == 201
+    assert 'unknown field \\"spec.template.spec.nodeSelecter\\"' in warn.headers["Warning"]
+    template = warn.body["spec"]["template"]["spec"]
+    assert template["containers"] == [{"name": "c", "image": "i"}]  # dropped, as the real server drops it
+    assert "nodeSelecter" not in template
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80, "bogus": 1}]},
+    }
+    ignored = await raw.post("/api/v1/namespaces/default/services?fieldValidation=Ignore", service)
+    assert ignored.status == 201
+    assert "bogus" not in ignored.body["spec"]["ports"][0]
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}, "extra": 1}
+    refused = await raw.post("/api/v1/namespaces/default/configmaps?fieldValidation=Strict", config)
+    assert refused.status == 400
+    assert refused.body["message"].endswith('strict decoding error: unknown field "extra"')
+
+
 async def test_namespace_mismatch_and_missing_namespace(raw: RawClient, crd: dict) -> None:
     mismatch = await raw.post(W, widget("w1", namespace="other"))
     assert mismatch.status == 400

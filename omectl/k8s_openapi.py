@@ -5,7 +5,7 @@ Kubernetes OpenAPI v3 definitions rather than written by hand.
 reachable from `ROOTS`, descriptions removed; the version is recorded in the file). Regenerate it from a Kubernetes
 source tree (`make envtest` leaves one in the Go module cache):
 
-    python -m omectl.api.k8s_openapi ~/go/pkg/mod/k8s.io/kubernetes@v1.34.4
+    python -m omectl.k8s_openapi ~/go/pkg/mod/k8s.io/kubernetes@v1.34.4
 
 `structural(name)` turns one definition into the schema controller-gen would write for the Go type: references
 inlined, `Quantity` and `IntOrString` as `x-kubernetes-int-or-string` (quantities with their pattern), and only the
@@ -28,8 +28,38 @@ ROOTS: Final = (
     "io.k8s.api.core.v1.PodSpec",
     "io.k8s.api.core.v1.PodTemplateSpec",
     "io.k8s.api.apps.v1.DeploymentStrategy",
+    # the built-in kinds the embedded server decodes strictly, as kube-apiserver decodes them into their Go types
+    *(
+        f"io.k8s.api.core.v1.{kind}"
+        for kind in (
+            "ConfigMap",
+            "Event",
+            "Namespace",
+            "Node",
+            "PersistentVolumeClaim",
+            "Pod",
+            "Secret",
+            "Service",
+            "ServiceAccount",
+        )
+    ),
+    "io.k8s.api.apps.v1.ControllerRevision",
+    "io.k8s.api.apps.v1.Deployment",
+    "io.k8s.api.batch.v1.Job",
+    "io.k8s.api.coordination.v1.Lease",
+    "io.k8s.api.events.v1.Event",
+    "io.k8s.api.policy.v1.PodDisruptionBudget",
+    *(f"io.k8s.api.rbac.v1.{kind}" for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")),
 )
-_SPEC_FILES: Final = ("api__v1_openapi.json", "apis__apps__v1_openapi.json")
+_SPEC_FILES: Final = (
+    "api__v1_openapi.json",
+    "apis__apps__v1_openapi.json",
+    "apis__batch__v1_openapi.json",
+    "apis__coordination.k8s.io__v1_openapi.json",
+    "apis__events.k8s.io__v1_openapi.json",
+    "apis__policy__v1_openapi.json",
+    "apis__rbac.authorization.k8s.io__v1_openapi.json",
+)
 _REF_PREFIX: Final = "#/components/schemas/"
 
 QUANTITY_PATTERN: Final = (
@@ -207,7 +237,7 @@ def extract(kubernetes_tree: Path) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m omectl.api.k8s_openapi KUBERNETES_SOURCE_TREE", file=sys.stderr)
+        print("usage: python -m omectl.k8s_openapi KUBERNETES_SOURCE_TREE", file=sys.stderr)
         return 2
     content = extract(Path(args[0]))
     DATA_FILE.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n", encoding="utf-8")
