@@ -191,10 +191,35 @@ class AIMRuntimeConfig(AIMClusterRuntimeConfig):
 # AIMService
 
 
-class ServiceModel(_Object):
-    """The model an AIMService serves: exactly one of name and image."""
+def immutable(message: str) -> dict[str, Any]:
+    """Upstream's transition rule `self == oldSelf`: the value cannot change once set (it can still be removed, and
+    set when it was absent, as kube-apiserver runs a transition rule only where an old value exists)."""
+    return {"x-kubernetes-validations": [{"rule": "self == oldSelf", "message": message}]}
 
-    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+MODEL_EXACTLY_ONE: Final[dict[str, Any]] = {
+    "rule": "(has(self.name) ? 1 : 0) + (has(self.image) ? 1 : 0) == 1",
+    "message": "exactly one of name or image must be specified",
+}
+"""Upstream's exactly-one-of rule on `spec.model`, over the fields v1alpha2 has: upstream's also counts `custom`
+(`... + (has(self.custom) ? 1 : 0) == 1`, "exactly one of name, image, or custom must be specified"), which
+v1alpha2 does not serve; kube-apiserver refuses a rule naming a field the schema lacks."""
+MODEL_IMMUTABLE: Final[dict[str, Any]] = {
+    "rule": "self == oldSelf",
+    "message": "model selection is immutable after creation",
+}
+"""Upstream's rule on `spec.model`, word for word."""
+CACHING_IMMUTABLE: Final = "caching mode is immutable after creation"
+"""Upstream's message on `spec.caching` (rule `self == oldSelf`)."""
+SOURCE_URI_IMMUTABLE: Final = "sourceUri is immutable"
+"""Upstream's message on AIMArtifact `spec.sourceUri` (rule `self == oldSelf`)."""
+
+
+class ServiceModel(_Object):
+    """The model an AIMService serves: exactly one of name and image, fixed once the service exists (upstream's
+    CEL rules; the controller never rewrites it)."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [MODEL_EXACTLY_ONE, MODEL_IMMUTABLE]})
 
     name: str | None = Field(default=None, min_length=1)
     """Name of an AIMModel in the namespace or of an AIMClusterModel."""
@@ -226,7 +251,9 @@ class ServiceStorage(StorageConfig):
 
 
 class ServiceCaching(_Object):
-    """Model caching of a service."""
+    """Model caching of a service; immutable once the service exists (upstream's rule)."""
+
+    model_config = ConfigDict(json_schema_extra=immutable(CACHING_IMMUTABLE))
 
     enabled: bool | None = None
     """Download the model into a cache PVC before serving it."""
@@ -585,8 +612,9 @@ class AIMProfileCache(_AIMResource):
 class AIMArtifactSpec(_Object):
     """One set of model files, downloaded into a PVC by a Job."""
 
-    source_uri: str = Field(min_length=1)
-    """Where the files are, e.g. hf://Qwen/Qwen3-32B."""
+    source_uri: str = Field(min_length=1, json_schema_extra=immutable(SOURCE_URI_IMMUTABLE))
+    """Where the files are, e.g. hf://Qwen/Qwen3-32B. Immutable (upstream's rule): other files are another
+    artifact."""
     model_id: str | None = None
     """Model id the inference container knows the files by."""
     size: Quantity

@@ -223,7 +223,10 @@ def test_service_schema_fields_and_columns() -> None:
         "caching",
     }
     assert props["model"]["properties"].keys() == {"name", "image"}
-    assert (props["model"]["minProperties"], props["model"]["maxProperties"]) == (1, 1)
+    assert [r["message"] for r in props["model"]["x-kubernetes-validations"]] == [
+        "exactly one of name or image must be specified",
+        "model selection is immutable after creation",
+    ]
     assert props["runtimeConfig"]["properties"].keys() == {"storage", "routing", "env", "labelPropagation"}
     config = aim_crd(NS_CONFIG)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert props["routing"] == config["properties"]["routing"] | {"description": props["routing"]["description"]}
@@ -379,8 +382,11 @@ async def test_unknown_fields_fail_strict_and_are_pruned_otherwise(raw: RawClien
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"model": {"name": "m", "image": "i"}}, "spec.model: Too many: 2: must have at most 1 item"),
-        ({"model": {}}, "spec.model: Invalid value: 0: spec.model in body should have at least 1 properties"),
+        (
+            {"model": {"name": "m", "image": "i"}},
+            'spec.model: Invalid value: "object": exactly one of name or image must be specified',
+        ),
+        ({"model": {}}, 'spec.model: Invalid value: "object": exactly one of name or image must be specified'),
         ({"replicas": 1}, "spec.model: Required value"),
         ({"model": {"name": "m"}, "replicas": -1}, "spec.replicas: Invalid value: -1"),
         ({"model": {"name": "m"}, "storage": {"size": "lots"}}, "spec.storage.size: Invalid value"),
@@ -402,6 +408,55 @@ async def test_invalid_services_are_rejected_with_422(
     reply = await raw.post(f"{AIM}/v1alpha2/{ML_TEAM}/aimservices", service_body(**spec))
     assert reply.status == 422, reply.body
     assert message in reply.body["message"]
+
+
+FROZEN_MODEL = 'spec.model: Invalid value: "object": model selection is immutable after creation'
+
+
+@pytest.mark.parametrize(
+    ("field", "before", "after", "message"),
+    [
+        ("model", {"name": "m"}, {"name": "other"}, FROZEN_MODEL),
+        ("model", {"name": "m"}, {"image": "i"}, FROZEN_MODEL),
+        (
+            "caching",
+            {"enabled": False},
+            {"enabled": True},
+            'spec.caching: Invalid value: "object": caching mode is immutable after creation',
+        ),
+    ],
+    ids=["model-name", "model-image", "caching"],
+)
+async def test_a_services_model_and_caching_cannot_change_after_creation(
+    raw: RawClient, installed: None, field: str, before: dict[str, Any], after: dict[str, Any], message: str
+) -> None:
+    """Upstream's transition rules (`self == oldSelf`), evaluated by the API server on update only."""
+    body = service_body(name=f"frozen-{field}", **{"model": {"name": "m"}, field: before})
+    assert (await raw.post(f"{AIM}/v1alpha2/{ML_TEAM}/aimservices", body)).status == 201
+    url = f"{AIM}/v1alpha2/{ML_TEAM}/aimservices/frozen-{field}"
+    patch = [{"op": "replace", "path": f"/spec/{field}", "value": after}]
+    reply = await raw.patch(url, patch, "application/json-patch+json")
+    assert reply.status == 422, reply.body
+    assert message in reply.body["message"]
+    unchanged = await raw.patch(url, {"spec": {"replicas": 2}}, "application/merge-patch+json")
+    assert unchanged.status == 200, unchanged.body
+
+
+async def test_an_artifacts_source_uri_cannot_change(raw: RawClient, installed: None) -> None:
+    body = {
+        "apiVersion": "aim.eai.amd.com/v1alpha2",
+        "kind": "AIMArtifact",
+        "metadata": {"name": "files", "namespace": "ml-team"},
+        "spec": {"sourceUri": "hf://a/b"},
+    }
+    url = f"{AIM}/v1alpha2/{ML_TEAM}/aimartifacts"
+    assert (await raw.post(url, body)).status == 201
+    reply = await raw.patch(f"{url}/files", {"spec": {"sourceUri": "hf://a/c"}}, "application/merge-patch+json")
+    assert reply.status == 422, reply.body
+    assert reply.body["message"] == (
+        'AIMArtifact.aim.eai.amd.com "files" is invalid: spec.sourceUri: Invalid value: "string": '
+        "sourceUri is immutable"
+    )
 
 
 async def test_config_stored_as_v1alpha1_reads_back_as_v1alpha2_and_back(raw: RawClient, installed: None) -> None:
