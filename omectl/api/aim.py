@@ -42,6 +42,8 @@ DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 GATEWAY_GROUP_PATTERN: Final = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 GATEWAY_KIND_PATTERN: Final = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
 """The patterns the Gateway API puts on a ParentReference's namespace, sectionName, group and kind."""
+INT32: Final[dict[str, Any]] = {"format": "int32"}
+"""Schema extras of an int32 field (upstream's Go type)."""
 
 
 class _Object(_PydanticModel):
@@ -54,7 +56,13 @@ class _Object(_PydanticModel):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-EnvList = Annotated[list[EnvVar] | None, Field(default=None, json_schema_extra=list_map("name"))]
+class AimEnvVar(EnvVar):
+    """An environment variable; its CRD schema is Kubernetes' EnvVar (a typed `valueFrom`), as upstream's."""
+
+    model_config = ome.k8s_model(ome.CORE + "EnvVar")
+
+
+EnvList = Annotated[list[AimEnvVar] | None, Field(default=None, json_schema_extra=list_map("name"))]
 """Environment variables keyed by name (a more specific layer overrides a name in place, new names are appended)."""
 
 
@@ -68,7 +76,7 @@ class StorageConfig(_Object):
 
     default_storage_class_name: str | None = None
     """Storage class for PVCs that do not set spec.storageClassName themselves; unset uses the cluster default."""
-    pvc_headroom_percent: int | None = Field(default=None, ge=0)
+    pvc_headroom_percent: int | None = Field(default=None, ge=0, json_schema_extra=INT32)
     """Extra space, in percent of the model size, added to each cache PVC (the operator uses 10 when no layer sets
     it)."""
 
@@ -87,7 +95,7 @@ class GatewayRef(_Object):
     """Name of the parent Gateway."""
     section_name: str | None = Field(default=None, min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
     """A listener of the Gateway, by name."""
-    port: int | None = Field(default=None, ge=1, le=65535)
+    port: int | None = Field(default=None, ge=1, le=65535, json_schema_extra=INT32)
     """A listener of the Gateway, by port."""
 
 
@@ -151,7 +159,7 @@ class RuntimeConfigSpec(RuntimeConfigCommon):
 
     default_storage_class_name: str | None = None
     """Deprecated: use storage.defaultStorageClassName, which wins when both are set."""
-    pvc_headroom_percent: int | None = Field(default=None, ge=0)
+    pvc_headroom_percent: int | None = Field(default=None, ge=0, json_schema_extra=INT32)
     """Deprecated: use storage.pvcHeadroomPercent, which wins when both are set."""
 
 

@@ -174,10 +174,13 @@ def test_the_two_config_kinds_share_one_schema() -> None:
 
 @pytest.mark.parametrize("definition", AIM_CRDS, ids=lambda d: d.kind)
 def test_no_schema_default_anywhere_in_the_aim_crds(definition: crdgen.CRDDefinition) -> None:
-    text = (CRD_DIR / definition.file_name).read_text()
-    assert "default:" not in text.replace("defaultStorageClassName:", "")
-    for path, node in schema_nodes(aim_crd(definition)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]):
-        assert "default" not in node, path
+    """No layered field has a schema default. The only defaults are Kubernetes' own inside an env var's
+    `valueFrom` (its key references' `name: ""`, `optional: false`, as upstream's CRDs have them): an env var is
+    layered whole, by name, so they never mask a lower layer."""
+    schema = aim_crd(definition)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    defaulted = [path for path, node in schema_nodes(schema) if "default" in node]
+    assert [path for path in defaulted if ".valueFrom." not in path] == []
+    assert all(path.rsplit(".", 1)[-1] in ("name", "optional") for path in defaulted)
 
 
 def test_runtime_config_spec_fields() -> None:
@@ -200,7 +203,9 @@ def test_runtime_config_spec_fields() -> None:
     assert env["x-kubernetes-list-type"] == "map"
     assert env["x-kubernetes-list-map-keys"] == ["name"]
     assert env["items"]["required"] == ["name"]
-    assert env["items"]["properties"]["valueFrom"]["x-kubernetes-preserve-unknown-fields"] is True
+    value_from = env["items"]["properties"]["valueFrom"]
+    assert {"configMapKeyRef", "secretKeyRef", "fieldRef", "resourceFieldRef"} <= value_from["properties"].keys()
+    assert "x-kubernetes-preserve-unknown-fields" not in value_from  # Kubernetes' EnvVarSource, as upstream's
     assert props["labelPropagation"]["properties"]["match"]["items"] == {"type": "string"}
     assert "upstream" in spec["description"] and "dropped" in spec["description"]
 
