@@ -42,6 +42,8 @@ DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 GATEWAY_GROUP_PATTERN: Final = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 GATEWAY_KIND_PATTERN: Final = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
 """The patterns the Gateway API puts on a ParentReference's namespace, sectionName, group and kind."""
+INT32: Final[dict[str, Any]] = {"format": "int32"}
+"""Schema extras of an int32 field (upstream's Go type)."""
 
 
 class _Object(_PydanticModel):
@@ -54,7 +56,13 @@ class _Object(_PydanticModel):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-EnvList = Annotated[list[EnvVar] | None, Field(default=None, json_schema_extra=list_map("name"))]
+class AimEnvVar(EnvVar):
+    """An environment variable; its CRD schema is Kubernetes' EnvVar (a typed `valueFrom`), as upstream's."""
+
+    model_config = ome.k8s_model(ome.CORE + "EnvVar")
+
+
+EnvList = Annotated[list[AimEnvVar] | None, Field(default=None, json_schema_extra=list_map("name"))]
 """Environment variables keyed by name (a more specific layer overrides a name in place, new names are appended)."""
 
 
@@ -68,7 +76,7 @@ class StorageConfig(_Object):
 
     default_storage_class_name: str | None = None
     """Storage class for PVCs that do not set spec.storageClassName themselves; unset uses the cluster default."""
-    pvc_headroom_percent: int | None = Field(default=None, ge=0)
+    pvc_headroom_percent: int | None = Field(default=None, ge=0, json_schema_extra=INT32)
     """Extra space, in percent of the model size, added to each cache PVC (the operator uses 10 when no layer sets
     it)."""
 
@@ -87,7 +95,7 @@ class GatewayRef(_Object):
     """Name of the parent Gateway."""
     section_name: str | None = Field(default=None, min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
     """A listener of the Gateway, by name."""
-    port: int | None = Field(default=None, ge=1, le=65535)
+    port: int | None = Field(default=None, ge=1, le=65535, json_schema_extra=INT32)
     """A listener of the Gateway, by port."""
 
 
@@ -151,7 +159,7 @@ class RuntimeConfigSpec(RuntimeConfigCommon):
 
     default_storage_class_name: str | None = None
     """Deprecated: use storage.defaultStorageClassName, which wins when both are set."""
-    pvc_headroom_percent: int | None = Field(default=None, ge=0)
+    pvc_headroom_percent: int | None = Field(default=None, ge=0, json_schema_extra=INT32)
     """Deprecated: use storage.pvcHeadroomPercent, which wins when both are set."""
 
 
@@ -191,10 +199,35 @@ class AIMRuntimeConfig(AIMClusterRuntimeConfig):
 # AIMService
 
 
-class ServiceModel(_Object):
-    """The model an AIMService serves: exactly one of name and image."""
+def immutable(message: str) -> dict[str, Any]:
+    """Upstream's transition rule `self == oldSelf`: the value cannot change once set (it can still be removed, and
+    set when it was absent, as kube-apiserver runs a transition rule only where an old value exists)."""
+    return {"x-kubernetes-validations": [{"rule": "self == oldSelf", "message": message}]}
 
-    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+MODEL_EXACTLY_ONE: Final[dict[str, Any]] = {
+    "rule": "(has(self.name) ? 1 : 0) + (has(self.image) ? 1 : 0) == 1",
+    "message": "exactly one of name or image must be specified",
+}
+"""Upstream's exactly-one-of rule on `spec.model`, over the fields v1alpha2 has: upstream's also counts `custom`
+(`... + (has(self.custom) ? 1 : 0) == 1`, "exactly one of name, image, or custom must be specified"), which
+v1alpha2 does not serve; kube-apiserver refuses a rule naming a field the schema lacks."""
+MODEL_IMMUTABLE: Final[dict[str, Any]] = {
+    "rule": "self == oldSelf",
+    "message": "model selection is immutable after creation",
+}
+"""Upstream's rule on `spec.model`, word for word."""
+CACHING_IMMUTABLE: Final = "caching mode is immutable after creation"
+"""Upstream's message on `spec.caching` (rule `self == oldSelf`)."""
+SOURCE_URI_IMMUTABLE: Final = "sourceUri is immutable"
+"""Upstream's message on AIMArtifact `spec.sourceUri` (rule `self == oldSelf`)."""
+
+
+class ServiceModel(_Object):
+    """The model an AIMService serves: exactly one of name and image, fixed once the service exists (upstream's
+    CEL rules; the controller never rewrites it)."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [MODEL_EXACTLY_ONE, MODEL_IMMUTABLE]})
 
     name: str | None = Field(default=None, min_length=1)
     """Name of an AIMModel in the namespace or of an AIMClusterModel."""
@@ -226,7 +259,9 @@ class ServiceStorage(StorageConfig):
 
 
 class ServiceCaching(_Object):
-    """Model caching of a service."""
+    """Model caching of a service; immutable once the service exists (upstream's rule)."""
+
+    model_config = ConfigDict(json_schema_extra=immutable(CACHING_IMMUTABLE))
 
     enabled: bool | None = None
     """Download the model into a cache PVC before serving it."""
@@ -585,8 +620,9 @@ class AIMProfileCache(_AIMResource):
 class AIMArtifactSpec(_Object):
     """One set of model files, downloaded into a PVC by a Job."""
 
-    source_uri: str = Field(min_length=1)
-    """Where the files are, e.g. hf://Qwen/Qwen3-32B."""
+    source_uri: str = Field(min_length=1, json_schema_extra=immutable(SOURCE_URI_IMMUTABLE))
+    """Where the files are, e.g. hf://Qwen/Qwen3-32B. Immutable (upstream's rule): other files are another
+    artifact."""
     model_id: str | None = None
     """Model id the inference container knows the files by."""
     size: Quantity

@@ -104,10 +104,27 @@ async def reconcile_profile_cache(
     rendered = render_artifacts(cache, profile, config)
     live: dict[str, Mapping[str, Any]] = {}
     for artifact in rendered:
+        if await _replaced(reconciler, cluster, artifact):
+            continue  # Pending until the old artifact is gone; its deletion brings the cache back here
         applied = await reconciler.apply(cluster, cache, artifact, config)
         if applied is not None:
             live[name_of(artifact)] = applied
     return profile_cache_status(rendered, live)
+
+
+async def _replaced(reconciler: Any, cluster: Any, artifact: Mapping[str, Any]) -> bool:
+    """Whether the live artifact of this name holds other files (another `spec.sourceUri`, which is immutable:
+    applying the new one would be refused on every retry) or is going away; the old one is deleted, to be made
+    again with the new source once it is gone."""
+    existing = await reconciler.live(cluster, ARTIFACT, namespace_of(artifact), name_of(artifact))
+    if existing is None:
+        return False
+    if (existing.get("metadata") or {}).get("deletionTimestamp"):
+        return True
+    if text(spec_of(existing).get("sourceUri")) == text(spec_of(artifact).get("sourceUri")):
+        return False
+    await reconciler.delete(cluster, ARTIFACT, namespace_of(artifact), name_of(artifact))
+    return True
 
 
 # --- AIMArtifact -------------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from .admission import (
     validate_webhook_configuration,
 )
 from .builtin_schemas import builtin_schema
+from .cel import BLOCKING_KINDS, blocked_error
 from .clock import now_rfc3339
 from .core_rules import api_approval_errors, core_event_errors, fold_string_data, immutable_data_errors
 from .errors import APIError, FieldError
@@ -346,7 +347,8 @@ class ClusterAPI:
             schema.apply_defaults(obj)
         return obj
 
-    def _validate(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _validate(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
+        """422 Invalid with every field error; returns warnings (validation rules ratcheted on an update)."""
         meta = obj["metadata"]
         name = meta.get("name", "")
         errs: list[FieldError] = []
@@ -356,8 +358,16 @@ class ClusterAPI:
             errs += name_errors(name)
         errs += meta_errors(meta)
         schema = self.schema_for(rt)
+        warnings: list[str] = []
         if schema is not None:
             errs += schema.validate(obj)
+            rules = schema.rules
+            if rules is not None:
+                if any(e.kind in BLOCKING_KINDS for e in errs):
+                    errs.append(blocked_error())
+                else:
+                    rule_errors, warnings = rules.validate(obj, old)
+                    errs += rule_errors
         if rt.storage_key == CRD_KEY:
             errs += validate_crd(obj)
             errs += api_approval_errors(obj, old)
@@ -377,6 +387,7 @@ class ClusterAPI:
             errs += _crd_update_errors(obj, old)
         if errs:
             raise errors.invalid(rt.kind, rt.group, name, errs)
+        return warnings
 
     def _prepare_new(self, rt: ResourceType, obj: dict[str, Any], manager: str, now: str) -> None:
         meta = obj["metadata"]
@@ -447,7 +458,7 @@ class ClusterAPI:
             obj.pop("status", None)
         now = now_rfc3339()
         self._prepare_new(rt, obj, opts.field_manager, now)
-        self._validate(rt, obj, None)
+        warnings += self._validate(rt, obj, None)
         obj = self._to_storage(rt, obj)
         meta = obj["metadata"]
         name = meta["name"]
@@ -585,7 +596,7 @@ class ClusterAPI:
             if precondition_rv is not None and precondition_rv != live["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
             new = produce(live)
-            new = self._apply_update_rules(rt, live, new, subresource, opts, apply_manager)
+            new = self._apply_update_rules(rt, live, new, subresource, opts, apply_manager, warnings)
             if _same_object(new, live):
                 return WriteResult(self._view(rt, live), 200, warnings)
             if await self._admit("UPDATE", rt, subresource, new, live, opts):
@@ -610,6 +621,7 @@ class ClusterAPI:
         subresource: str,
         opts: WriteOptions,
         apply_manager: bool,
+        warnings: list[str],
     ) -> dict[str, Any]:
         live_meta = live["metadata"]
         if subresource == "status":
@@ -678,7 +690,9 @@ class ClusterAPI:
         if rt.generation and _spec_changed(live, new):
             meta["generation"] = int(live_meta.get("generation", 0) or 0) + 1
         if subresource == "":
-            self._validate(rt, new, live)
+            for warning in self._validate(rt, new, live):
+                if warning not in warnings:
+                    warnings.append(warning)
         if not apply_manager:
             new = record_update(
                 live,

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from omectl.embedded.cel import RuleValidator
 from omectl.embedded.errors import FieldError
 
 # Fields the root (and every x-kubernetes-embedded-resource object) always knows.
@@ -342,6 +343,7 @@ class StructuralSchema:
         self._root = _Node(self.raw)
         # The resource root always behaves like an embedded resource (apiVersion/kind/metadata are known).
         self._root.embedded = True
+        self.rules = RuleValidator.build(self.raw)
         self._list_types: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}
 
     # -- unknown fields and pruning ------------------------------------------------------------------------

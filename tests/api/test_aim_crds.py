@@ -178,10 +178,13 @@ def test_the_two_config_kinds_share_one_schema() -> None:
 
 @pytest.mark.parametrize("definition", AIM_CRDS, ids=lambda d: d.kind)
 def test_no_schema_default_anywhere_in_the_aim_crds(definition: crdgen.CRDDefinition) -> None:
-    text = (CRD_DIR / definition.file_name).read_text()
-    assert "default:" not in text.replace("defaultStorageClassName:", "")
-    for path, node in schema_nodes(aim_crd(definition)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]):
-        assert "default" not in node, path
+    """No layered field has a schema default. The only defaults are Kubernetes' own inside an env var's
+    `valueFrom` (its key references' `name: ""`, `optional: false`, as upstream's CRDs have them): an env var is
+    layered whole, by name, so they never mask a lower layer."""
+    schema = aim_crd(definition)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    defaulted = [path for path, node in schema_nodes(schema) if "default" in node]
+    assert [path for path in defaulted if ".valueFrom." not in path] == []
+    assert all(path.rsplit(".", 1)[-1] in ("name", "optional") for path in defaulted)
 
 
 def test_runtime_config_spec_fields() -> None:
@@ -204,7 +207,9 @@ def test_runtime_config_spec_fields() -> None:
     assert env["x-kubernetes-list-type"] == "map"
     assert env["x-kubernetes-list-map-keys"] == ["name"]
     assert env["items"]["required"] == ["name"]
-    assert env["items"]["properties"]["valueFrom"]["x-kubernetes-preserve-unknown-fields"] is True
+    value_from = env["items"]["properties"]["valueFrom"]
+    assert {"configMapKeyRef", "secretKeyRef", "fieldRef", "resourceFieldRef"} <= value_from["properties"].keys()
+    assert "x-kubernetes-preserve-unknown-fields" not in value_from  # Kubernetes' EnvVarSource, as upstream's
     assert props["labelPropagation"]["properties"]["match"]["items"] == {"type": "string"}
     assert "upstream" in spec["description"] and "dropped" in spec["description"]
 
@@ -227,7 +232,10 @@ def test_service_schema_fields_and_columns() -> None:
         "caching",
     }
     assert props["model"]["properties"].keys() == {"name", "image"}
-    assert (props["model"]["minProperties"], props["model"]["maxProperties"]) == (1, 1)
+    assert [r["message"] for r in props["model"]["x-kubernetes-validations"]] == [
+        "exactly one of name or image must be specified",
+        "model selection is immutable after creation",
+    ]
     assert props["runtimeConfig"]["properties"].keys() == {"storage", "routing", "env", "labelPropagation"}
     config = aim_crd(NS_CONFIG)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert props["routing"] == config["properties"]["routing"] | {"description": props["routing"]["description"]}
@@ -383,8 +391,11 @@ async def test_unknown_fields_fail_strict_and_are_pruned_otherwise(raw: RawClien
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"model": {"name": "m", "image": "i"}}, "spec.model: Too many: 2: must have at most 1 item"),
-        ({"model": {}}, "spec.model: Invalid value: 0: spec.model in body should have at least 1 properties"),
+        (
+            {"model": {"name": "m", "image": "i"}},
+            'spec.model: Invalid value: "object": exactly one of name or image must be specified',
+        ),
+        ({"model": {}}, 'spec.model: Invalid value: "object": exactly one of name or image must be specified'),
         ({"replicas": 1}, "spec.model: Required value"),
         ({"model": {"name": "m"}, "replicas": -1}, "spec.replicas: Invalid value: -1"),
         ({"model": {"name": "m"}, "storage": {"size": "lots"}}, "spec.storage.size: Invalid value"),
@@ -406,6 +417,55 @@ async def test_invalid_services_are_rejected_with_422(
     reply = await raw.post(f"{AIM}/v1alpha2/{ML_TEAM}/aimservices", service_body(**spec))
     assert reply.status == 422, reply.body
     assert message in reply.body["message"]
+
+
+FROZEN_MODEL = 'spec.model: Invalid value: "object": model selection is immutable after creation'
+
+
+@pytest.mark.parametrize(
+    ("field", "before", "after", "message"),
+    [
+        ("model", {"name": "m"}, {"name": "other"}, FROZEN_MODEL),
+        ("model", {"name": "m"}, {"image": "i"}, FROZEN_MODEL),
+        (
+            "caching",
+            {"enabled": False},
+            {"enabled": True},
+            'spec.caching: Invalid value: "object": caching mode is immutable after creation',
+        ),
+    ],
+    ids=["model-name", "model-image", "caching"],
+)
+async def test_a_services_model_and_caching_cannot_change_after_creation(
+    raw: RawClient, installed: None, field: str, before: dict[str, Any], after: dict[str, Any], message: str
+) -> None:
+    """Upstream's transition rules (`self == oldSelf`), evaluated by the API server on update only."""
+    body = service_body(name=f"frozen-{field}", **{"model": {"name": "m"}, field: before})
+    assert (await raw.post(f"{AIM}/v1alpha2/{ML_TEAM}/aimservices", body)).status == 201
+    url = f"{AIM}/v1alpha2/{ML_TEAM}/aimservices/frozen-{field}"
+    patch = [{"op": "replace", "path": f"/spec/{field}", "value": after}]
+    reply = await raw.patch(url, patch, "application/json-patch+json")
+    assert reply.status == 422, reply.body
+    assert message in reply.body["message"]
+    unchanged = await raw.patch(url, {"spec": {"replicas": 2}}, "application/merge-patch+json")
+    assert unchanged.status == 200, unchanged.body
+
+
+async def test_an_artifacts_source_uri_cannot_change(raw: RawClient, installed: None) -> None:
+    body = {
+        "apiVersion": "aim.eai.amd.com/v1alpha2",
+        "kind": "AIMArtifact",
+        "metadata": {"name": "files", "namespace": "ml-team"},
+        "spec": {"sourceUri": "hf://a/b"},
+    }
+    url = f"{AIM}/v1alpha2/{ML_TEAM}/aimartifacts"
+    assert (await raw.post(url, body)).status == 201
+    reply = await raw.patch(f"{url}/files", {"spec": {"sourceUri": "hf://a/c"}}, "application/merge-patch+json")
+    assert reply.status == 422, reply.body
+    assert reply.body["message"] == (
+        'AIMArtifact.aim.eai.amd.com "files" is invalid: spec.sourceUri: Invalid value: "string": '
+        "sourceUri is immutable"
+    )
 
 
 async def test_config_stored_as_v1alpha1_reads_back_as_v1alpha2_and_back(raw: RawClient, installed: None) -> None:

@@ -615,3 +615,21 @@ def test_a_kind_not_served_at_a_version_gets_kubectls_real_cluster_error(env: En
     proc = env.kubectl.run(f"--context={CLUSTER}", "apply", "-f", "-", input=yaml.safe_dump(service), check=False)
     assert proc.returncode == 1
     assert 'no matches for kind "AIMService" in version "aim.eai.amd.com/v1alpha1"' in proc.stderr, proc.stderr
+
+
+def test_a_changed_model_source_replaces_its_artifact_rather_than_retrying_a_refused_update(env: Env) -> None:
+    """An artifact's `spec.sourceUri` is immutable (upstream's CEL rule): when a cache's model source points at
+    other files, the controller deletes the artifact of that name and makes it again, instead of applying a change
+    the API server refuses on every retry."""
+    ns = "source-swap"
+    source = {"name": "weights", "sourceUri": "hf://org/model-a", "size": "1Gi"}
+    env.apply(namespace(ns), obj("AIMProfileCache", "c", ns, profileName="p", modelSources=[source]))
+    first = until(lambda: env.get("aimartifacts", "c-weights", ns), "the artifact")
+    assert first["spec"]["sourceUri"] == "hf://org/model-a"
+    env.apply(obj("AIMProfileCache", "c", ns, profileName="p", modelSources=[{**source, "sourceUri": "hf://org/b"}]))
+    second = until(
+        lambda: (a := env.get("aimartifacts", "c-weights", ns)) and a["spec"]["sourceUri"] == "hf://org/b" and a,
+        "the artifact made again with the new source",
+    )
+    assert second["metadata"]["uid"] != first["metadata"]["uid"]
+    until(lambda: env.status("aimprofilecaches", "c", ns).get("status") == "Ready", "the cache Ready again")

@@ -94,6 +94,85 @@ def event(name: str, involved_namespace: str) -> dict[str, Any]:
     }
 
 
+def cel_rule_crd() -> dict[str, Any]:
+    """A CRD whose schema has validation rules at the root, on spec, on fields, on list items and a transition rule."""
+    spec = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {
+                "rule": "(has(self.a) ? 1 : 0) + (has(self.b) ? 1 : 0) == 1",
+                "message": "exactly one of a or b must be set",
+            },
+            {
+                "rule": "!has(self.min) || !has(self.max) || self.min <= self.max",
+                "messageExpression": "'min is above max for ' + (has(self.a) ? self.a : self.b)",
+            },
+            {
+                "rule": "!has(self.size) || self.size <= 10",
+                "message": "size must be at most 10",
+                "fieldPath": ".size",
+                "reason": "FieldValueForbidden",
+            },
+        ],
+        "properties": {
+            "a": {
+                "type": "string",
+                "maxLength": 20,
+                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "a is immutable"}],
+            },
+            "b": {"type": "string", "maxLength": 20},
+            "min": {"type": "integer"},
+            "max": {"type": "integer"},
+            "size": {"type": "integer"},
+            "mode": {"type": "string", "enum": ["fast", "slow"]},
+            "tags": {
+                "type": "array",
+                "maxItems": 5,
+                "items": {
+                    "type": "string",
+                    "maxLength": 10,
+                    "x-kubernetes-validations": [{"rule": "self.startsWith('t-')"}],
+                },
+            },
+            "limits": {
+                "type": "object",
+                "properties": {"low": {"type": "integer"}, "high": {"type": "integer"}},
+                "x-kubernetes-validations": [{"rule": "self.low < self.high", "message": "low must be below high"}],
+            },
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "celrules.cel.example.com"},
+        "spec": {
+            "group": "cel.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "celrules", "singular": "celrule", "kind": "Celrule"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-validations": [
+                                {"rule": "self.metadata.name.startsWith('c-')", "message": "names start with c-"}
+                            ],
+                            "properties": {"spec": spec},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def celrule(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "cel.example.com/v1", "kind": "Celrule", "metadata": {"name": name}, "spec": spec}
+
+
 EVENT_TIME = {
     "eventTime": "2026-01-01T00:00:00.000000Z",
     "reportingComponent": "fidelity",
@@ -172,6 +251,36 @@ SCENARIOS = [
         (
             step("apply", "-f", "-", input=dump(widget("bad", size=1000))),
             step("apply", "-f", "-", input=dump(widget("bad2", size=1, color="purple"))),
+        ),
+    ),
+    Scenario(
+        "cel-rule-denial",
+        "CRD validation rules (x-kubernetes-validations): passing and failing objects, messageExpression, fieldPath "
+        "and reason, list items, an evaluation error, a type error, and a transition rule on update",
+        (
+            step("apply", "-f", "-", input=dump(cel_rule_crd())),
+            step("wait", "--for=condition=Established", "crd/celrules.cel.example.com", "--timeout=30s"),
+            step("create", "-f", "-", input=dump(celrule("c-ok", a="x", min=1, max=2, size=1, tags=["t-1"]))),
+            step("create", "-f", "-", input=dump(celrule("c-two", a="x", b="bee"))),
+            step("create", "-f", "-", input=dump(celrule("c-minmax", b="bee", min=5, max=2))),
+            step("create", "-f", "-", input=dump(celrule("c-size", b="bee", size=20))),
+            step("create", "-f", "-", input=dump(celrule("c-tags", b="bee", tags=["t-1", "bad"]))),
+            step("create", "-f", "-", input=dump(celrule("bad-name", b="bee"))),
+            step("create", "-f", "-", input=dump(celrule("c-limits", b="bee", limits={"low": 1}))),
+            step("create", "-f", "-", input=dump(celrule("c-type", a="x", b="bee", size="big"))),
+            step("create", "-f", "-", input=dump(celrule("c-enum", a="x", b="bee", mode="odd"))),
+            step("patch", "celrule", "c-ok", "--type=merge", "-p", '{"spec":{"a":"changed"}}'),
+            step("patch", "celrule", "c-ok", "--type=merge", "-p", '{"spec":{"a":null,"b":"now-b"}}'),
+            step("create", "-f", "-", input=dump(celrule("c-long", a="x" * 30, b="bee"))),
+            step(
+                "create",
+                "-f",
+                "-",
+                input=dump(celrule("c-many", a="x", b="bee", size=20, limits={"low": 3, "high": 1})),
+            ),
+            step("create", "-f", "-", input=dump(celrule("c-items", b="bee", tags=["bad", "t-2", "bad3"]))),
+            step("patch", "celrule", "c-ok", "--type=merge", "-p", '{"spec":{"a":"back","b":null}}'),
+            step("get", "celrule", "c-ok", "-o", "jsonpath={.spec}"),
         ),
     ),
     Scenario(
