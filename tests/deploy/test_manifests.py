@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 SCRIPTS = ROOT / "scripts"
 OVERLAYS = sorted(p.name for p in (DEPLOY / "overlays").iterdir() if (p / "kustomization.yaml").exists())
-KUSTOMIZATIONS = ["base", "member", "member/crds", "member/rbac", "thirdparty-crds"] + [
+KUSTOMIZATIONS = ["base", "hub/crds", "member", "member/crds", "member/rbac", "thirdparty-crds"] + [
     f"overlays/{o}" for o in OVERLAYS
 ]
 HUB = "hub-1"
@@ -163,7 +163,9 @@ def test_production_has_pdb_and_anti_affinity_and_an_external_webhook_service() 
     pod = controller(docs)["spec"]["template"]["spec"]
     assert pod["affinity"]["podAntiAffinity"]
     assert one(docs, "Service", "omectl-webhook")["spec"]["type"] == "LoadBalancer"
-    assert not [d for d in docs if d["kind"] == "CustomResourceDefinition"]  # CRDs belong to members
+    # The runtime CRDs belong to members; the hub gets only its own (FleetRuntime).
+    hub_crds = {crd_name(d) for text in crdgen.hub_files().values() for d in yaml.safe_load_all(text) if d}
+    assert {crd_name(d) for d in docs if d["kind"] == "CustomResourceDefinition"} == hub_crds
     cm = one(kustomize("overlays/production-cert-manager"), "Certificate", "omectl-webhook")
     assert cm["spec"]["secretName"] == "omectl-webhook-tls"
 
@@ -194,6 +196,12 @@ def test_every_rendered_crd_equals_the_generated_or_thirdparty_one() -> None:
     }
     member = {crd_name(d): d for d in kustomize("member") if d["kind"] == "CustomResourceDefinition"}
     assert member == generated, "deploy/member/crds differ from omectl.api.crdgen: run `make deploy-sync`"
+    hub = {crd_name(d): d for text in crdgen.hub_files().values() for d in yaml.safe_load_all(text) if d}
+    rendered_hub = {crd_name(d): d for d in kustomize("hub/crds")}
+    assert rendered_hub == hub, "deploy/hub/crds differ from omectl.api.crdgen: run `make deploy-sync`"
+    in_base = {crd_name(d) for d in kustomize("base") if d["kind"] == "CustomResourceDefinition"}
+    assert in_base == set(hub), "the hub install (deploy/base) carries exactly the hub CRDs"
+    generated |= hub
     stand_ins = {crd_name(d): d for d in kustomize("thirdparty-crds")}
     assert stand_ins == thirdparty, "deploy/thirdparty-crds differ from deploy/crds/thirdparty: `make deploy-sync`"
     for path in KUSTOMIZATIONS:  # wherever a CRD is rendered, it is one of those, unchanged
