@@ -242,8 +242,8 @@ def rules_by_resource(role: dict[str, Any]) -> dict[str, set[str]]:
 
 
 MEMBER_RULES = {
-    "servingruntimes.ome.io": {"get", "list", "watch"},
-    "clusterservingruntimes.ome.io": {"get", "list", "watch"},
+    "servingruntimes.ome.io": {"get", "list", "watch", "create", "patch", "delete"},
+    "clusterservingruntimes.ome.io": {"get", "list", "watch", "create", "patch", "delete"},
     "servingruntimes/status.ome.io": {"update"},
     "clusterservingruntimes/status.ome.io": {"update"},
     "inferenceservices.ome.io": {"get", "list", "watch"},
@@ -305,6 +305,13 @@ MEMBER_RULES = {
 }
 
 
+HUB_FLEET_RULES = {
+    "fleetruntimes.fleet.omectl.io": {"get", "list", "watch"},
+    "fleetruntimes/status.fleet.omectl.io": {"update"},
+}
+HUB_KINDS = {"FLEET_RUNTIMES"}  # kinds only the hub serves: their rules are HUB_FLEET_RULES
+
+
 @pytest.mark.kubectl
 def test_member_and_hub_rbac_are_exactly_the_derived_rules() -> None:
     member = kustomize("member")
@@ -320,8 +327,16 @@ def test_member_and_hub_rbac_are_exactly_the_derived_rules() -> None:
     lease_binding = one(member, "RoleBinding", "omectl-member-lease")
     assert lease_binding["subjects"] == binding["subjects"]
     hub = kustomize("base")
-    assert rules_by_resource(one(hub, "Role", "omectl-hub-registrations")) == {"secrets": {"list", "watch"}}
+    assert rules_by_resource(one(hub, "Role", "omectl-hub-registrations")) == {
+        "secrets": {"list", "watch"},
+        "controllerrevisions.apps": {"list", "create", "patch", "delete"},
+    }
     assert one(hub, "RoleBinding", "omectl-hub-registrations")["subjects"][0]["name"] == "omectl-controller"
+    assert rules_by_resource(one(hub, "ClusterRole", "omectl-hub-fleetruntimes")) == HUB_FLEET_RULES
+    fleet_binding = one(hub, "ClusterRoleBinding", "omectl-hub-fleetruntimes")
+    assert fleet_binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "omectl-controller", "namespace": "omectl-system"}
+    ]
 
 
 def test_every_rbac_rule_carries_a_comment() -> None:
@@ -329,6 +344,7 @@ def test_every_rbac_rule_carries_a_comment() -> None:
         DEPLOY / "member" / "rbac" / "clusterrole.yaml",
         DEPLOY / "member" / "rbac" / "role-lease.yaml",
         DEPLOY / "base" / "controller" / "rbac-hub.yaml",
+        DEPLOY / "base" / "controller" / "rbac-hub-fleet.yaml",
     ):
         lines = file.read_text().splitlines()
         for i, line in enumerate(lines):
@@ -357,7 +373,8 @@ def test_rbac_covers_every_kind_the_controller_reads_or_applies() -> None:
         if not isinstance(ref, resources.ResourceRef) or not re.search(rf"\b{name}\b", sources):
             continue
         key = f"{ref.plural}.{ref.group}" if ref.group else ref.plural
-        assert any(k == key or k.startswith(key + "[") for k in rules), f"the controller uses {name} ({ref})"
+        granted = HUB_FLEET_RULES if name in HUB_KINDS else rules
+        assert any(k == key or k.startswith(key + "[") for k in granted), f"the controller uses {name} ({ref})"
 
 
 # --- the dev overlay on a simulated hub (real kubectl) --------------------------------------------------------------
