@@ -1,7 +1,7 @@
 """Typed model of `fleet.omectl.io/v1alpha1` FleetRuntime: one runtime, written once in the hub, applied to the
 member clusters a placement selects (issue 16; docs/fleet-rollouts.md).
 
-A FleetRuntime is cluster-scoped and lives in the **hub**: the cluster `omectl run --hub-kubeconfig` reads its
+A FleetRuntime is cluster-scoped and lives in the **hub**: the cluster `omectl run` reads its
 registration Secrets from. Its `spec.template` is a ClusterServingRuntime or a ServingRuntime (then copied into
 each of `spec.namespaces`); the CRD keeps the template open (`x-kubernetes-preserve-unknown-fields`), since a
 runtime's own schema is the member's CRD, and the controller validates it against `omectl.api.ome` before it

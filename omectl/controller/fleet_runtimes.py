@@ -370,6 +370,7 @@ class FleetRuntimeApplier:
                         "kind": "FleetRuntime",
                         "name": owner,
                         "uid": fr["metadata"].get("uid", ""),
+                        "controller": True,
                     }
                 ],
             },

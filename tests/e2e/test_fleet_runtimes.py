@@ -1,6 +1,6 @@
 """FleetRuntimes end to end (issue 16, first slices), through the real kubectl: a hub (fr-1) holding the
 registrations and the FleetRuntimes, three members (fr-2, fr-3 labelled gpu=h200; fr-4 gpu=mi300x), and `omectl
-run` with `--hub-kubeconfig` applying them.
+run` with that hub (setting hub_kubeconfig) applying them.
 
 Covered: a template applied to exactly the placed clusters (server-side apply, field manager omectl-fleet, owner
 label, revision annotation, a ControllerRevision in the hub); a template edit rolled to every placed cluster as a
@@ -255,10 +255,12 @@ def test_a_users_runtime_of_the_same_name_is_a_conflict_and_is_never_touched(hub
     kept = hub.get("fr-3", "clusterservingruntime", "shared")
     assert kept is not None and kept["metadata"]["uid"] == theirs["metadata"]["uid"] and image_of(kept) == "users:1"
 
-    # Once the user's runtime is gone, a FleetRuntime of that name applies there too.
-    hub.k("fr-3", "delete", "clusterservingruntime", "shared")
+    # Made again it is again a Conflict there; once the user's runtime is gone, the copy is applied there too.
     hub.apply(HUB, fleet_runtime("shared", template("shared", "fleet:1")))
+    hub.wait_phases("shared", {"fr-2": "Applied", "fr-3": "Conflict"}, revision=1)
+    hub.k("fr-3", "delete", "clusterservingruntime", "shared")
     hub.wait_phases("shared", {"fr-2": "Applied", "fr-3": "Applied"}, revision=1)
+    assert image_of(hub.get("fr-3", "clusterservingruntime", "shared")) == "fleet:1"
     hub.k(HUB, "delete", "fleetruntime", "shared")
     until(lambda: hub.get("fr-3", "clusterservingruntime", "shared") is None, "fr-3's copy deleted")
 
@@ -273,6 +275,15 @@ def test_drift_is_reported_then_put_back_when_the_policy_says_correct(hub: Hub) 
     assert "edited in the cluster" in drifted["message"] and "driftPolicy is Report" in drifted["message"]
     assert status["phase"] == "Degraded"
     assert image_of(hub.get("fr-2", "clusterservingruntime", "drift")) == "hand-edited"  # reported, not reverted
+    # A copy deleted by hand is applied again, under Report too.
+    uid = (hub.get("fr-3", "clusterservingruntime", "drift") or {})["metadata"]["uid"]
+    hub.k("fr-3", "delete", "clusterservingruntime", "drift")
+    until(
+        lambda: (
+            (hub.get("fr-3", "clusterservingruntime", "drift") or {"metadata": {"uid": uid}})["metadata"]["uid"] != uid
+        ),
+        "fr-3's copy made again",
+    )
 
     spec = fleet_runtime("drift", template("drift", "good:1"), driftPolicy="Correct")
     hub.apply(HUB, spec)
