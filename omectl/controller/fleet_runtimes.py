@@ -110,8 +110,7 @@ class FleetRuntimeApplier:
         self._template_names: dict[str, set[str]] = {}  # template name -> FleetRuntimes applying one of that name
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
-        self.passes = 0
-        self._passed = asyncio.Condition()
+        self.passes = 0  # reconcile passes ended (each over the dirty FleetRuntimes, or all of them)
         controller.on_cluster_added.append(self._cluster_added)
         controller.on_cluster_removed.append(self._cluster_removed)
 
@@ -180,11 +179,6 @@ class FleetRuntimeApplier:
         if self.owns_hub:
             await self.hub.close()
 
-    async def wait_passes(self, count: int, timeout: float = 30) -> None:
-        """Until `count` reconcile passes have ended (tests)."""
-        async with asyncio.timeout(timeout), self._passed:
-            await self._passed.wait_for(lambda: self.passes >= count)
-
     async def _resync(self) -> None:
         while True:
             await asyncio.sleep(self.resync_seconds)
@@ -213,9 +207,7 @@ class FleetRuntimeApplier:
                 await self._sweep(None if sweep else names)
             except Exception:
                 log.exception("FleetRuntimes: removing stale copies failed")
-            async with self._passed:
-                self.passes += 1
-                self._passed.notify_all()
+            self.passes += 1
 
     async def _retry(self, name: str) -> None:
         await asyncio.sleep(2.0)
