@@ -1,5 +1,5 @@
 """Generate the `ome.io` and `aim.eai.amd.com` CRDs in `deploy/crds/` from the pydantic models in `omectl.api.ome`
-and `omectl.api.aim`.
+and `omectl.api.aim`, and the hub's `fleet.omectl.io` CRDs in `deploy/crds/hub/` from `omectl.api.fleet`.
 
 `python -m omectl.api.crdgen [--out deploy/crds]` writes one YAML file per CRD, named `<group>_<plural>.yaml`;
 `--check` writes nothing and exits 1 listing the files that are missing or differ from what the models produce now.
@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel
 
 from omectl import k8s_openapi
-from omectl.api import aim, ome
+from omectl.api import aim, fleet, ome
 
 # JSON-schema keys a CRD's JSONSchemaProps accepts and that we pass through unchanged.
 _PLAIN_KEYS: Final = frozenset(
@@ -416,6 +416,32 @@ CRDS: Final = (
 )
 
 
+_FLEET_RUNTIME_COLUMNS: Final = (
+    _column("Kind", "string", ".spec.template.kind", description="Kind of the runtime applied"),
+    _column("Runtime", "string", ".spec.template.metadata.name", description="Name of the runtime applied"),
+    _column("Revision", "integer", ".status.revision"),
+    _column("Placed", "integer", ".status.placed", description="Clusters the placement selects"),
+    _column("Applied", "integer", ".status.applied", description="Clusters at the current revision"),
+    _column("Phase", "string", ".status.phase"),
+    _AGE,
+)
+
+HUB_CRDS: Final = (
+    CRDDefinition(
+        fleet.FleetRuntime,
+        fleet.KIND,
+        "fleetruntimes",
+        "Cluster",
+        _FLEET_RUNTIME_COLUMNS,
+        ("fr",),
+        group=fleet.GROUP,
+        versions=(fleet.VERSION,),
+        categories=("omectl",),
+    ),
+)
+"""The CRDs of the hub cluster (installed there, not in members): `deploy/crds/hub/`."""
+
+
 def _overrides_need_not_be_complete(schema: dict[str, Any]) -> None:
     """An InferenceService's components are laid over its runtime's: a runner without a name, a probe without a
     port take them from the runtime. So, as upstream OME's InferenceService CRD, the objects two levels below
@@ -554,6 +580,11 @@ def generated_files() -> dict[str, str]:
     return {d.file_name: render_yaml(d) for d in CRDS}
 
 
+def hub_files() -> dict[str, str]:
+    """File name → content for every CRD of the hub (they go to `hub/`)."""
+    return {d.file_name: render_yaml(d) for d in HUB_CRDS}
+
+
 def rendered_stand_ins() -> dict[str, str]:
     """File name → content for every stand-in rendered from a template (they go to `thirdparty/`)."""
     return {p.name: render_template(p) for p in sorted(TEMPLATES.glob("*.yaml"))}
@@ -561,7 +592,11 @@ def rendered_stand_ins() -> dict[str, str]:
 
 def _written_files() -> dict[str, str]:
     """Path relative to the CRD directory → content, for everything the generator writes."""
-    return generated_files() | {f"thirdparty/{name}": text for name, text in rendered_stand_ins().items()}
+    return (
+        generated_files()
+        | {f"thirdparty/{name}": text for name, text in rendered_stand_ins().items()}
+        | {f"hub/{name}": text for name, text in hub_files().items()}
+    )
 
 
 def _stale(out_dir: Path, texts: dict[str, str]) -> list[Path]:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from omectl.controller.fleet_runtimes import FleetRuntimeApplier
 from omectl.controller.lookup import CacheLookup
 from omectl.controller.manager import ClusterRuntime, FleetController
 from omectl.controller.observe import FleetObserver
@@ -84,6 +85,7 @@ class ControllerApp:
         self.holder = Holder.for_this_process(settings.replica_id, ha=settings.ha)
         self.provider: ShardedProvider | None = None
         self.keepers: dict[str, WebhookKeeper] = {}
+        self.fleet_runtimes: FleetRuntimeApplier | None = None  # with a hub and without --ha (_start_fleet_runtimes)
         self.failure: str | None = None  # set when the process must stop (another one took its replica id)
         self.failed = asyncio.Event()
         self._webhook_started = False
@@ -132,6 +134,8 @@ class ControllerApp:
 
     def _registry_changed(self, change: RegistryChange) -> None:
         name = change.registration.name
+        if self.fleet_runtimes is not None:  # a label change can place or unplace the cluster
+            self.fleet_runtimes.mark_all()
         if change.kind == "removed":
             self.webhook.unregister(name)
             return
@@ -274,10 +278,25 @@ class ControllerApp:
             await self._start_webhook_server()
         self.observer.start()
         self.controller.start_workers()
+        await self._start_fleet_runtimes()
         self._tasks.append(asyncio.create_task(self._follow_registry(), name="registry"))
         self._tasks.append(asyncio.create_task(self._watch_failure(), name="ownership-failure"))
         if self.status_file is not None:
             self._tasks.append(asyncio.create_task(self._write_status_periodically(), name="status-file"))
+
+    async def _start_fleet_runtimes(self) -> None:
+        """The FleetRuntime applier (omectl.controller.fleet_runtimes) when the registry is a hub; not under --ha,
+        where no replica runs every cluster and which one would drive a FleetRuntime is not decided yet."""
+        if self.settings.hub_kubeconfig is None or self.provider is None:
+            return
+        if self.settings.ha:
+            log.info("fleet runtimes: not applied under --ha (one replica per hub is not elected yet)")
+            return
+        hub = await ClusterClient.from_kubeconfig(self.settings.hub_kubeconfig, name="hub")
+        self.fleet_runtimes = FleetRuntimeApplier(
+            hub, self.settings.hub_namespace, self.controller, self.provider.registrations, owns_hub=True
+        )
+        await self.fleet_runtimes.start()
 
     async def _start_webhook_server(self) -> None:
         try:
@@ -382,6 +401,8 @@ class ControllerApp:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        if self.fleet_runtimes is not None:
+            await self.fleet_runtimes.stop()
         await self.controller.stop()
         if self.provider is not None:
             await self.provider.close()

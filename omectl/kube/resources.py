@@ -25,6 +25,7 @@ __all__ = [
     "CUSTOM_RESOURCE_DEFINITIONS",
     "DEPLOYMENTS",
     "EVENTS",
+    "FLEET_RUNTIMES",
     "HTTP_ROUTES",
     "INFERENCE_SERVICES",
     "JOBS",
@@ -130,3 +131,5 @@ AIM_PROFILE_CACHES = ResourceRef(_AIM, "v1alpha2", "aimprofilecaches", "AIMProfi
 AIM_ARTIFACTS = ResourceRef(_AIM, "v1alpha2", "aimartifacts", "AIMArtifact", True)
 AIM_CLUSTER_MODEL_SOURCES = ResourceRef(_AIM, "v1alpha2", "aimclustermodelsources", "AIMClusterModelSource", False)
 JOBS = ResourceRef("batch", "v1", "jobs", "Job", True)
+# The hub's own kind (omectl.api.fleet): runtimes applied across the fleet.
+FLEET_RUNTIMES = ResourceRef("fleet.omectl.io", "v1alpha1", "fleetruntimes", "FleetRuntime", False)

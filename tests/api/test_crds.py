@@ -114,7 +114,9 @@ def test_check_mode_lists_stale_and_missing_files_and_exits_1(
 def test_check_mode_exits_0_after_writing(tmp_path: Path) -> None:
     assert crdgen.main(["--out", str(tmp_path)]) == 0
     assert crdgen.main(["--check", "--out", str(tmp_path)]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*(d.file_name for d in crdgen.CRDS), "thirdparty"])
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted([*(d.file_name for d in crdgen.CRDS), "hub", "thirdparty"])
+    assert sorted(p.name for p in (tmp_path / "hub").iterdir()) == sorted(crdgen.hub_files())
     assert sorted(p.name for p in (tmp_path / "thirdparty").iterdir()) == sorted(crdgen.rendered_stand_ins())
 
 

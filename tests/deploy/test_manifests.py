@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 SCRIPTS = ROOT / "scripts"
 OVERLAYS = sorted(p.name for p in (DEPLOY / "overlays").iterdir() if (p / "kustomization.yaml").exists())
-KUSTOMIZATIONS = ["base", "member", "member/crds", "member/rbac", "thirdparty-crds"] + [
+KUSTOMIZATIONS = ["base", "hub/crds", "member", "member/crds", "member/rbac", "thirdparty-crds"] + [
     f"overlays/{o}" for o in OVERLAYS
 ]
 HUB = "hub-1"
@@ -173,7 +173,9 @@ def test_production_has_pdb_and_anti_affinity_and_an_external_webhook_service() 
     pod = controller(docs)["spec"]["template"]["spec"]
     assert pod["affinity"]["podAntiAffinity"]
     assert one(docs, "Service", "omectl-webhook")["spec"]["type"] == "LoadBalancer"
-    assert not [d for d in docs if d["kind"] == "CustomResourceDefinition"]  # CRDs belong to members
+    # The runtime CRDs belong to members; the hub gets only its own (FleetRuntime).
+    hub_crds = {crd_name(d) for text in crdgen.hub_files().values() for d in yaml.safe_load_all(text) if d}
+    assert {crd_name(d) for d in docs if d["kind"] == "CustomResourceDefinition"} == hub_crds
     cm = one(kustomize("overlays/production-cert-manager"), "Certificate", "omectl-webhook")
     assert cm["spec"]["secretName"] == "omectl-webhook-tls"
 
@@ -206,6 +208,12 @@ def test_every_rendered_crd_equals_the_generated_or_thirdparty_one() -> None:
     }
     member = {crd_name(d): d for d in kustomize("member") if d["kind"] == "CustomResourceDefinition"}
     assert member == generated, "deploy/member/crds differ from omectl.api.crdgen: run `make deploy-sync`"
+    hub = {crd_name(d): d for text in crdgen.hub_files().values() for d in yaml.safe_load_all(text) if d}
+    rendered_hub = {crd_name(d): d for d in kustomize("hub/crds")}
+    assert rendered_hub == hub, "deploy/hub/crds differ from omectl.api.crdgen: run `make deploy-sync`"
+    in_base = {crd_name(d) for d in kustomize("base") if d["kind"] == "CustomResourceDefinition"}
+    assert in_base == set(hub), "the hub install (deploy/base) carries exactly the hub CRDs"
+    generated |= hub
     stand_ins = {crd_name(d): d for d in kustomize("thirdparty-crds")}
     assert stand_ins == thirdparty, "deploy/thirdparty-crds differ from deploy/crds/thirdparty: `make deploy-sync`"
     for path in KUSTOMIZATIONS:  # wherever a CRD is rendered, it is one of those, unchanged
@@ -246,8 +254,8 @@ def rules_by_resource(role: dict[str, Any]) -> dict[str, set[str]]:
 
 
 MEMBER_RULES = {
-    "servingruntimes.ome.io": {"get", "list", "watch"},
-    "clusterservingruntimes.ome.io": {"get", "list", "watch"},
+    "servingruntimes.ome.io": {"get", "list", "watch", "create", "patch", "delete"},
+    "clusterservingruntimes.ome.io": {"get", "list", "watch", "create", "patch", "delete"},
     "servingruntimes/status.ome.io": {"update"},
     "clusterservingruntimes/status.ome.io": {"update"},
     "inferenceservices.ome.io": {"get", "list", "watch"},
@@ -309,6 +317,13 @@ MEMBER_RULES = {
 }
 
 
+HUB_FLEET_RULES = {
+    "fleetruntimes.fleet.omectl.io": {"get", "list", "watch"},
+    "fleetruntimes/status.fleet.omectl.io": {"update"},
+}
+HUB_KINDS = {"FLEET_RUNTIMES"}  # kinds only the hub serves: their rules are HUB_FLEET_RULES
+
+
 @pytest.mark.kubectl
 def test_member_and_hub_rbac_are_exactly_the_derived_rules() -> None:
     member = kustomize("member")
@@ -324,8 +339,16 @@ def test_member_and_hub_rbac_are_exactly_the_derived_rules() -> None:
     lease_binding = one(member, "RoleBinding", "omectl-member-lease")
     assert lease_binding["subjects"] == binding["subjects"]
     hub = kustomize("base")
-    assert rules_by_resource(one(hub, "Role", "omectl-hub-registrations")) == {"secrets": {"list", "watch"}}
+    assert rules_by_resource(one(hub, "Role", "omectl-hub-registrations")) == {
+        "secrets": {"list", "watch"},
+        "controllerrevisions.apps": {"list", "create", "patch", "delete"},
+    }
     assert one(hub, "RoleBinding", "omectl-hub-registrations")["subjects"][0]["name"] == "omectl-controller"
+    assert rules_by_resource(one(hub, "ClusterRole", "omectl-hub-fleetruntimes")) == HUB_FLEET_RULES
+    fleet_binding = one(hub, "ClusterRoleBinding", "omectl-hub-fleetruntimes")
+    assert fleet_binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "omectl-controller", "namespace": "omectl-system"}
+    ]
 
 
 def test_every_rbac_rule_carries_a_comment() -> None:
@@ -333,6 +356,7 @@ def test_every_rbac_rule_carries_a_comment() -> None:
         DEPLOY / "member" / "rbac" / "clusterrole.yaml",
         DEPLOY / "member" / "rbac" / "role-lease.yaml",
         DEPLOY / "base" / "controller" / "rbac-hub.yaml",
+        DEPLOY / "base" / "controller" / "rbac-hub-fleet.yaml",
     ):
         lines = file.read_text().splitlines()
         for i, line in enumerate(lines):
@@ -361,7 +385,8 @@ def test_rbac_covers_every_kind_the_controller_reads_or_applies() -> None:
         if not isinstance(ref, resources.ResourceRef) or not re.search(rf"\b{name}\b", sources):
             continue
         key = f"{ref.plural}.{ref.group}" if ref.group else ref.plural
-        assert any(k == key or k.startswith(key + "[") for k in rules), f"the controller uses {name} ({ref})"
+        granted = HUB_FLEET_RULES if name in HUB_KINDS else rules
+        assert any(k == key or k.startswith(key + "[") for k in granted), f"the controller uses {name} ({ref})"
 
 
 # --- the dev overlay on a simulated hub (real kubectl) --------------------------------------------------------------

@@ -15,6 +15,9 @@ representative run of every end-to-end suite's features:
 - AIM v1alpha2: the models-and-caching samples (a cluster model source, cluster and namespaced models with
   discovery Jobs and result ConfigMaps, profiles, a profile set, a service with caching -> profile cache ->
   artifact -> PVC and download Job), then a new model image (the stale discovery Job and ConfigMap deleted);
+- FleetRuntimes (the hub's): a template applied to the member (server-side apply), edited (a second revision),
+  edited back (its revision renumbered), the copy edited by hand and put back (driftPolicy Correct), then the
+  FleetRuntime deleted (its copy and revisions deleted);
 - the registration Secret rotated: the member is rebuilt and its webhook configuration re-applied (a patch);
 - ownership: the member's Lease taken and renewed, the webhook configuration watched (one name) and put back after
   someone deletes it, `omectl cluster status`'s check (webhook/health.py, with the registration's credentials),
@@ -22,10 +25,11 @@ representative run of every end-to-end suite's features:
 
 Then every request whose User-Agent is the controller's (`omectl/...`) is mapped to the authorizer's attributes
 (omectl/kube/rbac.py) and must be allowed: member requests by the member ClusterRole, hub requests by the hub
-Role in its namespace. And every (group, resource, verb) either role grants must have been used by some request,
-unless the rule's comment says `not exercised: <verbs> - <why>`; such a note must not name a verb the flows do
-use (the note would be stale). The member's roles are the ClusterRole and the Lease Role in omectl-system. A
-failure prints a table: missing permission -> the requests, unused grant -> the rule.
+Role in its namespace and the hub ClusterRole for FleetRuntimes. And every (group, resource, verb) any of these
+roles grants must have been used by some request, unless the rule's comment says `not exercised: <verbs> - <why>`;
+such a note must not name a verb the flows do use (the note would be stale). The member's roles are the
+ClusterRole and the Lease Role in omectl-system. A failure prints a table: missing permission -> the requests,
+unused grant -> the rule.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ MEMBER_ROLE_FILE = ROOT / "deploy" / "member" / "rbac" / "clusterrole.yaml"
 MEMBER_LEASE_ROLE_FILE = ROOT / "deploy" / "member" / "rbac" / "role-lease.yaml"
 MEMBER_NAMESPACE_FILE = ROOT / "deploy" / "member" / "namespace.yaml"
 HUB_ROLE_FILE = ROOT / "deploy" / "base" / "controller" / "rbac-hub.yaml"
+HUB_FLEET_ROLE_FILE = ROOT / "deploy" / "base" / "controller" / "rbac-hub-fleet.yaml"
 HUB_NAMESPACE = "omectl-system"
 MEMBER = "lp-2"  # the fleet's second cluster; lp-1 is the hub
 OPTS = WriteOptions(field_manager="least-privilege-test")
@@ -539,6 +544,65 @@ async def aim_model_flows(f: Fleet) -> None:
     )
 
 
+async def fleet_runtime_flows(f: Fleet) -> None:
+    """A FleetRuntime applied to the member, edited, edited back, its copy drifting and put back, then deleted."""
+    h, m = f.hub, f.member
+    csr = ("ome.io", "clusterservingruntimes")
+    revisions = ("apps", "controllerrevisions")
+
+    def body(image: str, kind: str = "ClusterServingRuntime", name: str = "lp-fleet") -> dict[str, Any]:
+        runner = {"name": "ome-container", "image": image}
+        return {
+            "apiVersion": "fleet.omectl.io/v1alpha1",
+            "kind": "FleetRuntime",
+            "metadata": {"name": name},
+            "spec": {
+                "template": {
+                    "apiVersion": "ome.io/v1beta1",
+                    "kind": kind,
+                    "metadata": {"name": name},
+                    "spec": {"engineConfig": {"runner": runner}},
+                },
+                "placement": {"clusters": [MEMBER]},
+                "driftPolicy": "Correct",
+                **({"namespaces": ["llama-demo"]} if kind == "ServingRuntime" else {}),
+            },
+        }
+
+    def image() -> str | None:
+        copy = get(m, *csr, "lp-fleet")
+        return copy["spec"]["engineConfig"]["runner"]["image"] if copy else None
+
+    def revision() -> int | None:
+        return status(h, "fleet.omectl.io", "fleetruntimes", "lp-fleet").get("revision")
+
+    await apply(h, body("one"))
+    await until(lambda: image() == "one" and revision() == 1, "the copy applied")
+    await apply(h, body("two"))
+    await until(lambda: image() == "two" and revision() == 2, "the second revision applied")
+    await apply(h, body("one"))
+    await until(lambda: image() == "one" and revision() == 3, "the first template renumbered as revision 3")
+    edit = {"spec": {"engineConfig": {"runner": {"image": "by-hand"}}}}
+    await merge_patch(m, "ome.io/v1beta1", "ClusterServingRuntime", "lp-fleet", "", edit)
+    await until(lambda: image() == "by-hand", "the hand edit")
+    await until(lambda: image() == "one", "the copy put back")
+    # ten more templates: the oldest revisions beyond the newest ten are deleted
+    for n in range(4, 14):
+        await apply(h, body(f"v{n}"))
+        await until(lambda n=n: revision() == n, f"revision {n}")
+    await until(lambda: len(list(h.api.store.items(revisions, HUB_NAMESPACE))) == 10, "the newest ten kept")
+    # a ServingRuntime template goes to its namespaces
+    await apply(h, body("ns", "ServingRuntime", "lp-fleet-ns"))
+    await until(lambda: get(m, "ome.io", "servingruntimes", "lp-fleet-ns", "llama-demo"), "the namespaced copy")
+    await delete(h, "fleet.omectl.io/v1alpha1", "FleetRuntime", "lp-fleet-ns")
+    await until(lambda: get(m, "ome.io", "servingruntimes", "lp-fleet-ns", "llama-demo") is None, "deleted")
+    await delete(h, "fleet.omectl.io/v1alpha1", "FleetRuntime", "lp-fleet")
+    await until(
+        lambda: get(m, *csr, "lp-fleet") is None and not list(h.api.store.items(revisions, HUB_NAMESPACE)),
+        "the copy and the revisions deleted",
+    )
+
+
 async def rotate_registration(f: Fleet) -> None:
     """A rotated registration rebuilds the member: the webhook configuration is applied again (a patch)."""
 
@@ -642,6 +706,7 @@ async def test_every_controller_request_is_allowed_and_every_grant_is_used(fleet
     await ome_flows(fleet)
     await aim_service_flows(fleet)
     await aim_model_flows(fleet)
+    await fleet_runtime_flows(fleet)
     await rotate_registration(fleet)
     await ownership_flows(fleet)
     await fleet.app.controller.queue.drain()
@@ -652,6 +717,7 @@ async def test_every_controller_request_is_allowed_and_every_grant_is_used(fleet
     kustomization = yaml.safe_load((HUB_ROLE_FILE.parent / "kustomization.yaml").read_text())
     assert kustomization["namespace"] == HUB_NAMESPACE  # the hub Role's namespace, set by kustomize
     hub_role = load_role(HUB_ROLE_FILE, "Role", namespace=HUB_NAMESPACE)
+    hub_fleet_role = load_role(HUB_FLEET_ROLE_FILE, "ClusterRole")
     member_requests = authorization_requests(controller_requests(fleet.member))
     hub_requests = authorization_requests(controller_requests(fleet.hub))
     assert member_requests and hub_requests
@@ -662,7 +728,7 @@ async def test_every_controller_request_is_allowed_and_every_grant_is_used(fleet
         usage_table(hub_requests),
     ]
     problems, notes = [], []
-    for title, roles in (("member", [member_role, lease_role]), ("hub", [hub_role])):
+    for title, roles in (("member", [member_role, lease_role]), ("hub", [hub_role, hub_fleet_role])):
         requests = member_requests if title == "member" else hub_requests
         missing = missing_permissions(roles, requests)
         if missing:
@@ -673,6 +739,7 @@ async def test_every_controller_request_is_allowed_and_every_grant_is_used(fleet
         ("member", member_role, member_requests, MEMBER_ROLE_FILE),
         ("member", lease_role, member_requests, MEMBER_LEASE_ROLE_FILE),
         ("hub", hub_role, hub_requests, HUB_ROLE_FILE),
+        ("hub", hub_fleet_role, hub_requests, HUB_FLEET_ROLE_FILE),
     ):
         sources = rule_sources(path)
         assert len(sources) == len(role.rules), path
@@ -703,7 +770,12 @@ def test_notes_name_their_verbs() -> None:
 
 
 def test_every_rule_of_the_deployed_roles_has_its_comment() -> None:
-    for path, kind in ((MEMBER_ROLE_FILE, "ClusterRole"), (MEMBER_LEASE_ROLE_FILE, "Role"), (HUB_ROLE_FILE, "Role")):
+    for path, kind in (
+        (MEMBER_ROLE_FILE, "ClusterRole"),
+        (MEMBER_LEASE_ROLE_FILE, "Role"),
+        (HUB_ROLE_FILE, "Role"),
+        (HUB_FLEET_ROLE_FILE, "ClusterRole"),
+    ):
         sources = rule_sources(path)
         assert len(sources) == len(load_role(path, kind).rules)
         assert all(s.comment for s in sources), path
