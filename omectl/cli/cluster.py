@@ -8,10 +8,12 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 import yaml
@@ -29,7 +31,9 @@ from omectl.fleet.registration import (
     validate_cluster_name,
 )
 from omectl.kube.errors import KubeConfigError, KubeConnectionError, KubeError
-from omectl.problems import read_problem
+
+if TYPE_CHECKING:
+    from .status import StatusReport
 
 cluster_app = typer.Typer(no_args_is_help=True, help="Register, list, remove, check and clean fleet clusters.")
 
@@ -435,58 +439,47 @@ def status(
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     timeout: float = typer.Option(3.0, "--timeout", min=0.1, help="Seconds to wait for each cluster's checks."),
     lease_namespace: str = LEASE_NAMESPACE_OPTION,
+    watch: bool = typer.Option(False, "--watch", "-w", help="Refresh every --interval seconds until Ctrl-C."),
+    interval: float = typer.Option(2.0, "--interval", min=0.1, help="Seconds between refreshes with --watch."),
 ) -> None:
-    """Per cluster, as the running controller sees it: connected, caches synced, last error, objects, queue; and,
-    from each registered member, who owns it and whether its webhooks answer (with the fix when they do not)."""
+    """Every registered cluster as the running controller reports it (asked at the /status address its status file
+    records): state, reconciles, errors and the last one; and, from each member, who owns it and whether its
+    webhooks answer (with the fix when they do not). Exits 1 when no controller is running."""
     _check_output(output)
-    members = asyncio.run(_check_members(clusters_dir_to_read(clusters_dir), timeout, lease_namespace))
-    if not status_file.exists():
-        if output == "table":
-            _print_members(members)
-        else:
-            _emit({"members": [m.to_dict() for m in members]}, output)
-        raise _fail(f"no running controller found ({status_file} does not exist); start one with `omectl run`")
-    try:
-        document = json.loads(status_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(f"cannot read {status_file}: {read_problem(exc)}") from None
-    except json.JSONDecodeError:
-        document = None
-    clusters = document.get("clusters", []) if isinstance(document, dict) else None
-    if not isinstance(clusters, list) or not all(isinstance(c, dict) and "name" in c for c in clusters):
-        raise _fail(f"{status_file}: not a controller status file")
-    if output != "table":
-        _emit({**document, "members": [m.to_dict() for m in members]}, output)
+    directory = clusters_dir_to_read(clusters_dir)
+    if not watch:
+        report = _status_report(status_file, directory, timeout, lease_namespace)
+        typer.echo(report.render(output))
+        if not report.controller.running:
+            raise _fail(report.controller.failure(status_file))
         return
-    rows = [
-        [
-            c["name"],
-            "yes" if c.get("connected") else "no",
-            "yes" if c.get("synced") else "no",
-            str(c.get("objectsCached", 0)),
-            str(c.get("reconciles", 0)),
-            str(c.get("queueDepth", 0)),
-            c.get("lastError") or "<none>",
-        ]
-        for c in clusters
-    ]
-    _print_table(["NAME", "CONNECTED", "SYNCED", "OBJECTS", "RECONCILES", "QUEUE", "LAST ERROR"], rows)
-    resolver = document.get("resolver") or {}
-    typer.echo(
-        f"\nresolver: {resolver.get('entries', 0)} cached merges, {resolver.get('hits', 0)} hits, "
-        f"{resolver.get('misses', 0)} misses; queue depth {document.get('queueDepth', 0)}"
-    )
-    _print_errors(document.get("registryErrors") or {})
-    if members:
-        typer.echo("")
-        _print_members(members)
+    clear = sys.stdout.isatty() and output == "table"
+    try:
+        while True:
+            report = _status_report(status_file, directory, timeout, lease_namespace)
+            frame = report.render(output)
+            typer.echo(("\x1b[H\x1b[2J" + frame) if clear else frame + "\n", nl=not clear)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
 
 
-async def _check_members(directory: Path, timeout: float, namespace: str) -> list[Any]:
+def _status_report(status_file: Path, directory: Path, timeout: float, lease_namespace: str) -> StatusReport:
+    """What the controller says (or that it is not running) and what the members say, for every registered cluster."""
+    from .status import StatusFileError, StatusReport, controller_view
+
+    try:  # a bad status file is an error before any member is asked
+        controller = controller_view(status_file, timeout)
+    except StatusFileError as exc:
+        raise _fail(str(exc)) from None
+    registrations, registry_errors = DirectoryProvider(directory).scan()
+    members = asyncio.run(_check_members(registrations, timeout, lease_namespace))
+    return StatusReport(controller, sorted(registrations), registry_errors, members)
+
+
+async def _check_members(registrations: dict[str, ClusterRegistration], timeout: float, namespace: str) -> list[Any]:
     """`check_member` on every registered cluster, at once (omectl.webhook.health)."""
     from omectl.webhook.health import MemberCheck, check_member
-
-    registrations, _ = DirectoryProvider(directory).scan()
 
     async def one(reg: ClusterRegistration) -> MemberCheck:
         try:
@@ -499,19 +492,3 @@ async def _check_members(directory: Path, timeout: float, namespace: str) -> lis
             await client.close()
 
     return list(await asyncio.gather(*(one(registrations[n]) for n in sorted(registrations))))
-
-
-def _print_members(members: list[Any]) -> None:
-    """What the members say: who holds each cluster and whether its webhooks answer; each problem with its fix."""
-    if not members:
-        return
-    _print_table(
-        ["CLUSTER", "OWNER", "WEBHOOKS"],
-        [[m.cluster, m.owner or "<none>", m.webhooks] for m in members],
-    )
-    problems = [m for m in members if m.problem]
-    if problems:
-        typer.echo("")
-        typer.echo("PROBLEMS")
-        for m in problems:
-            typer.echo(f"  {m.cluster}: {m.problem}" + (f"; fix: {m.fix}" if m.fix else ""))

@@ -16,8 +16,11 @@ import typer
 from typer import _click as click
 from typer.core import HAS_RICH
 
+from . import light_params
 from .errors import describe, usage_line
 from .lazy import LazyCommand, LazyGroup
+
+light_params.install()  # parameters convert without pydantic (see the module for why it is safe)
 
 
 class RuntimeCommands(LazyGroup):

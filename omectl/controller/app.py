@@ -17,6 +17,7 @@ import base64
 import contextlib
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -63,6 +64,7 @@ def _not_run(name: str, why: str) -> dict[str, Any]:
     return {
         "name": name,
         "server": "",
+        "state": "waiting",
         "connected": False,
         "synced": False,
         "lastError": why,
@@ -110,7 +112,11 @@ class ControllerApp:
         self.status_server: StatusServer | None = None
         if settings.metrics_port >= 0:
             self.status_server = StatusServer(
-                settings.metrics_host, settings.metrics_port, self.metrics.registry, self.observer.readiness
+                settings.metrics_host,
+                settings.metrics_port,
+                self.metrics.registry,
+                self.observer.readiness,
+                status=self.status_document,
             )
 
     def _webhook_server(self) -> WebhookServer:
@@ -370,12 +376,14 @@ class ControllerApp:
             self.write_status_file()
             await asyncio.sleep(1.0)
 
-    def write_status_file(self) -> None:
-        if self.status_file is None:
-            return
-        self.status_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.status_file.with_suffix(".tmp")
-        document = {"pid": os.getpid(), **self.controller.status()}
+    def status_document(self) -> dict[str, Any]:
+        """What `GET /status` serves and the status file keeps: the controller's state, per cluster and overall."""
+        document = {
+            "pid": os.getpid(),
+            "identity": self.holder.identity,
+            "observedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **self.controller.status(),
+        }
         if self.provider is not None:
             coordinator = self.provider.coordinator
             document["ownership"] = coordinator.status()
@@ -384,8 +392,19 @@ class ControllerApp:
             document["clusters"] += [_not_run(name, why) for name, why in sorted(waiting.items())]
         if self.status_server is not None:
             document["metricsUrl"] = self.status_server.base_url
+            document["statusUrl"] = f"{self.status_server.base_url}/status"
         # lastError and registry errors quote what servers and kubeconfig loaders said: no secret may reach the CLI
-        text = scrub(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        scrubbed: dict[str, Any] = orjson.loads(scrub(orjson.dumps(document).decode()))
+        return scrubbed
+
+    def write_status_file(self) -> None:
+        """The status document, rewritten every second: where the controller serves `/status` (`statusUrl`), and
+        what it said last (`observedAt`), for `omectl cluster status` once the process is gone."""
+        if self.status_file is None:
+            return
+        self.status_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.status_file.with_suffix(".tmp")
+        text = orjson.dumps(self.status_document(), option=orjson.OPT_INDENT_2).decode()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # owner only, like the kubeconfig
         with os.fdopen(fd, "w") as out:
             out.write(text)

@@ -74,6 +74,7 @@ from omectl.kube.writer import write_status
 from omectl.observability.logs import note_span
 from omectl.observability.metrics import RESULT_ERROR, RESULT_REQUEUE, RESULT_SUCCESS, ControllerMetrics
 from omectl.observability.redact import without_userinfo
+from omectl.problems import one_line
 from omectl.tracing.spans import reconcile_span, set_result, watch_event_context
 
 log = logging.getLogger(__name__)
@@ -108,9 +109,26 @@ class ClusterHealth:
     connected: bool = False
     synced: bool = False
     last_error: str | None = None
+    """The newest failure of the cluster's watches (None once they all answer again)."""
     reconciles: int = 0
     errors: int = 0
     started_at: float = field(default_factory=time.time)
+    last_reconcile_at: float | None = None
+    last_reconcile_error: str | None = None
+    """The newest reconcile that failed (`errors` counts them), kept after later reconciles succeed."""
+    last_reconcile_error_at: float | None = None
+
+
+def _rfc3339(when: float | None) -> str | None:
+    if when is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+
+
+def _cluster_state(health: ClusterHealth) -> str:
+    if not health.connected:
+        return "disconnected"
+    return "ready" if health.synced else "syncing"
 
 
 class ClusterRuntime:
@@ -324,12 +342,16 @@ class ClusterRuntime:
         return {
             "name": self.name,
             "server": without_userinfo(self.client.server) if hasattr(self.client, "server") else "",
+            "state": _cluster_state(self.health),
             "connected": self.health.connected,
             "synced": self.health.synced,
-            "lastError": self.health.last_error,
+            # a watch failing now first; else the last reconcile that failed, so errors > 0 always has its cause
+            "lastError": self.health.last_error or self.health.last_reconcile_error,
+            "lastErrorTime": _rfc3339(self.health.last_reconcile_error_at) if not self.health.last_error else None,
             "objectsCached": sum(len(i.cache) for i in self.informers),
             "reconciles": self.health.reconciles,
             "errors": self.health.errors,
+            "lastReconcileTime": _rfc3339(self.health.last_reconcile_at),
             "queueDepth": self.controller.queue.depth(self.name),
         }
 
@@ -474,11 +496,16 @@ class FleetController:
                 outcome = RESULT_REQUEUE
                 set_result(span, RESULT_REQUEUE)
                 return Result()
-            except Exception:
+            except Exception as exc:
                 cluster.health.errors += 1
+                where = f"{key.namespace}/{key.name}" if key.namespace else key.name
+                problem = one_line(str(exc) or type(exc).__name__)
+                cluster.health.last_reconcile_error = f"{key.kind} {where}: {problem}"
+                cluster.health.last_reconcile_error_at = time.time()
                 raise
             finally:
                 cluster.health.reconciles += 1
+                cluster.health.last_reconcile_at = time.time()
                 if self.metrics is not None:
                     elapsed = time.perf_counter() - started
                     self.metrics.observe_reconcile(key.cluster, key.kind, outcome, elapsed, item.queue_wait)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omectl.observability.redact import register_kubeconfig_secrets, without_userinfo
 from omectl.problems import read_problem, yaml_problem
@@ -50,26 +50,27 @@ class RegistrationError(ValueError):
     """A registration or its kubeconfig is unusable; `str(exc)` is the one-line message for the operator."""
 
 
-class ClusterRegistration(BaseModel):
-    """One registered cluster: how to reach it and what it is labelled with."""
+@dataclass(frozen=True)
+class ClusterRegistration:
+    """One registered cluster: how to reach it and what it is labelled with.
 
-    model_config = ConfigDict(frozen=True)
+    A plain dataclass, not a pydantic model: `omectl cluster list` reads registrations and must not import pydantic
+    to do it (issue 19 §5); every field is checked where a registration is read (`registration_from_document`).
+    """
 
     name: str
     kubeconfig_path: Path | None = None
     kubeconfig_inline: str | None = None
     context: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
     source: str = ""
     """Where the registration came from (a file path, or `secret NAMESPACE/NAME`), for messages."""
     fingerprint: str = ""
     """SHA-256 over the kubeconfig content and the context: changes when credentials are rotated in place."""
 
-    @model_validator(mode="after")
-    def _exactly_one_kubeconfig(self) -> ClusterRegistration:
+    def __post_init__(self) -> None:
         if (self.kubeconfig_path is None) == (self.kubeconfig_inline is None):
             raise ValueError("exactly one of kubeconfig_path or kubeconfig_inline is required")
-        return self
 
 
 def validate_cluster_name(name: str) -> str | None:
@@ -182,7 +183,7 @@ def registration_from_document(
     )
     if not fingerprint:
         return reg
-    return reg.model_copy(update={"fingerprint": kubeconfig_fingerprint(kubeconfig_content(reg), context)})
+    return replace(reg, fingerprint=kubeconfig_fingerprint(kubeconfig_content(reg), context))
 
 
 def parse_registration(

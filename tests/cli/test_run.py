@@ -230,10 +230,11 @@ def test_run_serves_the_fleet_reports_status_and_stops_cleanly_on_sigterm(fleet:
 
         shown = omectl("cluster", "status", "--status-file", str(status_file), cwd=tmp_path)
         assert shown.returncode == 0, shown.stderr
-        controller_table = shown.stdout.split("\n\n")[0]  # then the resolver line, and what the members say
+        assert shown.stdout.startswith(f"controller: running (pid {proc.pid}, http://127.0.0.1:"), shown.stdout
+        controller_table = shown.stdout.split("\n\n")[1]  # then the resolver line, and what the members say
         rows = {line.split()[0]: line.split() for line in controller_table.splitlines() if line.strip()}
         for name in names:
-            assert rows[name][1:3] == ["yes", "yes"], shown.stdout  # CONNECTED, SYNCED
+            assert rows[name][1:4] == ["ready", "yes", "yes"], shown.stdout  # STATE, CONNECTED, SYNCED
     finally:
         _, err = stop(proc)
     assert proc.returncode == 0, err

@@ -203,7 +203,8 @@ def test_after_a_sigkill_writes_fail_closed_status_says_why_and_a_new_controller
         "cluster", "status", "--clusters-dir", str(fleet.clusters_dir), "--status-file",
         str(fleet.status_file("first")), cwd=fleet.tmp,
     )  # fmt: skip
-    assert shown.returncode == 0, shown.stderr
+    assert shown.returncode == 1, shown.stderr  # the controller is gone: its pid is (it serves no /status here)
+    assert shown.stderr.startswith(f"error: the controller is not running (pid {first.pid}"), shown.stderr
     problems = shown.stdout.split("PROBLEMS", 1)[1]
     line = next(x for x in problems.splitlines() if x.strip().startswith(f"{cluster}:"))
     assert "points at https://127.0.0.1:" in line and "which does not answer" in line, line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -273,7 +274,7 @@ def test_to_yaml_round_trips(tmp_path: Path, inline: bool) -> None:
     text = to_yaml(reg)
     loaded = parse_registration(text, source="rt.yaml", base_dir=tmp_path)
     assert loaded is not None
-    assert loaded.model_dump(exclude={"source", "fingerprint"}) == reg.model_dump(exclude={"source", "fingerprint"})
+    assert replace(loaded, source="", fingerprint="") == replace(reg, source="", fingerprint="")
     if inline:
         assert "inline: |" in text
 
