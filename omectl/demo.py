@@ -102,7 +102,9 @@ class Shell:
         self.kubectl = kubectl
         self.trace_file = trace_file
 
-    def _run(self, argv: list[str], shown: str, input: str | None, expect_failure: bool) -> str:
+    def _run(
+        self, argv: list[str], shown: str, input: str | None, expect_failure: bool, exit_code: int | None = None
+    ) -> str:
         print(f"\n$ {shown}", flush=True)
         env = dict(os.environ, HOME=str(self.cache), OMECTL_TRACE_FILE=str(self.trace_file))
         # kubectl finds the `kubectl-ome` plugin next to this interpreter (the virtualenv's bin)
@@ -112,7 +114,7 @@ class Shell:
         output = (proc.stdout + proc.stderr).rstrip()
         if output:
             print(output, flush=True)
-        if (proc.returncode != 0) != expect_failure:
+        if (exit_code is not None and proc.returncode != exit_code) or (proc.returncode != 0) != expect_failure:
             raise SystemExit(f"demo step failed (exit {proc.returncode}): {shown}")
         return proc.stdout
 
@@ -146,9 +148,9 @@ class Shell:
         argv = [self.kubectl, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache}", *args]
         return self._run(argv, "kubectl " + " ".join(args), input, expect_failure)
 
-    def omectl(self, *args: str) -> str:
+    def omectl(self, *args: str, exit_code: int = 0) -> str:
         argv = [sys.executable, "-m", "omectl", *args]
-        return self._run(argv, "omectl " + " ".join(args), None, False)
+        return self._run(argv, "omectl " + " ".join(args), None, exit_code != 0, exit_code)
 
     def omectl_with(self, args: list[str], shown: str) -> str:
         return self._run([sys.executable, "-m", "omectl", *args], "omectl " + shown, None, False)
@@ -213,7 +215,10 @@ def engine_story(sh: Shell, servers: list[str], clusters_dir: Path, kubeconfig: 
     sh.plugin("runtime", "tree", "sglang-profile", "--all-clusters", "--clusters-dir", str(clusters_dir))
     edit = work / "edited-profile.yaml"
     edit.write_text(edited_profile())
-    sh.omectl("runtime", "plan", "-f", str(edit), "--cluster", "sim-1", "--clusters-dir", str(clusters_dir))
+    # it exits as kubectl diff does: 1, something would change
+    sh.omectl(
+        "runtime", "plan", "-f", str(edit), "--cluster", "sim-1", "--clusters-dir", str(clusters_dir), exit_code=1
+    )
 
     print("\n# 2e. The image bump, applied on every cluster, rolls every autoSync engine; the pinned one drifts:")
     for server in servers:

@@ -79,12 +79,6 @@ def up(
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--nodes") from None
     manifests = list(apply or [])
-    carried: tempfile.TemporaryDirectory[str] | None = None
-    if not manifests and DEFAULT_MANIFESTS.is_dir():
-        manifests = [DEFAULT_MANIFESTS]
-    elif not manifests:
-        carried = tempfile.TemporaryDirectory(prefix="omectl-crds-")
-        manifests = [_write_carried_crds(Path(carried.name))]
     for path in manifests:
         if not path.exists():
             raise typer.BadParameter(f"{path} does not exist", param_hint="--apply")
@@ -94,6 +88,12 @@ def up(
     require_writable(ready_file, "--ready-file")
     require_writable(register, "--register", directory=True)
     require_writable(state_dir, "--state-dir", directory=True)
+    carried: tempfile.TemporaryDirectory[str] | None = None
+    if not manifests and DEFAULT_MANIFESTS.is_dir():
+        manifests = [DEFAULT_MANIFESTS]
+    elif not manifests:  # only once every option is known good: a usage error stays one line
+        carried = tempfile.TemporaryDirectory(prefix="omectl-crds-")
+        manifests = [_write_carried_crds(Path(carried.name))]
     try:
         code = asyncio.run(
             _serve(
@@ -109,6 +109,7 @@ def up(
                 simulation,
                 real,
                 webhook_port,
+                crds_note=_carried_crds_note() if carried is not None else None,
             )
         )
     except _ClusterCrashed as exc:  # its report ends with the tail of the process's log, line by line
@@ -123,12 +124,16 @@ def up(
 
 def _write_carried_crds(directory: Path) -> Path:
     """Outside a checkout (no ./deploy/crds): the CRDs this omectl carries, generated as deploy/crds holds them."""
-    from omectl import __version__
     from omectl.api import crdgen
 
     crdgen.write_files(directory)
-    typer.echo(f"no {DEFAULT_MANIFESTS}/ here: applying the CRDs omectl {__version__} carries", err=True)
     return directory
+
+
+def _carried_crds_note() -> str:
+    from omectl import __version__
+
+    return f"no {DEFAULT_MANIFESTS}/ here: applied the CRDs omectl {__version__} carries"
 
 
 async def _serve(
@@ -144,6 +149,7 @@ async def _serve(
     simulation: FleetSimulation | None = None,
     real: bool = False,
     webhook_port: int | None = None,
+    crds_note: str | None = None,
 ) -> int:
     """Serve until SIGTERM (0) or SIGINT (130)."""
     console = Console()
@@ -191,6 +197,8 @@ async def _serve(
             table.add_row(*row)
         console.print(table)
         console.print(f"kubeconfig: {kubeconfig_out}  (export KUBECONFIG={kubeconfig_out})")
+        if crds_note is not None:
+            console.print(crds_note)
         if ready_file is not None:
             _write_ready_file(ready_file, [f"{s.name} {s.url}" for s in fleet.servers])
         if app is not None:

@@ -12,7 +12,9 @@ its outcome changes. For each reached one the plan says:
 - `would break`: the chain or the model check fails after the edit; the controller leaves the workload as it is;
 - `would recover`: it fails now and renders after the edit.
 
-Nothing is written. Exit codes as for the other `runtime` commands (0, 1 not found/invalid input, 2 cluster error).
+Nothing is written. It exits as `kubectl diff` does: 0 when the edit changes nothing (the runtimes are as live and
+no InferenceService's outcome moves), 1 when it changes something, 2 on an error (a file it cannot use, a cluster
+it cannot read).
 """
 
 from __future__ import annotations
@@ -257,13 +259,15 @@ def plan_cluster(read: ClusterRead, models: _Models, edits: list[tuple[RuntimeRe
     edited_refs = {ref for ref, _ in edits}
     runtimes = []
     for ref, doc in edits:
-        entry: dict[str, Any] = {"kind": ref.kind, "name": ref.name, "exists": read.runtime(ref) is not None}
+        live = read.runtime(ref)
+        entry: dict[str, Any] = {"kind": ref.kind, "name": ref.name, "exists": live is not None}
         if ref.kind == SERVING_RUNTIME:
             entry["namespace"] = ref.namespace
         try:
             entry["chainAfter"] = [hop.name for hop in resolve_chain(doc, after.lookup()).refs]
         except ChainError as exc:
             entry["chainError"] = exc.message
+        entry["changed"] = live is None or _differs_from_live(doc, live)
         runtimes.append(entry)
     reached: list[dict[str, Any]] = []
     for isvc in sorted(
@@ -277,7 +281,26 @@ def plan_cluster(read: ClusterRead, models: _Models, edits: list[tuple[RuntimeRe
     counts: dict[str, int] = {}
     for entry in reached:
         counts[entry["action"]] = counts.get(entry["action"], 0) + 1
-    return {"cluster": read.cluster, "runtimes": runtimes, "inferenceServices": reached, "summary": counts}
+    changes = any(r["changed"] for r in runtimes) or any(e["action"] != UNCHANGED for e in reached)
+    return {
+        "cluster": read.cluster,
+        "runtimes": runtimes,
+        "inferenceServices": reached,
+        "summary": counts,
+        "changes": changes,
+    }
+
+
+def _differs_from_live(edited: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
+    """Whether applying the edit would change the live runtime: its spec, or a label or annotation it sets."""
+    if edited.get("spec") != live.get("spec"):
+        return True
+    edited_meta, live_meta = edited.get("metadata") or {}, live.get("metadata") or {}
+    return any(
+        (live_meta.get(field) or {}).get(key) != value
+        for field in ("labels", "annotations")
+        for key, value in (edited_meta.get(field) or {}).items()
+    )
 
 
 def _entry(isvc: Mapping[str, Any], now: Outcome, then: Outcome) -> dict[str, Any]:
@@ -333,8 +356,45 @@ async def _plan_with(client: ClusterClient, edits: list[EditedRuntime]) -> dict[
         models.base.upsert({**obj, "kind": "BaseModel"})
     for obj in cluster_base:
         models.cluster.upsert({**obj, "kind": "ClusterBaseModel"})
-    placed = [edit.placed(client.default_namespace) for edit in edits]
+    placed = [await _checked_by_the_server(client, *edit.placed(client.default_namespace)) for edit in edits]
     return plan_cluster(read, models, placed)
+
+
+PLAN_FIELD_MANAGER = "omectl-plan"
+
+
+async def _checked_by_the_server(
+    client: ClusterClient, ref: RuntimeRef, doc: dict[str, Any]
+) -> tuple[RuntimeRef, dict[str, Any]]:
+    """The edited runtime as the API server would store it (a server-side apply with dryRun=All: its schema, its
+    defaults, the admission webhooks); a runtime it would refuse is an error naming the field. Nothing is written.
+    Without the right to patch runtimes the file is planned as written."""
+    kind_ref = SERVING_RUNTIMES if ref.kind == SERVING_RUNTIME else CLUSTER_SERVING_RUNTIMES
+    try:
+        stored = await client.patch(
+            kind_ref,
+            ref.name,
+            doc,
+            ref.namespace or None,
+            patch_type="apply",
+            field_manager=PLAN_FIELD_MANAGER,
+            force=True,
+            dry_run=True,
+        )
+    except KubeAPIError as exc:
+        if exc.status == 403:
+            typer.echo(
+                f"warning: cluster {client.name}: {_runtime_label(ref)} not checked by the server: {exc.message}",
+                err=True,
+            )
+            return ref, doc
+        if exc.status in (400, 409, 422):
+            raise CommandError(
+                f"cluster {client.name}: the API server would reject {_runtime_label(ref)}: {exc.message}",
+                EXIT_PLAN_ERROR,
+            ) from None
+        raise
+    return ref, stored
 
 
 EXCLUSIONS_SHOWN = 3
@@ -382,6 +442,11 @@ def _print_plan(results: list[dict[str, Any]]) -> None:
     typer.echo(f"\nplan: {summary} in {_plural(len(results), 'cluster')}; nothing was written")
 
 
+# as `kubectl diff`: 0 nothing changes, 1 something changes, more an error
+EXIT_PLAN_CHANGES = 1
+EXIT_PLAN_ERROR = 2
+
+
 def plan(
     filename: Path = typer.Option(..., "-f", "--filename", help="The edited runtime(s), as you would apply them."),
     namespace: str | None = typer.Option(
@@ -396,7 +461,8 @@ def plan(
     timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """Before applying a runtime edit: every InferenceService it would reach and the diff of each engine workload
-    it would re-render (pinned ones listed as "would drift"). Nothing is written."""
+    it would re-render (pinned ones listed as "would drift"). Nothing is written. Exits as kubectl diff: 0 nothing
+    changes, 1 something changes, 2 an error."""
     try:
         edits = load_edits(filename, namespace)
         if all_clusters:
@@ -413,7 +479,7 @@ def plan(
             targets = [_single_target(kubeconfig, context, cluster, clusters_dir, timeout)]
             errors = []
     except CommandError as exc:
-        _fail(exc)
+        _fail(CommandError(exc.message, EXIT_PLAN_ERROR))
     outcomes = asyncio.run(_plan_fleet(targets, edits))
     results = [o for o in outcomes if isinstance(o, dict)]
     errors += [o.message for o in outcomes if isinstance(o, CommandError)]
@@ -425,7 +491,9 @@ def plan(
     else:
         _emit({"clusters": results, "errors": errors, "written": False}, output)
     if errors:
-        raise typer.Exit(EXIT_CLUSTER_FAILED)
+        raise typer.Exit(EXIT_PLAN_ERROR)
+    if any(result["changes"] for result in results):
+        raise typer.Exit(EXIT_PLAN_CHANGES)
 
 
 async def _plan_fleet(targets: list[ClusterTarget], edits: list[EditedRuntime]) -> list[dict[str, Any] | CommandError]:

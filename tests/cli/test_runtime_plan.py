@@ -110,9 +110,10 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(app, ["runtime", "plan", *args])
 
 
-def plan_json(*args: str) -> dict[str, Any]:
+def plan_json(*args: str, exit_code: int = 1) -> dict[str, Any]:
+    """The plan as JSON; it exits as kubectl diff: 1 when something would change (every edit here but one)."""
     result = invoke(*args, "-o", "json")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == exit_code, result.output
     document: dict[str, Any] = json.loads(result.stdout)
     return document
 
@@ -149,8 +150,42 @@ def test_an_image_bump_re_renders_auto_sync_services_and_drifts_pinned_ones(kube
     assert entries["team-b/own"]["action"] == "unchanged"  # its own image overrides the profile's
     assert cluster["summary"] == {"re-render": 1, "would drift": 1, "unchanged": 1}
     assert cluster["runtimes"] == [
-        {"kind": CSR, "name": "sglang-profile", "exists": True, "chainAfter": ["sglang-profile"]}
+        {"kind": CSR, "name": "sglang-profile", "exists": True, "chainAfter": ["sglang-profile"], "changed": True}
     ]
+    assert cluster["changes"] is True
+
+
+def test_the_live_runtime_as_it_is_plans_no_change_and_exits_0(kubeconfig: Path, tmp_path: Path) -> None:
+    live = tmp_path / "profile.yaml"
+    live.write_text(yaml.safe_dump(sample("profile.yaml")))
+    (cluster,) = plan_json("-f", str(live), "--kubeconfig", str(kubeconfig), exit_code=0)["clusters"]
+    assert cluster["changes"] is False
+    assert cluster["runtimes"][0]["changed"] is False
+    assert {e["action"] for e in cluster["inferenceServices"]} <= {"unchanged"}
+
+
+def test_an_edit_of_a_label_alone_is_a_change(kubeconfig: Path, tmp_path: Path) -> None:
+    profile = sample("profile.yaml")
+    profile["metadata"].setdefault("labels", {})["team"] = "platform"
+    path = tmp_path / "labelled.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    (cluster,) = plan_json("-f", str(path), "--kubeconfig", str(kubeconfig), exit_code=1)["clusters"]
+    assert cluster["runtimes"][0]["changed"] is True
+
+
+def test_a_runtime_the_server_would_refuse_is_an_error_naming_the_field(
+    fleet: BackgroundFleet, kubeconfig: Path, tmp_path: Path
+) -> None:
+    profile = sample("profile.yaml")
+    profile["spec"]["supportedModelFormats"] = "not-a-list"
+    path = tmp_path / "refused.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    before = live_objects(fleet)
+    result = invoke("-f", str(path), "--kubeconfig", str(kubeconfig))
+    assert result.exit_code == 2, result.output
+    assert "the API server would reject ClusterServingRuntime sglang-profile" in result.output
+    assert "spec.supportedModelFormats" in result.output
+    assert live_objects(fleet) == before
 
 
 def test_plan_writes_nothing(fleet: BackgroundFleet, kubeconfig: Path, tmp_path: Path) -> None:
@@ -173,7 +208,7 @@ def test_an_edit_that_breaks_the_chain_lists_every_service_that_would_break(kube
 
 def test_table_output_prints_each_service_its_action_and_the_diff(kubeconfig: Path, tmp_path: Path) -> None:
     result = invoke("-f", str(edited_profile(tmp_path)), "--kubeconfig", str(kubeconfig))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # something changes, as kubectl diff's 1
     lines = result.stdout.splitlines()
     assert "cluster plan-1:" in lines
     assert "  ClusterServingRuntime sglang-profile (edited): chain sglang-profile" in lines
@@ -218,7 +253,7 @@ def test_bad_edit_files_are_one_line_errors(kubeconfig: Path, tmp_path: Path, co
     path = tmp_path / "edit.yaml"
     path.write_text(content)
     result = invoke("-f", str(path), "--kubeconfig", str(kubeconfig))
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # an error, as kubectl diff's >1
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1
 

@@ -61,10 +61,17 @@ def checked_lines() -> list[ShellLine]:
     for doc, first, text, illustrative in shell_blocks():
         if illustrative:
             continue
+        pending, start = "", 0
         for offset, raw in enumerate(text.splitlines()):
-            words = tuple(shlex.split(raw, comments=True))
+            if not pending:
+                start = offset
+            if raw.endswith("\\"):
+                pending += raw[:-1] + " "
+                continue
+            words = tuple(shlex.split(pending + raw, comments=True))
+            pending = ""
             if words:
-                lines.append(ShellLine(doc, first + offset, words))
+                lines.append(ShellLine(doc, first + start, words))
     return lines
 
 
@@ -91,6 +98,8 @@ def check(line: ShellLine) -> str | None:
     words = list(line.words)
     while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # VAR=value command
         words.pop(0)
+    if not words:  # a shell variable set for the lines after it
+        return None
     command = words[0]
     if command == "export":
         return None if all(re.fullmatch(r"[A-Z_]+=\S+", w) for w in words[1:]) else "not an assignment"
