@@ -914,8 +914,8 @@ def markdown_table(results: dict[str, Any]) -> str:
 
 def run_profile(sizes: Sizes, client_procs: int, top: int, dump: Path | None) -> None:
     """The create phase against a server in this process under cProfile; prints the top functions."""
-    from omectl.embedded.fleet import apply_document
-    from omectl.embedded.server import EmbeddedAPIServer
+    from omectl.sim.apiserver.server import EmbeddedAPIServer
+    from omectl.sim.fleet import apply_document
 
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(client_procs, mp_context=context) as pool:

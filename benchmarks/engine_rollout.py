@@ -69,8 +69,8 @@ from benchmarks.fleet_convergence import (
 )
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.controller.apply import RENDER_HASH
-from omectl.core.render import component_name
+from omectl.controller.runtime.apply import RENDER_HASH
+from omectl.core.ome.render import component_name
 from omectl.settings import Settings
 
 DEFAULT_OUT = RESULTS_DIR / "engine_rollout.json"

@@ -56,7 +56,7 @@ from benchmarks.common import (
 from benchmarks.resolver import API_VERSION, PROFILE_NAME, child_spec, profile_spec
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.controller.lookup import INHERIT_INDEX, inherit_index
+from omectl.controller.ome.lookup import INHERIT_INDEX, inherit_index
 from omectl.kube.cache import ObjectCache
 from omectl.settings import Settings
 

@@ -73,7 +73,7 @@ from benchmarks.engine_rollout import ISVC as ISVC_SAMPLE
 from benchmarks.engine_rollout import MODEL, NEW_IMAGE, OLD_IMAGE, PROFILE, PROFILE_NAME, RUNTIME, EngineFleet
 from benchmarks.fleet_convergence import RAW_CLIENTS, SETUP_CLIENTS, USER_AGENT, FleetProcess, run_concurrently
 from omectl.cli.dev import write_registrations
-from omectl.core.render import component_name
+from omectl.core.ome.render import component_name
 
 DEFAULT_OUT = RESULTS_DIR / "fleet_scale.json"
 README_BEGIN = "<!-- fleet-scale:begin -->"

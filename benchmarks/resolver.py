@@ -38,10 +38,10 @@ from benchmarks.common import (
     units_of,
     write_results,
 )
-from omectl.controller.lookup import INHERIT_INDEX, CacheLookup, inherit_index
-from omectl.controller.resolver import ChainResolver
-from omectl.core.inheritance import resolve_chain, spec_layers
-from omectl.core.merge import merge_chain
+from omectl.controller.ome.lookup import INHERIT_INDEX, CacheLookup, inherit_index
+from omectl.controller.ome.resolver import ChainResolver
+from omectl.core.ome.inheritance import resolve_chain, spec_layers
+from omectl.core.ome.merge import merge_chain
 from omectl.kube.cache import ObjectCache
 
 DEFAULT_OUT = RESULTS_DIR / "resolver.json"

@@ -19,9 +19,9 @@ import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
-from omectl.embedded.simulator import NodePool, SimulatorConfig
 from omectl.settings import Settings
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.simulator import NodePool, SimulatorConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "deploy" / "samples" / "ome"

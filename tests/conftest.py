@@ -8,8 +8,8 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
-from omectl.embedded.server import EmbeddedAPIServer
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from tests.support import Kubectl, RawClient, kubectl_path
 
 

@@ -6,11 +6,11 @@ is that cluster::
     KUBECONFIG=cluster-1.kubeconfig kopf run --standalone --all-namespaces --quiet \
         benchmarks/peers/kopf_runtime_status.py
 
-It does what `omectl.controller.runtime_status` does for ServingRuntimes and ClusterServingRuntimes, with the same
+It does what `omectl.controller.ome.runtime_status` does for ServingRuntimes and ClusterServingRuntimes, with the same
 core code: kopf's event handlers feed an in-process cache of every runtime; each event resolves the runtime's
-`ome.io/inherit-from` chain (`omectl.core.inheritance.resolve_chain`, DESIGN decision 1: a ServingRuntime's parent
+`ome.io/inherit-from` chain (`omectl.core.ome.inheritance.resolve_chain`, DESIGN decision 1: a ServingRuntime's parent
 is the ServingRuntime of that name in its namespace, else the ClusterServingRuntime), merges it
-(`omectl.core.merge.merge_chain`), and writes `status.inheritanceChain`, the `InheritanceReady` condition and
+(`omectl.core.ome.merge.merge_chain`), and writes `status.inheritanceChain`, the `InheritanceReady` condition and
 `observedGeneration` through the status subresource, exactly as omectl words them (an unchanged status is not
 written). A spec or annotation change, a create or a delete also re-reconciles every runtime that names the changed
 one as its parent (recursively: the runtimes whose chain passes through it), as omectl's inherit-from index does.
@@ -38,9 +38,9 @@ import kopf
 import orjson
 import yaml
 
-from omectl.core.inheritance import ChainError, inherit_from, resolve_chain, spec_layers
-from omectl.core.merge import merge_chain
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
+from omectl.core.ome.inheritance import ChainError, inherit_from, resolve_chain, spec_layers
+from omectl.core.ome.merge import merge_chain
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
 
 GROUP, VERSION = "ome.io", "v1beta1"
 CONDITION = "InheritanceReady"
@@ -89,7 +89,7 @@ def load_kubeconfig() -> tuple[str, dict[str, str]]:
 
 
 def desired_status(live: Mapping[str, Any], chain: tuple[str, ...] | None, reason: str, message: str) -> Any:
-    """The status omectl writes for this outcome (`omectl.controller.runtime_status.desired_status`), or None when
+    """The status omectl writes for this outcome (`omectl.controller.ome.runtime_status.desired_status`), or None when
     the live status already says it."""
     status = dict(live.get("status") or {})
     generation = int((live.get("metadata") or {}).get("generation", 0) or 0)

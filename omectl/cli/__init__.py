@@ -4,7 +4,7 @@
 def main() -> None:
     """The console scripts' entry point: a Ctrl-C while the CLI itself loads exits 130 too, without a traceback."""
     try:
-        from .main import main as run
+        from omectl.cli.main import main as run
 
         run()
     except KeyboardInterrupt:

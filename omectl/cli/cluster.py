@@ -33,7 +33,7 @@ from omectl.fleet.registration import (
 from omectl.kube.errors import KubeConfigError, KubeConnectionError, KubeError
 
 if TYPE_CHECKING:
-    from .status import StatusReport
+    from omectl.cli.status import StatusReport
 
 cluster_app = typer.Typer(no_args_is_help=True, help="Register, list, remove, check and clean fleet clusters.")
 
@@ -157,7 +157,7 @@ def _rows(directory: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
 
 def _print_table(headers: list[str], rows: list[list[str]]) -> None:
     """kubectl-style columns (omectl.cli.tables): safe to pipe into grep/awk."""
-    from .tables import print_table
+    from omectl.cli.tables import print_table
 
     print_table(headers, rows)
 
@@ -466,7 +466,7 @@ def status(
 
 def _status_report(status_file: Path, directory: Path, timeout: float, lease_namespace: str) -> StatusReport:
     """What the controller says (or that it is not running) and what the members say, for every registered cluster."""
-    from .status import StatusFileError, StatusReport, controller_view
+    from omectl.cli.status import StatusFileError, StatusReport, controller_view
 
     try:  # a bad status file is an error before any member is asked
         controller = controller_view(status_file, timeout)

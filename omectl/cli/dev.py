@@ -15,13 +15,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from omectl.embedded.fleet import EmbeddedFleet, FleetSimulation, simulator_for
-from omectl.embedded.simulator import NODES_HELP, parse_nodes_option
+from omectl.cli.errors import CommandError, require_writable
+from omectl.cli.signals import StopSignals
 from omectl.envtest.fleet import RealFleet
 from omectl.fleet.registration import validate_cluster_name
-
-from .errors import CommandError, require_writable
-from .signals import StopSignals
+from omectl.sim.fleet import EmbeddedFleet, FleetSimulation, simulator_for
+from omectl.sim.simulator import NODES_HELP, parse_nodes_option
 
 dev_app = typer.Typer(no_args_is_help=True, help="Run a simulated fleet for development and demos.")
 DEFAULT_MANIFESTS = Path("deploy/crds")

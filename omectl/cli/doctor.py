@@ -17,12 +17,8 @@ from typing import Any
 import typer
 import yaml
 
-from omectl.controller.aim_service import aim_operator_namespace
-from omectl.doctor.checks import FAIL, PASS, WARN, Context, Finding, run_checks
-from omectl.kube.client import ClusterClient
-
-from .errors import CommandError
-from .runtime import (
+from omectl.cli.errors import CommandError
+from omectl.cli.runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
     CONTEXT_OPTION,
@@ -36,6 +32,9 @@ from .runtime import (
     _registrations,
     _single_target,
 )
+from omectl.controller.aim.service import aim_operator_namespace
+from omectl.doctor.checks import FAIL, PASS, WARN, Context, Finding, run_checks
+from omectl.kube.client import ClusterClient
 
 __all__ = ["doctor"]
 

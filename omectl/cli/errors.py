@@ -39,8 +39,8 @@ _MESSAGE_ERRORS = (
     ("omectl.kube.errors", "KubeError"),
     ("omectl.fleet.registration", "RegistrationError"),
     ("omectl.settings", "SettingsError"),
-    ("omectl.embedded.fleet", "ManifestError"),
-    ("omectl.embedded.server", "StateError"),
+    ("omectl.sim.fleet", "ManifestError"),
+    ("omectl.sim.apiserver.server", "StateError"),
 )
 
 

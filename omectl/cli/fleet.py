@@ -15,12 +15,8 @@ from typing import Any
 
 import typer
 
-from omectl.core.workloads import gpu_requests, is_gpu_resource, parse_count
-from omectl.kube.client import ClusterClient, KubeAPIError
-from omectl.kube.resources import DEPLOYMENTS, INFERENCE_SERVICES, LEADER_WORKER_SETS, ResourceRef
-
-from .errors import CommandError
-from .runtime import (
+from omectl.cli.errors import CommandError
+from omectl.cli.runtime import (
     CLUSTERS_DIR_OPTION,
     EXIT_CLUSTER_FAILED,
     OUTPUT_OPTION,
@@ -34,6 +30,9 @@ from .runtime import (
     _registrations,
     _with_client,
 )
+from omectl.core.ome.workloads import gpu_requests, is_gpu_resource, parse_count
+from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.resources import DEPLOYMENTS, INFERENCE_SERVICES, LEADER_WORKER_SETS, ResourceRef
 
 __all__ = ["cluster_gpu_report", "fleet_app"]
 

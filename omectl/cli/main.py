@@ -16,9 +16,9 @@ import typer
 from typer import _click as click
 from typer.core import HAS_RICH
 
-from . import light_params
-from .errors import describe, usage_line
-from .lazy import LazyCommand, LazyGroup
+from omectl.cli import light_params
+from omectl.cli.errors import describe, usage_line
+from omectl.cli.lazy import LazyCommand, LazyGroup
 
 light_params.install()  # parameters convert without pydantic (see the module for why it is safe)
 
@@ -41,7 +41,8 @@ class RuntimeCommands(LazyGroup):
             "omectl.cli.runtime_plan",
             "plan",
             "Before applying a runtime edit: every InferenceService it would reach and the diff of each engine "
-            'workload it would re-render (pinned ones listed as "would drift"). Nothing is written.',
+            'workload it would re-render (pinned ones listed as "would drift"). Nothing is written. Exits as kubectl '
+            "diff: 0 nothing changes, 1 something changes, 2 an error.",
         ),
         "tree": LazyCommand(
             "omectl.cli.runtime_tree",

@@ -60,7 +60,7 @@ def version(
 
         typer.echo(yaml.safe_dump(document, sort_keys=False).rstrip())
     else:
-        from .tables import print_table
+        from omectl.cli.tables import print_table
 
         typer.echo(f"Client Version: {__version__}")
         print_table(

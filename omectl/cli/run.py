@@ -9,11 +9,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from omectl.cli.errors import require_writable
+from omectl.cli.signals import StopSignals
 from omectl.fleet.providers import clusters_dir_to_read
 from omectl.settings import Settings
-
-from .errors import require_writable
-from .signals import StopSignals
 
 DEFAULT_STATUS_FILE = Path(".omectl/controller-status.json")
 

@@ -26,19 +26,25 @@ import typer
 import yaml
 from rich.console import Console
 
-from omectl.controller.lookup import INHERIT_INDEX, RUNTIME_INDEX, CacheGraph, CacheLookup, inherit_index, runtime_index
-from omectl.core.inheritance import ChainError, resolve_chain, spec_layers
-from omectl.core.merge import merge_chain
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
-from omectl.core.selection import RuntimeValidation, lookup_named_runtime, named_runtime
+from omectl.cli.errors import CommandError
+from omectl.controller.ome.lookup import (
+    INHERIT_INDEX,
+    RUNTIME_INDEX,
+    CacheGraph,
+    CacheLookup,
+    inherit_index,
+    runtime_index,
+)
+from omectl.core.ome.inheritance import ChainError, resolve_chain, spec_layers
+from omectl.core.ome.merge import merge_chain
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
+from omectl.core.ome.selection import RuntimeValidation, lookup_named_runtime, named_runtime
 from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_to_read
 from omectl.fleet.registration import ClusterRegistration, RegistrationError, open_client
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeConfigError, KubeError
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
 from omectl.observability.redact import redact_object
-
-from .errors import CommandError
 
 __all__ = ["ClusterRead", "effective_report", "runtime_app"]
 

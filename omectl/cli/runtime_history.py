@@ -1,7 +1,7 @@
 """`omectl runtime history RUNTIME` (also `kubectl ome runtime history`): the revisions of a runtime's merged spec.
 
 A revision is the immutable ControllerRevision `<runtime>-<hash>` the controller snapshots in an InferenceService's
-namespace (`omectl.controller.revisions`). The history lists them newest first with age, hash, the chain and its
+namespace (`omectl.controller.ome.revisions`). The history lists them newest first with age, hash, the chain and its
 resourceVersions, which one the live chain resolves to now, and the InferenceServices pinned to each;
 `--diff REV1 REV2` prints the merged-spec difference between two of them and exits like `diff`: 0 when they are
 the same, 1 when they differ.
@@ -19,21 +19,8 @@ from typing import Any
 import typer
 import yaml
 
-from omectl.controller.revisions import RUNTIME_KIND_LABEL, RUNTIME_LABEL, spec_hash
-from omectl.core.inheritance import ChainError, ResolutionContext, resolve_chain, spec_layers
-from omectl.core.merge import merge_chain
-from omectl.kube.client import ClusterClient, KubeError
-from omectl.kube.resources import (
-    CLUSTER_SERVING_RUNTIMES,
-    CONTROLLER_REVISIONS,
-    INFERENCE_SERVICES,
-    SERVING_RUNTIMES,
-    ResourceRef,
-)
-from omectl.observability.redact import redact_object
-
-from .errors import CommandError
-from .runtime import (
+from omectl.cli.errors import CommandError
+from omectl.cli.runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
     CONTEXT_OPTION,
@@ -51,6 +38,18 @@ from .runtime import (
     _single_target,
     _with_client,
 )
+from omectl.controller.ome.revisions import RUNTIME_KIND_LABEL, RUNTIME_LABEL, spec_hash
+from omectl.core.ome.inheritance import ChainError, ResolutionContext, resolve_chain, spec_layers
+from omectl.core.ome.merge import merge_chain
+from omectl.kube.client import ClusterClient, KubeError
+from omectl.kube.resources import (
+    CLUSTER_SERVING_RUNTIMES,
+    CONTROLLER_REVISIONS,
+    INFERENCE_SERVICES,
+    SERVING_RUNTIMES,
+    ResourceRef,
+)
+from omectl.observability.redact import redact_object
 
 __all__ = ["history", "history_report"]
 

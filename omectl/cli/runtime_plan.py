@@ -29,12 +29,33 @@ from typing import Any
 import typer
 import yaml
 
-from omectl.controller.revisions import revision_name, spec_hash
-from omectl.core.inheritance import ChainError, resolve_chain, spec_layers
-from omectl.core.merge import merge_chain
-from omectl.core.render import RenderError, render_workloads
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
-from omectl.core.selection import (
+from omectl.cli.errors import CommandError
+from omectl.cli.runtime import (
+    CLUSTER_OPTION,
+    CLUSTERS_DIR_OPTION,
+    CONTEXT_OPTION,
+    EXIT_CLUSTER_FAILED,
+    KUBECONFIG_OPTION,
+    OUTPUT_OPTION,
+    TIMEOUT_OPTION,
+    ClusterRead,
+    ClusterTarget,
+    OutputFormat,
+    _emit,
+    _fail,
+    _plural,
+    _registered_target,
+    _registrations,
+    _runtime_label,
+    _single_target,
+    _with_client,
+)
+from omectl.controller.ome.revisions import revision_name, spec_hash
+from omectl.core.ome.inheritance import ChainError, resolve_chain, spec_layers
+from omectl.core.ome.merge import merge_chain
+from omectl.core.ome.render import RenderError, render_workloads
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
+from omectl.core.ome.selection import (
     ModelError,
     NoRuntimeFound,
     RuntimeValidation,
@@ -55,28 +76,6 @@ from omectl.kube.resources import (
     ResourceRef,
 )
 from omectl.observability.redact import redact_object
-
-from .errors import CommandError
-from .runtime import (
-    CLUSTER_OPTION,
-    CLUSTERS_DIR_OPTION,
-    CONTEXT_OPTION,
-    EXIT_CLUSTER_FAILED,
-    KUBECONFIG_OPTION,
-    OUTPUT_OPTION,
-    TIMEOUT_OPTION,
-    ClusterRead,
-    ClusterTarget,
-    OutputFormat,
-    _emit,
-    _fail,
-    _plural,
-    _registered_target,
-    _registrations,
-    _runtime_label,
-    _single_target,
-    _with_client,
-)
 
 __all__ = ["EditedRuntime", "load_edits", "plan", "plan_cluster"]
 

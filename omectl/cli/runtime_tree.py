@@ -4,7 +4,7 @@
 A ServingRuntime's chain looks every parent up in its namespace first, so one ClusterServingRuntime sits in
 different chains per namespace: the tree of a ClusterServingRuntime shows its cluster-only descendants and, per
 namespace whose ServingRuntimes reach it, that namespace's path with the InferenceServices each path reaches; a
-namespace where a ServingRuntime of the same name shadows it is shown as shadowed (`omectl.core.reach`).
+namespace where a ServingRuntime of the same name shadows it is shown as shadowed (`omectl.core.ome.reach`).
 
 The tree fails closed: when a list it needs fails or is forbidden, it says which and exits 2 without printing a
 partial tree. Each node lists at most `--limit` InferenceServices and child runtimes, then "N more".
@@ -22,14 +22,8 @@ import typer
 from rich.text import Text
 from rich.tree import Tree
 
-from omectl.core.inheritance import ChainError, ResolutionContext, inherit_from, resolve_chain
-from omectl.core.reach import ContextReach, reach
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, RUNTIME_PROFILE_ANNOTATION, SERVING_RUNTIME, RuntimeRef
-from omectl.kube.client import ClusterClient, KubeError
-from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
-
-from .errors import CommandError
-from .runtime import (
+from omectl.cli.errors import CommandError
+from omectl.cli.runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
     CONTEXT_OPTION,
@@ -57,6 +51,11 @@ from .runtime import (
     _single_target,
     _with_client,
 )
+from omectl.core.ome.inheritance import ChainError, ResolutionContext, inherit_from, resolve_chain
+from omectl.core.ome.reach import ContextReach, reach
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, RUNTIME_PROFILE_ANNOTATION, SERVING_RUNTIME, RuntimeRef
+from omectl.kube.client import ClusterClient, KubeError
+from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
 
 __all__ = ["RuntimeKindChoice", "ancestors_report", "tree", "tree_report"]
 

@@ -24,9 +24,8 @@ from typing import Any
 
 import yaml
 
+from omectl.cli.tables import render_table
 from omectl.problems import one_line, read_problem
-
-from .tables import render_table
 
 __all__ = ["ControllerView", "StatusFileError", "StatusReport", "controller_view", "read_status_file"]
 

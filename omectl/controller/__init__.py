@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from omectl.controller.queue import (
+from omectl.controller.runtime.queue import (
     Clock,
     FakeClock,
     MonotonicClock,

@@ -1,7 +1,7 @@
 """`omectl run` as an object: settings in; registry, ownership, controller, webhook server and tracing wired;
 clean shutdown.
 
-The controller runs only the clusters whose ownership Lease this process holds (`omectl.controller.ownership`);
+The controller runs only the clusters whose ownership Lease this process holds (`omectl.controller.runtime.ownership`);
 for each, a `WebhookKeeper` installs and keeps its webhook configuration. The webhook server answers for every
 *registered* cluster: from the informer caches for the clusters it runs, from the cluster's API server for the
 others (so no replica ever denies a request because it is not the owner). Shutdown hands every cluster over
@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 import orjson
 
 from omectl.controller.fleet_runtimes import FleetRuntimeApplier
-from omectl.controller.lookup import CacheLookup
-from omectl.controller.manager import ClusterRuntime, FleetController
-from omectl.controller.observe import FleetObserver
+from omectl.controller.ome.lookup import CacheLookup
+from omectl.controller.runtime.manager import ClusterRuntime, FleetController
+from omectl.controller.runtime.observe import FleetObserver
 from omectl.fleet.leases import Holder
 from omectl.fleet.providers import RegistryChange, provider_from_settings
 from omectl.fleet.sharding import (
@@ -98,7 +98,7 @@ class ControllerApp:
         self.registry_batches = 0
         self._registry_applied = asyncio.Condition()
         self.controller.on_cluster_removed.append(self._cluster_removed)
-        # metrics, /healthz and /readyz (omectl.observability; the readiness rule is in omectl.controller.observe)
+        # metrics, /healthz and /readyz (omectl.observability; the readiness rule: omectl.controller.runtime.observe)
         self.metrics = ControllerMetrics()
         self.controller.metrics = self.metrics
         self.observer = FleetObserver(
@@ -254,7 +254,7 @@ class ControllerApp:
             raise
 
     async def _start(self) -> None:
-        from omectl.controller.ownership import describe, own_registry
+        from omectl.controller.runtime.ownership import describe, own_registry
         from omectl.fleet.sharding import ReplicaIdInUse
 
         inner = await provider_from_settings(

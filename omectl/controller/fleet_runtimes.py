@@ -63,7 +63,7 @@ from omectl.kube.resources import (
 from omectl.kube.writer import write_status
 
 if TYPE_CHECKING:
-    from omectl.controller.manager import ClusterRuntime, FleetController
+    from omectl.controller.runtime.manager import ClusterRuntime, FleetController
     from omectl.fleet.registration import ClusterRegistration
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,8 @@
 Test infrastructure and `omectl dev up --real`; the product never needs it.
 """
 
-from .binaries import BinariesMissing, EnvtestBinaries, find_binaries
-from .controlplane import ControlPlaneError, RealAPIServer
-from .fleet import RealFleet
+from omectl.envtest.binaries import BinariesMissing, EnvtestBinaries, find_binaries
+from omectl.envtest.controlplane import ControlPlaneError, RealAPIServer
+from omectl.envtest.fleet import RealFleet
 
 __all__ = ["BinariesMissing", "ControlPlaneError", "EnvtestBinaries", "RealAPIServer", "RealFleet", "find_binaries"]

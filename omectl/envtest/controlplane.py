@@ -35,10 +35,9 @@ import aiohttp
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from omectl.embedded.kubeconfig import KubeconfigEntry
+from omectl.envtest.binaries import EnvtestBinaries, find_binaries
+from omectl.sim.kubeconfig import KubeconfigEntry
 from omectl.tls import CertificateAuthority, client_ssl_context
-
-from .binaries import EnvtestBinaries, find_binaries
 
 __all__ = ["ADMIN_GROUP", "ADMIN_USER", "ControlPlaneError", "RealAPIServer", "free_port"]
 

@@ -1,6 +1,6 @@
 """`RealFleet`: N real clusters (etcd + kube-apiserver each), one kubeconfig, manifests applied to all.
 
-The counterpart of `omectl.embedded.fleet.EmbeddedFleet` with the same surface (`servers`, `start`, `stop`,
+The counterpart of `omectl.sim.fleet.EmbeddedFleet` with the same surface (`servers`, `start`, `stop`,
 `write_kubeconfig`, `apply`), so `omectl dev up --real` and the tests can point at either. Manifests are
 applied over HTTP with server-side apply (field manager `omectl-dev`, forced, `fieldValidation=Strict`);
 CustomResourceDefinitions go first and each must be Established, and its resource listable, before anything else is
@@ -18,13 +18,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from omectl.embedded.fleet import APPLY_MANAGER, FleetSimulation, manifest_documents, simulator_for
-from omectl.embedded.kubeconfig import build_kubeconfig, write_kubeconfig
+from omectl.envtest.binaries import EnvtestBinaries, find_binaries
+from omectl.envtest.controlplane import RealAPIServer
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef
-
-from .binaries import EnvtestBinaries, find_binaries
-from .controlplane import RealAPIServer
+from omectl.sim.fleet import APPLY_MANAGER, FleetSimulation, manifest_documents, simulator_for
+from omectl.sim.kubeconfig import build_kubeconfig, write_kubeconfig
 
 __all__ = ["RealFleet", "apply_documents", "cluster_client", "resource_for"]
 
@@ -181,7 +180,7 @@ class RealFleet:
 
     async def start_simulators(self) -> None:
         """The workload simulator per cluster that has a config (after the CRDs are applied: it needs the kinds)."""
-        from .simulator import RemoteSimulator
+        from omectl.envtest.simulator import RemoteSimulator
 
         for server in self.servers:
             config = simulator_for(self.simulation, server.name)

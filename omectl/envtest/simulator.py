@@ -22,11 +22,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from omectl.embedded.api import CRD_KEY, WriteOptions
-from omectl.embedded.errors import APIError
-from omectl.embedded.registry import ResourceType
-from omectl.embedded.simulator import SimulatorConfig, WorkloadSimulator
-from omectl.embedded.simulator.engine import (
+from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.informer import Informer
+from omectl.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef
+from omectl.sim.apiserver.api import CRD_KEY, WriteOptions
+from omectl.sim.apiserver.errors import APIError
+from omectl.sim.apiserver.registry import ResourceType
+from omectl.sim.apiserver.store import WatchEvent
+from omectl.sim.simulator import SimulatorConfig, WorkloadSimulator
+from omectl.sim.simulator.engine import (
     CLAIMS,
     CONFIG_MAPS,
     DEPLOYMENTS,
@@ -39,10 +43,6 @@ from omectl.embedded.simulator.engine import (
     MODEL_KINDS,
     NODES,
 )
-from omectl.embedded.store import WatchEvent
-from omectl.kube.client import ClusterClient, KubeAPIError
-from omectl.kube.informer import Informer
-from omectl.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef
 
 __all__ = ["RemoteClusterAPI", "RemoteSimulator"]
 
@@ -147,7 +147,7 @@ def _ref(rt: ResourceType) -> ResourceRef:
 
 
 class RemoteClusterAPI:
-    """The part of `omectl.embedded.api.ClusterAPI` the workload simulator uses, over a `ClusterClient`."""
+    """The part of `omectl.sim.apiserver.api.ClusterAPI` the workload simulator uses, over a `ClusterClient`."""
 
     def __init__(self, client: ClusterClient) -> None:
         self.client = client

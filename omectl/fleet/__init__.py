@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .providers import (
+from omectl.fleet.providers import (
     DirectoryProvider,
     RegistrationProvider,
     RegistryChange,
     SecretProvider,
     provider_from_settings,
 )
-from .registration import (
+from omectl.fleet.registration import (
     ClusterRegistration,
     RegistrationError,
     load_registration_file,

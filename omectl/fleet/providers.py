@@ -20,9 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from omectl.kube.errors import KubeAPIError
-
-from .registration import (
+from omectl.fleet.registration import (
     ClusterRegistration,
     RegistrationError,
     kubeconfig_fingerprint,
@@ -30,6 +28,7 @@ from .registration import (
     resolve_kubeconfig,
     validate_cluster_name,
 )
+from omectl.kube.errors import KubeAPIError
 
 if TYPE_CHECKING:
     from omectl.kube.client import ClusterClient

@@ -65,10 +65,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from omectl.kube.client import ClusterClient, KubeConnectionError, KubeError
-
-from .assignment import assign, rendezvous_weight
-from .leases import (
+from omectl.fleet.assignment import assign, rendezvous_weight
+from omectl.fleet.leases import (
     Holder,
     LeaseRecord,
     Leases,
@@ -78,8 +76,9 @@ from .leases import (
     micro_time,
     validate_replica_id,
 )
-from .providers import RegistrationProvider, RegistryChange
-from .registration import ClusterRegistration, resolve_kubeconfig
+from omectl.fleet.providers import RegistrationProvider, RegistryChange
+from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
+from omectl.kube.client import ClusterClient, KubeConnectionError, KubeError
 
 __all__ = [
     "CLUSTER_NAME_LABEL",

@@ -10,11 +10,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .cache import IndexFunc, ObjectCache, ObjectKey, object_key
-    from .client import PATCH_CONTENT_TYPES, ClusterClient, PatchType
-    from .errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
-    from .informer import ADDED, DELETED, MODIFIED, Backoff, Clock, Handler, HealthListener, Informer, LoopClock
-    from .resources import ResourceRef
+    from omectl.kube.cache import IndexFunc, ObjectCache, ObjectKey, object_key
+    from omectl.kube.client import PATCH_CONTENT_TYPES, ClusterClient, PatchType
+    from omectl.kube.errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
+    from omectl.kube.informer import (
+        ADDED,
+        DELETED,
+        MODIFIED,
+        Backoff,
+        Clock,
+        Handler,
+        HealthListener,
+        Informer,
+        LoopClock,
+    )
+    from omectl.kube.resources import ResourceRef
 
 _HOMES = {
     **dict.fromkeys(("IndexFunc", "ObjectCache", "ObjectKey", "object_key"), "cache"),

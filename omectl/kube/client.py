@@ -28,11 +28,10 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigLoader, KubeConfigMerger
 
+from omectl.kube.errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
+from omectl.kube.resources import ResourceRef
 from omectl.observability.redact import register_kubeconfig_secrets, register_secret, without_userinfo
 from omectl.problems import read_problem, yaml_problem
-
-from .errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
-from .resources import ResourceRef
 
 __all__ = [
     "PATCH_CONTENT_TYPES",

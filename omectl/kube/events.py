@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.resources import EVENTS
 from omectl.observability.redact import scrub
-
-from .client import ClusterClient, KubeAPIError, KubeError
-from .resources import EVENTS
 
 __all__ = ["EventRecorder", "EventType"]
 

@@ -24,10 +24,10 @@ import random
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .cache import ObjectCache, object_key
-from .client import ClusterClient, KubeAPIError, KubeConnectionError
-from .resources import ResourceRef
-from .transforms import Transform, strip_bookkeeping
+from omectl.kube.cache import ObjectCache, object_key
+from omectl.kube.client import ClusterClient, KubeAPIError, KubeConnectionError
+from omectl.kube.resources import ResourceRef
+from omectl.kube.transforms import Transform, strip_bookkeeping
 
 __all__ = ["ADDED", "DELETED", "MODIFIED", "Backoff", "Clock", "Handler", "HealthListener", "Informer", "LoopClock"]
 

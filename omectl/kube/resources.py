@@ -120,7 +120,7 @@ KSERVE_INFERENCE_SERVICES = ResourceRef("serving.kserve.io", "v1beta1", "inferen
 HTTP_ROUTES = ResourceRef("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True)
 PERSISTENT_VOLUME_CLAIMS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
 
-# The AIM v1alpha2 kinds besides AIMService (docs/aim-resources.md) and the Jobs they run (controller/aim_consumers.py).
+# The AIM v1alpha2 kinds besides AIMService (docs/aim-resources.md) and the Jobs they run (controller/aim/consumers.py).
 _AIM = "aim.eai.amd.com"
 AIM_MODELS = ResourceRef(_AIM, "v1alpha2", "aimmodels", "AIMModel", True)
 AIM_CLUSTER_MODELS = ResourceRef(_AIM, "v1alpha2", "aimclustermodels", "AIMClusterModel", False)

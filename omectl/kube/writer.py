@@ -7,8 +7,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .client import ClusterClient, KubeAPIError
-from .resources import ResourceRef
+from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.resources import ResourceRef
 
 __all__ = ["StatusMutation", "apply_merge_patch", "patch_status_merge", "write_status"]
 

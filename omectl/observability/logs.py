@@ -17,7 +17,7 @@ from typing import IO, Any, Literal
 import orjson
 from opentelemetry import trace
 
-from .redact import scrub
+from omectl.observability.redact import scrub
 
 __all__ = [
     "CONTEXT_FIELDS",

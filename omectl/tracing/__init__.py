@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .filelog import JsonLinesSpanExporter
-from .reader import MergeRecord, ObjectRef, SpanRecord, TraceStore
-from .setup import TracingHandle, configure_tracing, default_trace_file
-from .spans import merge_span, reconcile_span, set_result, watch_event_context
+from omectl.tracing.filelog import JsonLinesSpanExporter
+from omectl.tracing.reader import MergeRecord, ObjectRef, SpanRecord, TraceStore
+from omectl.tracing.setup import TracingHandle, configure_tracing, default_trace_file
+from omectl.tracing.spans import merge_span, reconcile_span, set_result, watch_event_context
 
 __all__ = [
     "JsonLinesSpanExporter",

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from .filelog import ROTATED_SUFFIX
-from .spans import (
+from omectl.tracing.filelog import ROTATED_SUFFIX
+from omectl.tracing.spans import (
     ATTR_CLUSTER,
     ATTR_KIND,
     ATTR_MERGE_CACHE,

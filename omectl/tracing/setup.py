@@ -21,8 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from omectl import __version__
-
-from .filelog import JsonLinesSpanExporter
+from omectl.tracing.filelog import JsonLinesSpanExporter
 
 TRACE_FILE_ENV = "OMECTL_TRACE_FILE"
 DEFAULT_TRACE_FILE = Path(".omectl/traces.jsonl")

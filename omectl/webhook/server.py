@@ -21,8 +21,8 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from omectl.core.inheritance import ChainError, ResolutionContext, profile_error, resolve_chain
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
+from omectl.core.ome.inheritance import ChainError, ResolutionContext, profile_error, resolve_chain
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
 from omectl.webhook.aim import AIM_KINDS, aim_verdict, aim_webhooks
 
 log = logging.getLogger(__name__)

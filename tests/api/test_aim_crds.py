@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from omectl.api import aim, crdgen, ome
-from omectl.embedded.fleet import apply_document, manifest_documents
-from omectl.embedded.server import EmbeddedAPIServer
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import apply_document, manifest_documents
 from tests.api.test_crds import CRDS_PATH, STRICT, TABLE, committed_crd, schema_nodes
 from tests.support import Kubectl, RawClient
 

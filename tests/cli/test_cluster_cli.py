@@ -12,9 +12,9 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from omectl.cli.cluster import cluster_app
-from omectl.embedded.fleet import BackgroundFleet
-from omectl.embedded.kubeconfig import KubeconfigEntry, write_kubeconfig
 from omectl.fleet.registration import load_registration_file
+from omectl.sim.fleet import BackgroundFleet
+from omectl.sim.kubeconfig import KubeconfigEntry, write_kubeconfig
 
 
 @pytest.fixture

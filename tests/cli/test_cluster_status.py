@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from omectl.cli.dev import write_registrations
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from tests.cli.test_run import CRDS, NAMESPACE, omectl, omectl_env, poll_until, post_runtime, runtime, spawn, stop
 
 pytestmark = pytest.mark.xdist_group("cli-run")

@@ -26,8 +26,8 @@ import pytest
 import yaml
 
 from omectl.cli.dev import write_registrations
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
-from omectl.embedded.server import EmbeddedAPIServer
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "deploy" / "crds"

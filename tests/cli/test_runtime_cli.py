@@ -19,12 +19,12 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from omectl.cli.main import app
-from omectl.core.merge import merge_chain
-from omectl.embedded.api import WriteOptions
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
-from omectl.embedded.kubeconfig import KubeconfigEntry, write_kubeconfig
-from omectl.embedded.server import EmbeddedAPIServer
+from omectl.core.ome.merge import merge_chain
 from omectl.fleet.registration import ClusterRegistration, to_yaml
+from omectl.sim.apiserver.api import WriteOptions
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.kubeconfig import KubeconfigEntry, write_kubeconfig
 from tests.support import kubectl_path
 
 REPO = Path(__file__).resolve().parents[2]

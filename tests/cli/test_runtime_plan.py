@@ -14,8 +14,8 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from omectl.cli.main import app
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.fleet.registration import ClusterRegistration, to_yaml
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from tests.cli.test_runtime_cli import CSR, SR, create, isvc, namespace, runtime, sample, set_status
 
 REPO = Path(__file__).resolve().parents[2]
@@ -260,7 +260,7 @@ def test_bad_edit_files_are_one_line_errors(kubeconfig: Path, tmp_path: Path, co
 
 def test_a_table_line_cuts_automatic_selections_exclusion_list_to_its_first_entries() -> None:
     from omectl.cli.runtime_plan import bounded_reason
-    from omectl.core.selection import NoRuntimeFound, select_runtime
+    from omectl.core.ome.selection import NoRuntimeFound, select_runtime
     from tests.core.test_selection import csr, fmt, llama, spec_with
 
     candidates = [csr(f"rt-{i}", spec_with(fmt(autoSelect=False))) for i in range(40)]

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from omectl.cli import light_params
 from omectl.cli.main import Commands, RuntimeCommands, app
-from omectl.embedded.kubeconfig import KubeconfigEntry, write_kubeconfig
+from omectl.sim.kubeconfig import KubeconfigEntry, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = (
@@ -31,7 +31,7 @@ HEAVY = (
     "opentelemetry",
     "omectl.api",
     "omectl.kube.client",
-    "omectl.embedded",
+    "omectl.sim",
     "pydantic",
     "pydantic_core",
     "typer._adapters",

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from omectl import __version__
 from omectl.cli.main import app
-from omectl.embedded.fleet import BackgroundFleet
+from omectl.sim.fleet import BackgroundFleet
 
 CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 

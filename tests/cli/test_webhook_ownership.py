@@ -29,10 +29,10 @@ import pytest
 import yaml
 
 from omectl.cli.dev import write_registrations
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
-from omectl.embedded.server import EmbeddedAPIServer
 from omectl.fleet.leases import LeaseRecord
 from omectl.fleet.sharding import LEASE_NAME
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.webhook.server import OWNER_LABEL, WEBHOOK_CONFIGURATION_NAME
 from tests.cli.test_run import omectl, poll_until, spawn, stop
 from tests.support import Kubectl, kubectl_path

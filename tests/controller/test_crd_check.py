@@ -13,9 +13,9 @@ import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.embedded.fleet import EmbeddedFleet
 from omectl.kube.crds import INSTALL_CRDS
 from omectl.settings import Settings
+from omectl.sim.fleet import EmbeddedFleet
 
 pytestmark = pytest.mark.xdist_group("e2e")
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ async def test_upstream_runtime_crds_are_named_once_at_start_with_the_fix(
             webhook_port=0, clusters_dir=tmp_path / "clusters", install_webhooks=False, metrics_port=-1
         )
         app = ControllerApp(settings)
-        caplog.set_level(logging.ERROR, logger="omectl.controller.manager")
+        caplog.set_level(logging.ERROR, logger="omectl.controller.runtime.manager")
         await app.start()
         try:
             await app.wait_synced(60)

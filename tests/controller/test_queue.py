@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from omectl.controller.queue import (
+from omectl.controller.runtime.queue import (
     FakeClock,
     QueueShutDown,
     Result,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from omectl.embedded.requestlog import RequestRecord
+from omectl.sim.apiserver.requestlog import RequestRecord
 from tests.resilience.workload import mixed_fleet
 
 pytestmark = pytest.mark.xdist_group("e2e")

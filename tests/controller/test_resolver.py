@@ -12,11 +12,11 @@ from aiocache.serializers import NullSerializer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from omectl.controller.lookup import CacheLookup
-from omectl.controller.resolver import ChainResolver
-from omectl.core.inheritance import ChainError, ref_of, resolve_chain, spec_layers
-from omectl.core.merge import merge_chain
-from omectl.core.runtimes import RuntimeRef
+from omectl.controller.ome.lookup import CacheLookup
+from omectl.controller.ome.resolver import ChainResolver
+from omectl.core.ome.inheritance import ChainError, ref_of, resolve_chain, spec_layers
+from omectl.core.ome.merge import merge_chain
+from omectl.core.ome.runtimes import RuntimeRef
 from omectl.kube.cache import ObjectCache
 from tests.core.runtime_graphs import GRAPHS, KEYS, NAMES, runtime_object
 

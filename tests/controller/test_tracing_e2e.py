@@ -23,11 +23,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.controller.manager import ClusterRuntime
-from omectl.embedded.api import WriteOptions
-from omectl.embedded.fleet import EmbeddedFleet
-from omectl.embedded.server import EmbeddedAPIServer
+from omectl.controller.runtime.manager import ClusterRuntime
 from omectl.settings import Settings
+from omectl.sim.apiserver.api import WriteOptions
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import EmbeddedFleet
 from omectl.tracing import spans as names
 from omectl.tracing.spans import decode_layer_fields, watch_event_context
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from omectl.core.inheritance import ChainError, ResolutionContext, resolve_chain
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeKind, RuntimeRef
+from omectl.core.ome.inheritance import ChainError, ResolutionContext, resolve_chain
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeKind, RuntimeRef
 
 NAMESPACES = ("team-a", "team-b")
 NAMES = ("n0", "n1", "n2", "n3", "n4", "n5", "n6")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from omectl.core.engine_status import readiness, service_url
+from omectl.core.ome.engine_status import readiness, service_url
 
 
 def workload(kind: str, name: str, component: str, revision: str = "rt-abc") -> dict[str, Any]:

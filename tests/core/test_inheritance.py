@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from omectl.core.inheritance import (
+from omectl.core.ome.inheritance import (
     CLUSTER_ONLY,
     INHERITANCE_CYCLE,
     MAX_DEPTH_EXCEEDED,
@@ -20,8 +20,8 @@ from omectl.core.inheritance import (
     resolve_chain,
     spec_layers,
 )
-from omectl.core.merge import merge_chain
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeKind, RuntimeRef
+from omectl.core.ome.merge import merge_chain
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeKind, RuntimeRef
 
 NAMESPACE = "llama-demo"
 

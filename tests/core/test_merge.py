@@ -13,7 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from omectl.core.merge import (
+from omectl.core.ome.merge import (
     LIST_MERGE_KEYS,
     MergeResult,
     copy_json,

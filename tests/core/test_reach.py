@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from omectl.core.inheritance import CLUSTER_ONLY, ResolutionContext
-from omectl.core.reach import reach
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
+from omectl.core.ome.inheritance import CLUSTER_ONLY, ResolutionContext
+from omectl.core.ome.reach import reach
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
 from tests.core.runtime_graphs import GRAPHS, KEYS, USERS, Graph, brute_force_reach
 
 

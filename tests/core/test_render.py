@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.core.merge import merge_spec
-from omectl.core.placeholders import PlaceholderError, fill_placeholders
-from omectl.core.render import (
+from omectl.core.ome.merge import merge_spec
+from omectl.core.ome.placeholders import PlaceholderError, fill_placeholders
+from omectl.core.ome.render import (
     LWS_API_VERSION,
     RenderError,
     component_deployment_modes,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from omectl.core.merge import merge_spec
-from omectl.core.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeKind, RuntimeRef
-from omectl.core.selection import (
+from omectl.core.ome.merge import merge_spec
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeKind, RuntimeRef
+from omectl.core.ome.selection import (
     BASE_MODEL,
     BASE_MODEL_DISABLED,
     BASE_MODEL_NOT_FOUND,

@@ -20,10 +20,10 @@ import pytest
 import yaml
 
 from omectl.api import crdgen
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.fleet.providers import registration_from_secret
 from omectl.kube import resources
 from omectl.settings import Settings
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from tests.support import Kubectl, kubectl_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ KUSTOMIZATIONS = ["base", "hub/crds", "member", "member/crds", "member/rbac", "t
     f"overlays/{o}" for o in OVERLAYS
 ]
 HUB = "hub-1"
-# Built-in kinds the embedded API server does not serve (omectl/embedded/registry.py builtin_types): kubectl
+# Built-in kinds the embedded API server does not serve (omectl/sim/apiserver/registry.py builtin_types): kubectl
 # reports "no matches for kind" for them. It serves every kind the overlays use, so everything must be accepted.
 KNOWN_UNSERVED: set[str] = set()
 NO_DOCKER = "kind targets need a Docker engine; none is available here"
@@ -368,7 +368,9 @@ def test_every_rbac_rule_carries_a_comment() -> None:
 
 def test_rbac_covers_every_kind_the_controller_reads_or_applies() -> None:
     """A kind added to the controller's apply tables or informers without an RBAC rule fails here."""
-    from omectl.controller import aim_consumers, aim_service, engine
+    from omectl.controller.aim import consumers as aim_consumers
+    from omectl.controller.aim import service as aim_service
+    from omectl.controller.ome import engine
 
     rules = MEMBER_RULES
     for ref in [*engine._RESOURCES.values(), *aim_service._RESOURCES.values()]:

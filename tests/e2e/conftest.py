@@ -25,9 +25,9 @@ import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
-from omectl.embedded.simulator import SimulatorConfig
 from omectl.settings import Settings
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.simulator import SimulatorConfig
 from tests.support import Kubectl, kubectl_path, real_kubectl_path
 
 ROOT = Path(__file__).resolve().parents[2]

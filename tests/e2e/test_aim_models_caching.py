@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from omectl.embedded.simulator import NodePool, SimulatorConfig
+from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import running_fleet
 from tests.support import Kubectl
 

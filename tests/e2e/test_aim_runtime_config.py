@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from omectl.controller.app import ControllerApp
-from omectl.embedded.fleet import BackgroundFleet
-from omectl.embedded.simulator import NodePool, SimulatorConfig
+from omectl.sim.fleet import BackgroundFleet
+from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import running_fleet
 from tests.support import Kubectl
 

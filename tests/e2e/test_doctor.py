@@ -186,7 +186,7 @@ def test_a_broken_chain_and_a_missing_operator_namespace_fail(fleet: ControlledF
 
 
 def test_upstream_runtime_crds_without_a_status_subresource_fail(tmp_path: Any) -> None:
-    from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+    from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
     from tests.e2e.conftest import ROOT
 
     bg = BackgroundFleet(EmbeddedFleet(1, name_prefix="upstream-"))
@@ -217,7 +217,7 @@ def test_upstream_runtime_crds_without_a_status_subresource_fail(tmp_path: Any) 
 def test_after_a_kill_9_doctor_names_the_dead_owner_and_the_fix(tmp_path: Any) -> None:
     # What a SIGKILLed controller leaves: its Lease no longer renewed, its webhooks (failurePolicy Fail) pointing
     # at a server that is gone.
-    from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
+    from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
     from tests.e2e.conftest import ROOT
 
     bg = BackgroundFleet(EmbeddedFleet(1, name_prefix="killed-"))

@@ -17,8 +17,8 @@ import yaml
 from typer.testing import CliRunner
 
 from omectl.cli.main import app as omectl_app
-from omectl.embedded.fleet import BackgroundFleet
-from omectl.embedded.simulator import NodePool, SimulatorConfig
+from omectl.sim.fleet import BackgroundFleet
+from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import running_fleet
 from tests.support import Kubectl
 

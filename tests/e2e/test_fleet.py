@@ -19,11 +19,11 @@ import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.core.runtimes import RuntimeRef
-from omectl.embedded.api import WriteOptions
-from omectl.embedded.fleet import EmbeddedFleet
-from omectl.embedded.server import EmbeddedAPIServer
+from omectl.core.ome.runtimes import RuntimeRef
 from omectl.settings import Settings
+from omectl.sim.apiserver.api import WriteOptions
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import EmbeddedFleet
 
 ROOT = Path(__file__).resolve().parents[2]
 SR = ("ome.io", "servingruntimes")

@@ -23,9 +23,9 @@ import pytest
 
 from omectl.controller.app import ControllerApp
 from omectl.core.fleet_runtimes import FIELD_MANAGER, FLEET_RUNTIME_LABEL, REVISION_ANNOTATION
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL, LABEL_ANNOTATION_PREFIX
 from omectl.settings import Settings
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from tests.support import Kubectl, kubectl_path
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("fleet-runtimes")]

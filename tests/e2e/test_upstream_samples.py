@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.embedded.simulator import SimulatorConfig
+from omectl.sim.simulator import SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]

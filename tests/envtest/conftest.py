@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from omectl.embedded.fleet import BackgroundFleet
-from omectl.embedded.simulator import parse_nodes_option
 from omectl.envtest import BinariesMissing, EnvtestBinaries, RealFleet, find_binaries
+from omectl.sim.fleet import BackgroundFleet
+from omectl.sim.simulator import parse_nodes_option
 from tests.support import Kubectl, real_kubectl_path
 
 ROOT = Path(__file__).resolve().parents[2]

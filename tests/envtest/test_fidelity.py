@@ -17,9 +17,9 @@ import pytest
 import yaml
 from aiohttp import web
 
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
-from omectl.embedded.simulator import parse_nodes_option
 from omectl.envtest import EnvtestBinaries
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.simulator import parse_nodes_option
 from omectl.tls import CertificateAuthority, server_ssl_context
 from tests.support import Kubectl, real_kubectl_path, widget_crd
 from tests.support import widget as namespaced_widget

@@ -23,9 +23,9 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio import watch as k8s_watch
 
-from omectl.embedded.fleet import BackgroundFleet, manifest_documents
 from omectl.envtest import EnvtestBinaries, RealAPIServer, RealFleet
 from omectl.envtest.controlplane import ControlPlaneError
+from omectl.sim.fleet import BackgroundFleet, manifest_documents
 from tests.support import Kubectl, real_kubectl_path
 
 from .conftest import CRDS, ROOT

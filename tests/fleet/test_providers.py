@@ -11,9 +11,6 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.embedded.api import WriteOptions
-from omectl.embedded.kubeconfig import KubeconfigEntry, build_kubeconfig, write_kubeconfig
-from omectl.embedded.server import EmbeddedAPIServer
 from omectl.fleet.providers import (
     DirectoryProvider,
     RegistrationProvider,
@@ -23,6 +20,9 @@ from omectl.fleet.providers import (
     provider_from_settings,
 )
 from omectl.kube.client import ClusterClient
+from omectl.sim.apiserver.api import WriteOptions
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.kubeconfig import KubeconfigEntry, build_kubeconfig, write_kubeconfig
 
 DEADLINE = 10.0
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omectl.embedded.kubeconfig import KubeconfigEntry, build_kubeconfig, write_kubeconfig
 from omectl.fleet.registration import (
     ClusterRegistration,
     RegistrationError,
@@ -19,6 +18,7 @@ from omectl.fleet.registration import (
     server_of,
     to_yaml,
 )
+from omectl.sim.kubeconfig import KubeconfigEntry, build_kubeconfig, write_kubeconfig
 
 
 def kubeconfig_file(path: Path, *names: str, current: str | None = None) -> Path:

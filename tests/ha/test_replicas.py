@@ -35,10 +35,10 @@ import pytest
 import yaml
 
 from omectl.cli.dev import write_registrations
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet, apply_document
-from omectl.embedded.server import EmbeddedAPIServer
-from omectl.embedded.store import WatchEvent
 from omectl.fleet.sharding import LEASE_NAME, LeaseRecord, assign
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.apiserver.store import WatchEvent
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet, apply_document
 from tests.cli.test_run import omectl_env
 
 ROOT = Path(__file__).resolve().parents[2]

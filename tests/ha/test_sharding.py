@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omectl.embedded.server import EmbeddedAPIServer
 from omectl.fleet.leases import REPLICA_ID_MAX, Holder, Leases, describe_holder
 from omectl.fleet.sharding import (
     LEASE_NAME,
@@ -39,6 +38,7 @@ from omectl.fleet.sharding import (
 )
 from omectl.kube.client import ClusterClient
 from omectl.kube.resources import CONFIG_MAPS
+from omectl.sim.apiserver.server import EmbeddedAPIServer
 
 NS = "omectl-system"
 LEASE = ("coordination.k8s.io", "leases")

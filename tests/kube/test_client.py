@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.embedded.kubeconfig import build_kubeconfig
-from omectl.embedded.server import EmbeddedAPIServer
 from omectl.kube import (
     ClusterClient,
     KubeAPIError,
@@ -23,6 +21,8 @@ from omectl.kube import (
     ResourceRef,
 )
 from omectl.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.kubeconfig import build_kubeconfig
 from tests.support import widget, widget_crd
 
 WIDGETS = ResourceRef("example.com", "v1", "widgets", "Widget", True)

@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from omectl.embedded.api import WriteOptions
-from omectl.embedded.server import EmbeddedAPIServer
 from omectl.kube import Backoff, ClusterClient, Informer, ObjectCache, ResourceRef
 from omectl.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS
 from omectl.kube.transforms import LAST_APPLIED, metadata_and_status
+from omectl.sim.apiserver.api import WriteOptions
+from omectl.sim.apiserver.server import EmbeddedAPIServer
 from tests.support import widget, widget_crd
 
 NS = "default"

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from omectl.embedded.server import EmbeddedAPIServer
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.events import EventRecorder
 from omectl.kube.resources import ResourceRef
 from omectl.kube.writer import apply_merge_patch, patch_status_merge, write_status
+from omectl.sim.apiserver.server import EmbeddedAPIServer
 from tests.support import RawClient, widget, widget_crd
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

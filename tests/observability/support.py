@@ -10,8 +10,8 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from omectl.embedded.fleet import apply_document
-from omectl.embedded.server import EmbeddedAPIServer
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import apply_document
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "deploy" / "crds"

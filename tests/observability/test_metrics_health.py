@@ -1,7 +1,7 @@
 """`/metrics`, `/healthz` and `/readyz` of a running `ControllerApp` on an embedded fleet.
 
-The readiness rule under test (omectl.controller.observe): ready once every registered cluster is synced or marked
-unhealthy (disconnected for `readiness_grace_seconds`); a partition after the sync does not make it unready.
+The readiness rule under test (omectl.controller.runtime.observe): ready once every registered cluster is synced or
+marked unhealthy (disconnected for `readiness_grace_seconds`); a partition after the sync does not make it unready.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.embedded.fleet import EmbeddedFleet, manifest_documents
 from omectl.settings import Settings
+from omectl.sim.fleet import EmbeddedFleet, manifest_documents
 from tests.observability.support import (
     CRDS,
     OME_SAMPLES,

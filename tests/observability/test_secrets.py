@@ -27,12 +27,12 @@ import pytest
 import yaml
 
 from omectl.controller.app import ControllerApp
-from omectl.embedded.fleet import EmbeddedFleet, manifest_documents
-from omectl.embedded.kubeconfig import write_kubeconfig
-from omectl.embedded.server import EmbeddedAPIServer
 from omectl.observability.logs import configure_logging
 from omectl.observability.redact import REDACTED
 from omectl.settings import Settings
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import EmbeddedFleet, manifest_documents
+from omectl.sim.kubeconfig import write_kubeconfig
 from tests.observability.support import CRDS, OME_SAMPLES, ROOT, apply_all, namespace, scrape, serving_runtime, until
 from tests.observability.support import inference_service as isvc_doc
 

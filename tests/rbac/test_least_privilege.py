@@ -48,19 +48,19 @@ import pytest
 import yaml
 
 from omectl.controller.app import ControllerApp
-from omectl.controller.manager import ROLLOUT_ANNOTATION
-from omectl.controller.revisions import RUNTIME_KIND_LABEL, RUNTIME_LABEL
-from omectl.embedded.api import WriteOptions
-from omectl.embedded.errors import APIError
-from omectl.embedded.fleet import EmbeddedFleet, apply_document
-from omectl.embedded.requestlog import RequestRecord
-from omectl.embedded.server import EmbeddedAPIServer
-from omectl.embedded.simulator import NodePool, SimulatorConfig
+from omectl.controller.ome.revisions import RUNTIME_KIND_LABEL, RUNTIME_LABEL
+from omectl.controller.runtime.manager import ROLLOUT_ANNOTATION
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL
 from omectl.fleet.sharding import LEASE_NAME
 from omectl.kube.client import ClusterClient
 from omectl.kube.rbac import Grant, PolicyRule, Request, Role, implied_requests
 from omectl.settings import Settings
+from omectl.sim.apiserver.api import WriteOptions
+from omectl.sim.apiserver.errors import APIError
+from omectl.sim.apiserver.requestlog import RequestRecord
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import EmbeddedFleet, apply_document
+from omectl.sim.simulator import NodePool, SimulatorConfig
 from omectl.webhook.health import check_member
 from omectl.webhook.server import WEBHOOK_CONFIGURATION_NAME
 

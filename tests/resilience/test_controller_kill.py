@@ -25,8 +25,8 @@ import aiohttp
 import pytest
 
 from omectl.cli.dev import write_registrations
-from omectl.embedded.fleet import EmbeddedFleet
-from omectl.embedded.store import WatchEvent
+from omectl.sim.apiserver.store import WatchEvent
+from omectl.sim.fleet import EmbeddedFleet
 from tests.resilience.workload import (
     CRDS,
     DEPLOYMENTS,

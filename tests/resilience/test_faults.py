@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omectl.embedded.fleet import manifest_documents
+from omectl.sim.fleet import manifest_documents
 from tests.resilience.workload import (
     CRDS,
     DEPLOYMENTS,

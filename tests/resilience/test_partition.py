@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from omectl.embedded.server import EmbeddedAPIServer
-from omectl.embedded.store import WatchEvent
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.apiserver.store import WatchEvent
 from tests.resilience.workload import DEPLOYMENTS, ISVCS_PER_NAMESPACE, images, mixed_fleet, until
 
 pytestmark = pytest.mark.xdist_group("resilience-partition")

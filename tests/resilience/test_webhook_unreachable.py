@@ -19,8 +19,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from omectl.embedded.api import WriteOptions
-from omectl.embedded.server import EmbeddedAPIServer
+from omectl.sim.apiserver.api import WriteOptions
+from omectl.sim.apiserver.server import EmbeddedAPIServer
 from tests.resilience.workload import SERVING_RUNTIMES, mixed_fleet, until
 
 pytestmark = pytest.mark.xdist_group("resilience")

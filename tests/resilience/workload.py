@@ -34,21 +34,21 @@ import aiohttp
 import yaml
 
 from omectl.cli.dev import write_registrations
-from omectl.controller.aim_service import with_propagated_labels
+from omectl.controller.aim.service import with_propagated_labels
 from omectl.controller.app import ControllerApp
-from omectl.controller.apply import RENDER_HASH, object_hash
-from omectl.controller.revisions import revision_name, spec_hash
+from omectl.controller.ome.revisions import revision_name, spec_hash
+from omectl.controller.runtime.apply import RENDER_HASH, object_hash
 from omectl.core.aim.kserve import render_inference_service
 from omectl.core.aim.resolution import resolve
 from omectl.core.aim.routing import plan_routing
-from omectl.core.inheritance import resolve_chain, spec_layers
-from omectl.core.merge import merge_chain
-from omectl.core.render import render_workloads
-from omectl.core.selection import check_runtime_supports, lookup_named_runtime, named_runtime, resolve_model
-from omectl.embedded.fleet import EmbeddedFleet, apply_document
-from omectl.embedded.server import EmbeddedAPIServer
-from omectl.embedded.store import WatchEvent
+from omectl.core.ome.inheritance import resolve_chain, spec_layers
+from omectl.core.ome.merge import merge_chain
+from omectl.core.ome.render import render_workloads
+from omectl.core.ome.selection import check_runtime_supports, lookup_named_runtime, named_runtime, resolve_model
 from omectl.settings import Settings
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.apiserver.store import WatchEvent
+from omectl.sim.fleet import EmbeddedFleet, apply_document
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "deploy" / "crds"

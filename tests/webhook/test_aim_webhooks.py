@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.embedded.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.settings import Settings
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.tls import CertificateAuthority, client_ssl_context, server_ssl_context
 from omectl.webhook.aim import (
     AIM_CLUSTER_RUNTIME_CONFIG_WEBHOOK,

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from omectl.embedded.fleet import apply_document
-from omectl.embedded.server import EmbeddedAPIServer
 from omectl.fleet.leases import Holder, Leases, micro_time
 from omectl.fleet.sharding import LEASE_NAME
 from omectl.kube.client import ClusterClient
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.fleet import apply_document
 from omectl.tls import CertificateAuthority, server_ssl_context
 from omectl.webhook.health import HeldByLiveController, check_member, uninstall
 from omectl.webhook.keeper import RemoteEndpoint

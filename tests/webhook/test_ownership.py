@@ -23,13 +23,13 @@ import pytest
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.embedded.api import WriteOptions
-from omectl.embedded.fleet import EmbeddedFleet, apply_document
-from omectl.embedded.server import EmbeddedAPIServer
-from omectl.embedded.store import WatchEvent
 from omectl.fleet.leases import LeaseRecord
 from omectl.fleet.sharding import LEASE_NAME
 from omectl.settings import Settings
+from omectl.sim.apiserver.api import WriteOptions
+from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.apiserver.store import WatchEvent
+from omectl.sim.fleet import EmbeddedFleet, apply_document
 from omectl.tls import client_ssl_context
 from omectl.webhook.server import OWNER_LABEL, WEBHOOK_CONFIGURATION_NAME
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omectl.controller.lookup import INHERIT_INDEX, CacheLookup, inherit_index
+from omectl.controller.ome.lookup import INHERIT_INDEX, CacheLookup, inherit_index
 from omectl.kube.cache import ObjectCache
 from omectl.tls import CertificateAuthority, client_ssl_context, server_ssl_context
 from omectl.webhook.server import (

@@ -18,7 +18,7 @@ upper layer laid over the merge of the layers below it:
   beats a lower layer's `storage.*`. The result never holds the deprecated fields.
 - The result holds no unset values, also none from the lowest layer.
 
-Provenance keys are leaf paths written as `omectl.core.merge` writes them: `routing.pathTemplate`,
+Provenance keys are leaf paths written as `omectl.core.ome.merge` writes them: `routing.pathTemplate`,
 `routing.annotations["example.com/team"]`, `labelPropagation.match` (a replaced list is one leaf),
 `env[name=HF_TOKEN].value` (each leaf of an entry; an entry replaced whole drops the lower entry's leaves).
 Values are layer names such as `AIMRuntimeConfig ml-team/default` (`layer_name`).

@@ -1,0 +1,152 @@
+"""Model caching on the v1alpha2 path (docs/aim-resources.md): AIMService → AIMProfileCache → AIMArtifacts → PVC and
+download Job, and the InferenceService mounting the Ready artifacts.
+
+- **An AIMService's profile** (only looked up when `spec.caching.enabled`): the profile named by the service's
+  annotation `aim.eai.amd.com/profile` when it has one, else the first by name of the profiles of its model
+  (`spec.model.name`): the AIMProfiles in the service's namespace whose `spec.modelName` is that name, else the
+  AIMClusterProfiles whose `spec.modelName` is. A service naming its model by image has no profile (nothing cached).
+  The service applies its dedicated AIMProfileCache (`render_profile_cache`) and mounts the cache's Ready artifacts
+  read-only into the InferenceService (`mount_artifacts`); the profile's `containerEnv` / `engineEnv` reach the
+  inference container.
+- **AIMProfileCache** (`reconcile_profile_cache`): its profile (`spec.profileName`, `spec.profileScope`) when it
+  exists; applies one AIMArtifact per model source (`render_artifacts`); status from the live artifacts
+  (`profile_cache_status`).
+- **AIMArtifact** (`reconcile_artifact`): applies its PVC (`render_artifact_pvc`; a refused change to a bound
+  claim is a Warning event) and, while the artifact is not Ready (`download_job_due`), its download Job
+  (`render_download_job`, env from the artifact, its profile, the resolved config and the operator defaults);
+  status from the Job and the claim (`artifact_status`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from omectl.controller.aim.consumers_watch import CACHE_INDEX, MODEL_NAME_INDEX
+from omectl.core.aim.artifacts import (
+    artifact_status,
+    download_job_due,
+    download_job_name,
+    pvc_name,
+    render_artifact_pvc,
+    render_download_job,
+)
+from omectl.core.aim.caches import caching_enabled, profile_cache_name, profile_cache_status, render_artifacts
+from omectl.core.aim.consumers import (
+    ARTIFACT,
+    CLUSTER_PROFILE,
+    PROFILE,
+    SCOPE_CLUSTER,
+    spec_of,
+    text,
+)
+from omectl.core.aim.meta import name_of, namespace_of
+
+PROFILE_ANNOTATION: Final = "aim.eai.amd.com/profile"
+"""On an AIMService with caching: the AIMProfile (in its namespace) or AIMClusterProfile it caches."""
+PVC_KIND: Final = "PersistentVolumeClaim"
+
+
+# --- the AIMService side -----------------------------------------------------------------------------------------
+
+
+def service_profile(aim: Any, service: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The profile an AIMService with caching caches (module docstring), with its kind; None without caching or
+    when no profile exists (yet)."""
+    if not caching_enabled(service):
+        return None
+    consumers = aim.consumers
+    namespace = namespace_of(service)
+    profiles, cluster_profiles = consumers.kinds[PROFILE].cache, consumers.kinds[CLUSTER_PROFILE].cache
+    pinned = text(((service.get("metadata") or {}).get("annotations") or {}).get(PROFILE_ANNOTATION))
+    if pinned is not None:
+        found = profiles.get(namespace, pinned)
+        if found is not None:
+            return dict(found, kind=PROFILE)
+        found = cluster_profiles.get("", pinned)
+        return dict(found, kind=CLUSTER_PROFILE) if found is not None else None
+    model = text(_mapping(spec_of(service).get("model")).get("name"))
+    if model is None:
+        return None
+    own = sorted((p for p in profiles.by_index(MODEL_NAME_INDEX, model) if namespace_of(p) == namespace), key=name_of)
+    if own:
+        return dict(own[0], kind=PROFILE)
+    shared = sorted(cluster_profiles.by_index(MODEL_NAME_INDEX, model), key=name_of)
+    return dict(shared[0], kind=CLUSTER_PROFILE) if shared else None
+
+
+def cache_artifacts(aim: Any, service: Mapping[str, Any], profile: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The live AIMArtifacts of the service's cache for `profile`."""
+    cache = profile_cache_name(service, profile)
+    index = f"{namespace_of(service)}/{cache}"
+    return list(aim.consumers.kinds[ARTIFACT].cache.by_index(CACHE_INDEX, index))
+
+
+# --- AIMProfileCache ---------------------------------------------------------------------------------------------
+
+
+async def profile_of(reconciler: Any, cluster: Any, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The AIMProfile / AIMClusterProfile an AIMProfileCache or AIMArtifact names, with its kind; None when it names
+    none or it does not exist."""
+    spec = spec_of(obj)
+    name = text(spec.get("profileName"))
+    if name is None:
+        return None
+    kind = CLUSTER_PROFILE if spec.get("profileScope") == SCOPE_CLUSTER else PROFILE
+    found = await reconciler.live(cluster, kind, namespace_of(obj), name)
+    return dict(found, kind=kind) if found is not None else None
+
+
+async def reconcile_profile_cache(
+    reconciler: Any, cluster: Any, cache: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    profile = await profile_of(reconciler, cluster, cache)
+    rendered = render_artifacts(cache, profile, config)
+    live: dict[str, Mapping[str, Any]] = {}
+    for artifact in rendered:
+        if await _replaced(reconciler, cluster, artifact):
+            continue  # Pending until the old artifact is gone; its deletion brings the cache back here
+        applied = await reconciler.apply(cluster, cache, artifact, config)
+        if applied is not None:
+            live[name_of(artifact)] = applied
+    return profile_cache_status(rendered, live)
+
+
+async def _replaced(reconciler: Any, cluster: Any, artifact: Mapping[str, Any]) -> bool:
+    """Whether the live artifact of this name holds other files (another `spec.sourceUri`, which is immutable:
+    applying the new one would be refused on every retry) or is going away; the old one is deleted, to be made
+    again with the new source once it is gone."""
+    existing = await reconciler.live(cluster, ARTIFACT, namespace_of(artifact), name_of(artifact))
+    if existing is None:
+        return False
+    if (existing.get("metadata") or {}).get("deletionTimestamp"):
+        return True
+    if text(spec_of(existing).get("sourceUri")) == text(spec_of(artifact).get("sourceUri")):
+        return False
+    await reconciler.delete(cluster, ARTIFACT, namespace_of(artifact), name_of(artifact))
+    return True
+
+
+# --- AIMArtifact -------------------------------------------------------------------------------------------------
+
+
+async def reconcile_artifact(
+    reconciler: Any, cluster: Any, artifact: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    namespace = namespace_of(artifact)
+    rendered_pvc = render_artifact_pvc(artifact, config)
+    pvc = None
+    if rendered_pvc is not None:
+        pvc = await reconciler.apply(cluster, artifact, rendered_pvc, config, tolerate_invalid=True)
+        if pvc is None:
+            pvc = await reconciler.live(cluster, PVC_KIND, namespace, pvc_name(artifact))
+    job = await reconciler.live(cluster, "Job", namespace, download_job_name(artifact))
+    if (job is not None or download_job_due(artifact)) and text(spec_of(artifact).get("sourceUri")) is not None:
+        # created while the artifact is not Ready; an existing one (until its TTL) keeps its labels up to date
+        profile = await profile_of(reconciler, cluster, artifact)
+        job = await reconciler.apply_job(cluster, artifact, render_download_job(artifact, config, profile), config)
+    return artifact_status(artifact, job, pvc)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

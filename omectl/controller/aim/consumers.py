@@ -1,0 +1,230 @@
+"""The reconciler of the AIM v1alpha2 consumers besides AIMService (docs/aim-resources.md): AIMModel,
+AIMClusterModel, AIMProfile, AIMClusterProfile, AIMProfileSet, AIMProfileCache, AIMArtifact, AIMClusterModelSource.
+
+One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`):
+
+1. Resolve the object's runtime config from the informer caches (`resolve`; a cluster-scoped kind looks the
+   namespaced config up in the operator namespace, `AIM_SYSTEM_NAMESPACE`).
+2. An explicit `runtimeConfigName` that does not exist: status `Failed` with `RuntimeConfigReady=False`,
+   `ConfigValid=False` and `Ready=False` (`ReferenceNotFound`), a Warning event, nothing applied, `RetryLater`
+   (backoff; the config's creation queues the object at once). The implicit `default` missing: one Normal
+   `DefaultConfigNotFound` event on the first reconcile that finds it missing.
+3. The kind's own step (`aim_caching`, `aim_models`) applies its children, each server-side applied with the hash of
+   its render (`omectl.io/render-hash`: an unchanged render makes no write) and with the parent's labels propagated
+   under the parent's own config against the live child (keys propagated before are read from its
+   `aim.eai.amd.com/propagated-labels` annotation, so a dropped label leaves the child; the child's own labels are
+   never touched). A Job is created whole, labels on its metadata and pod template; an existing Job's template is
+   immutable, so later label changes reach its metadata only (a merge patch of labels and annotations).
+4. Status (`consumer_status` over the kind's own part): `status`, kind fields, conditions (each keeps its
+   `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig`, `observedGeneration`. An unchanged
+   status sends no write.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, cast
+
+from omectl.controller.aim import caching as aim_caching
+from omectl.controller.aim import models as aim_models
+from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
+from omectl.controller.aim.service import FIELD_MANAGER, PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
+from omectl.controller.runtime.apply import RENDER_HASH, apply_render, live_object, object_hash
+from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
+from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
+from omectl.core.aim.resolution import Resolution, resolve
+from omectl.kube.client import KubeAPIError
+from omectl.kube.resources import CONFIG_MAPS, JOBS, PERSISTENT_VOLUME_CLAIMS, ResourceRef
+from omectl.kube.writer import write_status
+
+log = logging.getLogger(__name__)
+
+Step = Callable[[Any, Any, dict[str, Any], Mapping[str, Any]], Awaitable[dict[str, Any]]]
+"""`(reconciler, cluster, object, config)` → the kind's own status part."""
+
+STEPS: Final[Mapping[str, Step]] = {
+    "AIMModel": aim_models.reconcile_model,
+    "AIMClusterModel": aim_models.reconcile_model,
+    "AIMProfile": aim_models.reconcile_profile,
+    "AIMClusterProfile": aim_models.reconcile_profile,
+    "AIMProfileSet": aim_models.reconcile_profile_set,
+    "AIMClusterModelSource": aim_models.reconcile_model_source,
+    "AIMProfileCache": aim_caching.reconcile_profile_cache,
+    "AIMArtifact": aim_caching.reconcile_artifact,
+}
+CHILD_RESOURCES: Final[Mapping[str, ResourceRef]] = {
+    **CONSUMER_RESOURCES,
+    "Job": JOBS,
+    "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
+    "ConfigMap": CONFIG_MAPS,
+}
+"""Every kind a consumer reads or applies, by kind."""
+
+
+def stamp(conditions: list[dict[str, Any]], previous: list[Any], now: str) -> list[dict[str, Any]]:
+    """`conditions` with `lastTransitionTime`: the previous one of that type while its status is unchanged."""
+    prior = {c.get("type"): c for c in previous if isinstance(c, Mapping)}
+    out = []
+    for condition in conditions:
+        before = prior.get(condition.get("type"))
+        kept = before.get("lastTransitionTime") if before and before.get("status") == condition.get("status") else None
+        out.append({**condition, "lastTransitionTime": kept or now})
+    return out
+
+
+class AimConsumerReconciler:
+    """Reconciles the v1alpha2 consumer kinds (module docstring); `FleetController` sends it the work keys of
+    `CONSUMER_KEYS`."""
+
+    def __init__(self, *, operator_namespace: str) -> None:
+        self.operator_namespace = operator_namespace
+        self.writes = 0
+        self.reconciles: Counter[tuple[str, str, str, str]] = Counter()
+        """Reconciles per (cluster, kind, namespace, name)."""
+        self.config_events = ConfigEvents()
+
+    async def reconcile(self, cluster: Any, key_kind: str, obj: dict[str, Any], tracer: Any = None) -> None:
+        kind = CONSUMER_KEYS[key_kind]
+        meta = obj["metadata"]
+        namespace, name = str(meta.get("namespace") or ""), str(meta["name"])
+        self.reconciles[(cluster.name, kind, namespace, name)] += 1
+        obj = dict(obj, apiVersion=obj.get("apiVersion") or AIM_V1ALPHA2, kind=kind)
+        resolution = resolve(obj, cluster.aim.config_lookup, operator_namespace=self.operator_namespace)
+        previous = list((obj.get("status") or {}).get("conditions") or [])
+        if not resolution.may_apply:
+            await self.write_status(cluster, obj, resolution, {"status": "Failed"})
+            self.config_events.refuse(cluster, obj, resolution)
+        event_key = (cluster.name, str(meta.get("uid") or f"{kind}/{namespace}/{name}"))
+        self.config_events.note_default(cluster, obj, resolution, previous, event_key)
+        own = await STEPS[kind](self, cluster, obj, resolution.config)
+        await self.write_status(cluster, obj, resolution, own)
+
+    # --- children ----------------------------------------------------------------------------------------
+
+    async def live(self, cluster: Any, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The child from the informer cache, else from the API server; None when it does not exist."""
+        cache = cluster.aim.consumers.cache(kind)
+        found = await live_object(cluster.client, CHILD_RESOURCES[kind], cache, namespace, name)
+        return cast("dict[str, Any] | None", found)  # caches and the client hold plain dicts
+
+    async def apply(
+        self,
+        cluster: Any,
+        parent: Mapping[str, Any],
+        rendered: dict[str, Any],
+        config: Mapping[str, Any],
+        *,
+        tolerate_invalid: bool = False,
+    ) -> dict[str, Any] | None:
+        """Server-side apply one child with the parent's labels propagated against the live child, unless the
+        cluster holds this render; returns the live (or written) object. A Job goes to `apply_job`."""
+        if rendered["kind"] == "Job":
+            return await self.apply_job(cluster, parent, rendered, config)
+        resource = CHILD_RESOURCES[rendered["kind"]]
+        meta = rendered["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        live = await self.live(cluster, rendered["kind"], namespace, meta["name"])
+        obj = with_propagated_labels(parent, rendered, live, config)
+        try:
+            applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
+        except KubeAPIError as exc:
+            if not tolerate_invalid or exc.status != 422:
+                raise
+            cluster.record_event(dict(parent), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
+            return live
+        self.writes += wrote
+        return dict(applied)
+
+    async def apply_job(
+        self, cluster: Any, parent: Mapping[str, Any], rendered: dict[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """A Job: created whole (labels propagated on the Job and its pod template); an existing one only has its
+        metadata labels and annotations brought up to date (its template is immutable)."""
+        meta = rendered["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        live = await self.live(cluster, "Job", namespace, meta["name"])
+        obj = with_propagated_labels(parent, rendered, live, config)
+        spec = dict(obj.get("spec") or {})
+        template = with_propagated_labels(parent, dict(spec.get("template") or {}), None, config)
+        obj["spec"] = dict(spec, template=template)
+        digest = object_hash(obj)
+        annotations = {**_annotations(obj), RENDER_HASH: digest}
+        if live is None:
+            body = dict(obj, metadata=dict(obj["metadata"], annotations=annotations))
+            written: dict[str, Any] = await cluster.client.patch(
+                JOBS,
+                meta["name"],
+                body,
+                namespace=namespace,
+                patch_type="apply",
+                field_manager=FIELD_MANAGER,
+                force=True,
+            )
+            self.writes += 1
+            return written
+        live_annotations = live["metadata"].get("annotations") or {}
+        if live_annotations.get(RENDER_HASH) == digest:
+            return live
+        labels: dict[str, Any] = dict(obj["metadata"].get("labels") or {})
+        for key in read_propagated_keys(live):
+            labels.setdefault(key, None)  # propagated before, not now: removed
+        patch_annotations: dict[str, Any] = dict(annotations)
+        if PROPAGATED_LABELS_ANNOTATION in live_annotations and PROPAGATED_LABELS_ANNOTATION not in annotations:
+            patch_annotations[PROPAGATED_LABELS_ANNOTATION] = None
+        written = await cluster.client.patch(
+            JOBS,
+            meta["name"],
+            {"metadata": {"labels": labels, "annotations": patch_annotations}},
+            namespace=namespace,
+            patch_type="merge",
+        )
+        self.writes += 1
+        return written
+
+    async def delete(self, cluster: Any, kind: str, namespace: str, name: str) -> None:
+        resource = CHILD_RESOURCES[kind]
+        try:
+            await cluster.client.delete(resource, name, namespace=namespace or None, propagation_policy="Background")
+            self.writes += 1
+        except KubeAPIError as exc:
+            if exc.status != 404:
+                raise
+
+    # --- status ------------------------------------------------------------------------------------------
+
+    async def write_status(
+        self, cluster: Any, obj: Mapping[str, Any], resolution: Resolution, own: Mapping[str, Any]
+    ) -> None:
+        now = _now()
+
+        def desired(live: Mapping[str, Any]) -> dict[str, Any] | None:
+            current = dict(live.get("status") or {})
+            previous = list(current.get("conditions") or [])
+            status = consumer_status(
+                resolution,
+                own,
+                generation=(live.get("metadata") or {}).get("generation"),
+                previous_conditions=previous,
+            )
+            status["conditions"] = stamp(status["conditions"], previous, now)
+            return None if status == current else status
+
+        if desired(obj) is None:  # against the cache, before any request
+            return
+        meta = obj["metadata"]
+        await write_status(
+            cluster.client,
+            CONSUMER_RESOURCES[str(obj["kind"])],
+            meta.get("namespace") or None,
+            meta["name"],
+            desired,
+            field_manager=FIELD_MANAGER,
+            cached=obj,
+        )
+        self.writes += 1
+
+
+def _annotations(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})

@@ -1,0 +1,278 @@
+"""What one cluster watches for the AIM v1alpha2 consumers besides AIMService (docs/aim-resources.md), and which
+watch events become their reconciles. Held by `AimWatch.consumers`; every informer is optional (a cluster without
+the AIM CRDs counts as synced and empty).
+
+- The eight kinds (AIMModel, AIMClusterModel, AIMProfile, AIMClusterProfile, AIMProfileSet, AIMProfileCache,
+  AIMArtifact, AIMClusterModelSource), each indexed by effective runtime-config name. A create, or an update of the
+  spec, labels or annotations, queues the object itself (work key kind `aim.eai.amd.com/<Kind>`); our own status
+  writes do not. A runtime config change queues the consumers it reaches (`AimWatch._config_handler`).
+- Children: a status change or a deletion of a child queues its controller owner (an AIMArtifact's PVC and download
+  Job → the artifact; a discovery Job → the model; an artifact → its cache; a cache → its AIMService; a profile,
+  profile set or cluster model → its model, set or source, which re-applies it). Jobs are watched by the label
+  `aim.eai.amd.com/component`, PVCs by `aim.eai.amd.com/artifact`. A discovery result ConfigMap (label
+  `aim.eai.amd.com/component=discovery`) queues its model, found by its `aim.eai.amd.com/model` (namespace) or
+  `aim.eai.amd.com/cluster-model` label, whenever it appears, changes or goes.
+- References that are not ownership: a profile's create, change or delete queues the caches and artifacts that
+  name it (`spec.profileName` / `spec.profileScope`) and the AIMServices with caching whose model it belongs to
+  (`spec.model.name` = the profile's `spec.modelName`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from omectl.controller.runtime.apply import child_status_changed
+from omectl.controller.runtime.queue import WorkKey
+from omectl.core.aim.consumers import (
+    AIM_COMPONENT_LABEL,
+    ARTIFACT,
+    ARTIFACT_LABEL,
+    CLUSTER_MODEL,
+    CLUSTER_MODEL_LABEL,
+    CLUSTER_MODEL_SOURCE,
+    CLUSTER_PROFILE,
+    MODEL,
+    MODEL_LABEL,
+    PROFILE,
+    PROFILE_CACHE,
+    PROFILE_SET,
+    SCOPE_CLUSTER,
+    SCOPE_NAMESPACE,
+)
+from omectl.core.aim.discovery import DISCOVERY_COMPONENT
+from omectl.core.aim.meta import AIM_SERVICE_KIND
+from omectl.core.aim.resolution import effective_config_name
+from omectl.kube.cache import ObjectCache
+from omectl.kube.informer import Informer
+from omectl.kube.resources import (
+    AIM_ARTIFACTS,
+    AIM_CLUSTER_MODEL_SOURCES,
+    AIM_CLUSTER_MODELS,
+    AIM_CLUSTER_PROFILES,
+    AIM_MODELS,
+    AIM_PROFILE_CACHES,
+    AIM_PROFILE_SETS,
+    AIM_PROFILES,
+    CONFIG_MAPS,
+    JOBS,
+    PERSISTENT_VOLUME_CLAIMS,
+    ResourceRef,
+)
+from omectl.tracing.spans import watch_event_context
+
+KEY_PREFIX: Final = "aim.eai.amd.com/"
+CONSUMER_RESOURCES: Final[Mapping[str, ResourceRef]] = {
+    MODEL: AIM_MODELS,
+    CLUSTER_MODEL: AIM_CLUSTER_MODELS,
+    PROFILE: AIM_PROFILES,
+    CLUSTER_PROFILE: AIM_CLUSTER_PROFILES,
+    PROFILE_SET: AIM_PROFILE_SETS,
+    PROFILE_CACHE: AIM_PROFILE_CACHES,
+    ARTIFACT: AIM_ARTIFACTS,
+    CLUSTER_MODEL_SOURCE: AIM_CLUSTER_MODEL_SOURCES,
+}
+"""The v1alpha2 consumer kinds this module watches, by kind."""
+CONSUMER_KEYS: Final[Mapping[str, str]] = {f"{KEY_PREFIX}{kind}": kind for kind in CONSUMER_RESOURCES}
+"""Work key kind (`aim.eai.amd.com/<Kind>`) → kind."""
+CONFIG_NAME_INDEX: Final = "aim.eai.amd.com/runtime-config-name"
+PROFILE_REF_INDEX: Final = "aim.eai.amd.com/profile-ref"
+"""Caches and artifacts by `<scope>/<profileName>`."""
+MODEL_NAME_INDEX: Final = "aim.eai.amd.com/model-name"
+"""Profiles by `spec.modelName`."""
+CACHE_INDEX: Final = "aim.eai.amd.com/profile-cache"
+"""Artifacts by `<namespace>/<their cache's name>` (the `aim.eai.amd.com/profile-cache` label)."""
+
+
+def work_kind(kind: str) -> str:
+    return f"{KEY_PREFIX}{kind}"
+
+
+def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    meta = (obj or {}).get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _spec(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    spec = (obj or {}).get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def profile_ref_index(obj: dict[str, Any]) -> list[str]:
+    spec = _spec(obj)
+    name = spec.get("profileName")
+    if not isinstance(name, str) or not name:
+        return []
+    return [f"{spec.get('profileScope') or SCOPE_NAMESPACE}/{name}"]
+
+
+def model_name_index(obj: dict[str, Any]) -> list[str]:
+    name = _spec(obj).get("modelName")
+    return [name] if isinstance(name, str) and name else []
+
+
+def cache_index(obj: dict[str, Any]) -> list[str]:
+    meta = _metadata(obj)
+    cache = (meta.get("labels") or {}).get("aim.eai.amd.com/profile-cache")
+    return [f"{meta.get('namespace') or ''}/{cache}"] if cache else []
+
+
+def controller_owner(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """`(kind, name)` of the object's controller owner reference."""
+    for ref in _metadata(obj).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+            return str(ref["kind"]), str(ref["name"])
+    return None
+
+
+def _self_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    if old is None:
+        return True
+    meta, old_meta = _metadata(obj), _metadata(old)
+    return any(meta.get(k) != old_meta.get(k) for k in ("generation", "labels", "annotations"))
+
+
+class ConsumerWatch:
+    """The informers of the v1alpha2 consumers and their children in one cluster."""
+
+    def __init__(self, watch: Any) -> None:
+        self.watch = watch  # the cluster's AimWatch
+        self.cluster = watch.cluster
+        client = self.cluster.client
+        self.kinds: dict[str, Informer] = {}
+        for kind, resource in CONSUMER_RESOURCES.items():
+            handlers = [self._self_handler(kind), self._child_handler]
+            if kind in (PROFILE, CLUSTER_PROFILE):
+                handlers.append(self._profile_handler)
+            informer = Informer(client, resource, handlers=handlers, optional=True)
+            informer.cache.add_index(CONFIG_NAME_INDEX, lambda obj: [effective_config_name(obj)])
+            self.kinds[kind] = informer
+        for kind in (PROFILE_CACHE, ARTIFACT):
+            self.kinds[kind].cache.add_index(PROFILE_REF_INDEX, profile_ref_index)
+        for kind in (PROFILE, CLUSTER_PROFILE):
+            self.kinds[kind].cache.add_index(MODEL_NAME_INDEX, model_name_index)
+        self.kinds[ARTIFACT].cache.add_index(CACHE_INDEX, cache_index)
+        self.jobs = Informer(
+            client, JOBS, label_selector=AIM_COMPONENT_LABEL, handlers=[self._child_handler], optional=True
+        )
+        self.claims = Informer(
+            client,
+            PERSISTENT_VOLUME_CLAIMS,
+            label_selector=ARTIFACT_LABEL,
+            handlers=[self._child_handler],
+            optional=True,
+        )
+        self.results = Informer(
+            client,
+            CONFIG_MAPS,
+            label_selector=f"{AIM_COMPONENT_LABEL}={DISCOVERY_COMPONENT}",
+            handlers=[self._result_handler],
+            optional=True,
+        )
+
+    @property
+    def informers(self) -> list[Informer]:
+        return [*self.kinds.values(), self.jobs, self.claims, self.results]
+
+    def cache(self, kind: str) -> ObjectCache | None:
+        """The cache of a consumer kind, or of a child kind (Job, artifact PVC, discovery ConfigMap)."""
+        if kind in self.kinds:
+            return self.kinds[kind].cache
+        children = {"Job": self.jobs, "PersistentVolumeClaim": self.claims, "ConfigMap": self.results}
+        informer = children.get(kind)
+        return informer.cache if informer is not None else None
+
+    def consumers_named(self, config_name: str) -> list[tuple[str, dict[str, Any]]]:
+        """`(kind, object)` of every consumer whose effective runtime-config name is `config_name`."""
+        return [
+            (kind, obj)
+            for kind, informer in self.kinds.items()
+            for obj in informer.cache.by_index(CONFIG_NAME_INDEX, config_name)
+        ]
+
+    # --- handlers ----------------------------------------------------------------------------------------
+
+    def enqueue(self, kind: str, namespace: str, name: str, trigger: Any, *, low_priority: bool = False) -> None:
+        key = WorkKey(self.cluster.name, work_kind(kind), namespace, name)
+        self.cluster.controller.queue.add(key, low_priority=low_priority, trigger=trigger)
+
+    def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
+        meta = _metadata(obj)
+        return watch_event_context(
+            self.cluster.name,
+            kind,
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+            str(meta.get("resourceVersion") or ""),
+        )
+
+    def _self_handler(self, kind: str) -> Any:
+        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
+            if event_type == "DELETED":
+                return  # owner references let the API server collect the children
+            if event_type == "MODIFIED" and not _self_relevant_change(obj, old):
+                return  # our own status write
+            meta = _metadata(obj)
+            namespace = str(meta.get("namespace") or "")
+            self.enqueue(kind, namespace, str(meta["name"]), self._trigger(kind, obj), low_priority=initial)
+
+        return on_event
+
+    def _child_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if not child_status_changed(event_type, obj, old, initial):
+            return
+        owner = controller_owner(obj)
+        if owner is None:
+            return
+        kind, name = owner
+        namespace = str(_metadata(obj).get("namespace") or "")
+        trigger = self._trigger(str(obj.get("kind") or ""), obj)
+        if kind == AIM_SERVICE_KIND:
+            if self.watch.services.cache.get(namespace, name) is not None:
+                self.watch.enqueue_service(namespace, name, trigger)
+            return
+        informer = self.kinds.get(kind)
+        if informer is None:
+            return
+        owner_namespace = namespace if informer.resource.namespaced else ""
+        if informer.cache.get(owner_namespace, name) is not None:
+            self.enqueue(kind, owner_namespace, name, trigger)
+
+    def _result_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if initial:
+            return
+        if event_type == "MODIFIED" and old is not None and old.get("data") == obj.get("data"):
+            return
+        meta = _metadata(obj)
+        labels = meta.get("labels") or {}
+        trigger = self._trigger("ConfigMap", obj)
+        if labels.get(CLUSTER_MODEL_LABEL):
+            self.enqueue(CLUSTER_MODEL, "", str(labels[CLUSTER_MODEL_LABEL]), trigger)
+        elif labels.get(MODEL_LABEL):
+            self.enqueue(MODEL, str(meta.get("namespace") or ""), str(labels[MODEL_LABEL]), trigger)
+
+    def _profile_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if initial:
+            return
+        if event_type == "MODIFIED" and old is not None and not _self_relevant_change(obj, old):
+            return
+        meta = _metadata(obj)
+        name = str(meta["name"])
+        namespace = str(meta.get("namespace") or "")
+        cluster_scoped = not namespace
+        scope = SCOPE_CLUSTER if cluster_scoped else SCOPE_NAMESPACE
+        trigger = self._trigger(str(obj.get("kind") or ""), obj)
+        for kind in (PROFILE_CACHE, ARTIFACT):
+            for ref in self.kinds[kind].cache.by_index(PROFILE_REF_INDEX, f"{scope}/{name}"):
+                ref_meta = _metadata(ref)
+                if cluster_scoped or ref_meta.get("namespace") == namespace:
+                    self.enqueue(kind, str(ref_meta.get("namespace") or ""), str(ref_meta["name"]), trigger)
+        model = _spec(obj).get("modelName")
+        if isinstance(model, str) and model:
+            self.watch.enqueue_services_of_model(model, None if cluster_scoped else namespace, trigger)

@@ -1,0 +1,365 @@
+"""The AIMService reconciler: resolve the runtime config, apply the children, roll the status up (DESIGN §4).
+
+One reconcile of an AIMService:
+
+1. Resolve its runtime config from the informer caches (`omectl.core.aim.resolution.resolve`; the operator
+   namespace is `AIM_SYSTEM_NAMESPACE`, default `aim-system`), and record a `merge` span with the layers and the
+   provenance of every leaf.
+2. An explicit `runtimeConfigName` that does not exist: status `Failed`, `RuntimeConfigReady=False` and
+   `ConfigValid=False` (reason `ReferenceNotFound`), a Warning event, nothing applied, and `RetryLater` (backoff;
+   the config's creation queues the service at once, see `aim_watch`).
+3. The implicit `default` missing: `RuntimeConfigReady=True` / `DefaultConfigNotFound`, and one Normal event on the
+   first reconcile that finds it missing only.
+4. Apply the KServe InferenceService, the model-cache PVC when `spec.storage.size` asks for one, and the HTTPRoute
+   when routing is enabled and its path renders. Labels are propagated from the service
+   (`omectl.core.aim.labels`): keys we propagated before are read from the live child's annotation, so a label the
+   service drops is removed; the child's own labels are never touched. Every applied object carries the hash of
+   its render (`omectl.io/render-hash`), so an unchanged render makes no API write. A routing error
+   (`PathTemplateInvalid`, `GatewayNotConfigured`, `RequestTimeoutInvalid`) leaves an existing HTTPRoute alone and
+   creates none; routing disabled deletes the HTTPRoute this service owns.
+5. Status (`omectl.core.aim.status.roll_up`): `status.status`, the conditions (`RuntimeConfigReady`,
+   `InferenceServiceReady`, `HTTPRouteReady` when routing is enabled, `ConfigValid` when it is or was False,
+   `Ready`; each keeps its `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig` (absent when
+   nothing resolved), `routing.path` (absent unless a path rendered), `observedGeneration`. An unchanged status
+   sends no write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final, NoReturn
+
+from omectl.controller.aim.caching import cache_artifacts, service_profile
+from omectl.controller.aim.watch import AimWatch
+from omectl.controller.runtime.apply import apply_render, live_object
+from omectl.controller.runtime.queue import RetryLater
+from omectl.core.aim.artifacts import mount_artifacts
+from omectl.core.aim.caches import render_profile_cache
+from omectl.core.aim.kserve import render_inference_service, render_model_cache_pvc
+from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, propagate_to_object, read_propagated_keys
+from omectl.core.aim.meta import AIM_SERVICE_KIND
+from omectl.core.aim.resolution import (
+    CONFIG_VALID,
+    DEFAULT_MISSING,
+    DEFAULT_OPERATOR_NAMESPACE,
+    OPERATOR_NAMESPACE_ENV,
+    RUNTIME_CONFIG_READY,
+    Resolution,
+    default_missing_event_due,
+    resolve,
+)
+from omectl.core.aim.routing import RoutingPlan, plan_routing
+from omectl.core.aim.status import (
+    HTTP_ROUTE_READY,
+    INFERENCE_SERVICE_READY,
+    READY,
+    Component,
+    RollUp,
+    http_route_component,
+    inference_service_component,
+    roll_up,
+    runtime_config_component,
+    runtime_config_error,
+)
+from omectl.kube.client import KubeAPIError
+from omectl.kube.resources import (
+    AIM_PROFILE_CACHES,
+    AIM_SERVICES,
+    HTTP_ROUTES,
+    KSERVE_INFERENCE_SERVICES,
+    PERSISTENT_VOLUME_CLAIMS,
+    ResourceRef,
+)
+from omectl.kube.writer import write_status
+from omectl.tracing.spans import merge_span
+
+log = logging.getLogger(__name__)
+
+FIELD_MANAGER: Final = "omectl"
+AIM_SERVICE_API_VERSION: Final = f"{AIM_SERVICES.group}/{AIM_SERVICES.version}"
+OWN_CONDITIONS: Final = frozenset(
+    {RUNTIME_CONFIG_READY, INFERENCE_SERVICE_READY, HTTP_ROUTE_READY, CONFIG_VALID, READY}
+)
+"""Condition types the reconciler owns: rewritten every reconcile; others on the status are kept."""
+PVC_NOT_UPDATED: Final = "ModelCachePVCNotUpdated"
+_RESOURCES: Final = {
+    "InferenceService": KSERVE_INFERENCE_SERVICES,
+    "HTTPRoute": HTTP_ROUTES,
+    "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
+    "AIMProfileCache": AIM_PROFILE_CACHES,
+}
+
+
+def aim_operator_namespace() -> str:
+    """The AIM operator namespace: `AIM_SYSTEM_NAMESPACE`, default `aim-system` (the spec's "Operator namespace")."""
+    return os.environ.get(OPERATOR_NAMESPACE_ENV) or DEFAULT_OPERATOR_NAMESPACE
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def stamp_conditions(
+    wanted: tuple[dict[str, str], ...], previous: list[Any], now: str | None = None
+) -> list[dict[str, Any]]:
+    """`wanted` with `lastTransitionTime`: kept from the previous condition of that type while its status is the
+    same, else now; the previous conditions of types we do not own come first, unchanged."""
+    now = now or _now()
+    prior = {c.get("type"): c for c in previous if isinstance(c, Mapping)}
+    conditions: list[dict[str, Any]] = [
+        dict(c) for c in previous if isinstance(c, Mapping) and c.get("type") not in OWN_CONDITIONS
+    ]
+    for condition in wanted:
+        before = prior.get(condition["type"])
+        stamp = before.get("lastTransitionTime") if before and before.get("status") == condition["status"] else None
+        conditions.append({**condition, "lastTransitionTime": stamp or now})
+    return conditions
+
+
+def desired_status(
+    live: Mapping[str, Any], rolled: RollUp, resolution: Resolution, path: str | None
+) -> dict[str, Any] | None:
+    """The AIMService's status for this outcome, or None when the live status already says it."""
+    status = dict(live.get("status") or {})
+    conditions = status.get("conditions")
+    previous: list[Any] = conditions if isinstance(conditions, list) else []
+    desired: dict[str, Any] = dict(
+        status,
+        status=rolled.status,
+        conditions=stamp_conditions(rolled.conditions, previous),
+        observedGeneration=(live.get("metadata") or {}).get("generation", 0),
+    )
+    if resolution.resolved_ref is not None:
+        desired["resolvedRuntimeConfig"] = dict(resolution.resolved_ref)
+    else:
+        desired.pop("resolvedRuntimeConfig", None)
+    routing = dict(status.get("routing") or {})
+    if path is not None:
+        routing["path"] = path
+    else:
+        routing.pop("path", None)
+    if routing:
+        desired["routing"] = routing
+    else:
+        desired.pop("routing", None)
+    return None if desired == status else desired
+
+
+def with_propagated_labels(
+    service: Mapping[str, Any], rendered: Mapping[str, Any], live: Mapping[str, Any] | None, config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`rendered` with the service's labels propagated onto it, as it is to be applied.
+
+    The keys propagated last time come from the live child's annotation, so a label the service dropped (or that
+    stopped matching) leaves the applied object, and server-side apply removes it from the child. A label the live
+    child carries that neither we render nor we propagated is the child's own: it is never overwritten, and it is
+    not part of what we apply (so its owner keeps it)."""
+    live_meta = (live or {}).get("metadata") or {}
+    previous = read_propagated_keys(live) if live is not None else frozenset()
+    rendered_meta = dict(rendered.get("metadata") or {})
+    # a render that propagated already (the v1alpha2 renders do, as on creation) is taken back to its own labels,
+    # so a label the live child set itself is not overwritten by the render's copy of the parent's
+    in_render = read_propagated_keys(rendered)
+    rendered_labels = {k: v for k, v in (rendered_meta.get("labels") or {}).items() if k not in in_render}
+    foreign = {
+        k: v for k, v in (live_meta.get("labels") or {}).items() if k not in previous and k not in rendered_labels
+    }
+    annotations = dict(rendered_meta.get("annotations") or {})
+    annotations.pop(PROPAGATED_LABELS_ANNOTATION, None)
+    if previous:
+        annotations[PROPAGATED_LABELS_ANNOTATION] = ",".join(sorted(previous))
+    probe = dict(rendered, metadata=dict(rendered_meta, labels={**foreign, **rendered_labels}, annotations=annotations))
+    out = propagate_to_object(service, probe, config)
+    meta = dict(out["metadata"])
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in foreign}
+    if labels:
+        meta["labels"] = labels
+    else:
+        meta.pop("labels", None)
+    out["metadata"] = meta
+    return out
+
+
+class ConfigEvents:
+    """The runtime-config events of an AIM consumer: a Warning on every reconcile while an explicit config is
+    missing, and one Normal `DefaultConfigNotFound` on its first reconcile only (also remembered here, since the
+    status that records it may lag the event)."""
+
+    def __init__(self) -> None:
+        self._default_sent: set[tuple[str, str]] = set()
+
+    @staticmethod
+    def refuse(cluster: Any, obj: Mapping[str, Any], resolution: Resolution) -> NoReturn:
+        """Record the missing explicit config and retry later: nothing is applied meanwhile."""
+        if resolution.event is not None:
+            cluster.record_event(obj, resolution.event.type, resolution.event.reason, resolution.event.message)
+        raise RetryLater(resolution.event.message if resolution.event else "runtime config not found")
+
+    def note_default(
+        self, cluster: Any, obj: Mapping[str, Any], resolution: Resolution, previous: Any, key: tuple[str, str]
+    ) -> None:
+        if resolution.outcome != DEFAULT_MISSING:
+            self._default_sent.discard(key)
+            return
+        if default_missing_event_due(resolution, previous) and key not in self._default_sent:
+            assert resolution.event is not None
+            cluster.record_event(obj, resolution.event.type, resolution.event.reason, resolution.event.message)
+        self._default_sent.add(key)
+
+
+class AimServiceReconciler:
+    def __init__(self, *, operator_namespace: str | None = None) -> None:
+        self.operator_namespace = operator_namespace or aim_operator_namespace()
+        self.writes = 0
+        self.reconciles: Counter[tuple[str, str, str]] = Counter()
+        """Reconciles per (cluster, namespace, name): tests check that a config change reaches exactly its services."""
+        self.config_events = ConfigEvents()
+
+    def watch(self, cluster: Any) -> AimWatch:
+        return AimWatch(cluster, operator_namespace=self.operator_namespace)
+
+    async def reconcile(self, cluster: Any, service: dict[str, Any], tracer: Any = None) -> None:
+        aim: AimWatch = cluster.aim
+        meta = service["metadata"]
+        namespace, name = meta.get("namespace", ""), meta["name"]
+        self.reconciles[(cluster.name, namespace, name)] += 1
+        # list items may lack apiVersion/kind; owner references and events need them
+        service = dict(service, apiVersion=service.get("apiVersion") or AIM_SERVICE_API_VERSION)
+        service["kind"] = service.get("kind") or AIM_SERVICE_KIND
+        resolution = resolve(service, aim.config_lookup, operator_namespace=self.operator_namespace)
+        if tracer is not None:
+            self._record_span(tracer, resolution, namespace, name)
+        previous = (service.get("status") or {}).get("conditions") or []
+        config_error = runtime_config_error(resolution)
+        components: list[Component] = [runtime_config_component(resolution)]
+
+        if not resolution.may_apply:
+            rolled = roll_up(components, config_error=config_error, previous_conditions=previous)
+            await self._write_status(cluster, service, rolled, resolution, None)
+            self.config_events.refuse(cluster, service, resolution)
+
+        event_key = (cluster.name, str(meta.get("uid") or f"{namespace}/{name}"))
+        self.config_events.note_default(cluster, service, resolution, previous, event_key)
+
+        config = resolution.config
+        pvc = render_model_cache_pvc(service, config)
+        if pvc is not None:
+            await self._apply_child(cluster, service, pvc, config, tolerate_invalid=True)
+        # caching (aim_caching): the service's profile, its AIMProfileCache, and the cache's Ready artifacts mounted
+        profile = service_profile(aim, service)
+        artifacts: list[dict[str, Any]] = []
+        if profile is not None:
+            cache = render_profile_cache(service, profile, config)
+            if cache is not None:
+                await self._apply_child(cluster, service, cache, config)
+                artifacts = cache_artifacts(aim, service, profile)
+        rendered_isvc = mount_artifacts(render_inference_service(service, config, profile=profile), artifacts)
+        isvc = await self._apply_child(cluster, service, rendered_isvc, config)
+        components.append(inference_service_component(isvc))
+        plan = plan_routing(service, config)
+        route_component = await self._route(cluster, service, plan, config)
+        if route_component is not None:
+            components.append(route_component)
+        rolled = roll_up(components, config_error=config_error, previous_conditions=previous)
+        await self._write_status(cluster, service, rolled, resolution, plan.path if plan.route is not None else None)
+
+    # --- children ----------------------------------------------------------------------------------------
+
+    async def _route(
+        self, cluster: Any, service: Mapping[str, Any], plan: RoutingPlan, config: Mapping[str, Any]
+    ) -> Component | None:
+        meta = service["metadata"]
+        if not plan.enabled:
+            live = await self._live(cluster, HTTP_ROUTES, meta.get("namespace", ""), meta["name"])
+            if live is not None and _owned_by(live, service):
+                await self._delete(cluster, HTTP_ROUTES, meta.get("namespace", ""), meta["name"])
+            return None
+        if plan.route is None:
+            return http_route_component(plan, None)  # the error; an existing route is left as it is
+        route = await self._apply_child(cluster, service, plan.route, config)
+        return http_route_component(plan, route)
+
+    async def _apply_child(
+        self,
+        cluster: Any,
+        service: Mapping[str, Any],
+        rendered: dict[str, Any],
+        config: Mapping[str, Any],
+        *,
+        tolerate_invalid: bool = False,
+    ) -> Mapping[str, Any] | None:
+        """Apply one child with propagated labels unless the cluster holds this render; returns the live object."""
+        resource = _RESOURCES[rendered["kind"]]
+        meta = rendered["metadata"]
+        namespace = meta.get("namespace", "")
+        live = await self._live(cluster, resource, namespace, meta["name"])
+        obj = with_propagated_labels(service, rendered, live, config)
+        try:
+            applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
+        except KubeAPIError as exc:
+            if not tolerate_invalid or exc.status != 422:
+                raise
+            # a bound claim's spec is mostly immutable: keep serving from it and say why it differs
+            cluster.record_event(dict(service), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
+            return live
+        self.writes += wrote
+        return applied
+
+    async def _live(self, cluster: Any, resource: ResourceRef, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return await live_object(cluster.client, resource, cluster.aim.child_cache(resource.kind), namespace, name)
+
+    async def _delete(self, cluster: Any, resource: ResourceRef, namespace: str, name: str) -> None:
+        try:
+            await cluster.client.request("DELETE", resource.path(namespace or None, name))
+            self.writes += 1
+        except KubeAPIError as exc:
+            if exc.status != 404:
+                raise
+
+    # --- status ------------------------------------------------------------------------------------------
+
+    async def _write_status(
+        self, cluster: Any, service: Mapping[str, Any], rolled: RollUp, resolution: Resolution, path: str | None
+    ) -> None:
+        if desired_status(service, rolled, resolution, path) is None:  # against the cache, before any request
+            return
+        meta = service["metadata"]
+        await write_status(
+            cluster.client,
+            AIM_SERVICES,
+            meta.get("namespace") or None,
+            meta["name"],
+            lambda live: desired_status(live, rolled, resolution, path),
+            field_manager=FIELD_MANAGER,
+            cached=service,
+        )
+
+    @staticmethod
+    def _record_span(tracer: Any, resolution: Resolution, namespace: str, name: str) -> None:
+        """One `merge` span per resolution: the layers (lowest first), how many leaves each set, the provenance."""
+        counts = Counter(resolution.provenance.values())
+        ref = resolution.resolved_ref or {}
+        with merge_span(
+            tracer,
+            chain=list(resolution.layers),
+            cache_hit=False,
+            layer_fields={layer: counts.get(layer, 0) for layer in resolution.layers},
+            provenance=resolution.provenance,
+            runtime_kind=ref.get("kind") or None,
+            runtime_namespace=ref.get("namespace") or None,
+            runtime_name=ref.get("name") or resolution.name,
+        ) as span:
+            span.set_attribute("omectl.aim.outcome", resolution.outcome)
+            span.set_attribute("omectl.aim.service", f"{namespace}/{name}")
+
+
+def _owned_by(child: Mapping[str, Any], service: Mapping[str, Any]) -> bool:
+    uid = (service.get("metadata") or {}).get("uid")
+    return any(
+        isinstance(ref, Mapping) and ref.get("kind") == AIM_SERVICE_KIND and ref.get("uid") == uid
+        for ref in (child.get("metadata") or {}).get("ownerReferences") or []
+    )

@@ -1,0 +1,226 @@
+"""What one cluster watches for AMD AIM (`aim.eai.amd.com`), and which watch events become AIMService reconciles.
+
+Every informer here is optional: a cluster that serves no AIM (or no KServe / Gateway API) CRDs counts as synced
+and empty, so the OME side of the fleet is unaffected.
+
+- AIMServices, indexed by their effective runtime-config name (`default` when `spec.runtimeConfigName` is
+  omitted). A create, or an update of the spec, labels or annotations (labels feed path templates and label
+  propagation), queues the service; our own status writes do not.
+- AIMRuntimeConfigs and AIMClusterRuntimeConfigs. A create, a spec change or a delete queues exactly the services
+  whose effective config name it is (`config_change_reaches`, DESIGN §4.10): in its namespace for an
+  AIMRuntimeConfig, in every namespace for an AIMClusterRuntimeConfig. A service waiting in backoff for a missing
+  explicit config so runs at once when the config appears.
+- The children an AIMService renders, selected by the label `aim.eai.amd.com/service`: KServe InferenceServices,
+  Gateway API HTTPRoutes and PVCs. A status change (readiness, a route's acceptance, a claim's binding) or a
+  deletion queues the owning AIMService, found by its controller owner reference.
+- The v1alpha2 consumers (models, profiles, profile sets, caches, artifacts, cluster model sources) and their
+  children: `aim_consumers_watch.ConsumerWatch` (`AimWatch.consumers`). A config change queues them as it queues
+  services; an AIMProfileCache's status change queues its AIMService (which mounts the Ready artifacts), and a
+  profile's change queues the AIMServices with caching of its model (`SERVICE_MODEL_INDEX`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from omectl.controller.aim.consumers_watch import ConsumerWatch
+from omectl.controller.runtime.apply import child_status_changed
+from omectl.controller.runtime.queue import WorkKey
+from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
+from omectl.core.aim.resolution import (
+    CLUSTER_RUNTIME_CONFIG_KIND,
+    RUNTIME_CONFIG_KIND,
+    config_change_reaches,
+    effective_config_name,
+)
+from omectl.kube.cache import ObjectCache
+from omectl.kube.informer import Informer
+from omectl.kube.resources import (
+    AIM_CLUSTER_RUNTIME_CONFIGS,
+    AIM_RUNTIME_CONFIGS,
+    AIM_SERVICES,
+    HTTP_ROUTES,
+    KSERVE_INFERENCE_SERVICES,
+    PERSISTENT_VOLUME_CLAIMS,
+    ResourceRef,
+)
+from omectl.tracing.spans import watch_event_context
+
+AIM_SERVICE_KEY: Final = "aim.eai.amd.com/AIMService"
+"""Work key kind of an AIMService reconcile."""
+CONFIG_NAME_INDEX: Final = "aim.eai.amd.com/runtime-config-name"
+"""AIMServices by effective runtime-config name."""
+SERVICE_MODEL_INDEX: Final = "aim.eai.amd.com/service-model"
+"""AIMServices with caching enabled, by `spec.model.name` (the model whose profile they cache)."""
+
+
+def config_name_index(obj: dict[str, Any]) -> list[str]:
+    return [effective_config_name(obj)]
+
+
+def service_model_index(obj: dict[str, Any]) -> list[str]:
+    spec = obj.get("spec") or {}
+    caching = spec.get("caching") or {}
+    name = (spec.get("model") or {}).get("name")
+    return [name] if caching.get("enabled") is True and isinstance(name, str) and name else []
+
+
+def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    meta = (obj or {}).get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _service_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    if old is None:
+        return True
+    meta, old_meta = _metadata(obj), _metadata(old)
+    return any(meta.get(k) != old_meta.get(k) for k in ("generation", "labels", "annotations"))
+
+
+def owning_service(child: Mapping[str, Any]) -> str | None:
+    """The AIMService a child belongs to: its controller owner reference, else its `aim.eai.amd.com/service` label."""
+    meta = _metadata(child)
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("kind") == AIM_SERVICE_KIND and ref.get("controller"):
+            name = ref.get("name")
+            if isinstance(name, str) and name:
+                return name
+    label = (meta.get("labels") or {}).get(SERVICE_LABEL)
+    return label if isinstance(label, str) and label else None
+
+
+class AimWatch:
+    """The AIM informers of one cluster (`ClusterRuntime.aim`) and their event handlers."""
+
+    def __init__(self, cluster: Any, *, operator_namespace: str) -> None:
+        self.cluster = cluster
+        self.operator_namespace = operator_namespace
+        client = cluster.client
+        self.services = Informer(client, AIM_SERVICES, handlers=[self._service_handler], optional=True)
+        self.services.cache.add_index(CONFIG_NAME_INDEX, config_name_index)
+        self.services.cache.add_index(SERVICE_MODEL_INDEX, service_model_index)
+        self.runtime_configs = Informer(
+            client, AIM_RUNTIME_CONFIGS, handlers=[self._config_handler(RUNTIME_CONFIG_KIND)], optional=True
+        )
+        self.cluster_runtime_configs = Informer(
+            client,
+            AIM_CLUSTER_RUNTIME_CONFIGS,
+            handlers=[self._config_handler(CLUSTER_RUNTIME_CONFIG_KIND)],
+            optional=True,
+        )
+        self.inference_services = self._child_informer(KSERVE_INFERENCE_SERVICES)
+        self.http_routes = self._child_informer(HTTP_ROUTES)
+        self.claims = self._child_informer(PERSISTENT_VOLUME_CLAIMS)
+        self.consumers = ConsumerWatch(self)  # the v1alpha2 consumers and their children
+
+    def _child_informer(self, resource: ResourceRef) -> Informer:
+        return Informer(
+            self.cluster.client, resource, label_selector=SERVICE_LABEL, handlers=[self._child_handler], optional=True
+        )
+
+    @property
+    def informers(self) -> list[Informer]:
+        return [
+            self.services,
+            self.runtime_configs,
+            self.cluster_runtime_configs,
+            self.inference_services,
+            self.http_routes,
+            self.claims,
+            *self.consumers.informers,
+        ]
+
+    def child_cache(self, kind: str) -> ObjectCache | None:
+        return {
+            "InferenceService": self.inference_services.cache,
+            "HTTPRoute": self.http_routes.cache,
+            "PersistentVolumeClaim": self.claims.cache,
+            "AIMProfileCache": self.consumers.kinds["AIMProfileCache"].cache,
+        }.get(kind)
+
+    def config_lookup(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """`resolution.ConfigLookup` over the caches: namespace `""` means the AIMClusterRuntimeConfig."""
+        if namespace:
+            return self.runtime_configs.cache.get(namespace, name)
+        return self.cluster_runtime_configs.cache.get("", name)
+
+    # --- handlers ----------------------------------------------------------------------------------------
+
+    def _enqueue(self, namespace: str, name: str, trigger: Any, *, low_priority: bool = False) -> None:
+        key = WorkKey(self.cluster.name, AIM_SERVICE_KEY, namespace, name)
+        self.cluster.controller.queue.add(key, low_priority=low_priority, trigger=trigger)
+
+    def enqueue_service(self, namespace: str, name: str, trigger: Any) -> None:
+        self._enqueue(namespace, name, trigger)
+
+    def enqueue_services_of_model(self, model: str, namespace: str | None, trigger: Any) -> None:
+        """Queue the AIMServices with caching that serve `model` (in `namespace`, or anywhere when None)."""
+        for service in self.services.cache.by_index(SERVICE_MODEL_INDEX, model):
+            service_ns = str(_metadata(service).get("namespace") or "")
+            if namespace is None or service_ns == namespace:
+                self._enqueue(service_ns, str(_metadata(service)["name"]), trigger)
+
+    def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
+        meta = _metadata(obj)
+        return watch_event_context(
+            self.cluster.name,
+            kind,
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+            str(meta.get("resourceVersion") or ""),
+        )
+
+    def _service_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if event_type == "DELETED":
+            return  # owner references let the API server collect the children
+        if event_type == "MODIFIED" and not _service_relevant_change(obj, old):
+            return  # our own status write
+        meta = _metadata(obj)
+        self._enqueue(
+            str(meta.get("namespace") or ""),
+            str(meta["name"]),
+            self._trigger(AIM_SERVICE_KEY, obj),
+            low_priority=initial,
+        )
+
+    def _config_handler(self, config_kind: str) -> Any:
+        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
+            if initial:
+                return  # every service of the initial list is queued anyway
+            if event_type == "MODIFIED" and old is not None:
+                meta, old_meta = _metadata(obj), _metadata(old)
+                if meta.get("generation") == old_meta.get("generation") and obj.get("spec") == old.get("spec"):
+                    return  # a status or metadata edit changes no resolution
+            meta = _metadata(obj)
+            namespace = str(meta.get("namespace") or "")
+            name = str(meta["name"])
+            trigger = self._trigger(config_kind, obj)
+            for service in self.services.cache.by_index(CONFIG_NAME_INDEX, name):
+                if config_change_reaches(
+                    config_kind, namespace, name, service, operator_namespace=self.operator_namespace
+                ):
+                    service_meta = _metadata(service)
+                    self._enqueue(str(service_meta.get("namespace") or ""), str(service_meta["name"]), trigger)
+            for kind, consumer in self.consumers.consumers_named(name):
+                if config_change_reaches(
+                    config_kind, namespace, name, consumer, operator_namespace=self.operator_namespace
+                ):
+                    consumer_meta = _metadata(consumer)
+                    namespace_of = str(consumer_meta.get("namespace") or "")
+                    self.consumers.enqueue(kind, namespace_of, str(consumer_meta["name"]), trigger)
+
+        return on_event
+
+    def _child_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if not child_status_changed(event_type, obj, old, initial):
+            return
+        service = owning_service(obj)
+        namespace = str(_metadata(obj).get("namespace") or "")
+        if service is None or self.services.cache.get(namespace, service) is None:
+            return
+        self._enqueue(namespace, service, self._trigger(str(obj.get("kind") or ""), obj))

@@ -1,0 +1,1 @@
+"""OME's reconcilers: runtime status, engine workloads, runtime revisions, the shared chain resolver."""

@@ -1,0 +1,331 @@
+"""The engine workload reconciler: an InferenceService in, its rendered workloads applied, minimal writes.
+
+For a named runtime the merged spec (from the shared resolver) is validated against the model and rendered;
+without one, automatic selection picks among the runtimes' own specs. While a chain is broken, nothing is
+written to the workloads (the running pods keep serving), a Warning event says why, and the reconcile retries
+with backoff. An unchanged render makes no API write: each applied object carries the hash of its render.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from omectl.controller.ome.resolver import ChainResolver
+from omectl.controller.ome.revisions import Revision, RevisionStore
+from omectl.controller.runtime.apply import FIELD_MANAGER, apply_render, live_object, object_hash
+from omectl.controller.runtime.queue import RetryLater, WorkKey
+from omectl.core.ome.engine_status import COMPONENT_CONDITIONS, READY, Readiness, readiness
+from omectl.core.ome.inheritance import ChainError
+from omectl.core.ome.render import RenderError, render_workloads
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
+from omectl.core.ome.selection import (
+    ModelError,
+    NoRuntimeFound,
+    RuntimeValidation,
+    check_runtime_supports,
+    event_for_model_error,
+    event_for_named_runtime_failure,
+    event_for_selection_failure,
+    lookup_named_runtime,
+    named_runtime,
+    resolve_model,
+    select_runtime,
+)
+from omectl.kube.resources import INFERENCE_SERVICES, ResourceRef
+from omectl.kube.writer import write_status
+
+log = logging.getLogger(__name__)
+
+_RESOURCES = {
+    ("apps/v1", "Deployment"): ResourceRef("apps", "v1", "deployments", "Deployment", True),
+    ("v1", "Service"): ResourceRef("", "v1", "services", "Service", True),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): ResourceRef(
+        "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", True
+    ),
+    ("v1", "ServiceAccount"): ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True),
+    ("rbac.authorization.k8s.io/v1", "Role"): ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ResourceRef(
+        "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True
+    ),
+}
+
+
+DRIFT_CONDITION = "RuntimeDrifted"
+ISVC_STATUS_WORK = "ome.io/InferenceService.status"  # a low-priority work item: write the status decided
+
+
+def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"type": DRIFT_CONDITION, "status": status, "reason": reason, "message": message, "lastTransitionTime": now}
+
+
+def _same_condition(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a.get(k) == b.get(k) for k in ("type", "status", "reason", "message"))
+
+
+_OWN_CONDITIONS = frozenset({DRIFT_CONDITION, READY, *COMPONENT_CONDITIONS.values()})
+
+
+def desired_isvc_status(
+    live: Mapping[str, Any], runtime: Mapping[str, Any], drift: Mapping[str, Any], ready: Readiness
+) -> dict[str, Any] | None:
+    """The InferenceService's status with the runtime record, drift, readiness and URLs; None when unchanged.
+
+    A condition keeps its `lastTransitionTime` while its status stays the same."""
+    status = dict(live.get("status") or {})
+    prior = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, Mapping)}
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") not in _OWN_CONDITIONS]
+    for condition in [*ready.conditions, drift]:
+        wanted = {k: v for k, v in condition.items() if v != "" and k != "lastTransitionTime"}
+        before = prior.get(wanted["type"])
+        if before is not None and _same_condition(before, wanted):
+            conditions.append(before)
+            continue
+        stamp = before.get("lastTransitionTime") if before and before.get("status") == wanted["status"] else now
+        conditions.append({**wanted, "lastTransitionTime": stamp or now})
+    desired = dict(
+        status,
+        runtime=dict(runtime),
+        conditions=conditions,
+        observedGeneration=live["metadata"].get("generation", 0),
+        components=ready.components,
+    )
+    if ready.url:
+        desired["url"] = ready.url
+    else:
+        desired.pop("url", None)
+    return None if desired == status else desired
+
+
+def _referenced_revisions(cluster: Any, namespace: str) -> set[str]:
+    """Revisions an InferenceService of the namespace pins or records: never collected."""
+    names: set[str] = set()
+    for isvc in cluster.inference_services.cache.list(namespace):
+        pinned = ((isvc.get("spec") or {}).get("runtime") or {}).get("revision")
+        recorded = ((isvc.get("status") or {}).get("runtime") or {}).get("revision")
+        names.update(n for n in (pinned, recorded) if n)
+    return names
+
+
+@dataclass(frozen=True)
+class PendingStatus:
+    """What a reconcile decided for an InferenceService's status, waiting for its low-priority write."""
+
+    runtime: Mapping[str, Any]
+    drift: Mapping[str, Any]
+    objects: list[dict[str, Any]]
+    applied: Mapping[tuple[str, str], Mapping[str, Any]]
+    """The workloads as the cluster answered the apply (or as cached when unchanged)."""
+
+    def readiness(self, cluster: Any) -> Readiness:
+        def live(kind: str, name: str) -> Mapping[str, Any] | None:
+            applied = self.applied.get((kind, name))
+            cache = cluster.workload_cache(kind)
+            if applied is None or cache is None:
+                return applied
+            cached: Mapping[str, Any] | None = cache.get(applied["metadata"].get("namespace", ""), name)
+            if cached is None:
+                return applied
+            # the newer spec wins; for the same spec the cache has the newer status
+            newer = (applied["metadata"].get("generation") or 0) > (cached["metadata"].get("generation") or 0)
+            return applied if newer else cached
+
+        return readiness(self.objects, live)
+
+
+class ModelLookupOverCaches:
+    def __init__(self, base_models: Any, cluster_base_models: Any) -> None:
+        self.base_models = base_models
+        self.cluster_base_models = cluster_base_models
+
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        if kind == "BaseModel":
+            return self.base_models.get(namespace, name)  # type: ignore[no-any-return]
+        return self.cluster_base_models.get("", name)  # type: ignore[no-any-return]
+
+
+class EngineReconciler:
+    def __init__(self, resolver: ChainResolver) -> None:
+        self.resolver = resolver
+        self.writes = 0
+        self.pending_status: dict[tuple[str, str, str], PendingStatus] = {}
+
+    async def reconcile(self, cluster: Any, isvc: dict[str, Any]) -> None:
+        meta = isvc["metadata"]
+        namespace = meta.get("namespace", "")
+        lookup = cluster.lookup()
+        try:
+            model = resolve_model(
+                isvc, ModelLookupOverCaches(cluster.base_models.cache, cluster.cluster_base_models.cache)
+            )
+        except ModelError as exc:
+            cluster.record_event(isvc, "Warning", *event_for_model_error(exc))
+            return
+        model_obj = None
+        if model is not None:
+            models = cluster.base_models.cache if model.kind == "BaseModel" else cluster.cluster_base_models.cache
+            model_obj = models.get(model.namespace, model.name)
+        runtime_name = named_runtime(isvc)
+        if runtime_name is None:
+            if model is None:
+                return
+            candidates = [(SERVING_RUNTIME, r) for r in cluster.serving.cache.list(namespace)] + [
+                (CLUSTER_SERVING_RUNTIME, r) for r in cluster.cluster_serving.cache.list()
+            ]
+            try:
+                selected = select_runtime(namespace, model, candidates)  # type: ignore[arg-type]
+            except NoRuntimeFound as exc:
+                cluster.record_event(isvc, "Warning", *event_for_selection_failure(model.name, exc.message))
+                return
+            merged: Mapping[str, Any] = selected.spec
+            kind, name, chain = selected.ref.kind, selected.ref.name, [selected.ref.name]
+            revision: Revision | None = None
+            drift = _condition("False", "AutoSync", "automatic selection follows the live runtime")
+        else:
+            try:
+                ref, runtime = lookup_named_runtime(namespace, runtime_name, lookup)
+                resolution = await self.resolver.resolve(cluster.name, runtime, lookup)
+            except (ChainError, RuntimeValidation) as exc:
+                reason, message = event_for_named_runtime_failure(
+                    isvc,
+                    runtime_name,
+                    model.name if model else None,
+                    exc.message,
+                    chain_broken=isinstance(exc, ChainError),
+                )
+                cluster.record_event(isvc, "Warning", reason, message)
+                raise RetryLater(message) from None
+            merged, kind, name, chain = resolution.result.spec, ref.kind, ref.name, list(resolution.names)
+            pinned = await self._pinned_revision(cluster, isvc, name, kind, resolution)
+            if pinned is None:
+                return  # a missing pinned revision: RuntimePinError recorded, workload left as it is
+            merged, revision, drift = pinned
+            if model is not None:
+                try:
+                    check_runtime_supports(name, merged, model, kind=kind)
+                except RuntimeValidation as exc:
+                    reason, message = event_for_named_runtime_failure(
+                        isvc, name, model.name, exc.message, chain_broken=False
+                    )
+                    cluster.record_event(isvc, "Warning", reason, message)
+                    return
+        try:
+            objects = render_workloads(
+                isvc,
+                merged,
+                runtime_name=name,
+                runtime_kind=kind,
+                model=model_obj,
+                revision=revision.name if revision else None,
+            )
+        except RenderError as exc:
+            cluster.record_event(isvc, "Warning", exc.reason, exc.message)
+            return
+        applied: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for obj in objects:
+            applied[(obj["kind"], obj["metadata"]["name"])] = await self._apply(cluster, obj)
+        desired_runtime: dict[str, Any] = {"name": name, "kind": kind, "chain": chain}
+        if revision is not None:
+            desired_runtime.update(chain=list(revision.chain), revision=revision.name, hash=revision.hash)
+        else:
+            desired_runtime["hash"] = object_hash({"objects": objects})
+
+        pending = PendingStatus(desired_runtime, drift, objects, applied)
+        if desired_isvc_status(isvc, desired_runtime, drift, pending.readiness(cluster)) is not None:
+            # Workloads first: during a rollout every InferenceService's workloads are applied before any status
+            # is written, so the status write (bookkeeping) waits in the low-priority lane of the queue.
+            self.pending_status[(cluster.name, namespace, meta["name"])] = pending
+            cluster.controller.queue.add(
+                WorkKey(cluster.name, ISVC_STATUS_WORK, namespace, meta["name"]), low_priority=True
+            )
+
+    async def write_pending_status(self, cluster: Any, isvc: dict[str, Any]) -> None:
+        """Write the status the last reconcile of `isvc` decided, with readiness as the caches report it now."""
+        meta = isvc["metadata"]
+        pending = self.pending_status.pop((cluster.name, meta.get("namespace", ""), meta["name"]), None)
+        if pending is None:
+            return
+        ready = pending.readiness(cluster)
+        if desired_isvc_status(isvc, pending.runtime, pending.drift, ready) is None:
+            return
+        try:
+            await write_status(
+                cluster.client,
+                INFERENCE_SERVICES,
+                meta.get("namespace", ""),
+                meta["name"],
+                lambda live: desired_isvc_status(live, pending.runtime, pending.drift, ready),
+                field_manager=FIELD_MANAGER,
+                cached=isvc,
+            )
+        except BaseException:
+            # the retry of this work item must still find what to write (unless a newer reconcile decided again)
+            self.pending_status.setdefault((cluster.name, meta.get("namespace", ""), meta["name"]), pending)
+            raise
+
+    async def _pinned_revision(
+        self, cluster: Any, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any
+    ) -> tuple[Mapping[str, Any], Revision, dict[str, Any]] | None:
+        """The spec to render and the drift condition, per DESIGN §3 decision 12 (None: leave the workload)."""
+        meta = isvc["metadata"]
+        namespace = meta.get("namespace", "")
+        runtime_spec = (isvc.get("spec") or {}).get("runtime") or {}
+        store: RevisionStore = cluster.revisions
+        live = await store.ensure(
+            namespace,
+            runtime,
+            kind,
+            resolution.names,
+            [rv for *_, rv in resolution.key[1]],
+            resolution.result.spec,
+            lambda: _referenced_revisions(cluster, namespace),
+        )
+        requested = runtime_spec.get("revision")
+        if requested:
+            chosen = await store.get(namespace, requested)
+            if chosen is None:
+                reason, message = event_for_named_runtime_failure(
+                    isvc,
+                    runtime,
+                    ((isvc.get("spec") or {}).get("model") or {}).get("name"),
+                    f"runtime revision {requested} not found",
+                    chain_broken=True,
+                )
+                cluster.record_event(isvc, "Warning", reason, message)
+                return None
+        elif runtime_spec.get("autoSync", True) is False:
+            status_runtime = (isvc.get("status") or {}).get("runtime") or {}
+            pinned = status_runtime.get("revision") if status_runtime.get("name") == runtime else None
+            chosen = (await store.get(namespace, pinned) if pinned else None) or live  # the first reconcile pins
+        else:
+            return (
+                resolution.result.spec,
+                live,
+                _condition("False", "AutoSync", "the workload follows the live runtime"),
+            )
+        if chosen.hash != live.hash:
+            message = f"pinned revision {chosen.name} differs from the live revision {live.name}"
+            return chosen.spec, chosen, _condition("True", "RevisionMismatch", message)
+        return (
+            chosen.spec,
+            chosen,
+            _condition("False", "UpToDate", f"pinned revision {chosen.name} is the live revision"),
+        )
+
+    async def _apply(self, cluster: Any, obj: dict[str, Any]) -> Mapping[str, Any]:
+        """Apply one rendered object unless the cluster already holds this render; returns the live object."""
+        resource = _RESOURCES.get((obj.get("apiVersion", ""), obj.get("kind", "")))
+        if resource is None:
+            raise RenderError(f"omectl cannot apply {obj.get('apiVersion')} {obj.get('kind')}")
+        meta = obj["metadata"]
+        live = await live_object(
+            cluster.client, resource, cluster.workload_cache(obj["kind"]), meta.get("namespace", ""), meta["name"]
+        )
+        applied, wrote = await apply_render(cluster.client, resource, obj, live)
+        self.writes += wrote
+        return applied

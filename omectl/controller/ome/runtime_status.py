@@ -1,0 +1,113 @@
+"""The runtime status reconciler: `status.inheritanceChain` and the `InheritanceReady` condition of each runtime.
+
+Per DESIGN §3: a resolved chain is written root first with `InheritanceReady=True/Resolved`; a broken chain
+sets `InheritanceReady=False` with the chain error's reason, records a Warning event whose reason is that
+condition reason and whose message is the chain error, and keeps the last chain that resolved. Every status
+write sets `observedGeneration`; an unchanged status is not written at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from omectl.controller.ome.resolver import ChainResolver, Resolution
+from omectl.core.ome.inheritance import ChainError
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME
+from omectl.tracing.spans import merge_span
+
+log = logging.getLogger(__name__)
+
+CONDITION = "InheritanceReady"
+RESOLVED = "Resolved"
+RESOLVER_ERROR = "ResolverError"
+
+
+@dataclass(frozen=True)
+class ChainOutcome:
+    """What a reconcile found: the resolution, or the reason and message of a broken chain."""
+
+    resolution: Resolution | None
+    reason: str
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.resolution is not None
+
+
+async def resolve_runtime(
+    resolver: ChainResolver, cluster: str, runtime: Mapping[str, Any], lookup: Any
+) -> ChainOutcome:
+    try:
+        resolution = await resolver.resolve(cluster, runtime, lookup)
+    except ChainError as exc:
+        return ChainOutcome(None, exc.reason, exc.message)
+    except Exception as exc:  # anything else is a ResolverError, never a crash
+        log.exception("cluster %s: resolving %s failed", cluster, runtime.get("metadata", {}).get("name"))
+        return ChainOutcome(None, RESOLVER_ERROR, f"{type(exc).__name__}: {exc}")
+    chain = " ".join(resolution.names)
+    return ChainOutcome(resolution, RESOLVED, f"inheritance chain resolved: [{chain}]")
+
+
+def desired_status(live: Mapping[str, Any], outcome: ChainOutcome, now: str | None = None) -> dict[str, Any] | None:
+    """The status to write, or None when the live status already says it."""
+    status = dict(live.get("status") or {})
+    generation = int((live.get("metadata") or {}).get("generation", 0) or 0)
+    new = dict(status)
+    if outcome.ok:
+        assert outcome.resolution is not None
+        new["inheritanceChain"] = list(outcome.resolution.names)
+    state = "True" if outcome.ok else "False"
+    conditions = [dict(c) for c in status.get("conditions") or []]
+    prior = next((c for c in conditions if c.get("type") == CONDITION), None)
+    condition = {
+        "type": CONDITION,
+        "status": state,
+        "reason": outcome.reason,
+        "message": outcome.message,
+        "lastTransitionTime": (
+            prior["lastTransitionTime"]
+            if prior and prior.get("status") == state and prior.get("lastTransitionTime")
+            else now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        ),
+        "observedGeneration": generation,
+    }
+    if prior is None:
+        conditions.append(condition)
+    else:
+        conditions[conditions.index(prior)] = condition
+    new["conditions"] = conditions
+    new["observedGeneration"] = generation
+    if status == new:
+        return None
+    return new
+
+
+def record_merge_span(tracer: Any, outcome: ChainOutcome, kind: str, namespace: str, name: str) -> None:
+    """One `merge` span per merge, with the chain, the cache outcome and which runtime set each field."""
+    if outcome.resolution is None:
+        return
+    result = outcome.resolution.result
+    # Provenance is recorded when a merge is computed; a cache hit reuses that merge, so `omectl trace explain`
+    # reads the newest merge span that carries it (the spans of hits stay small on the hot path).
+    with merge_span(
+        tracer,
+        chain=list(outcome.resolution.names),
+        cache_hit=outcome.resolution.cache_hit,
+        layer_fields=result.layer_fields,
+        provenance={} if outcome.resolution.cache_hit else result.provenance,
+        chain_refs=[str(ref) for ref in outcome.resolution.refs],
+        context=str(outcome.resolution.context),
+        runtime_kind=kind,
+        runtime_namespace=namespace or None,
+        runtime_name=name,
+    ):
+        pass
+
+
+def runtime_kind_path(kind: str) -> str:
+    return "clusterservingruntimes" if kind == CLUSTER_SERVING_RUNTIME else "servingruntimes"

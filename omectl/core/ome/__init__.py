@@ -1,0 +1,1 @@
+"""OME's pure logic: runtime chains, merges, model and runtime selection, rendering."""

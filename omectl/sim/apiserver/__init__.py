@@ -1,0 +1,1 @@
+"""The embedded Kubernetes API server: REST over aiohttp, the store, apply, schemas, discovery, tables."""

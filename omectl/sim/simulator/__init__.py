@@ -1,0 +1,76 @@
+"""The workload simulator: the kubelets, scheduler and workload controllers of one embedded cluster (optional).
+
+Turned on per cluster with `EmbeddedAPIServer(simulator=SimulatorConfig(pools=(NodePool(...), ...)))`; it runs
+as one asyncio task fed by store events, so a workload becomes ready after (never during) the write that
+created it. `await server.simulator.wait_idle()` waits until it has caught up. It only acts on kinds the
+cluster serves, and picks up CRDs installed later.
+
+What it does, and the contract other code may rely on:
+
+- **Nodes.** One `v1` Node per pool member, `<cluster>-<pool.name>-node-<i>` (pool name default `gpu`), Ready,
+  `status.capacity` = `status.allocatable` = cpu, memory, pods, ephemeral-storage and `<gpu_resource>: <gpus>`;
+  labels `kubernetes.io/hostname`, `node.kubernetes.io/instance-type`, `gpu.omectl.io/type: <model>`,
+  `gpu.omectl.io/vendor: nvidia|amd`, `sim.omectl.io/node-pool: <pool name>`. Created when the server starts
+  (existing ones are left alone). Every Node in the store counts for scheduling, simulated or not.
+- **Model agent.** For each `ome.io/v1beta1` ClusterBaseModel / BaseModel whose storage URI (or name) the model
+  table knows (`.models.BUILTIN_MODELS`, overridden by `SimulatorConfig.model_metadata`), the spec fields upstream's
+  agent reads from config.json and the spec leaves unset are written into the spec first (manager
+  `ome-model-agent`). Then every simulated node gets the label
+  `omectl.core.ome.render.model_node_selector_key(...)`: `"Ready"` (removed when the model is deleted); a model
+  with a status subresource and no `status.state` gets `status.state: Ready` and `status.nodesReady`.
+- **Scheduling** (Deployments, LeaderWorkerSets, KServe InferenceServices). A pod fits a node when the node is
+  not `spec.unschedulable`, has every `nodeSelector` label, and has free GPUs for the pod's requests (see
+  `gpu_requests`); taints, cpu and memory are ignored. Pods go to the first fitting node by name; the GPUs
+  stay bound until the workload is deleted (or being deleted) or its shape (replicas, GPU requests,
+  nodeSelector) changes; freed GPUs go to pending workloads in the order they were created. A LeaderWorkerSet
+  group (leader + size-1 workers) is placed whole or not at all. A spec change that keeps the shape only
+  moves `observedGeneration` on. Status is rewritten only when it changes, and only for spec (generation)
+  changes, never for status or metadata writes.
+- **The unavailability contract.** When some replica (group) does not fit, the scheduler's message is, in
+  kube-scheduler's words, `0/2 nodes are available: 2 Insufficient nvidia.com/gpu.` or
+  `0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.` (one `<count> <reason>` per
+  reason, sorted, comma-separated; `no nodes available to schedule pods` without nodes), and it appears
+  1. in a `v1` Event on the workload: type `Warning`, reason `FailedScheduling`, source/reportingComponent
+     `default-scheduler`, once per distinct message;
+  2. in the False availability condition's message, after the kind's usual text and one space:
+     - Deployment `Available`: True `MinimumReplicasAvailable` `Deployment has minimum availability.`, or
+       False `MinimumReplicasUnavailable` `Deployment does not have minimum availability. <message>`;
+       `Progressing` True `NewReplicaSetAvailable` (`ReplicaSet "<name>-<hash>" has successfully progressed.`)
+       or True `ReplicaSetUpdated` (`... is progressing.`); counts `observedGeneration`, `replicas`,
+       `updatedReplicas`, `readyReplicas`, `availableReplicas`, `unavailableReplicas` (zeros omitted, as the
+       API serializes them).
+     - LeaderWorkerSet `Available`: True `AllGroupsReady` `All replicas are ready` (and `Progressing` False),
+       or False `GroupsProgressing` `Replicas are progressing. <message>` (and `Progressing` True
+       `GroupsProgressing` `Replicas are progressing`); `replicas`/`updatedReplicas` = groups,
+       `readyReplicas` = groups fully placed, `hpaPodSelector`.
+     - KServe InferenceService `PredictorReady` and `Ready`: True, or False `MinimumReplicasUnavailable`
+       `Deployment does not have minimum availability. <message>`; `url` and `address.url`
+       `http://<name>.<namespace>.svc.cluster.local`, `observedGeneration`.
+- **Jobs** finish at once (unless `spec.suspend`): `startTime`, `completionTime`, `succeeded` (completions,
+  default 1), conditions `SuccessCriteriaMet` and `Complete` True `CompletionsReached`, `active`/`ready`/
+  `terminating` 0. With annotation `sim.omectl.io/result: Failed`: `failed: 1`, conditions `FailureTarget` and
+  `Failed` True `BackoffLimitExceeded`, no completionTime. An AIM discovery Job carrying
+  `sim.omectl.io/discovery-result` first writes its result ConfigMap (`omectl.core.aim.discovery.
+  simulated_discovery_configmap`, same name and namespace, owned by the Job), as the discovery container would.
+- **PersistentVolumeClaims** bind as the volume binder does: a spec write (`spec.volumeName: pvc-<uid>`,
+  annotations `pv.kubernetes.io/bind-completed` and `bound-by-controller`), then status `phase: Bound`,
+  `accessModes`, `capacity.storage` = the request.
+"""
+
+from __future__ import annotations
+
+from omectl.core.ome.workloads import GPU_RESOURCES, gpu_requests, workload_shape
+from omectl.sim.simulator.config import NODES_HELP, NodePool, SimulatorConfig, parse_nodes_option, parse_pools
+from omectl.sim.simulator.engine import WorkloadSimulator
+
+__all__ = [
+    "GPU_RESOURCES",
+    "NODES_HELP",
+    "NodePool",
+    "SimulatorConfig",
+    "WorkloadSimulator",
+    "gpu_requests",
+    "parse_nodes_option",
+    "parse_pools",
+    "workload_shape",
+]
