@@ -8,7 +8,7 @@ is that cluster::
 
 It does what `omectl.controller.ome.runtime_status` does for ServingRuntimes and ClusterServingRuntimes, with the same
 core code: kopf's event handlers feed an in-process cache of every runtime; each event resolves the runtime's
-`ome.io/inherit-from` chain (`omectl.core.ome.inheritance.resolve_chain`, DESIGN decision 1: a ServingRuntime's parent
+`ome.io/inherit-from` chain (`omectl.core.ome.inheritance.resolve_chain`: a ServingRuntime's parent
 is the ServingRuntime of that name in its namespace, else the ClusterServingRuntime), merges it
 (`omectl.core.ome.merge.merge_chain`), and writes `status.inheritanceChain`, the `InheritanceReady` condition and
 `observedGeneration` through the status subresource, exactly as omectl words them (an unchanged status is not

@@ -7,7 +7,7 @@ These models are the one source of truth for the AIM CRD YAML in `deploy/crds/` 
 Schema defaults: upstream's CRDs default `storage.pvcHeadroomPercent` to 10, `labelPropagation.enabled` to false and
 `routing.gatewayRef.group`/`kind` to `gateway.networking.k8s.io`/`Gateway`. Ours deliberately carry **no** schema
 default anywhere: runtime configs are layered field by field (inline > namespace > cluster > operator defaults), and
-a value the API server invented would count as set and mask the lower layers (DESIGN §4.3: absent stays absent).
+a value the API server invented would count as set and mask the lower layers (absent stays absent).
 The operator defaults live in the controller, not in the schema.
 
 Versions: AIMClusterRuntimeConfig and AIMRuntimeConfig are served as `v1alpha1` (the storage version) and as

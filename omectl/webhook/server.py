@@ -101,7 +101,7 @@ async def validate_runtime(kind: str, obj: Mapping[str, Any], admission: Cluster
 
 async def validate_inference_service(obj: Mapping[str, Any], admission: ClusterAdmission) -> str | None:
     """The denial reason for an InferenceService, or None: malformed specs, and a named runtime whose chain is
-    broken (the reason is the chain error, DESIGN §3 decision 11). A runtime that does not exist is admitted:
+    broken (the reason is the chain error). A runtime that does not exist is admitted:
     the controller reports it, and it may be created next."""
     if not isinstance(obj, Mapping):
         return "the object is not a JSON object"

@@ -39,7 +39,7 @@ NOT_YET_SERVED: dict[str, str] = {
 
 _NO_SCHEMA_DEFAULTS = (
     "no schema defaults on a runtime config: configs are layered field by field and a value the API server invented "
-    "would mask the lower layers (DESIGN §4.3; the operator defaults live in the controller)"
+    "would mask the lower layers (the operator defaults live in the controller)"
 )
 DELIBERATE: dict[tuple[str, str], str] = {
     (kind, path): _NO_SCHEMA_DEFAULTS

@@ -216,7 +216,7 @@ async def test_a_reconcile_records_a_linked_root_span_and_a_merge_span(traced: T
     reconciles = [s for s in spans if s.name.startswith(names.RECONCILE_SPAN_PREFIX)]
     merges = [s for s in spans if s.name == names.MERGE_SPAN_NAME]
 
-    # the child's reconcile: a root span with every attribute DESIGN §2 names
+    # the child's reconcile: a root span with every attribute docs/architecture.md names
     [root] = [s for s in reconciles if s.name == f"reconcile {SR_KIND}" and attrs(s)[names.ATTR_NAME] == CHILD]
     assert root.parent is None
     attributes = attrs(root)

@@ -1,4 +1,4 @@
-"""AIM runtime configs end to end: every example of the spec (`spec/aim-runtime-config.md`) through the real kubectl.
+"""AIM runtime configs end to end: every runtime-config example (deploy/samples/aim/) through the real kubectl.
 
 One embedded cluster with the AIM, KServe and Gateway API CRDs, the workload simulator (AMD GPU nodes) and the
 controller. The spec's samples live in `deploy/samples/aim/`; scenarios that would collide on the spec's names run in

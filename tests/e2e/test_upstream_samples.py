@@ -97,7 +97,7 @@ def engine_of(fleet: ControlledFleet, namespace: str, name: str) -> str:
 
 
 # Samples that do not render, and the Warning event that says why, as upstream's controller would refuse them too
-# (or, for Serverless, because omectl renders RawDeployment and MultiNode only: DESIGN §3).
+# (or, for Serverless, because omectl renders RawDeployment and MultiNode only).
 REFUSED = {
     ("default", "mixtral-8x7b-instruct-v0-1"): "ServerlessModeRejected",  # engine minReplicas 0: Knative
     # upstream's GreaterThanOrEqual asks runtime >= model: the runtime's transformers 4.33.1 is below R1's 4.46.3

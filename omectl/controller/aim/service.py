@@ -1,4 +1,4 @@
-"""The AIMService reconciler: resolve the runtime config, apply the children, roll the status up (DESIGN §4).
+"""The AIMService reconciler: resolve the runtime config, apply the children, roll the status up.
 
 One reconcile of an AIMService:
 

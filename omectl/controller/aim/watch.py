@@ -7,7 +7,7 @@ and empty, so the OME side of the fleet is unaffected.
   omitted). A create, or an update of the spec, labels or annotations (labels feed path templates and label
   propagation), queues the service; our own status writes do not.
 - AIMRuntimeConfigs and AIMClusterRuntimeConfigs. A create, a spec change or a delete queues exactly the services
-  whose effective config name it is (`config_change_reaches`, DESIGN §4.10): in its namespace for an
+  whose effective config name it is (`config_change_reaches`): in its namespace for an
   AIMRuntimeConfig, in every namespace for an AIMClusterRuntimeConfig. A service waiting in backoff for a missing
   explicit config so runs at once when the config appears.
 - The children an AIMService renders, selected by the label `aim.eai.amd.com/service`: KServe InferenceServices,

@@ -271,7 +271,7 @@ class EngineReconciler:
     async def _pinned_revision(
         self, cluster: Any, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any
     ) -> tuple[Mapping[str, Any], Revision, dict[str, Any]] | None:
-        """The spec to render and the drift condition, per DESIGN §3 decision 12 (None: leave the workload)."""
+        """The spec to render and the drift condition (None: leave the workload)."""
         meta = isvc["metadata"]
         namespace = meta.get("namespace", "")
         runtime_spec = (isvc.get("spec") or {}).get("runtime") or {}

@@ -1,4 +1,4 @@
-"""Runtime revisions (DESIGN §3 decision 12): immutable ControllerRevision snapshots of a merged runtime spec.
+"""Runtime revisions: immutable ControllerRevision snapshots of a merged runtime spec.
 
 A revision lives in the InferenceService's namespace, is named `<runtime>-<hash>` (the hash covers the merged
 spec), carries the labels `ome.io/runtime` and `ome.io/runtime-kind`, and holds in `data` the chain, the chain's

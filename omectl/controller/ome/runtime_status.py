@@ -1,6 +1,6 @@
 """The runtime status reconciler: `status.inheritanceChain` and the `InheritanceReady` condition of each runtime.
 
-Per DESIGN §3: a resolved chain is written root first with `InheritanceReady=True/Resolved`; a broken chain
+A resolved chain is written root first with `InheritanceReady=True/Resolved`; a broken chain
 sets `InheritanceReady=False` with the chain error's reason, records a Warning event whose reason is that
 condition reason and whose message is the chain error, and keeps the last chain that resolved. Every status
 write sets `observedGeneration`; an unchanged status is not written at all.

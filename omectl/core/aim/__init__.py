@@ -1,4 +1,4 @@
-"""AMD AIM runtime configuration, as pure functions over plain dicts (spec `aim-runtime-config.md`, DESIGN §4).
+"""AMD AIM runtime configuration, as pure functions over plain dicts (docs/aim-resources.md).
 
 - `layers`: merging config layers field by field, with provenance.
 - `resolution`: which configs a consumer resolves, its status reference, conditions and events; which consumers a

@@ -1,5 +1,5 @@
 """An AIMArtifact's children and status: its PVC, its download Job, and how its status follows the Job
-(docs/aim-resources.md; upstream facts §4, §6).
+(docs/aim-resources.md).
 
 PVC (`render_artifact_pvc`): name `<artifact>-cache-<hash8(uid)>`, access mode ReadWriteMany, size
 `ceil_Gi(size * (1 + headroom/100))` (at least 1Gi) where headroom = the config's `storage.pvcHeadroomPercent` >

@@ -139,7 +139,7 @@ def consumer_status(
     previous_conditions: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The whole `status` of a v1alpha2 consumer: its own part (`status`, kind-specific fields, conditions) with the
-    runtime-config part laid over it, as an AIMService publishes it (DESIGN §4.1-4.2).
+    runtime-config part laid over it, as an AIMService publishes it.
 
     Conditions: the resolution's (`RuntimeConfigReady`; `ConfigValid=False` on a missing explicit config), then
     `ConfigValid=True` / `ConfigurationValid` when the previous status had `ConfigValid` and the config is valid now

@@ -1,4 +1,4 @@
-"""Environment variables of AIM workloads, by precedence (the spec's "Merge precedence", DESIGN §4.11).
+"""Environment variables of AIM workloads, by precedence.
 
 Lowest first, each layer merged by `name` (`merge_env`: the lower layer's order is kept, an entry of an upper layer
 replaces the entry of the same name whole, in place, and new names are appended in the upper layer's order):

@@ -1,6 +1,6 @@
 """Render what serves an AIMService: its KServe InferenceService and, when asked for, its model-cache PVC.
 
-InferenceService (`serving.kserve.io/v1beta1`), same name and namespace as the AIMService (DESIGN §4.8):
+InferenceService (`serving.kserve.io/v1beta1`), same name and namespace as the AIMService:
 
 - Labels `app.kubernetes.io/component: inference`, `app.kubernetes.io/managed-by: omectl`,
   `aim.eai.amd.com/service: <name>` (`omectl.core.aim.meta`); annotations `serving.kserve.io/autoscalerClass:

@@ -1,4 +1,4 @@
-"""Label propagation from an AIM parent to its children (the spec's "Label propagation", DESIGN §4.7).
+"""Label propagation from an AIM parent to its children.
 
 What propagates: every parent label whose key starts with `aim.eai.amd.com/`, always; any other parent label iff
 the resolved config has `labelPropagation.enabled: true` and one of `labelPropagation.match` matches its key.

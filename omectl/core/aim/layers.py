@@ -1,4 +1,4 @@
-"""Lay AIM runtime-config layers over each other (DESIGN §4.3) and record which layer set each leaf of the result.
+"""Lay AIM runtime-config layers over each other and record which layer set each leaf of the result.
 
 Layers go lowest first: operator defaults < AIMClusterRuntimeConfig < AIMRuntimeConfig < the AIMService's inline
 `spec.runtimeConfig` < the AIMService's own `spec.routing` (see `omectl.core.aim.resolution`). Rules, applied to an

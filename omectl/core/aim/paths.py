@@ -1,4 +1,4 @@
-"""Render an AIMService's HTTP route path from its path template (the spec's "Path templates", DESIGN §4.4).
+"""Render an AIMService's HTTP route path from its path template.
 
 Which template: `AIMService.spec.routing.pathTemplate` > the runtime config's `routing.pathTemplate` > the default
 `/{.metadata.namespace}/{.metadata.uid}` (`path_template`).
@@ -18,7 +18,7 @@ Rendering (`render_path`):
    and a gateway would resolve them away.)
 
 Every failure raises `PathTemplateError` (reason `PathTemplateInvalid`): the service degrades and no HTTPRoute is
-created or updated (DESIGN §4.5).
+created or updated.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Resolve the runtime config of an AIM consumer (the spec's "Resolution algorithm"), and decide which consumers a
-config change reaches (DESIGN §4.10).
+config change reaches.
 
 Resolution of a consumer (AIMService, AIMModel, AIMClusterModel, AIMProfile, AIMProfileCache, AIMArtifact, ...):
 
@@ -12,7 +12,7 @@ Resolution of a consumer (AIMService, AIMModel, AIMClusterModel, AIMProfile, AIM
 4. Layers, lowest first (`omectl.core.aim.layers`): operator defaults (when given) < cluster config < namespace
    config < the consumer's inline `spec.runtimeConfig` < the consumer's own `spec.routing`. Only AIMService has the
    last two fields; on other kinds they are absent and add nothing.
-5. Outcome and status (DESIGN §4.1-4.2):
+5. Outcome and status:
    - `found`: `RuntimeConfigReady=True`, reason `RuntimeConfigResolved`; `status.resolvedRuntimeConfig` is one typed
      reference, the namespace config's (scope `Namespace`) when there is one, else the cluster config's (scope
      `Cluster`, namespace `""`).

@@ -1,4 +1,4 @@
-"""Routing of an AIMService through a Gateway API HTTPRoute (DESIGN §4.5, §4.6, §4.8, §4.9).
+"""Routing of an AIMService through a Gateway API HTTPRoute.
 
 Effective routing (`effective_routing`): the resolved config's `routing`, with the service's own `spec.routing`
 laid over it by the layer rules (`omectl.core.aim.layers`; resolution already does this, and doing it again changes

@@ -1,5 +1,5 @@
-"""Roll an AIMService's components up into its conditions and `status.status` (upstream facts §2.4, DESIGN §4.2,
-§4.5).
+"""Roll an AIMService's components up into its conditions and `status.status`, as upstream
+aim-engine does.
 
 Components and their condition `<Component>Ready`: `RuntimeConfig` (`runtime_config_component`),
 `InferenceService` (`inference_service_component`), `HTTPRoute` (`http_route_component`; none when routing is

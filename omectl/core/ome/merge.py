@@ -1,6 +1,6 @@
 """Lay OME runtime specs over each other, root first, and record which runtime set each leaf of the result.
 
-Merge rules (the spec's "What merges" table, DESIGN §3 decision 6), applied to a child's `spec` laid over the
+Merge rules (OME's "what merges" table), applied to a child's `spec` laid over the
 merged spec of its parent:
 
 - Single values (strings, numbers, booleans) replace the parent's.

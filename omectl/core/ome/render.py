@@ -25,7 +25,7 @@ What `render_workloads` builds, component by component (engine, then decoder, th
 - Model (engine and decoder, when the InferenceService has `spec.model`): env `MODEL_PATH` and a read-only mount of
   the model's `spec.storage.path` (unless set already, or the InferenceService injects the model itself), a
   `hostPath` volume named after the model, and the node selector `models.ome.io/clusterbasemodel.<model>` (or
-  `models.ome.io/<ns>.basemodel.<model>`) `: "Ready"`. Without `spec.model` (DESIGN 13a) none of this.
+  `models.ome.io/<ns>.basemodel.<model>`) `: "Ready"`. Without `spec.model` none of this.
   `PARALLELISM_SIZE` = GPUs per pod * (1 + worker size) when the runner has an `nvidia.com/gpu` limit (else request).
 - Labels and annotations as upstream (`ome.io/inferenceservice`, `component`, `serving-runtime`, `base-model-*`,
   `ome.io/serving-runtime`, `ome.io/base-model-*`), plus, on the workload object only (not its pods, so they never

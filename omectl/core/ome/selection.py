@@ -1,14 +1,14 @@
 """Decide which model an InferenceService serves and which runtime serves it: model resolution, the matcher
 that checks a runtime spec against a model, automatic selection, and the error texts and events of both.
 
-Where each spec comes from (DESIGN §3 decision 8): a runtime the InferenceService names is checked and rendered
+Where each spec comes from: a runtime the InferenceService names is checked and rendered
 from its **merged** spec (the caller resolves the chain and passes the merge); automatic selection matches each
 runtime's **own** spec, without inheritance. Disabled runtimes are never selected.
 
 Matching follows upstream OME's `runtimeselector` (matcher, scorer, selector), with these choices:
 
 - The model fields matched are format, framework, architecture, quantization and parameter size (no diffusion
-  pipeline). `""`, `{}` and `null` count as unset everywhere, as they do in a merge (DESIGN §3 decision 6).
+  pipeline). `""`, `{}` and `null` count as unset everywhere, as they do in a merge.
 - `ModelFormat.weight` has no schema default: an absent weight counts as 1; an explicit 0 falls back to upstream's
   config weights (10 for the format, 5 for the framework). An absent `operator` is `Equal`.
 - A one-sided `modelSizeRange` leaves the missing bound unbounded (decision 7); the size tie-break sums the
@@ -148,7 +148,7 @@ def model_ref(model: Mapping[str, Any]) -> ModelRef:
 def resolve_model(isvc: Mapping[str, Any], lookup: ModelLookup) -> ModelRef | None:
     """The model `spec.model.name` names: the BaseModel in the InferenceService's namespace, else the
     ClusterBaseModel. None for an InferenceService without `spec.model` that names a runtime (it follows the
-    runtime's live spec, DESIGN §3 decision 13a). Raises ModelError when the model is missing or disabled, or when
+    runtime's live spec). Raises ModelError when the model is missing or disabled, or when
     the InferenceService names neither a model nor a runtime."""
     name = _text(_mapping(_spec(isvc).get("model")).get("name"))
     if name is None:
@@ -550,7 +550,7 @@ def event_for_named_runtime_failure(
     chain_broken: bool,
 ) -> tuple[str, str]:
     """`(reason, message)` of the Warning event for a runtime the InferenceService names that cannot be used
-    (DESIGN §3 decision 10). Without `spec.model` (or a model name): `RuntimeFetchError` with the bare error. A
+    Without `spec.model` (or a model name): `RuntimeFetchError` with the bare error. A
     broken chain (`chain_broken`, also a missing pinned revision) under `autoSync: false` or a pinned
     `spec.runtime.revision`: `RuntimePinError`. Otherwise `RuntimeValidationError`. Both of the latter read
     `Runtime <rt> does not support model <model>: <error>`."""
