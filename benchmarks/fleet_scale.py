@@ -22,8 +22,8 @@ namespaces and 1,000 InferenceServices, each naming a child of its namespace. Th
 then `omectl run` is stopped and the kopf peer (`benchmarks/peers/kopf_runtime_status.py`, one `kopf run
 --standalone --all-namespaces` process per cluster) runs step 5 on the same clusters: omectl/kopf ratios of
 convergence time, CPU seconds and RSS. Each figure's growth from the smallest to the largest fleet is compared with
-linear growth, and drawn (with the ratios) to `benchmarks/results/fleet_scale.png` by the small PNG writer at the
-end of this file. Results go to `benchmarks/results/fleet_scale.json` and a section of `benchmarks/README.md`.
+linear growth, and drawn (with the ratios) to `benchmarks/results/fleet_scale.png` with matplotlib (the `bench`
+extra). Results go to `benchmarks/results/fleet_scale.json` and a section of `benchmarks/README.md`.
 `--quick` runs tiny counts on fleets of 1 and 2 (the smoke test) and leaves the README alone.
 """
 
@@ -34,17 +34,14 @@ import asyncio
 import contextlib
 import copy
 import functools
-import itertools
 import math
 import os
 import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -1124,170 +1121,18 @@ same process synced on the empty fleet, divided by its cached objects. Details p
 peers' counters) are in `benchmarks/results/fleet_scale.json`."""
 
 
-# --- the plot: a tiny PNG writer (zlib + struct), so the benchmark needs no plotting library ---------------------
-
-GLYPHS: dict[str, str] = {
-    "0": ".###. #...# #..## #.#.# ##..# #...# .###.",
-    "1": "..#.. .##.. ..#.. ..#.. ..#.. ..#.. .###.",
-    "2": ".###. #...# ....# ...#. ..#.. .#... #####",
-    "3": "####. ....# ....# .###. ....# ....# ####.",
-    "4": "...#. ..##. .#.#. #..#. ##### ...#. ...#.",
-    "5": "##### #.... ####. ....# ....# #...# .###.",
-    "6": ".###. #.... #.... ####. #...# #...# .###.",
-    "7": "##### ....# ...#. ..#.. .#... .#... .#...",
-    "8": ".###. #...# #...# .###. #...# #...# .###.",
-    "9": ".###. #...# #...# .#### ....# ....# .###.",
-    "A": ".###. #...# #...# ##### #...# #...# #...#",
-    "B": "####. #...# #...# ####. #...# #...# ####.",
-    "C": ".###. #...# #.... #.... #.... #...# .###.",
-    "D": "####. #...# #...# #...# #...# #...# ####.",
-    "E": "##### #.... #.... ####. #.... #.... #####",
-    "F": "##### #.... #.... ####. #.... #.... #....",
-    "G": ".###. #...# #.... #.### #...# #...# .####",
-    "H": "#...# #...# #...# ##### #...# #...# #...#",
-    "I": ".###. ..#.. ..#.. ..#.. ..#.. ..#.. .###.",
-    "J": "..### ...#. ...#. ...#. ...#. #..#. .##..",
-    "K": "#...# #..#. #.#.. ##... #.#.. #..#. #...#",
-    "L": "#.... #.... #.... #.... #.... #.... #####",
-    "M": "#...# ##.## #.#.# #.#.# #...# #...# #...#",
-    "N": "#...# #...# ##..# #.#.# #..## #...# #...#",
-    "O": ".###. #...# #...# #...# #...# #...# .###.",
-    "P": "####. #...# #...# ####. #.... #.... #....",
-    "Q": ".###. #...# #...# #...# #.#.# #..#. .##.#",
-    "R": "####. #...# #...# ####. #.#.. #..#. #...#",
-    "S": ".#### #.... #.... .###. ....# ....# ####.",
-    "T": "##### ..#.. ..#.. ..#.. ..#.. ..#.. ..#..",
-    "U": "#...# #...# #...# #...# #...# #...# .###.",
-    "V": "#...# #...# #...# #...# #...# .#.#. ..#..",
-    "W": "#...# #...# #...# #.#.# #.#.# #.#.# .#.#.",
-    "X": "#...# #...# .#.#. ..#.. .#.#. #...# #...#",
-    "Y": "#...# #...# .#.#. ..#.. ..#.. ..#.. ..#..",
-    "Z": "##### ....# ...#. ..#.. .#... #.... #####",
-    ".": "..... ..... ..... ..... ..... .##.. .##..",
-    "/": "....# ....# ...#. ..#.. .#... #.... #....",
-    "-": "..... ..... ..... .###. ..... ..... .....",
-    "(": "...#. ..#.. .#... .#... .#... ..#.. ...#.",
-    ")": ".#... ..#.. ...#. ...#. ...#. ..#.. .#...",
-    ":": "..... .##.. .##.. ..... .##.. .##.. .....",
-    "%": "##..# ##.#. ...#. ..#.. .#... .#.## #..##",
-    "=": "..... ..... ##### ..... ##### ..... .....",
-    ",": "..... ..... ..... ..... .##.. ..#.. .#...",
-    ">": ".#... ..#.. ...#. ....# ...#. ..#.. .#...",
-    "<": "...#. ..#.. .#... #.... .#... ..#.. ...#.",
-    "+": "..... ..#.. ..#.. ##### ..#.. ..#.. .....",
-    " ": "..... ..... ..... ..... ..... ..... .....",
-}
-Color = tuple[int, int, int]
-COLORS: list[Color] = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75)]
-GREY: Color = (150, 150, 150)
-BLACK: Color = (0, 0, 0)
-
-
-class Canvas:
-    def __init__(self, width: int, height: int) -> None:
-        self.width, self.height = width, height
-        self.pixels = bytearray(b"\xff" * (width * height * 3))
-
-    def dot(self, x: int, y: int, color: Color, size: int = 1) -> None:
-        for dy in range(size):
-            for dx in range(size):
-                px, py = x + dx - size // 2, y + dy - size // 2
-                if 0 <= px < self.width and 0 <= py < self.height:
-                    i = (py * self.width + px) * 3
-                    self.pixels[i : i + 3] = bytes(color)
-
-    def line(self, x0: float, y0: float, x1: float, y1: float, color: Color, size: int = 1, dash: int = 0) -> None:
-        steps = max(1, int(max(abs(x1 - x0), abs(y1 - y0))))
-        for s in range(steps + 1):
-            if dash and (s // dash) % 2:
-                continue
-            t = s / steps
-            self.dot(round(x0 + (x1 - x0) * t), round(y0 + (y1 - y0) * t), color, size)
-
-    def text(self, x: int, y: int, text: str, color: Color = BLACK, scale: int = 2) -> None:
-        for char in text.upper():
-            rows = GLYPHS.get(char, GLYPHS[" "]).split()
-            for row, bits in enumerate(rows):
-                for col, bit in enumerate(bits):
-                    if bit == "#":
-                        for dy in range(scale):
-                            for dx in range(scale):
-                                self.dot(x + col * scale + dx, y + row * scale + dy, color)
-            x += 6 * scale
-
-    def png(self) -> bytes:
-        raw = b"".join(
-            b"\x00" + bytes(self.pixels[y * self.width * 3 : (y + 1) * self.width * 3]) for y in range(self.height)
-        )
-
-        def chunk(kind: bytes, data: bytes) -> bytes:
-            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-        header = struct.pack(">IIBBBBB", self.width, self.height, 8, 2, 0, 0, 0)
-        body = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
-        return b"\x89PNG\r\n\x1a\n" + body
-
-
-def text_width(text: str, scale: int = 2) -> int:
-    return len(text) * 6 * scale
-
-
-def panel(
-    canvas: Canvas,
-    box: tuple[int, int, int, int],
-    title: str,
-    xs: list[int],
-    series: list[tuple[str, list[float], Color, int]],
-    y_label: str,
-) -> None:
-    """A line chart in `box` (left, top, width, height): x = cluster counts, one line per series (dash 0: solid)."""
-    left, top, width, height = box
-    plot_left, plot_top = left + 70, top + 60
-    plot_w, plot_h = width - 90, height - 210
-    top_value = max((v for _, values, _, _ in series for v in values if math.isfinite(v)), default=1.0) * 1.05
-    magnitude = 10 ** math.floor(math.log10(top_value)) if top_value > 0 else 1.0
-    ymax = next(m * magnitude for m in (1, 2, 2.5, 4, 5, 8, 10) if m * magnitude >= top_value) if top_value > 0 else 1.0
-    xmin, xmax = min(xs), max(xs)
-
-    def px(x: float) -> float:
-        return plot_left + (x - xmin) / max(1e-9, xmax - xmin) * plot_w
-
-    def py(y: float) -> float:
-        return plot_top + plot_h - min(y, ymax) / ymax * plot_h
-
-    canvas.text(left + (width - text_width(title)) // 2, top + 8, title)
-    canvas.line(plot_left, plot_top, plot_left, plot_top + plot_h, BLACK, 2)
-    canvas.line(plot_left, plot_top + plot_h, plot_left + plot_w, plot_top + plot_h, BLACK, 2)
-    for i in range(5):
-        value = ymax * i / 4
-        y = py(value)
-        canvas.line(plot_left, y, plot_left + plot_w, y, (225, 225, 225))
-        label = f"{value:.2f}" if ymax < 2 else f"{value:.1f}" if ymax < 10 else f"{value:.0f}"
-        canvas.text(plot_left - 8 - text_width(label), int(y) - 7, label)
-    for x in xs:
-        canvas.line(px(x), plot_top + plot_h, px(x), plot_top + plot_h + 6, BLACK, 2)
-        canvas.text(int(px(x)) - text_width(str(x)) // 2, plot_top + plot_h + 12, str(x))
-    canvas.text(plot_left + (plot_w - text_width("clusters")) // 2, plot_top + plot_h + 34, "clusters")
-    canvas.text(left + 4, top + 32, y_label, GREY)
-    for _name, values, color, dash in series:
-        points = [(px(x), py(v)) for x, v in zip(xs, values, strict=True) if math.isfinite(v)]
-        for (x0, y0), (x1, y1) in itertools.pairwise(points):
-            canvas.line(x0, y0, x1, y1, color, 3, dash)
-        for x, y in points:
-            canvas.dot(int(x), int(y), color, 9)
-    legend_y = plot_top + plot_h + 62
-    for i, (name, _, color, dash) in enumerate(series):
-        x = left + 20 + (i % 2) * (width // 2)
-        y = legend_y + (i // 2) * 22
-        canvas.line(x, y + 7, x + 30, y + 7, color, 3, dash)
-        canvas.text(x + 38, y, name)
+# --- the plot (matplotlib, the `bench` extra) ---------------------------------------------------------------------
 
 
 def draw_plot(results: dict[str, Any], path: Path) -> None:
     """Left: each figure at N clusters ÷ at the smallest fleet, beside linear growth. Right: omectl/kopf ratios."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display, no GUI toolkit
+    from matplotlib import pyplot
+
     fleets: list[int] = results["sizes"]["fleets"]
     figures = results["figures"]
-    canvas = Canvas(1400, 620)
 
     def values(name: str) -> list[float]:
         return [figures[figure_name(name, c)] for c in fleets]
@@ -1296,27 +1141,34 @@ def draw_plot(results: dict[str, Any], path: Path) -> None:
         base = values(name)[0]
         return [v / base for v in values(name)]
 
-    linear = [c / fleets[0] for c in fleets]
-    left_series = [
-        ("linear", linear, GREY, 8),
-        ("cold start", growth("cold_reconciled_s"), COLORS[0], 0),
-        ("profile edit", growth("edit_converge_s"), COLORS[1], 0),
-        ("latency p99", growth("latency_p99_ms"), COLORS[2], 0),
-        ("peak rss", growth("peak_rss_mb"), COLORS[3], 0),
-        ("cold cpu", growth("cold_cpu_s"), COLORS[4], 0),
-        ("writes/isvc", growth("api_writes_per_isvc"), COLORS[5], 0),
-    ]
-    panel(canvas, (0, 0, 700, 620), "growth vs smallest fleet", fleets, left_series, "x smallest fleet")
-    right_series = [
-        ("time target 0.33", [1 / KOPF_SPEEDUP_TARGET] * len(fleets), COLORS[0], 8),
-        ("rss target 0.5", [KOPF_MEMORY_TARGET] * len(fleets), COLORS[3], 8),
-        ("convergence time", values("runtime_converge_s_omectl_over_kopf"), COLORS[0], 0),
-        ("cpu seconds", values("runtime_cpu_s_omectl_over_kopf"), COLORS[2], 0),
-        ("rss", values("rss_mb_omectl_over_kopf"), COLORS[3], 0),
-    ]
-    panel(canvas, (700, 0, 700, 620), "omectl / kopf (lower is better)", fleets, right_series, "ratio")
+    figure, (left, right) = pyplot.subplots(1, 2, figsize=(14, 6.2), dpi=100)
+    left.plot(fleets, [c / fleets[0] for c in fleets], color="grey", linestyle="--", label="linear")
+    for label, name in (
+        ("cold start", "cold_reconciled_s"),
+        ("profile edit", "edit_converge_s"),
+        ("latency p99", "latency_p99_ms"),
+        ("peak RSS", "peak_rss_mb"),
+        ("cold CPU", "cold_cpu_s"),
+        ("writes per InferenceService", "api_writes_per_isvc"),
+    ):
+        left.plot(fleets, growth(name), marker="o", label=label)
+    left.set(title="growth vs the smallest fleet", xlabel="clusters", ylabel="x the smallest fleet")
+    right.axhline(
+        1 / KOPF_SPEEDUP_TARGET, color="C0", linestyle="--", label=f"time target {1 / KOPF_SPEEDUP_TARGET:.2f}"
+    )
+    right.axhline(KOPF_MEMORY_TARGET, color="C3", linestyle="--", label=f"RSS target {KOPF_MEMORY_TARGET:g}")
+    right.plot(fleets, values("runtime_converge_s_omectl_over_kopf"), color="C0", marker="o", label="convergence time")
+    right.plot(fleets, values("runtime_cpu_s_omectl_over_kopf"), color="C2", marker="o", label="CPU seconds")
+    right.plot(fleets, values("rss_mb_omectl_over_kopf"), color="C3", marker="o", label="RSS")
+    right.set(title="omectl / kopf (lower is better)", xlabel="clusters", ylabel="ratio", ylim=(0, None))
+    for axes in (left, right):
+        axes.set_xticks(fleets)
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize="small")
+    figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(canvas.png())
+    figure.savefig(path, format="png")
+    pyplot.close(figure)
     print(f"plot: {path}", flush=True)
 
 

@@ -329,10 +329,10 @@ def _yes_no(value: bool | None) -> str:
 
 
 def _print_table(headers: list[str], rows: list[list[str]]) -> None:
-    """kubectl-style columns: left-aligned, three spaces apart, no wrapping (safe to pipe into grep/awk)."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    for line in [headers, *rows]:
-        typer.echo("   ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+    """kubectl-style columns (omectl.cli.tables, drawn by rich): safe to pipe into grep/awk."""
+    from omectl.cli.tables import print_table
+
+    print_table(headers, rows)
 
 
 def _print_effective_table(report: Mapping[str, Any]) -> None:
