@@ -12,7 +12,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 from aiohttp import HttpVersion11, hdrs, web
@@ -21,15 +21,12 @@ from omectl.sim.apiserver import discovery, errors, protobuf
 from omectl.sim.apiserver.api import ClusterAPI, WriteOptions, parse_bool
 from omectl.sim.apiserver.errors import APIError
 from omectl.sim.apiserver.registry import ResourceType
-from omectl.sim.apiserver.requestlog import CLIENT_IDENTITY_HEADER
+from omectl.sim.apiserver.requestlog import CLIENT_IDENTITY_HEADER, RequestLog
 from omectl.sim.apiserver.responses import JSON, JSONBytesResponse, error_response, json_response
 from omectl.sim.apiserver.selectors import SelectorError, parse_field_selector, parse_label_selector
 from omectl.sim.apiserver.store import ADDED, DELETED, MODIFIED, Subscriber, WatchEvent
 from omectl.sim.apiserver.tables import table_for
 from omectl.sim.faults.injector import FaultInjector, status_reason
-
-if TYPE_CHECKING:
-    from omectl.sim.apiserver.server import EmbeddedAPIServer
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +44,28 @@ PUBLIC_PATHS: Final = frozenset({"/healthz", "/livez", "/readyz", "/version", "/
 ADMIN_PREFIX: Final = "/_omectl/"
 
 AdminHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+
+
+class ServedCluster(Protocol):
+    """What the REST surface reads of the server it fronts, on each request (a restart replaces `api`).
+    `EmbeddedAPIServer` (server.py) is one; it builds its `ClusterHTTP`, so this module does not import it."""
+
+    @property
+    def api(self) -> ClusterAPI: ...
+    @property
+    def faults(self) -> FaultInjector: ...
+    @property
+    def request_log(self) -> RequestLog: ...
+    @property
+    def token(self) -> str: ...
+    @property
+    def tls(self) -> bool: ...
+    @property
+    def partitioned(self) -> bool: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def bookmark_interval(self) -> float: ...
 
 
 def _wants_table(request: web.BaseRequest) -> str | None:
@@ -67,7 +86,7 @@ def _include_object(request: web.BaseRequest) -> str:
 class ClusterHTTP:
     """One aiohttp application in front of one `ClusterAPI`; `admin` answers the requests under `ADMIN_PREFIX`."""
 
-    def __init__(self, server: EmbeddedAPIServer, *, admin: AdminHandler) -> None:
+    def __init__(self, server: ServedCluster, *, admin: AdminHandler) -> None:
         self.server = server
         self._admin = admin
         self.faults: FaultInjector = server.faults

@@ -10,23 +10,40 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import orjson
 from aiohttp import web
 
 from omectl.sim.apiserver import errors
+from omectl.sim.apiserver.api import ClusterAPI
 from omectl.sim.apiserver.errors import APIError
+from omectl.sim.apiserver.http import ClusterHTTP
+from omectl.sim.apiserver.requestlog import RequestLog
 from omectl.sim.apiserver.responses import error_response, json_response
+from omectl.sim.faults.injector import FaultInjector
 
-if TYPE_CHECKING:
-    from omectl.sim.apiserver.server import EmbeddedAPIServer
+
+class AdministeredServer(Protocol):
+    """What the admin plane reads and drives of its server, on each request (a restart replaces `api` and
+    `http`). `EmbeddedAPIServer` (omectl/sim/apiserver/server.py) is one; this module does not import it."""
+
+    @property
+    def api(self) -> ClusterAPI: ...
+    @property
+    def http(self) -> ClusterHTTP: ...
+    @property
+    def faults(self) -> FaultInjector: ...
+    @property
+    def request_log(self) -> RequestLog: ...
+    async def partition_for(self, seconds: float) -> None: ...
+    async def restart(self, *, keep_data: bool = True) -> None: ...
 
 
 class AdminPlane:
     """The `/_omectl/` endpoints of one server; the REST surface passes `handle` the requests under that path."""
 
-    def __init__(self, server: EmbeddedAPIServer) -> None:
+    def __init__(self, server: AdministeredServer) -> None:
         self.server = server
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
