@@ -23,13 +23,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from omectl.sim.admission import (
-    AdmissionAttributes,
-    WebhookDispatcher,
-    WebhookRejection,
-    default_webhook_configuration,
-    validate_webhook_configuration,
-)
+from omectl.sim.admission.config import default_webhook_configuration, validate_webhook_configuration
+from omectl.sim.admission.dispatch import WebhookDispatcher, WebhookRejection
+from omectl.sim.admission.match import AdmissionAttributes
 from omectl.sim.apiserver.errors import APIError
 from omectl.sim.apiserver.registry import ResourceType, TypeRegistry
 

@@ -16,12 +16,9 @@ from typing import Any
 
 import orjson
 
-from omectl.sim.admission import (
-    AdmissionAttributes,
-    WebhookDispatcher,
-    default_webhook_configuration,
-    validate_webhook_configuration,
-)
+from omectl.sim.admission.config import default_webhook_configuration, validate_webhook_configuration
+from omectl.sim.admission.dispatch import WebhookDispatcher
+from omectl.sim.admission.match import AdmissionAttributes
 from omectl.sim.apiserver import errors
 from omectl.sim.apiserver.builtin_schemas import builtin_schema
 from omectl.sim.apiserver.cel import BLOCKING_KINDS, blocked_error

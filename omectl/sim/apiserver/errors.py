@@ -46,6 +46,11 @@ class APIError(Exception):
         return body
 
 
+def go_quote(text: str) -> str:
+    """Go's `%q` of a string, as the real server's messages quote names, URLs and values."""
+    return orjson.dumps(text).decode()
+
+
 def go_value(value: Any) -> str:
     """Render a value the way Go's field errors do (`%#v`-like for the common JSON types)."""
     if isinstance(value, str):

@@ -1,4 +1,6 @@
-"""The Kubernetes REST surface over aiohttp: path parsing, content negotiation, watch streaming, admin endpoint."""
+"""The Kubernetes REST surface over aiohttp: authentication, path parsing, content negotiation, watch streaming.
+
+Requests under `ADMIN_PREFIX` go to the admin plane the server hands in (`omectl/sim/faults/admin_http.py`)."""
 
 from __future__ import annotations
 
@@ -10,30 +12,24 @@ import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 from aiohttp import HttpVersion11, hdrs, web
-from aiohttp.abc import AbstractStreamWriter
-from aiohttp.helpers import rfc822_formatted_time
-from aiohttp.http import SERVER_SOFTWARE
 
 from omectl.sim.apiserver import discovery, errors, protobuf
 from omectl.sim.apiserver.api import ClusterAPI, WriteOptions, parse_bool
 from omectl.sim.apiserver.errors import APIError
 from omectl.sim.apiserver.registry import ResourceType
-from omectl.sim.apiserver.requestlog import CLIENT_IDENTITY_HEADER
+from omectl.sim.apiserver.requestlog import CLIENT_IDENTITY_HEADER, RequestLog
+from omectl.sim.apiserver.responses import JSON, JSONBytesResponse, error_response, json_response
 from omectl.sim.apiserver.selectors import SelectorError, parse_field_selector, parse_label_selector
 from omectl.sim.apiserver.store import ADDED, DELETED, MODIFIED, Subscriber, WatchEvent
 from omectl.sim.apiserver.tables import table_for
-from omectl.sim.faults import FaultInjector, status_reason
-
-if TYPE_CHECKING:
-    from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.faults.injector import FaultInjector, status_reason
 
 log = logging.getLogger(__name__)
 
-JSON = "application/json"
 # kube-apiserver's MaxRequestBodyBytes: a larger body is refused with 413 before it is decoded.
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 _CLIENT_MAX_SIZE = MAX_REQUEST_BODY_BYTES
@@ -44,88 +40,32 @@ UNAUTHORIZED_BODY: Final = (
 )
 # What kube-apiserver's default RBAC (system:public-info-viewer) lets an anonymous request GET.
 PUBLIC_PATHS: Final = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+# The admin plane's paths: they always need the token and are not recorded in the request log.
+ADMIN_PREFIX: Final = "/_omectl/"
+
+AdminHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 
 
-class JSONBytesResponse(web.StreamResponse):
-    """A JSON body sent with its header block written as bytes, not through aiohttp's header multidict.
+class ServedCluster(Protocol):
+    """What the REST surface reads of the server it fronts, on each request (a restart replaces `api`).
+    `EmbeddedAPIServer` (server.py) is one; it builds its `ClusterHTTP`, so this module does not import it."""
 
-    The header block is what `web.Response` would send for the same body (Content-Type, Content-Length,
-    Date, Server, `Connection: close` when the connection ends, plus `extra_headers` such as Warning or
-    Retry-After). Requests the shortcut does not cover (HTTP/1.0, HEAD, an application's request with
-    prepare signals, a header value with a line break) go through `web.StreamResponse` unchanged.
-    """
-
-    def __init__(self, body: bytes, status: int = 200, extra_headers: dict[str, str] | None = None) -> None:
-        super().__init__(status=status)
-        self._json_body = body
-        self._extra_headers = extra_headers
-
-    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
-        if self._eof_sent:
-            return None
-        if self._payload_writer is not None:
-            return self._payload_writer
-        head = self._header_block(request)
-        if head is None:
-            self.headers[hdrs.CONTENT_TYPE] = JSON
-            self.headers[hdrs.CONTENT_LENGTH] = str(len(self._json_body))
-            if self._extra_headers:
-                self.headers.update(self._extra_headers)
-            return await super().prepare(request)
-        self._req = request
-        writer = self._payload_writer = request._payload_writer
-        writer.length = len(self._json_body)
-        # The writer sends a buffered header block together with the body in one transport write. These are
-        # private fields of aiohttp's StreamWriter (pinned at 3.14.5 in constraints.txt): recheck on upgrade;
-        # tests/sim/test_fast_paths.py checks the framing on the wire.
-        writer._headers_buf = head  # type: ignore[attr-defined]
-        writer._headers_written = False  # type: ignore[attr-defined]
-        return writer
-
-    def _header_block(self, request: web.BaseRequest) -> bytes | None:
-        if (
-            type(request) is not web.BaseRequest
-            or request.version != HttpVersion11
-            or request.method == "HEAD"
-            or self.status in (204, 304)
-            or self.status < 200
-        ):
-            return None
-        keep_alive = self._keep_alive
-        if keep_alive is None:
-            keep_alive = self._keep_alive = request.keep_alive
-        status_line = _STATUS_LINES.get(self.status)
-        if status_line is None:
-            status_line = _STATUS_LINES[self.status] = f"HTTP/1.1 {self.status} {self.reason}\r\n"
-        head = (
-            f"{status_line}Content-Type: application/json\r\nContent-Length: {len(self._json_body)}\r\n"
-            f"Date: {rfc822_formatted_time()}\r\n{_SERVER_LINE}"
-        )
-        if self._extra_headers:
-            for key, value in self._extra_headers.items():
-                if "\r" in value or "\n" in value:
-                    return None
-                head += f"{key}: {value}\r\n"
-        if not keep_alive:
-            head += "Connection: close\r\n"
-        return (head + "\r\n").encode()
-
-    async def write_eof(self, data: bytes = b"") -> None:
-        if self._eof_sent:
-            return
-        await super().write_eof(b"" if self._must_be_empty_body else data or self._json_body)
-
-
-_STATUS_LINES: dict[int, str] = {}
-_SERVER_LINE: Final = f"Server: {SERVER_SOFTWARE}\r\n"
-
-
-def _json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.StreamResponse:
-    return JSONBytesResponse(orjson.dumps(body), status, headers)
-
-
-def _error_response(exc: APIError) -> web.StreamResponse:
-    return _json_response(exc.status(), exc.code, exc.headers)
+    @property
+    def api(self) -> ClusterAPI: ...
+    @property
+    def faults(self) -> FaultInjector: ...
+    @property
+    def request_log(self) -> RequestLog: ...
+    @property
+    def token(self) -> str: ...
+    @property
+    def tls(self) -> bool: ...
+    @property
+    def partitioned(self) -> bool: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def bookmark_interval(self) -> float: ...
 
 
 def _wants_table(request: web.BaseRequest) -> str | None:
@@ -144,10 +84,11 @@ def _include_object(request: web.BaseRequest) -> str:
 
 
 class ClusterHTTP:
-    """One aiohttp application in front of one `ClusterAPI`."""
+    """One aiohttp application in front of one `ClusterAPI`; `admin` answers the requests under `ADMIN_PREFIX`."""
 
-    def __init__(self, server: EmbeddedAPIServer) -> None:
+    def __init__(self, server: ServedCluster, *, admin: AdminHandler) -> None:
         self.server = server
+        self._admin = admin
         self.faults: FaultInjector = server.faults
         self.request_counts: Counter[tuple[str, str]] = Counter()
         self._discovery_cache: dict[Any, tuple[bytes, str]] = {}
@@ -186,7 +127,7 @@ class ClusterHTTP:
             return response
         finally:
             path = request.path
-            if not path.startswith("/_omectl/"):
+            if not path.startswith(ADMIN_PREFIX):
                 method = request.method
                 headers = request.headers
                 self.server.request_log.append(
@@ -211,7 +152,7 @@ class ClusterHTTP:
         expect = request.headers.get("Expect")
         if expect:
             await _expect_continue(request, expect)
-        if path.startswith("/_omectl/"):
+        if path.startswith(ADMIN_PREFIX):
             return await self._admin(request)
         is_watch = request.method == "GET" and parse_bool_safe(request.query.get("watch"))
         fault = self.faults.take(request.method, path, is_watch) if self.faults.rules else None
@@ -224,21 +165,21 @@ class ClusterHTTP:
                 body = APIError(fault.status, reason, message, {}).status()
                 if fault.retry_after is not None:
                     body["details"] = {"retryAfterSeconds": fault.retry_after}
-                return _json_response(body, fault.status, headers)
+                return json_response(body, fault.status, headers)
         try:
             return await self._route(request, path)
         except APIError as exc:
-            return _error_response(exc)
+            return error_response(exc)
         except SelectorError as exc:
-            return _error_response(errors.bad_request(str(exc)))
+            return error_response(errors.bad_request(str(exc)))
         except web.HTTPRequestEntityTooLarge:
             message = f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
-            return _error_response(APIError(413, "RequestEntityTooLarge", message, {}))
+            return error_response(APIError(413, "RequestEntityTooLarge", message, {}))
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:
             log.exception("cluster %s: %s %s failed", self.api.name, request.method, path)
-            return _error_response(errors.internal_error(str(exc)))
+            return error_response(errors.internal_error(str(exc)))
 
     def _authenticated(self, request: web.BaseRequest) -> bool:
         """kube-apiserver's bearer-token check: a wrong token is refused on every path; a request without one
@@ -250,17 +191,17 @@ class ClusterHTTP:
             presented = parts[1].encode("utf-8", "surrogateescape")
             return hmac.compare_digest(presented, self.server.token.encode())
         path = request.path
-        if path.startswith("/_omectl/"):
+        if path.startswith(ADMIN_PREFIX):
             return False
         return not self.server.tls or (request.method == "GET" and path in PUBLIC_PATHS)
 
     async def _route(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         parts = [p for p in path.split("/") if p]
         if not parts:
-            return _json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]})
+            return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]})
         head = parts[0]
         if head == "version" and len(parts) == 1:
-            return _json_response(discovery.version_info())
+            return json_response(discovery.version_info())
         if head in ("healthz", "readyz", "livez"):
             return web.Response(text="ok")
         if head == "openapi":
@@ -370,7 +311,7 @@ class ClusterHTTP:
                 opts = WriteOptions.from_query(query, ua)
                 options = await _delete_options(request)
                 body = await self.api.delete_collection(rt, namespace, query, options, opts)
-                return _json_response(body)
+                return json_response(body)
             raise errors.method_not_allowed()
         if rt.namespaced and not namespace:
             raise errors.unknown_resource()
@@ -401,7 +342,7 @@ class ClusterHTTP:
         if warnings:
             headers = {"Warning": ", ".join(f'299 - "{_escape_warning(w)}"' for w in warnings)}
         if obj.get("kind") == "Status":
-            return _json_response(obj, code, headers)
+            return json_response(obj, code, headers)
         return self._object_response(request, rt, obj, code, headers)
 
     def _object_response(
@@ -419,8 +360,8 @@ class ClusterHTTP:
                 resource_version=obj["metadata"].get("resourceVersion", ""),
                 include_object=_include_object(request),
             )
-            return _json_response(table, code, headers)
-        return _json_response(obj, code, headers)
+            return json_response(table, code, headers)
+        return json_response(obj, code, headers)
 
     def _list(self, request: web.BaseRequest, rt: ResourceType, namespace: str) -> web.StreamResponse:
         items, rv, token, remaining = self.api.list_objects(rt, namespace, request.query)
@@ -428,13 +369,13 @@ class ClusterHTTP:
             table = table_for(
                 rt, items, resource_version=rv, continue_token=token, include_object=_include_object(request)
             )
-            return _json_response(table)
+            return json_response(table)
         meta: dict[str, Any] = {"resourceVersion": rv}
         if token:
             meta["continue"] = token
             if remaining is not None:
                 meta["remainingItemCount"] = remaining
-        return _json_response({"kind": rt.list_kind, "apiVersion": rt.group_version, "metadata": meta, "items": items})
+        return json_response({"kind": rt.list_kind, "apiVersion": rt.group_version, "metadata": meta, "items": items})
 
     # --- watch -----------------------------------------------------------------------------------------
 
@@ -592,78 +533,6 @@ class ClusterHTTP:
             return event.json_line(type_)
 
         return encode_json
-
-    # --- admin (fault injection) -----------------------------------------------------------------------
-
-    async def _admin(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.path != "/_omectl/faults" or request.method != "POST":
-            if request.path == "/_omectl/requests" and request.method == "GET":
-                return self._request_log(request)
-            if request.path == "/_omectl/state" and request.method == "GET":
-                return _json_response(
-                    {
-                        "name": self.api.name,
-                        "resourceVersion": str(self.api.store.rv),
-                        "faults": len(self.faults.rules),
-                        "requests": {f"{m} {r}": n for (m, r), n in self.request_counts.items()},
-                    }
-                )
-            return _error_response(errors.unknown_resource())
-        try:
-            body = orjson.loads(await request.read() or b"{}")
-            action = body.get("action")
-            handlers: dict[str, Callable[[], Awaitable[None] | None]] = {
-                "drop-watches": self.api.store.close_all_watches,
-                "compact": self.api.store.compact,
-                "clear": self.faults.clear,
-            }
-            if action in handlers:
-                result = handlers[action]()
-                if result is not None:
-                    await result
-            elif action == "fail":
-                self.faults.fail_next(
-                    int(body.get("count", 1)),
-                    int(body.get("status", 500)),
-                    method=body.get("method"),
-                    path_contains=body.get("pathContains"),
-                    retry_after=body.get("retryAfter"),
-                    delay=float(body.get("delay", 0.0)),
-                    include_watches=bool(body.get("includeWatches", False)),
-                )
-            elif action == "delay":
-                self.faults.delay_next(
-                    int(body.get("count", 1)),
-                    float(body.get("seconds", 1.0)),
-                    method=body.get("method"),
-                    path_contains=body.get("pathContains"),
-                )
-            elif action == "partition":
-                seconds = float(body.get("seconds", 0))
-                if seconds <= 0:
-                    raise errors.bad_request("partition over the admin endpoint needs seconds > 0 to heal itself")
-                asyncio.get_running_loop().create_task(self.server.partition_for(seconds))
-            elif action == "restart":
-                asyncio.get_running_loop().create_task(self.server.restart(keep_data=bool(body.get("keepData", True))))
-            else:
-                raise errors.bad_request(
-                    "action must be one of drop-watches, compact, clear, fail, delay, partition, restart"
-                )
-        except APIError as exc:
-            return _error_response(exc)
-        except (ValueError, TypeError) as exc:
-            return _error_response(errors.bad_request(f"bad fault request: {exc}"))
-        return _json_response({"ok": True, "action": action})
-
-    def _request_log(self, request: web.BaseRequest) -> web.StreamResponse:
-        """`GET /_omectl/requests?since=N[&limit=M]`: the request log from entry N on (see `requestlog.py`)."""
-        try:
-            since = int(request.query.get("since", "0") or 0)
-            limit_raw = request.query.get("limit")
-            limit = int(limit_raw) if limit_raw else None
-        except ValueError:
-            return _error_response(errors.bad_request("since and limit must be integers"))
-        return _json_response(self.server.request_log.read(since, limit))
 
 
 async def _expect_continue(request: web.BaseRequest, expect: str) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from omectl.sim.apiserver.cel import RuleValidator
-from omectl.sim.apiserver.errors import FieldError
+from omectl.sim.apiserver.errors import FieldError, go_quote
 
 # Fields the root (and every x-kubernetes-embedded-resource object) always knows.
 _META_FIELDS = frozenset(("apiVersion", "kind", "metadata"))
@@ -135,10 +135,6 @@ def go_float(value: float) -> str:
 
 def _go_number(value: float | int) -> str:
     return str(value) if isinstance(value, int) else go_float(value)
-
-
-def _go_quote(text: str) -> str:
-    return orjson.dumps(text).decode()
 
 
 def _json_kind(value: Any) -> str:
@@ -539,7 +535,7 @@ def _type_error(path: str, expected: str, actual: str) -> FieldError:
         "TypeInvalid",
         path,
         value=actual,
-        detail=f"{path} in body must be of type {expected}: {_go_quote(actual)}",
+        detail=f"{path} in body must be of type {expected}: {go_quote(actual)}",
     )
 
 
@@ -634,7 +630,7 @@ def _validate_string(value: str, node: _Node, path: str, errors: list[FieldError
                 "Invalid",
                 path,
                 value=value,
-                detail=f"{path} in body must be of type {node.format}: {_go_quote(value)}",
+                detail=f"{path} in body must be of type {node.format}: {go_quote(value)}",
             )
         )
 
@@ -721,7 +717,7 @@ def _validate_object(value: dict[str, Any], node: _Node, path: str, errors: list
 
 
 def _validate_combinators(value: Any, node: _Node, path: str, errors: list[FieldError]) -> None:
-    quoted = _go_quote(path)
+    quoted = go_quote(path)
     if node.any_of:
         first_failure: list[FieldError] | None = None
         for alternative in node.any_of:

@@ -21,7 +21,8 @@ from omectl.sim.apiserver.http import ClusterHTTP
 from omectl.sim.apiserver.requestlog import DEFAULT_CAPACITY as DEFAULT_REQUEST_LOG_CAPACITY
 from omectl.sim.apiserver.requestlog import RequestLog
 from omectl.sim.apiserver.store import Store
-from omectl.sim.faults import FaultInjector
+from omectl.sim.faults.admin_http import AdminPlane
+from omectl.sim.faults.injector import FaultInjector
 from omectl.sim.kubeconfig import KubeconfigEntry, write_kubeconfig
 from omectl.sim.simulator import SimulatorConfig, WorkloadSimulator
 from omectl.tls import CertificateAuthority, server_ssl_context
@@ -72,13 +73,14 @@ class EmbeddedAPIServer:
         self.bookmark_interval = bookmark_interval
         self.allow_http_webhooks = allow_http_webhooks
         self.faults = FaultInjector()
+        self.admin = AdminPlane(self)
         # Every API request, kept across restarts (GET /_omectl/requests).
         self.request_log = RequestLog(request_log_capacity)
         self.api = self._new_api(self._load_store())
         self.controllers = ClusterControllers(self.api)
         self.simulator_config = simulator
         self.simulator = self._new_simulator()
-        self.http = ClusterHTTP(self)
+        self.http = ClusterHTTP(self, admin=self.admin.handle)
         self._runner: web.ServerRunner | None = None
         self._site: web.BaseSite | None = None
         self._socket: socket.socket | None = None
@@ -212,7 +214,7 @@ class EmbeddedAPIServer:
             self.api = self._new_api(Store(history_window=self.history_window))
         self.controllers = ClusterControllers(self.api)
         self.simulator = self._new_simulator()
-        self.http = ClusterHTTP(self)
+        self.http = ClusterHTTP(self, admin=self.admin.handle)
         await self.start()
 
     async def partition(self) -> None:

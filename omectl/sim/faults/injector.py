@@ -1,6 +1,7 @@
 """Fault injection for reliability tests: failed or delayed requests, dropped watches, compaction, partitions.
 
-Programmatic (`server.faults`) and over the admin endpoint `POST /_omectl/faults` (see `http.py`).
+Programmatic (`server.faults`) and over the admin endpoint `POST /_omectl/faults` (see `admin_http.py`); the REST
+surface (`omectl/sim/apiserver/http.py`) consults it before it routes a request.
 """
 
 from __future__ import annotations

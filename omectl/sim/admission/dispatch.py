@@ -1,0 +1,380 @@
+"""Calling the validating webhooks a write selects: one AdmissionReview each over HTTP(S), in parallel, with
+each webhook's timeout and failurePolicy, as kube-apiserver 1.32 does; their answers become errors and
+warnings."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import posixpath
+import ssl
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import orjson
+
+from omectl.sim.admission.config import DEFAULT_TIMEOUT_SECONDS, NO_DRY_RUN_SIDE_EFFECTS, REVIEW_VERSIONS
+from omectl.sim.admission.match import AdmissionAttributes, MatchedWebhook, matching_webhooks, request_namespace
+from omectl.sim.apiserver.errors import APIError, bad_request, go_quote, internal_error
+from omectl.sim.apiserver.registry import ResourceType
+
+_OPTIONS_KINDS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+_USER_AGENT = "kube-apiserver-admission"
+_MAX_UNSTRUCTURED_BODY = 2048  # client-go's cap on a non-Status error body it quotes
+_SSL_CACHE_LIMIT = 256
+
+
+class WebhookRejection(APIError):
+    """The `APIError` a webhook denial or failure produced, carrying the warnings the other webhooks returned
+    (the real server sends those as `Warning` headers on the error response too)."""
+
+    def __init__(self, error: APIError, warnings: list[str]) -> None:
+        super().__init__(error.code, error.reason, error.message, error.details, error.headers)
+        self.warnings = warnings
+
+
+class _CallFailure(Exception):
+    """`ErrCallingWebhook`: the webhook could not be asked. Its failurePolicy decides what that means."""
+
+
+def _clean_url(url: str, allow_http: bool) -> tuple[str, str, str, int]:
+    """The URL client-go actually posts to (path cleaned, "/" when empty), plus scheme, host and port."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or (parts.scheme == "http" and not allow_http):
+        raise _CallFailure(
+            f"could not get REST client: webhook URL scheme {go_quote(parts.scheme)} is not allowed: "
+            "'https' is the only allowed URL scheme"
+        )
+    if not parts.hostname:
+        raise _CallFailure("could not get REST client: host must be specified in the webhook URL")
+    path = posixpath.normpath("/" + parts.path) if parts.path else "/"
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{parts.netloc}{path}", parts.scheme, parts.hostname, port
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _transport_cause(exc: BaseException, host: str, port: int) -> str:
+    """What Go's net/http would say for the same failure."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        cert_error = exc.certificate_error
+        code = getattr(cert_error, "verify_code", None)
+        if code in (2, 18, 19, 20, 21):
+            detail = "x509: certificate signed by unknown authority"
+        elif code in (9, 10):
+            detail = "x509: certificate has expired or is not yet valid"
+        elif code == 62:
+            detail = f"x509: certificate is not valid for {host}"
+        else:
+            detail = getattr(cert_error, "verify_message", None) or str(cert_error)
+        return f"tls: failed to verify certificate: {detail}"
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return f"remote error: tls: {exc}"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"dial tcp: lookup {host}: no such host"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        os_error = exc.os_error
+        if isinstance(os_error, ConnectionRefusedError):
+            return f"dial tcp {_host_port(host, port)}: connect: connection refused"
+        reason = (os_error.strerror or str(os_error)).lower() if os_error else str(exc)
+        return f"dial tcp {_host_port(host, port)}: connect: {reason}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "EOF"
+    return str(exc) or type(exc).__name__
+
+
+_GENERIC_STATUS_TEXT = {
+    400: "the server rejected our request for an unknown reason",
+    401: "the server has asked for the client to provide credentials",
+    404: "the server could not find the requested resource",
+    405: "the server does not allow this method on the requested resource",
+    422: "the server rejected our request due to an error in our request",
+    429: "the server has received too many requests and has asked us to try again later",
+    503: "the server is currently unable to handle the request",
+    504: ("the server was unable to return a response in the time allotted, but may still be processing the request"),
+}
+
+
+def _http_error_text(status: int, content_type: str, body: bytes) -> str:
+    """client-go's error for a non-2xx answer: the body's Status message, else a generic server response."""
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        decoded = None
+    if isinstance(decoded, dict) and decoded.get("kind") == "Status" and decoded.get("message"):
+        return str(decoded["message"])
+    server_message = "unknown"
+    if content_type.startswith("text/"):
+        server_message = body[:_MAX_UNSTRUCTURED_BODY].decode("utf-8", "replace").strip()
+    if status == 403:
+        return server_message
+    if status in _GENERIC_STATUS_TEXT:
+        return _GENERIC_STATUS_TEXT[status]
+    if status >= 500:
+        return f"an error on the server ({go_quote(server_message)}) has prevented the request from succeeding"
+    return f"the server responded with the status code {status} but did not return more information"
+
+
+def _gvk_string(api_version: Any, kind: Any) -> str:
+    group, _, version = str(api_version or "").rpartition("/")
+    return f"{group}/{version}, Kind={kind or ''}"
+
+
+def _verify_response(review: Any, uid: str, review_version: str) -> dict[str, Any]:
+    """`VerifyAdmissionResponse` for a validating webhook. Raises _CallFailure."""
+    response = review.get("response") if isinstance(review, dict) else None
+    if not isinstance(response, dict):
+        raise _CallFailure("received invalid webhook response: webhook response was absent")
+    if review_version == "v1beta1":
+        return response  # v1beta1 never checked uid or kind
+    if response.get("uid", "") != uid:
+        raise _CallFailure(
+            f"received invalid webhook response: expected response.uid={go_quote(uid)}, "
+            f"got {go_quote(str(response.get('uid', '')))}"
+        )
+    if review.get("apiVersion") != "admission.k8s.io/v1" or review.get("kind") != "AdmissionReview":
+        raise _CallFailure(
+            "received invalid webhook response: expected webhook response of admission.k8s.io/v1, "
+            f"Kind=AdmissionReview, got {_gvk_string(review.get('apiVersion'), review.get('kind'))}"
+        )
+    if response.get("patch"):
+        raise _CallFailure("received invalid webhook response: validating webhook may not return response.patch")
+    if response.get("patchType") is not None:
+        raise _CallFailure("received invalid webhook response: validating webhook may not return response.patchType")
+    return response
+
+
+def _denial(webhook_name: str, status: Any) -> APIError:
+    """`ToStatusErr` as of 1.32: keep the webhook's code (at least 400), reason and details."""
+    status = status if isinstance(status, dict) else {}
+    code = status.get("code")
+    code = code if isinstance(code, int) and code >= 400 else 400
+    denied_by = f"admission webhook {go_quote(webhook_name)} denied the request"
+    if status.get("message"):
+        message = f"{denied_by}: {status['message']}"
+    elif status.get("reason"):
+        message = f"{denied_by}: {status['reason']}"
+    else:
+        message = f"{denied_by} without explanation"
+    details = status.get("details")
+    return APIError(code, str(status.get("reason") or ""), message, details if isinstance(details, dict) else None)
+
+
+class WebhookDispatcher:
+    """Calls validating webhooks for the embedded API server. One per server: it keeps one HTTP session and
+    one TLS context per caBundle. `allow_http` lets `http://` URLs through (tests only; the real server
+    requires https)."""
+
+    def __init__(self, allow_http: bool = False) -> None:
+        self.allow_http = allow_http
+        self._session: aiohttp.ClientSession | None = None
+        self._ssl_contexts: dict[str, ssl.SSLContext] = {}
+
+    async def close(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            # Deadlines come from each webhook's timeoutSeconds, not from the session.
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        return self._session
+
+    def _ssl_context(self, ca_bundle: str) -> ssl.SSLContext:
+        context = self._ssl_contexts.get(ca_bundle)
+        if context is not None:
+            return context
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:
+            if ca_bundle:
+                # Like client-go's CAData: the bundle replaces the system roots.
+                context.load_verify_locations(cadata=base64.b64decode(ca_bundle, validate=True).decode("ascii"))
+            else:
+                context.load_default_certs()
+        except (binascii.Error, UnicodeDecodeError, ssl.SSLError, ValueError) as exc:
+            raise _CallFailure(
+                "could not get REST client: unable to load root certificates: unable to parse bytes as PEM block"
+            ) from exc
+        if len(self._ssl_contexts) >= _SSL_CACHE_LIMIT:
+            self._ssl_contexts.clear()
+        self._ssl_contexts[ca_bundle] = context
+        return context
+
+    async def validate(
+        self,
+        attrs: AdmissionAttributes,
+        configurations: list[dict[str, Any]],
+        namespace_labels: Callable[[str], dict[str, str] | None],
+    ) -> list[str]:
+        """Call every webhook that selects this request, in parallel. Returns their warnings (deduplicated,
+        in webhook order); raises `WebhookRejection` (an APIError) for the first denial or failing call."""
+        matched = matching_webhooks(attrs, configurations, namespace_labels)
+        if not matched:
+            return []
+        review_parts = _ReviewParts(attrs)
+        if len(matched) == 1:
+            outcomes = [await self._invoke(matched[0], attrs, review_parts)]
+        else:
+            outcomes = await asyncio.gather(*(self._invoke(m, attrs, review_parts) for m in matched))
+        warnings = list(dict.fromkeys(w for _, ws in outcomes for w in ws))
+        for error, _ in outcomes:
+            if error is not None:
+                raise WebhookRejection(error, warnings)
+        return warnings
+
+    async def _invoke(
+        self, matched: MatchedWebhook, attrs: AdmissionAttributes, review_parts: _ReviewParts
+    ) -> tuple[APIError | None, list[str]]:
+        webhook = matched.webhook
+        name = str(webhook.get("name", ""))
+        try:
+            return await self._call(matched, attrs, review_parts, name)
+        except _CallFailure as failure:
+            if webhook.get("failurePolicy") == "Ignore":
+                return None, []
+            return internal_error(f"failed calling webhook {go_quote(name)}: {failure}"), []
+
+    async def _call(
+        self, matched: MatchedWebhook, attrs: AdmissionAttributes, review_parts: _ReviewParts, name: str
+    ) -> tuple[APIError | None, list[str]]:
+        webhook = matched.webhook
+        if attrs.dry_run:
+            side_effects = webhook.get("sideEffects")
+            if side_effects is None:
+                raise _CallFailure("Webhook SideEffects is nil")
+            if side_effects not in NO_DRY_RUN_SIDE_EFFECTS:
+                return bad_request(f"admission webhook {go_quote(name)} does not support dry run"), []
+        versions = webhook.get("admissionReviewVersions") or ()
+        review_version = next((v for v in versions if v in REVIEW_VERSIONS), None)
+        if review_version is None:
+            raise _CallFailure(
+                "could not create admission objects: webhook does not accept known AdmissionReview versions "
+                "(v1, v1beta1)"
+            )
+        client_config = webhook.get("clientConfig") or {}
+        url = client_config.get("url")
+        if not url:
+            if client_config.get("service"):
+                raise _CallFailure(
+                    "could not get REST client: clientConfig.service is not supported by the embedded API "
+                    "server (it has no cluster DNS); use clientConfig.url"
+                )
+            raise _CallFailure("could not get REST client: clientConfig.url is required")
+        endpoint, scheme, host, port = _clean_url(str(url), self.allow_http)
+        ssl_context = self._ssl_context(str(client_config.get("caBundle") or "")) if scheme == "https" else None
+        timeout = webhook.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS
+        post_url = f"{endpoint}?timeout={timeout}s"
+        uid = str(uuid.uuid4())
+        body = review_parts.body(uid, review_version, matched.version)
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, */*",
+            "User-Agent": _USER_AGENT,
+        }
+        try:
+            async with (
+                asyncio.timeout(timeout),
+                self._client().post(post_url, data=body, headers=headers, ssl=ssl_context or False) as answer,
+            ):
+                status, content_type, raw = answer.status, answer.content_type, await answer.read()
+        except TimeoutError as exc:
+            raise _CallFailure(f"failed to call webhook: Post {go_quote(post_url)}: context deadline exceeded") from exc
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            cause = _transport_cause(exc, host, port)
+            raise _CallFailure(f"failed to call webhook: Post {go_quote(post_url)}: {cause}") from exc
+        if not 200 <= status <= 206:
+            raise _CallFailure(f"failed to call webhook: {_http_error_text(status, content_type, raw)}")
+        try:
+            review = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise _CallFailure(f"failed to call webhook: couldn't get version/kind; json parse error: {exc}") from exc
+        if review is None:
+            review = {}  # JSON null decodes to an empty review in Go
+        if not isinstance(review, dict):
+            # (A missing kind is fine at this point: the decoder defaults it; v1's GVK check rejects it below.)
+            json_type = {list: "array", str: "string", bool: "bool"}.get(type(review), "number")
+            raise _CallFailure(
+                f"failed to call webhook: json: cannot unmarshal {json_type} into Go value of type v1.AdmissionReview"
+            )
+        response = _verify_response(review, uid, review_version)
+        warnings = [w for w in response.get("warnings") or () if isinstance(w, str)]
+        if response.get("allowed") is True:
+            return None, warnings
+        return _denial(name, response.get("status")), warnings
+
+
+class _ReviewParts:
+    """The AdmissionReview pieces shared by every webhook of one request; objects are serialized once."""
+
+    def __init__(self, attrs: AdmissionAttributes) -> None:
+        self.attrs = attrs
+        self.namespace = request_namespace(attrs)
+        options: dict[str, Any] | None = attrs.options
+        if not options:
+            kind = _OPTIONS_KINDS.get(attrs.operation)
+            options = {"kind": kind, "apiVersion": "meta.k8s.io/v1"} if kind else None
+        self._options = orjson.Fragment(orjson.dumps(options))
+        self._objects: dict[str, tuple[orjson.Fragment, orjson.Fragment]] = {}
+
+    def _serialized_objects(self, version: ResourceType) -> tuple[orjson.Fragment, orjson.Fragment]:
+        key = version.group_version
+        cached = self._objects.get(key)
+        if cached is None:
+            obj = None if self.attrs.operation == "DELETE" else self.attrs.obj
+            old = self.attrs.old_obj
+            if version is not self.attrs.resource_type:
+                # An equivalent version: send the objects as that version (CRD versions differ only here).
+                obj = {**obj, "apiVersion": key} if obj else obj
+                old = {**old, "apiVersion": key} if old else old
+            cached = (orjson.Fragment(orjson.dumps(obj)), orjson.Fragment(orjson.dumps(old)))
+            self._objects[key] = cached
+        return cached
+
+    def body(self, uid: str, review_version: str, version: ResourceType) -> bytes:
+        attrs, request_type = self.attrs, self.attrs.resource_type
+        obj, old = self._serialized_objects(version)
+        request: dict[str, Any] = {
+            "uid": uid,
+            "kind": {"group": version.group, "version": version.version, "kind": version.kind},
+            "resource": {"group": version.group, "version": version.version, "resource": version.plural},
+        }
+        if attrs.subresource:
+            request["subResource"] = attrs.subresource
+        request["requestKind"] = {
+            "group": request_type.group,
+            "version": request_type.version,
+            "kind": request_type.kind,
+        }
+        request["requestResource"] = {
+            "group": request_type.group,
+            "version": request_type.version,
+            "resource": request_type.plural,
+        }
+        if attrs.subresource:
+            request["requestSubResource"] = attrs.subresource
+        if attrs.name:
+            request["name"] = attrs.name
+        if self.namespace:
+            request["namespace"] = self.namespace
+        request["operation"] = attrs.operation
+        request["userInfo"] = attrs.user
+        request["object"] = obj
+        request["oldObject"] = old
+        request["dryRun"] = attrs.dry_run
+        request["options"] = self._options
+        return orjson.dumps(
+            {
+                "kind": "AdmissionReview",
+                "apiVersion": f"admission.k8s.io/{review_version}",
+                "request": request,
+            }
+        )
