@@ -91,7 +91,7 @@ class AimConsumerReconciler:
         namespace, name = str(meta.get("namespace") or ""), str(meta["name"])
         self.reconciles[(cluster.name, kind, namespace, name)] += 1
         obj = dict(obj, apiVersion=obj.get("apiVersion") or AIM_V1ALPHA2, kind=kind)
-        resolution = resolve(obj, cluster.aim.config_lookup, operator_namespace=self.operator_namespace)
+        resolution = resolve(obj, cluster.config_lookup, operator_namespace=self.operator_namespace)
         previous = list((obj.get("status") or {}).get("conditions") or [])
         if not resolution.may_apply:
             await self.write_status(cluster, obj, resolution, {"status": "Failed"})
@@ -105,7 +105,7 @@ class AimConsumerReconciler:
 
     async def live(self, cluster: Any, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The child from the informer cache, else from the API server; None when it does not exist."""
-        cache = cluster.aim.consumers.cache(kind)
+        cache = cluster.consumers.cache(kind)
         found = await live_object(cluster.client, CHILD_RESOURCES[kind], cache, namespace, name)
         return cast("dict[str, Any] | None", found)  # caches and the client hold plain dicts
 

@@ -194,7 +194,7 @@ class ConsumerWatch:
 
     def enqueue(self, kind: str, namespace: str, name: str, trigger: Any, *, low_priority: bool = False) -> None:
         key = WorkKey(self.cluster.name, work_kind(kind), namespace, name)
-        self.cluster.controller.queue.add(key, low_priority=low_priority, trigger=trigger)
+        self.cluster.enqueue(key, low_priority=low_priority, trigger=trigger)
 
     def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
         meta = _metadata(obj)

@@ -223,7 +223,7 @@ class AimServiceReconciler:
         return AimWatch(cluster, operator_namespace=self.operator_namespace)
 
     async def reconcile(self, cluster: Any, service: dict[str, Any], tracer: Any = None) -> None:
-        aim: AimWatch = cluster.aim
+        aim: AimWatch = cluster
         meta = service["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
         self.reconciles[(cluster.name, namespace, name)] += 1
@@ -310,7 +310,7 @@ class AimServiceReconciler:
         return applied
 
     async def _live(self, cluster: Any, resource: ResourceRef, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return await live_object(cluster.client, resource, cluster.aim.child_cache(resource.kind), namespace, name)
+        return await live_object(cluster.client, resource, cluster.child_cache(resource.kind), namespace, name)
 
     async def _delete(self, cluster: Any, resource: ResourceRef, namespace: str, name: str) -> None:
         try:

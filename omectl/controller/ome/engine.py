@@ -16,6 +16,7 @@ from typing import Any
 
 from omectl.controller.ome.resolver import ChainResolver
 from omectl.controller.ome.revisions import Revision, RevisionStore
+from omectl.controller.ome.watch import ISVC_STATUS_WORK
 from omectl.controller.runtime.apply import FIELD_MANAGER, apply_render, live_object, object_hash
 from omectl.controller.runtime.queue import RetryLater, WorkKey
 from omectl.core.ome.engine_status import COMPONENT_CONDITIONS, READY, Readiness, readiness
@@ -55,7 +56,6 @@ _RESOURCES = {
 
 
 DRIFT_CONDITION = "RuntimeDrifted"
-ISVC_STATUS_WORK = "ome.io/InferenceService.status"  # a low-priority work item: write the status decided
 
 
 def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
@@ -240,9 +240,7 @@ class EngineReconciler:
             # Workloads first: during a rollout every InferenceService's workloads are applied before any status
             # is written, so the status write (bookkeeping) waits in the low-priority lane of the queue.
             self.pending_status[(cluster.name, namespace, meta["name"])] = pending
-            cluster.controller.queue.add(
-                WorkKey(cluster.name, ISVC_STATUS_WORK, namespace, meta["name"]), low_priority=True
-            )
+            cluster.enqueue(WorkKey(cluster.name, ISVC_STATUS_WORK, namespace, meta["name"]), low_priority=True)
 
     async def write_pending_status(self, cluster: Any, isvc: dict[str, Any]) -> None:
         """Write the status the last reconcile of `isvc` decided, with readiness as the caches report it now."""
