@@ -16,7 +16,7 @@ from typing import Any
 
 from omectl.controller.ome.resolver import ChainResolver
 from omectl.controller.ome.revisions import Revision, RevisionStore
-from omectl.controller.ome.watch import ISVC_STATUS_WORK
+from omectl.controller.ome.watch import ISVC_STATUS_WORK, OmeWatch
 from omectl.controller.runtime.apply import FIELD_MANAGER, apply_render, live_object, object_hash
 from omectl.controller.runtime.queue import RetryLater, WorkKey
 from omectl.core.ome.engine_status import COMPONENT_CONDITIONS, READY, Readiness, readiness
@@ -102,7 +102,7 @@ def desired_isvc_status(
     return None if desired == status else desired
 
 
-def _referenced_revisions(cluster: Any, namespace: str) -> set[str]:
+def _referenced_revisions(cluster: OmeWatch, namespace: str) -> set[str]:
     """Revisions an InferenceService of the namespace pins or records: never collected."""
     names: set[str] = set()
     for isvc in cluster.inference_services.cache.list(namespace):
@@ -122,7 +122,7 @@ class PendingStatus:
     applied: Mapping[tuple[str, str], Mapping[str, Any]]
     """The workloads as the cluster answered the apply (or as cached when unchanged)."""
 
-    def readiness(self, cluster: Any) -> Readiness:
+    def readiness(self, cluster: OmeWatch) -> Readiness:
         def live(kind: str, name: str) -> Mapping[str, Any] | None:
             applied = self.applied.get((kind, name))
             cache = cluster.workload_cache(kind)
@@ -155,7 +155,7 @@ class EngineReconciler:
         self.writes = 0
         self.pending_status: dict[tuple[str, str, str], PendingStatus] = {}
 
-    async def reconcile(self, cluster: Any, isvc: dict[str, Any]) -> None:
+    async def reconcile(self, cluster: OmeWatch, isvc: dict[str, Any]) -> None:
         meta = isvc["metadata"]
         namespace = meta.get("namespace", "")
         lookup = cluster.lookup()
@@ -242,7 +242,7 @@ class EngineReconciler:
             self.pending_status[(cluster.name, namespace, meta["name"])] = pending
             cluster.enqueue(WorkKey(cluster.name, ISVC_STATUS_WORK, namespace, meta["name"]), low_priority=True)
 
-    async def write_pending_status(self, cluster: Any, isvc: dict[str, Any]) -> None:
+    async def write_pending_status(self, cluster: OmeWatch, isvc: dict[str, Any]) -> None:
         """Write the status the last reconcile of `isvc` decided, with readiness as the caches report it now."""
         meta = isvc["metadata"]
         pending = self.pending_status.pop((cluster.name, meta.get("namespace", ""), meta["name"]), None)
@@ -267,7 +267,7 @@ class EngineReconciler:
             raise
 
     async def _pinned_revision(
-        self, cluster: Any, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any
+        self, cluster: OmeWatch, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any
     ) -> tuple[Mapping[str, Any], Revision, dict[str, Any]] | None:
         """The spec to render and the drift condition, per DESIGN §3 decision 12 (None: leave the workload)."""
         meta = isvc["metadata"]
@@ -315,7 +315,7 @@ class EngineReconciler:
             _condition("False", "UpToDate", f"pinned revision {chosen.name} is the live revision"),
         )
 
-    async def _apply(self, cluster: Any, obj: dict[str, Any]) -> Mapping[str, Any]:
+    async def _apply(self, cluster: OmeWatch, obj: dict[str, Any]) -> Mapping[str, Any]:
         """Apply one rendered object unless the cluster already holds this render; returns the live object."""
         resource = _RESOURCES.get((obj.get("apiVersion", ""), obj.get("kind", "")))
         if resource is None:
