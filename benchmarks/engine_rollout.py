@@ -69,6 +69,7 @@ from benchmarks.fleet_convergence import (
 )
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
+from omectl.controller.ome.watch import OmeWatch
 from omectl.controller.runtime.apply import RENDER_HASH
 from omectl.core.ome.render import component_name
 from omectl.settings import Settings
@@ -200,8 +201,9 @@ class Rollout:
         self.modified_goal = 0  # `modified_reached` is set once this many MODIFIED events were seen since a reset
         self.modified_reached = asyncio.Event()
         for name, cluster in app.controller.clusters.items():
-            cluster.deployments.add_handler(self._deployment_handler(name))
-            cluster.inference_services.add_handler(self._isvc_handler)
+            ome = cluster.watch(OmeWatch)
+            ome.deployments.add_handler(self._deployment_handler(name))
+            ome.inference_services.add_handler(self._isvc_handler)
 
     def _deployment_handler(self, cluster: str) -> Callable[[str, dict[str, Any], dict[str, Any] | None, bool], None]:
         def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
@@ -227,7 +229,7 @@ class Rollout:
 
     def cached(self, key: IsvcKey) -> dict[str, Any] | None:
         cluster, namespace, name = key
-        return self.app.controller.clusters[cluster].deployments.cache.get(namespace, name)  # type: ignore[no-any-return]
+        return self.app.controller.clusters[cluster].watch(OmeWatch).deployments.cache.get(namespace, name)  # type: ignore[no-any-return]
 
     def counts(self) -> dict[str, int]:
         """Watch events seen so far: Deployment MODIFIED (total) and ADDED, InferenceService MODIFIED."""
@@ -395,7 +397,7 @@ class EngineFleet(Fleet):
 
 def engine_counts(app: ControllerApp) -> dict[str, int]:
     """The controller's own counters: reconciles, resolver cache use, and the engine reconciler's applies."""
-    return {**controller_counts(app), "engine_applies": app.controller.engine.writes}
+    return {**controller_counts(app), "engine_applies": app.reconcilers.engine.writes}
 
 
 class Bench:

@@ -57,6 +57,7 @@ from benchmarks.resolver import API_VERSION, PROFILE_NAME, child_spec, profile_s
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
 from omectl.controller.ome.lookup import INHERIT_INDEX, inherit_index
+from omectl.controller.ome.watch import OmeWatch
 from omectl.kube.cache import ObjectCache
 from omectl.settings import Settings
 
@@ -206,7 +207,7 @@ class Convergence:
         self.done = asyncio.Event()
         self.last_at = 0.0
         for name, cluster in app.controller.clusters.items():
-            cluster.serving.add_handler(self._handler(name))
+            cluster.watch(OmeWatch).serving.add_handler(self._handler(name))
 
     def _handler(self, cluster: str) -> Callable[[str, dict[str, Any], dict[str, Any] | None, bool], None]:
         def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
@@ -222,7 +223,7 @@ class Convergence:
 
     def cached(self, key: ChildKey) -> dict[str, Any] | None:
         cluster, namespace, name = key
-        return self.app.controller.clusters[cluster].serving.cache.get(namespace, name)
+        return self.app.controller.clusters[cluster].watch(OmeWatch).serving.cache.get(namespace, name)
 
     def expect(self, predicate: Predicate) -> None:
         """From now on, wait for every child to satisfy `predicate` (those that already do count at once)."""

@@ -1,9 +1,9 @@
 """`omectl runtime plan -f EDITED_RUNTIME.yaml`: what a runtime edit would do, before it is applied.
 
 Each cluster is read once (runtimes, InferenceServices, models); every InferenceService is then evaluated twice,
-the way the engine-workload reconciler would, against the cluster as it is and against the cluster with the edited
-runtime(s) in place. An InferenceService is *reached* when its runtime's chain passes through an edited runtime or
-its outcome changes. For each reached one the plan says:
+the way the engine-workload reconciler would (the same `omectl.core.ome.pipeline`), against the cluster as it is and
+against the cluster with the edited runtime(s) in place. An InferenceService is *reached* when its runtime's chain
+passes through an edited runtime or its outcome changes. For each reached one the plan says:
 
 - `re-render` (autoSync): the engine workloads change; the plan prints a unified diff per object;
 - `unchanged`: the edit reaches it but every field it changes is overridden further down the chain;
@@ -51,20 +51,11 @@ from omectl.cli.runtime import (
     _with_client,
 )
 from omectl.controller.ome.revisions import revision_name, spec_hash
-from omectl.core.ome.inheritance import ChainError, resolve_chain, spec_layers
-from omectl.core.ome.merge import merge_chain
-from omectl.core.ome.render import RenderError, render_workloads
+from omectl.core.ome.inheritance import ChainError, resolve_chain
+from omectl.core.ome.pipeline import CachedModels, CachedRuntimes, choose, merge_named, model_of, render
+from omectl.core.ome.render import RenderError
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
-from omectl.core.ome.selection import (
-    ModelError,
-    NoRuntimeFound,
-    RuntimeValidation,
-    check_runtime_supports,
-    lookup_named_runtime,
-    named_runtime,
-    resolve_model,
-    select_runtime,
-)
+from omectl.core.ome.selection import ModelError, NoRuntimeFound, RuntimeValidation
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.resources import (
@@ -151,53 +142,21 @@ class Outcome:
     objects: list[dict[str, Any]] = field(default_factory=list)
 
 
-class _Models:
-    def __init__(self, base: ObjectCache, cluster: ObjectCache) -> None:
-        self.base, self.cluster = base, cluster
-
-    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        if kind == "BaseModel":
-            return self.base.get(namespace, name)
-        return self.cluster.get("", name)
-
-
-def evaluate(read: ClusterRead, models: _Models, isvc: Mapping[str, Any]) -> Outcome:
+def evaluate(read: ClusterRead, models: CachedModels, isvc: Mapping[str, Any]) -> Outcome:
     """The render the controller would apply for `isvc` (autoSync), from this view of the cluster."""
-    namespace = isvc["metadata"].get("namespace", "")
-    try:
-        model = resolve_model(isvc, models)
-    except ModelError as exc:
-        return Outcome(False, exc.message)
-    model_obj = models.get(model.kind, model.namespace, model.name) if model else None
-    runtime_name = named_runtime(isvc)
     chain: tuple[RuntimeRef, ...]
     try:
-        if runtime_name is None:
-            assert model is not None  # resolve_model raises for an InferenceService naming neither
-            candidates = [(SERVING_RUNTIME, r) for r in read.serving.list(namespace)] + [
-                (CLUSTER_SERVING_RUNTIME, r) for r in read.cluster_serving.list()
-            ]
-            selected = select_runtime(namespace, model, candidates)  # type: ignore[arg-type]
-            ref, merged, chain = selected.ref, selected.spec, (selected.ref,)  # own spec: no inheritance
+        choice = choose(isvc, model_of(isvc, models), CachedRuntimes(read.serving, read.cluster_serving))
+        if choice.own_spec is not None:
+            merged, chain = choice.own_spec, (choice.ref,)  # own spec: no inheritance
         else:
-            ref, runtime = lookup_named_runtime(namespace, runtime_name, read.lookup())
-            resolved = resolve_chain(runtime, read.lookup())
-            merged = merge_chain(spec_layers(resolved)).spec
-            chain = tuple(resolved.refs)
-            if model is not None:
-                check_runtime_supports(ref.name, merged, model, kind=ref.kind)
+            merged, chain = merge_named(choice, read.lookup())
         digest = spec_hash(merged)
-        objects = render_workloads(
-            isvc,
-            merged,
-            runtime_name=ref.name,
-            runtime_kind=ref.kind,
-            model=model_obj,
-            revision=revision_name(ref.name, digest) if runtime_name is not None else None,
-        )
-    except (ChainError, RuntimeValidation, NoRuntimeFound, RenderError) as exc:
+        revision = revision_name(choice.ref.name, digest) if not choice.automatic else None
+        objects = render(isvc, choice, merged, revision=revision)
+    except (ModelError, ChainError, RuntimeValidation, NoRuntimeFound, RenderError) as exc:
         return Outcome(False, exc.message)
-    return Outcome(True, runtime=ref, chain=chain, spec_hash=digest, objects=objects)
+    return Outcome(True, runtime=choice.ref, chain=chain, spec_hash=digest, objects=objects)
 
 
 def _pinned(isvc: Mapping[str, Any]) -> str | None:
@@ -252,7 +211,9 @@ def _with_edits(read: ClusterRead, edits: list[tuple[RuntimeRef, dict[str, Any]]
     return ClusterRead.from_lists(read.cluster, serving, cluster_serving, read.inference_services.list())
 
 
-def plan_cluster(read: ClusterRead, models: _Models, edits: list[tuple[RuntimeRef, dict[str, Any]]]) -> dict[str, Any]:
+def plan_cluster(
+    read: ClusterRead, models: CachedModels, edits: list[tuple[RuntimeRef, dict[str, Any]]]
+) -> dict[str, Any]:
     """The plan for one cluster as a JSON-ready document (see the module docstring)."""
     after = _with_edits(read, edits)
     edited_refs = {ref for ref, _ in edits}
@@ -350,11 +311,12 @@ async def _plan_with(client: ClusterClient, edits: list[EditedRuntime]) -> dict[
         _list_or_empty(client, CLUSTER_BASE_MODELS),
     )
     read = ClusterRead.from_lists(client.name, serving, cluster_serving, isvcs)
-    models = _Models(ObjectCache(), ObjectCache())
+    base_models, cluster_base_models = ObjectCache(), ObjectCache()
     for obj in base:
-        models.base.upsert({**obj, "kind": "BaseModel"})
+        base_models.upsert({**obj, "kind": "BaseModel"})
     for obj in cluster_base:
-        models.cluster.upsert({**obj, "kind": "ClusterBaseModel"})
+        cluster_base_models.upsert({**obj, "kind": "ClusterBaseModel"})
+    models = CachedModels(base_models, cluster_base_models)
     placed = [await _checked_by_the_server(client, *edit.placed(client.default_namespace)) for edit in edits]
     return plan_cluster(read, models, placed)
 

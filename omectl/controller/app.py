@@ -18,16 +18,28 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 
+from omectl.controller.aim.consumers import AimConsumerReconciler
+from omectl.controller.aim.consumers_watch import CONSUMER_KEYS as AIM_CONSUMER_KEYS
+from omectl.controller.aim.service import AimServiceReconciler
+from omectl.controller.aim.watch import AIM_SERVICE_KEY, AimWatch
 from omectl.controller.fleet_runtimes import FleetRuntimeApplier
+from omectl.controller.ome.engine import EngineReconciler
 from omectl.controller.ome.lookup import CacheLookup
+from omectl.controller.ome.resolver import ChainResolver
+from omectl.controller.ome.runtime_status import RuntimeStatusReconciler
+from omectl.controller.ome.watch import CSR_KEY, ISVC_KEY, ISVC_STATUS_WORK, SR_KEY, OmeWatch
 from omectl.controller.runtime.manager import ClusterRuntime, FleetController
 from omectl.controller.runtime.observe import FleetObserver
+from omectl.controller.runtime.registry import Domain, WorkKind, WorkKinds
+from omectl.core.aim.meta import RECONCILIATION_PAUSED, reconciliation_paused
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
 from omectl.fleet.leases import Holder
 from omectl.fleet.providers import RegistryChange, provider_from_settings
 from omectl.fleet.sharding import (
@@ -49,6 +61,79 @@ from omectl.webhook.keeper import RemoteEndpoint, WebhookKeeper
 from omectl.webhook.server import ClusterAdmission, WebhookServer, webhook_configuration
 
 log = logging.getLogger(__name__)
+
+
+class Reconcilers:
+    """Every reconciler of the controller, shared by all clusters, and the work kinds they handle."""
+
+    def __init__(self, *, tracer: Any = None, resolver: ChainResolver | None = None) -> None:
+        self.resolver = resolver or ChainResolver()
+        self.runtime_status = RuntimeStatusReconciler(self.resolver, tracer)
+        self.engine = EngineReconciler(self.resolver)
+        self.aim = AimServiceReconciler()
+        self.aim_consumers = AimConsumerReconciler(operator_namespace=self.aim.operator_namespace)  # AIM v1alpha2
+        self.tracer = tracer
+
+    def work_kinds(self) -> WorkKinds:
+        """The registry `FleetController` dispatches by: OME first, then AIM (the order their informers start)."""
+        return WorkKinds([self._ome(), self._aim()])
+
+    def _ome(self) -> Domain[OmeWatch]:
+        runtime_status, engine = self.runtime_status, self.engine
+        kinds: dict[str, WorkKind[OmeWatch]] = {
+            SR_KEY: WorkKind(
+                get=lambda ome, namespace, name: ome.serving.cache.get(namespace, name),
+                reconcile=lambda ome, key, obj: runtime_status.reconcile(
+                    ome, SERVING_RUNTIME, SERVING_RUNTIMES, key, obj
+                ),
+            ),
+            CSR_KEY: WorkKind(
+                get=lambda ome, namespace, name: ome.cluster_serving.cache.get(namespace, name),
+                reconcile=lambda ome, key, obj: runtime_status.reconcile(
+                    ome, CLUSTER_SERVING_RUNTIME, CLUSTER_SERVING_RUNTIMES, key, obj
+                ),
+            ),
+            ISVC_KEY: WorkKind(
+                get=lambda ome, namespace, name: ome.inference_services.cache.get(namespace, name),
+                reconcile=lambda ome, key, obj: engine.reconcile(ome, obj),
+            ),
+            ISVC_STATUS_WORK: WorkKind(
+                get=lambda ome, namespace, name: ome.inference_services.cache.get(namespace, name),
+                reconcile=lambda ome, key, obj: engine.write_pending_status(ome, obj),
+                traced=False,
+            ),
+        }
+        return Domain("ome", OmeWatch, kinds)
+
+    def _aim(self) -> Domain[AimWatch]:
+        service, consumers, tracer = self.aim, self.aim_consumers, self.tracer
+        kinds: dict[str, WorkKind[AimWatch]] = {
+            AIM_SERVICE_KEY: WorkKind(
+                get=lambda aim, namespace, name: aim.services.cache.get(namespace, name),
+                reconcile=lambda aim, key, obj: service.reconcile(aim, obj, tracer),
+                paused=_aim_paused,
+            )
+        }
+        for key_kind, kind in AIM_CONSUMER_KEYS.items():
+            kinds[key_kind] = WorkKind(
+                get=_consumer_cache(kind),
+                reconcile=lambda aim, key, obj: consumers.reconcile(aim, key.kind, obj, tracer),
+                paused=_aim_paused,
+            )
+        return Domain("aim", service.watch, kinds)
+
+
+def _consumer_cache(kind: str) -> Callable[[AimWatch, str, str], dict[str, Any] | None]:
+    def get(aim: AimWatch, namespace: str, name: str) -> dict[str, Any] | None:
+        return aim.consumers.kinds[kind].cache.get(namespace, name)
+
+    return get
+
+
+def _aim_paused(obj: Mapping[str, Any]) -> str | None:
+    if reconciliation_paused(obj):
+        return f"reconciliation paused by its {RECONCILIATION_PAUSED} annotation"
+    return None
 
 
 class StartError(Exception):
@@ -81,7 +166,13 @@ class ControllerApp:
         self.tracing = configure_tracing(
             file_path=settings.trace_file, otlp_endpoint=settings.otlp_endpoint, exporter=exporter
         )
-        self.controller = FleetController(concurrency=settings.concurrency, tracer=self.tracing.tracer)
+        self.reconcilers = Reconcilers(tracer=self.tracing.tracer)
+        self.controller = FleetController(
+            self.reconcilers.work_kinds(),
+            self.reconcilers.resolver,
+            concurrency=settings.concurrency,
+            tracer=self.tracing.tracer,
+        )
         self.webhook = self._webhook_server()
         self.status_file = status_file
         self.holder = Holder.for_this_process(settings.replica_id, ha=settings.ha)
@@ -170,7 +261,7 @@ class ControllerApp:
         cluster = self.controller.clusters.get(name)
         client: ClusterClient | None
         if cluster is not None:
-            lookup, client = cluster.lookup(), cluster.client
+            lookup, client = cluster.watch(OmeWatch).lookup(), cluster.client
         else:
             lookup = CacheLookup(ObjectCache(), ObjectCache())
             client = self.provider.coordinator.client_for(name) if self.provider is not None else None

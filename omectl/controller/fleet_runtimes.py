@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from omectl.api.fleet import template_problem
+from omectl.controller.ome.watch import OmeWatch
 from omectl.core.fleet_runtimes import (
     APPLIED,
     CONFLICT,
@@ -144,8 +145,9 @@ class FleetRuntimeApplier:
             self.mark(name)
 
     async def _cluster_added(self, cluster: ClusterRuntime) -> None:
-        cluster.serving.add_handler(self._on_member_runtime)
-        cluster.cluster_serving.add_handler(self._on_member_runtime)
+        ome = cluster.watch(OmeWatch)
+        ome.serving.add_handler(self._on_member_runtime)
+        ome.cluster_serving.add_handler(self._on_member_runtime)
         self._spawn(self._when_synced(cluster))
 
     async def _when_synced(self, cluster: ClusterRuntime) -> None:
@@ -253,7 +255,8 @@ class FleetRuntimeApplier:
             return ClusterResult(name, PENDING, message="the cluster's caches are syncing")
         template = spec["template"]
         ref = SERVING_RUNTIMES if template["kind"] == "ServingRuntime" else CLUSTER_SERVING_RUNTIMES
-        cache = cluster.serving.cache if ref is SERVING_RUNTIMES else cluster.cluster_serving.cache
+        ome = cluster.watch(OmeWatch)
+        cache = ome.serving.cache if ref is SERVING_RUNTIMES else ome.cluster_serving.cache
         recorded = {c.get("namespace") or "": c.get("generation") for c in previous.get("copies") or []}
         results = []
         for namespace in copy_targets(spec):
@@ -416,11 +419,12 @@ class FleetRuntimeApplier:
             return  # a hub that does not serve FleetRuntimes is not a hub whose FleetRuntimes were all deleted
         wanted = self._wanted()
         for cluster in list(self.controller.clusters.values()):
-            if not all(i.synced.is_set() for i in (cluster.serving, cluster.cluster_serving)):
+            ome = cluster.watch(OmeWatch)
+            if not all(i.synced.is_set() for i in (ome.serving, ome.cluster_serving)):
                 continue
             kinds = (
-                (SERVING_RUNTIMES, cluster.serving.cache),
-                (CLUSTER_SERVING_RUNTIMES, cluster.cluster_serving.cache),
+                (SERVING_RUNTIMES, ome.serving.cache),
+                (CLUSTER_SERVING_RUNTIMES, ome.cluster_serving.cache),
             )
             for ref, cache in kinds:
                 for obj in cache.list():

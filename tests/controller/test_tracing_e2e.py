@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
+from omectl.controller.ome.watch import OmeWatch
 from omectl.controller.runtime.manager import ClusterRuntime
 from omectl.settings import Settings
 from omectl.sim.apiserver.api import WriteOptions
@@ -115,7 +116,8 @@ async def traced(tmp_path: Path) -> AsyncIterator[Traced]:
         traced = Traced(sim.servers[0], app, exporter, ended, changed)
 
         async def observe(cluster: ClusterRuntime) -> None:
-            for informer, kind in ((cluster.serving, SR_KIND), (cluster.cluster_serving, CSR_KIND)):
+            ome = cluster.watch(OmeWatch)
+            for informer, kind in ((ome.serving, SR_KIND), (ome.cluster_serving, CSR_KIND)):
 
                 def on_event(
                     type_: str, obj: dict[str, Any], _old: Any, _initial: bool = False, kind: str = kind

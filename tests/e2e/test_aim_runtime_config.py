@@ -67,7 +67,7 @@ class Env:
         return [e for e in items if e["involvedObject"]["name"] == name and e["reason"] == reason]
 
     def reconciles(self, name: str, namespace: str) -> int:
-        return self.app.controller.aim.reconciles[(CLUSTER, namespace, name)]
+        return self.app.reconcilers.aim.reconciles[(CLUSTER, namespace, name)]
 
     def idle(self) -> bool:
         return self.app.controller.queue.depth() == 0

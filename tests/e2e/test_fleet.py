@@ -19,6 +19,7 @@ import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
+from omectl.controller.ome.watch import OmeWatch
 from omectl.core.ome.runtimes import RuntimeRef
 from omectl.settings import Settings
 from omectl.sim.apiserver.api import WriteOptions
@@ -231,7 +232,7 @@ async def test_reverse_index_reaches_inference_services_below_a_profile(fleet: F
     cluster = fleet.app.controller.clusters["f-1"]
 
     def below(ref: RuntimeRef) -> list[str]:
-        return sorted(i["metadata"]["name"] for i in cluster.reach(ref).inference_services)
+        return sorted(i["metadata"]["name"] for i in cluster.watch(OmeWatch).reach(ref).inference_services)
 
     profile = RuntimeRef("ClusterServingRuntime", "", "profile")
     await until([first], lambda: below(profile) == ["uses-child", "uses-profile"])
@@ -268,7 +269,7 @@ async def test_engine_workload_minimal_writes_and_broken_chain_leaves_it_untouch
     await until([first], rendered)  # status.runtime is written after every object is applied
     before = deployment()
     assert before is not None
-    engine = fleet.app.controller.engine
+    engine = fleet.app.reconcilers.engine
     writes = engine.writes
     await delete(first, "clusterservingruntimes", "sglang-profile")
 

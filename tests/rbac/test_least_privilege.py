@@ -49,7 +49,7 @@ import yaml
 
 from omectl.controller.app import ControllerApp
 from omectl.controller.ome.revisions import RUNTIME_KIND_LABEL, RUNTIME_LABEL
-from omectl.controller.runtime.manager import ROLLOUT_ANNOTATION
+from omectl.controller.ome.watch import ROLLOUT_ANNOTATION
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL
 from omectl.fleet.sharding import LEASE_NAME
 from omectl.kube.client import ClusterClient

@@ -20,7 +20,7 @@ download Job, and the InferenceService mounting the Ready artifacts.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from omectl.controller.aim.consumers_watch import CACHE_INDEX, MODEL_NAME_INDEX
 from omectl.core.aim.artifacts import (
@@ -42,6 +42,10 @@ from omectl.core.aim.consumers import (
 )
 from omectl.core.aim.meta import name_of, namespace_of
 
+if TYPE_CHECKING:
+    from omectl.controller.aim.consumers import AimConsumerReconciler
+    from omectl.controller.aim.watch import AimWatch
+
 PROFILE_ANNOTATION: Final = "aim.eai.amd.com/profile"
 """On an AIMService with caching: the AIMProfile (in its namespace) or AIMClusterProfile it caches."""
 PVC_KIND: Final = "PersistentVolumeClaim"
@@ -50,7 +54,7 @@ PVC_KIND: Final = "PersistentVolumeClaim"
 # --- the AIMService side -----------------------------------------------------------------------------------------
 
 
-def service_profile(aim: Any, service: Mapping[str, Any]) -> dict[str, Any] | None:
+def service_profile(aim: AimWatch, service: Mapping[str, Any]) -> dict[str, Any] | None:
     """The profile an AIMService with caching caches (module docstring), with its kind; None without caching or
     when no profile exists (yet)."""
     if not caching_enabled(service):
@@ -75,7 +79,7 @@ def service_profile(aim: Any, service: Mapping[str, Any]) -> dict[str, Any] | No
     return dict(shared[0], kind=CLUSTER_PROFILE) if shared else None
 
 
-def cache_artifacts(aim: Any, service: Mapping[str, Any], profile: Mapping[str, Any]) -> list[dict[str, Any]]:
+def cache_artifacts(aim: AimWatch, service: Mapping[str, Any], profile: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The live AIMArtifacts of the service's cache for `profile`."""
     cache = profile_cache_name(service, profile)
     index = f"{namespace_of(service)}/{cache}"
@@ -85,7 +89,9 @@ def cache_artifacts(aim: Any, service: Mapping[str, Any], profile: Mapping[str, 
 # --- AIMProfileCache ---------------------------------------------------------------------------------------------
 
 
-async def profile_of(reconciler: Any, cluster: Any, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+async def profile_of(
+    reconciler: AimConsumerReconciler, cluster: AimWatch, obj: Mapping[str, Any]
+) -> dict[str, Any] | None:
     """The AIMProfile / AIMClusterProfile an AIMProfileCache or AIMArtifact names, with its kind; None when it names
     none or it does not exist."""
     spec = spec_of(obj)
@@ -98,7 +104,7 @@ async def profile_of(reconciler: Any, cluster: Any, obj: Mapping[str, Any]) -> d
 
 
 async def reconcile_profile_cache(
-    reconciler: Any, cluster: Any, cache: dict[str, Any], config: Mapping[str, Any]
+    reconciler: AimConsumerReconciler, cluster: AimWatch, cache: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     profile = await profile_of(reconciler, cluster, cache)
     rendered = render_artifacts(cache, profile, config)
@@ -112,7 +118,7 @@ async def reconcile_profile_cache(
     return profile_cache_status(rendered, live)
 
 
-async def _replaced(reconciler: Any, cluster: Any, artifact: Mapping[str, Any]) -> bool:
+async def _replaced(reconciler: AimConsumerReconciler, cluster: AimWatch, artifact: Mapping[str, Any]) -> bool:
     """Whether the live artifact of this name holds other files (another `spec.sourceUri`, which is immutable:
     applying the new one would be refused on every retry) or is going away; the old one is deleted, to be made
     again with the new source once it is gone."""
@@ -131,7 +137,7 @@ async def _replaced(reconciler: Any, cluster: Any, artifact: Mapping[str, Any]) 
 
 
 async def reconcile_artifact(
-    reconciler: Any, cluster: Any, artifact: dict[str, Any], config: Mapping[str, Any]
+    reconciler: AimConsumerReconciler, cluster: AimWatch, artifact: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     namespace = namespace_of(artifact)
     rendered_pvc = render_artifact_pvc(artifact, config)

@@ -31,6 +31,7 @@ from omectl.controller.aim import caching as aim_caching
 from omectl.controller.aim import models as aim_models
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
 from omectl.controller.aim.service import FIELD_MANAGER, PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
+from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, apply_render, live_object, object_hash
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
@@ -41,7 +42,7 @@ from omectl.kube.writer import write_status
 
 log = logging.getLogger(__name__)
 
-Step = Callable[[Any, Any, dict[str, Any], Mapping[str, Any]], Awaitable[dict[str, Any]]]
+Step = Callable[["AimConsumerReconciler", AimWatch, dict[str, Any], Mapping[str, Any]], Awaitable[dict[str, Any]]]
 """`(reconciler, cluster, object, config)` → the kind's own status part."""
 
 STEPS: Final[Mapping[str, Step]] = {
@@ -85,13 +86,13 @@ class AimConsumerReconciler:
         """Reconciles per (cluster, kind, namespace, name)."""
         self.config_events = ConfigEvents()
 
-    async def reconcile(self, cluster: Any, key_kind: str, obj: dict[str, Any], tracer: Any = None) -> None:
+    async def reconcile(self, cluster: AimWatch, key_kind: str, obj: dict[str, Any], tracer: Any = None) -> None:
         kind = CONSUMER_KEYS[key_kind]
         meta = obj["metadata"]
         namespace, name = str(meta.get("namespace") or ""), str(meta["name"])
         self.reconciles[(cluster.name, kind, namespace, name)] += 1
         obj = dict(obj, apiVersion=obj.get("apiVersion") or AIM_V1ALPHA2, kind=kind)
-        resolution = resolve(obj, cluster.aim.config_lookup, operator_namespace=self.operator_namespace)
+        resolution = resolve(obj, cluster.config_lookup, operator_namespace=self.operator_namespace)
         previous = list((obj.get("status") or {}).get("conditions") or [])
         if not resolution.may_apply:
             await self.write_status(cluster, obj, resolution, {"status": "Failed"})
@@ -103,15 +104,15 @@ class AimConsumerReconciler:
 
     # --- children ----------------------------------------------------------------------------------------
 
-    async def live(self, cluster: Any, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    async def live(self, cluster: AimWatch, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The child from the informer cache, else from the API server; None when it does not exist."""
-        cache = cluster.aim.consumers.cache(kind)
+        cache = cluster.consumers.cache(kind)
         found = await live_object(cluster.client, CHILD_RESOURCES[kind], cache, namespace, name)
         return cast("dict[str, Any] | None", found)  # caches and the client hold plain dicts
 
     async def apply(
         self,
-        cluster: Any,
+        cluster: AimWatch,
         parent: Mapping[str, Any],
         rendered: dict[str, Any],
         config: Mapping[str, Any],
@@ -138,7 +139,7 @@ class AimConsumerReconciler:
         return dict(applied)
 
     async def apply_job(
-        self, cluster: Any, parent: Mapping[str, Any], rendered: dict[str, Any], config: Mapping[str, Any]
+        self, cluster: AimWatch, parent: Mapping[str, Any], rendered: dict[str, Any], config: Mapping[str, Any]
     ) -> dict[str, Any] | None:
         """A Job: created whole (labels propagated on the Job and its pod template); an existing one only has its
         metadata labels and annotations brought up to date (its template is immutable)."""
@@ -183,7 +184,7 @@ class AimConsumerReconciler:
         self.writes += 1
         return written
 
-    async def delete(self, cluster: Any, kind: str, namespace: str, name: str) -> None:
+    async def delete(self, cluster: AimWatch, kind: str, namespace: str, name: str) -> None:
         resource = CHILD_RESOURCES[kind]
         try:
             await cluster.client.delete(resource, name, namespace=namespace or None, propagation_policy="Background")
@@ -195,7 +196,7 @@ class AimConsumerReconciler:
     # --- status ------------------------------------------------------------------------------------------
 
     async def write_status(
-        self, cluster: Any, obj: Mapping[str, Any], resolution: Resolution, own: Mapping[str, Any]
+        self, cluster: AimWatch, obj: Mapping[str, Any], resolution: Resolution, own: Mapping[str, Any]
     ) -> None:
         now = _now()
 

@@ -20,7 +20,7 @@ the AIM CRDs counts as synced and empty).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import WorkKey
@@ -60,6 +60,9 @@ from omectl.kube.resources import (
     ResourceRef,
 )
 from omectl.tracing.spans import watch_event_context
+
+if TYPE_CHECKING:
+    from omectl.controller.aim.watch import AimWatch
 
 KEY_PREFIX: Final = "aim.eai.amd.com/"
 CONSUMER_RESOURCES: Final[Mapping[str, ResourceRef]] = {
@@ -135,7 +138,7 @@ def _self_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None)
 class ConsumerWatch:
     """The informers of the v1alpha2 consumers and their children in one cluster."""
 
-    def __init__(self, watch: Any) -> None:
+    def __init__(self, watch: AimWatch) -> None:
         self.watch = watch  # the cluster's AimWatch
         self.cluster = watch.cluster
         client = self.cluster.client
@@ -194,7 +197,7 @@ class ConsumerWatch:
 
     def enqueue(self, kind: str, namespace: str, name: str, trigger: Any, *, low_priority: bool = False) -> None:
         key = WorkKey(self.cluster.name, work_kind(kind), namespace, name)
-        self.cluster.controller.queue.add(key, low_priority=low_priority, trigger=trigger)
+        self.cluster.enqueue(key, low_priority=low_priority, trigger=trigger)
 
     def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
         meta = _metadata(obj)

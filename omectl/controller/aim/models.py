@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omectl.core.aim.discovery import (
     IMAGE_NOT_SPECIFIED,
@@ -38,9 +38,13 @@ from omectl.core.aim.discovery import (
 from omectl.core.aim.profiles import derive_profiles, profile_set_status, profile_status
 from omectl.core.aim.sources import cluster_models_for, model_source_status
 
+if TYPE_CHECKING:
+    from omectl.controller.aim.consumers import AimConsumerReconciler
+    from omectl.controller.aim.watch import AimWatch
+
 
 async def reconcile_model(
-    reconciler: Any, cluster: Any, model: dict[str, Any], config: Mapping[str, Any]
+    reconciler: AimConsumerReconciler, cluster: AimWatch, model: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     if not discovery_enabled(model):
         return model_status(model, None, None)
@@ -76,13 +80,13 @@ async def reconcile_model(
 
 
 async def reconcile_profile(
-    reconciler: Any, cluster: Any, profile: dict[str, Any], config: Mapping[str, Any]
+    reconciler: AimConsumerReconciler, cluster: AimWatch, profile: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     return profile_status(profile)
 
 
 async def reconcile_profile_set(
-    reconciler: Any, cluster: Any, profile_set: dict[str, Any], config: Mapping[str, Any]
+    reconciler: AimConsumerReconciler, cluster: AimWatch, profile_set: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     for profile in derive_profiles(profile_set, config):
         await reconciler.apply(cluster, profile_set, profile, config)
@@ -90,7 +94,7 @@ async def reconcile_profile_set(
 
 
 async def reconcile_model_source(
-    reconciler: Any, cluster: Any, source: dict[str, Any], config: Mapping[str, Any]
+    reconciler: AimConsumerReconciler, cluster: AimWatch, source: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     created = 0
     for model in cluster_models_for(source, config):

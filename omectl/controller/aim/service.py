@@ -37,6 +37,7 @@ from omectl.controller.aim.caching import cache_artifacts, service_profile
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import apply_render, live_object
 from omectl.controller.runtime.queue import RetryLater
+from omectl.controller.runtime.view import ClusterView
 from omectl.core.aim.artifacts import mount_artifacts
 from omectl.core.aim.caches import render_profile_cache
 from omectl.core.aim.kserve import render_inference_service, render_model_cache_pvc
@@ -193,14 +194,14 @@ class ConfigEvents:
         self._default_sent: set[tuple[str, str]] = set()
 
     @staticmethod
-    def refuse(cluster: Any, obj: Mapping[str, Any], resolution: Resolution) -> NoReturn:
+    def refuse(cluster: ClusterView, obj: Mapping[str, Any], resolution: Resolution) -> NoReturn:
         """Record the missing explicit config and retry later: nothing is applied meanwhile."""
         if resolution.event is not None:
             cluster.record_event(obj, resolution.event.type, resolution.event.reason, resolution.event.message)
         raise RetryLater(resolution.event.message if resolution.event else "runtime config not found")
 
     def note_default(
-        self, cluster: Any, obj: Mapping[str, Any], resolution: Resolution, previous: Any, key: tuple[str, str]
+        self, cluster: ClusterView, obj: Mapping[str, Any], resolution: Resolution, previous: Any, key: tuple[str, str]
     ) -> None:
         if resolution.outcome != DEFAULT_MISSING:
             self._default_sent.discard(key)
@@ -219,18 +220,17 @@ class AimServiceReconciler:
         """Reconciles per (cluster, namespace, name): tests check that a config change reaches exactly its services."""
         self.config_events = ConfigEvents()
 
-    def watch(self, cluster: Any) -> AimWatch:
+    def watch(self, cluster: ClusterView) -> AimWatch:
         return AimWatch(cluster, operator_namespace=self.operator_namespace)
 
-    async def reconcile(self, cluster: Any, service: dict[str, Any], tracer: Any = None) -> None:
-        aim: AimWatch = cluster.aim
+    async def reconcile(self, cluster: AimWatch, service: dict[str, Any], tracer: Any = None) -> None:
         meta = service["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
         self.reconciles[(cluster.name, namespace, name)] += 1
         # list items may lack apiVersion/kind; owner references and events need them
         service = dict(service, apiVersion=service.get("apiVersion") or AIM_SERVICE_API_VERSION)
         service["kind"] = service.get("kind") or AIM_SERVICE_KIND
-        resolution = resolve(service, aim.config_lookup, operator_namespace=self.operator_namespace)
+        resolution = resolve(service, cluster.config_lookup, operator_namespace=self.operator_namespace)
         if tracer is not None:
             self._record_span(tracer, resolution, namespace, name)
         previous = (service.get("status") or {}).get("conditions") or []
@@ -250,13 +250,13 @@ class AimServiceReconciler:
         if pvc is not None:
             await self._apply_child(cluster, service, pvc, config, tolerate_invalid=True)
         # caching (aim_caching): the service's profile, its AIMProfileCache, and the cache's Ready artifacts mounted
-        profile = service_profile(aim, service)
+        profile = service_profile(cluster, service)
         artifacts: list[dict[str, Any]] = []
         if profile is not None:
             cache = render_profile_cache(service, profile, config)
             if cache is not None:
                 await self._apply_child(cluster, service, cache, config)
-                artifacts = cache_artifacts(aim, service, profile)
+                artifacts = cache_artifacts(cluster, service, profile)
         rendered_isvc = mount_artifacts(render_inference_service(service, config, profile=profile), artifacts)
         isvc = await self._apply_child(cluster, service, rendered_isvc, config)
         components.append(inference_service_component(isvc))
@@ -270,7 +270,7 @@ class AimServiceReconciler:
     # --- children ----------------------------------------------------------------------------------------
 
     async def _route(
-        self, cluster: Any, service: Mapping[str, Any], plan: RoutingPlan, config: Mapping[str, Any]
+        self, cluster: AimWatch, service: Mapping[str, Any], plan: RoutingPlan, config: Mapping[str, Any]
     ) -> Component | None:
         meta = service["metadata"]
         if not plan.enabled:
@@ -285,7 +285,7 @@ class AimServiceReconciler:
 
     async def _apply_child(
         self,
-        cluster: Any,
+        cluster: AimWatch,
         service: Mapping[str, Any],
         rendered: dict[str, Any],
         config: Mapping[str, Any],
@@ -309,10 +309,12 @@ class AimServiceReconciler:
         self.writes += wrote
         return applied
 
-    async def _live(self, cluster: Any, resource: ResourceRef, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return await live_object(cluster.client, resource, cluster.aim.child_cache(resource.kind), namespace, name)
+    async def _live(
+        self, cluster: AimWatch, resource: ResourceRef, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        return await live_object(cluster.client, resource, cluster.child_cache(resource.kind), namespace, name)
 
-    async def _delete(self, cluster: Any, resource: ResourceRef, namespace: str, name: str) -> None:
+    async def _delete(self, cluster: AimWatch, resource: ResourceRef, namespace: str, name: str) -> None:
         try:
             await cluster.client.request("DELETE", resource.path(namespace or None, name))
             self.writes += 1
@@ -323,7 +325,7 @@ class AimServiceReconciler:
     # --- status ------------------------------------------------------------------------------------------
 
     async def _write_status(
-        self, cluster: Any, service: Mapping[str, Any], rolled: RollUp, resolution: Resolution, path: str | None
+        self, cluster: AimWatch, service: Mapping[str, Any], rolled: RollUp, resolution: Resolution, path: str | None
     ) -> None:
         if desired_status(service, rolled, resolution, path) is None:  # against the cache, before any request
             return

@@ -27,6 +27,7 @@ from typing import Any, Final
 from omectl.controller.aim.consumers_watch import ConsumerWatch
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import WorkKey
+from omectl.controller.runtime.view import ClusterView, DomainView
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
 from omectl.core.aim.resolution import (
     CLUSTER_RUNTIME_CONFIG_KIND,
@@ -90,11 +91,11 @@ def owning_service(child: Mapping[str, Any]) -> str | None:
     return label if isinstance(label, str) and label else None
 
 
-class AimWatch:
-    """The AIM informers of one cluster (`ClusterRuntime.aim`) and their event handlers."""
+class AimWatch(DomainView):
+    """The AIM informers of one cluster, their event handlers, and the cluster as the AIM reconcilers see it."""
 
-    def __init__(self, cluster: Any, *, operator_namespace: str) -> None:
-        self.cluster = cluster
+    def __init__(self, cluster: ClusterView, *, operator_namespace: str) -> None:
+        super().__init__(cluster)
         self.operator_namespace = operator_namespace
         client = cluster.client
         self.services = Informer(client, AIM_SERVICES, handlers=[self._service_handler], optional=True)
@@ -149,7 +150,7 @@ class AimWatch:
 
     def _enqueue(self, namespace: str, name: str, trigger: Any, *, low_priority: bool = False) -> None:
         key = WorkKey(self.cluster.name, AIM_SERVICE_KEY, namespace, name)
-        self.cluster.controller.queue.add(key, low_priority=low_priority, trigger=trigger)
+        self.enqueue(key, low_priority=low_priority, trigger=trigger)
 
     def enqueue_service(self, namespace: str, name: str, trigger: Any) -> None:
         self._enqueue(namespace, name, trigger)

@@ -12,28 +12,25 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from omectl.controller.ome.resolver import ChainResolver
 from omectl.controller.ome.revisions import Revision, RevisionStore
+from omectl.controller.ome.watch import ISVC_STATUS_WORK, OmeWatch
 from omectl.controller.runtime.apply import FIELD_MANAGER, apply_render, live_object, object_hash
 from omectl.controller.runtime.queue import RetryLater, WorkKey
 from omectl.core.ome.engine_status import COMPONENT_CONDITIONS, READY, Readiness, readiness
 from omectl.core.ome.inheritance import ChainError
-from omectl.core.ome.render import RenderError, render_workloads
-from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
+from omectl.core.ome.pipeline import CachedModels, CachedRuntimes, Model, choose, model_of, render
+from omectl.core.ome.render import RenderError
 from omectl.core.ome.selection import (
     ModelError,
     NoRuntimeFound,
     RuntimeValidation,
-    check_runtime_supports,
     event_for_model_error,
     event_for_named_runtime_failure,
     event_for_selection_failure,
-    lookup_named_runtime,
     named_runtime,
-    resolve_model,
-    select_runtime,
 )
 from omectl.kube.resources import INFERENCE_SERVICES, ResourceRef
 from omectl.kube.writer import write_status
@@ -55,7 +52,6 @@ _RESOURCES = {
 
 
 DRIFT_CONDITION = "RuntimeDrifted"
-ISVC_STATUS_WORK = "ome.io/InferenceService.status"  # a low-priority work item: write the status decided
 
 
 def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
@@ -102,7 +98,7 @@ def desired_isvc_status(
     return None if desired == status else desired
 
 
-def _referenced_revisions(cluster: Any, namespace: str) -> set[str]:
+def _referenced_revisions(cluster: OmeWatch, namespace: str) -> set[str]:
     """Revisions an InferenceService of the namespace pins or records: never collected."""
     names: set[str] = set()
     for isvc in cluster.inference_services.cache.list(namespace):
@@ -122,7 +118,7 @@ class PendingStatus:
     applied: Mapping[tuple[str, str], Mapping[str, Any]]
     """The workloads as the cluster answered the apply (or as cached when unchanged)."""
 
-    def readiness(self, cluster: Any) -> Readiness:
+    def readiness(self, cluster: OmeWatch) -> Readiness:
         def live(kind: str, name: str) -> Mapping[str, Any] | None:
             applied = self.applied.get((kind, name))
             cache = cluster.workload_cache(kind)
@@ -138,91 +134,52 @@ class PendingStatus:
         return readiness(self.objects, live)
 
 
-class ModelLookupOverCaches:
-    def __init__(self, base_models: Any, cluster_base_models: Any) -> None:
-        self.base_models = base_models
-        self.cluster_base_models = cluster_base_models
-
-    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        if kind == "BaseModel":
-            return self.base_models.get(namespace, name)  # type: ignore[no-any-return]
-        return self.cluster_base_models.get("", name)  # type: ignore[no-any-return]
-
-
 class EngineReconciler:
     def __init__(self, resolver: ChainResolver) -> None:
         self.resolver = resolver
         self.writes = 0
         self.pending_status: dict[tuple[str, str, str], PendingStatus] = {}
 
-    async def reconcile(self, cluster: Any, isvc: dict[str, Any]) -> None:
+    async def reconcile(self, cluster: OmeWatch, isvc: dict[str, Any]) -> None:
         meta = isvc["metadata"]
         namespace = meta.get("namespace", "")
         lookup = cluster.lookup()
         try:
-            model = resolve_model(
-                isvc, ModelLookupOverCaches(cluster.base_models.cache, cluster.cluster_base_models.cache)
-            )
+            model = model_of(isvc, CachedModels(cluster.base_models.cache, cluster.cluster_base_models.cache))
         except ModelError as exc:
             cluster.record_event(isvc, "Warning", *event_for_model_error(exc))
             return
-        model_obj = None
-        if model is not None:
-            models = cluster.base_models.cache if model.kind == "BaseModel" else cluster.cluster_base_models.cache
-            model_obj = models.get(model.namespace, model.name)
-        runtime_name = named_runtime(isvc)
-        if runtime_name is None:
-            if model is None:
-                return
-            candidates = [(SERVING_RUNTIME, r) for r in cluster.serving.cache.list(namespace)] + [
-                (CLUSTER_SERVING_RUNTIME, r) for r in cluster.cluster_serving.cache.list()
-            ]
-            try:
-                selected = select_runtime(namespace, model, candidates)  # type: ignore[arg-type]
-            except NoRuntimeFound as exc:
-                cluster.record_event(isvc, "Warning", *event_for_selection_failure(model.name, exc.message))
-                return
-            merged: Mapping[str, Any] = selected.spec
-            kind, name, chain = selected.ref.kind, selected.ref.name, [selected.ref.name]
+        try:
+            choice = choose(isvc, model, CachedRuntimes(cluster.serving.cache, cluster.cluster_serving.cache))
+        except NoRuntimeFound as exc:
+            assert model.ref is not None  # automatic selection needs a model
+            cluster.record_event(isvc, "Warning", *event_for_selection_failure(model.ref.name, exc.message))
+            return
+        except RuntimeValidation as exc:  # the runtime it names does not exist
+            self._named_runtime_failed(cluster, isvc, model, exc)
+        name, kind = choice.ref.name, choice.ref.kind
+        if choice.own_spec is not None:
+            merged: Mapping[str, Any] = choice.own_spec
+            chain = [name]
             revision: Revision | None = None
             drift = _condition("False", "AutoSync", "automatic selection follows the live runtime")
         else:
             try:
-                ref, runtime = lookup_named_runtime(namespace, runtime_name, lookup)
-                resolution = await self.resolver.resolve(cluster.name, runtime, lookup)
+                resolution = await self.resolver.resolve(cluster.name, choice.runtime, lookup)
             except (ChainError, RuntimeValidation) as exc:
-                reason, message = event_for_named_runtime_failure(
-                    isvc,
-                    runtime_name,
-                    model.name if model else None,
-                    exc.message,
-                    chain_broken=isinstance(exc, ChainError),
-                )
-                cluster.record_event(isvc, "Warning", reason, message)
-                raise RetryLater(message) from None
-            merged, kind, name, chain = resolution.result.spec, ref.kind, ref.name, list(resolution.names)
+                self._named_runtime_failed(cluster, isvc, model, exc)
+            chain = list(resolution.names)
             pinned = await self._pinned_revision(cluster, isvc, name, kind, resolution)
             if pinned is None:
                 return  # a missing pinned revision: RuntimePinError recorded, workload left as it is
             merged, revision, drift = pinned
-            if model is not None:
-                try:
-                    check_runtime_supports(name, merged, model, kind=kind)
-                except RuntimeValidation as exc:
-                    reason, message = event_for_named_runtime_failure(
-                        isvc, name, model.name, exc.message, chain_broken=False
-                    )
-                    cluster.record_event(isvc, "Warning", reason, message)
-                    return
         try:
-            objects = render_workloads(
-                isvc,
-                merged,
-                runtime_name=name,
-                runtime_kind=kind,
-                model=model_obj,
-                revision=revision.name if revision else None,
-            )
+            objects = render(isvc, choice, merged, revision=revision.name if revision else None)
+        except RuntimeValidation as exc:  # the named runtime does not support the model
+            model_name = model.ref.name if model.ref else None
+            reason, message = event_for_named_runtime_failure(isvc, name, model_name, exc.message, chain_broken=False)
+            cluster.record_event(isvc, "Warning", reason, message)
+            return
         except RenderError as exc:
             cluster.record_event(isvc, "Warning", exc.reason, exc.message)
             return
@@ -240,11 +197,25 @@ class EngineReconciler:
             # Workloads first: during a rollout every InferenceService's workloads are applied before any status
             # is written, so the status write (bookkeeping) waits in the low-priority lane of the queue.
             self.pending_status[(cluster.name, namespace, meta["name"])] = pending
-            cluster.controller.queue.add(
-                WorkKey(cluster.name, ISVC_STATUS_WORK, namespace, meta["name"]), low_priority=True
-            )
+            cluster.enqueue(WorkKey(cluster.name, ISVC_STATUS_WORK, namespace, meta["name"]), low_priority=True)
 
-    async def write_pending_status(self, cluster: Any, isvc: dict[str, Any]) -> None:
+    @staticmethod
+    def _named_runtime_failed(
+        cluster: OmeWatch, isvc: Mapping[str, Any], model: Model, exc: ChainError | RuntimeValidation
+    ) -> NoReturn:
+        """The runtime the InferenceService names is missing or its chain is broken: a Warning event, the workload
+        left as it is, and a retry with backoff (a watch event of the runtimes heals it sooner)."""
+        reason, message = event_for_named_runtime_failure(
+            isvc,
+            named_runtime(isvc) or "",
+            model.ref.name if model.ref else None,
+            exc.message,
+            chain_broken=isinstance(exc, ChainError),
+        )
+        cluster.record_event(isvc, "Warning", reason, message)
+        raise RetryLater(message) from None
+
+    async def write_pending_status(self, cluster: OmeWatch, isvc: dict[str, Any]) -> None:
         """Write the status the last reconcile of `isvc` decided, with readiness as the caches report it now."""
         meta = isvc["metadata"]
         pending = self.pending_status.pop((cluster.name, meta.get("namespace", ""), meta["name"]), None)
@@ -269,7 +240,7 @@ class EngineReconciler:
             raise
 
     async def _pinned_revision(
-        self, cluster: Any, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any
+        self, cluster: OmeWatch, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any
     ) -> tuple[Mapping[str, Any], Revision, dict[str, Any]] | None:
         """The spec to render and the drift condition (None: leave the workload)."""
         meta = isvc["metadata"]
@@ -317,7 +288,7 @@ class EngineReconciler:
             _condition("False", "UpToDate", f"pinned revision {chosen.name} is the live revision"),
         )
 
-    async def _apply(self, cluster: Any, obj: dict[str, Any]) -> Mapping[str, Any]:
+    async def _apply(self, cluster: OmeWatch, obj: dict[str, Any]) -> Mapping[str, Any]:
         """Apply one rendered object unless the cluster already holds this render; returns the live object."""
         resource = _RESOURCES.get((obj.get("apiVersion", ""), obj.get("kind", "")))
         if resource is None:

@@ -15,8 +15,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from omectl.controller.ome.resolver import ChainResolver, Resolution
+from omectl.controller.ome.watch import OmeWatch
+from omectl.controller.runtime.apply import FIELD_MANAGER
+from omectl.controller.runtime.queue import WorkKey
 from omectl.core.ome.inheritance import ChainError
-from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME
+from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, RuntimeKind
+from omectl.kube.client import KubeAPIError
+from omectl.kube.resources import ResourceRef
+from omectl.kube.writer import write_status
 from omectl.tracing.spans import merge_span
 
 log = logging.getLogger(__name__)
@@ -107,6 +113,38 @@ def record_merge_span(tracer: Any, outcome: ChainOutcome, kind: str, namespace: 
         runtime_name=name,
     ):
         pass
+
+
+class RuntimeStatusReconciler:
+    """Reconciles the status of ServingRuntimes and ClusterServingRuntimes against the shared resolver."""
+
+    def __init__(self, resolver: ChainResolver, tracer: Any = None) -> None:
+        self.resolver = resolver
+        self.tracer = tracer
+
+    async def reconcile(
+        self, cluster: OmeWatch, kind: RuntimeKind, resource: ResourceRef, key: WorkKey, obj: dict[str, Any]
+    ) -> None:
+        """`kind` and `resource` are those of the runtime `key` names (`obj`, as the informer cache holds it)."""
+        outcome = await resolve_runtime(self.resolver, cluster.name, obj, cluster.lookup())
+        if self.tracer is not None:
+            record_merge_span(self.tracer, outcome, kind, key.namespace, key.name)
+        if desired_status(obj, outcome) is not None:  # cheap check against the cache before any request
+            try:
+                await write_status(
+                    cluster.client,
+                    resource,
+                    key.namespace or None,
+                    key.name,
+                    lambda live: desired_status(live, outcome),
+                    field_manager=FIELD_MANAGER,
+                    cached=obj,
+                )
+            except KubeAPIError as exc:
+                if exc.status != 404:
+                    raise
+        if not outcome.ok:
+            cluster.record_event(obj, "Warning", outcome.reason, outcome.message)
 
 
 def runtime_kind_path(kind: str) -> str:

@@ -16,11 +16,14 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omectl.kube.informer import Informer
 from omectl.kube.resources import ResourceRef
 from omectl.observability.metrics import ClusterSample, FleetSample
+
+if TYPE_CHECKING:
+    from omectl.controller.runtime.manager import ClusterRuntime
 
 __all__ = ["FleetObserver", "kind_label"]
 
@@ -55,7 +58,7 @@ class FleetObserver:
     # --- health ----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _informers(cluster: Any) -> list[Informer]:
+    def _informers(cluster: ClusterRuntime) -> list[Informer]:
         return list(cluster.informers)
 
     def _update(self) -> None:

@@ -77,7 +77,7 @@ def reference_not_found_message(name: str) -> str:
 class Event:
     """An event for the controller to record on the consumer."""
 
-    type: str
+    type: Literal["Normal", "Warning"]
     reason: str
     message: str
 
