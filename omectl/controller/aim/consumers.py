@@ -76,8 +76,8 @@ def stamp(conditions: list[dict[str, Any]], previous: list[Any], now: str) -> li
 
 
 class AimConsumerReconciler:
-    """Reconciles the v1alpha2 consumer kinds (module docstring); `FleetController` sends it the work keys of
-    `CONSUMER_KEYS`."""
+    """Reconciles the v1alpha2 consumer kinds (module docstring): the work keys of `CONSUMER_KEYS`, registered for it
+    in `omectl.controller.app`."""
 
     def __init__(self, *, operator_namespace: str) -> None:
         self.operator_namespace = operator_namespace
