@@ -380,7 +380,7 @@ def test_rbac_covers_every_kind_the_controller_reads_or_applies() -> None:
         key = f"{ref.plural}.{ref.group}" if ref.group else ref.plural
         assert "get" in rules.get(key, set()), f"omectl reads {ref} but may not"
     sources = "\n".join(
-        p.read_text() for p in [*(ROOT / "omectl" / "controller").glob("*.py"), ROOT / "omectl" / "kube" / "events.py"]
+        p.read_text() for p in [*(ROOT / "omectl" / "controller").rglob("*.py"), ROOT / "omectl" / "kube" / "events.py"]
     )
     for name in resources.__all__:
         ref = getattr(resources, name)
