@@ -349,6 +349,9 @@ class FleetRuntimeApplier:
         now = self.clock.now()
         state = self._rollouts.get(name) or RolloutState.from_dict(status.get("rollout") or {})
         events: list[Event] = []
+        if state is None and status.get("phase") == SUCCEEDED and status.get("revision") == revision:
+            # waves turned on for the revision every cluster has: nothing to roll
+            state = RolloutState(revision, digest, revision, digest, len(plan) - 1, SUCCEEDED, now)
         if state is None or state.revision != revision or state.hash != digest:
             settled = None
             if state is None and status.get("phase") == SUCCEEDED and status.get("revision") is not None:
