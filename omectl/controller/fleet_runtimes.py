@@ -394,7 +394,7 @@ class FleetRuntimeApplier:
             self._rolling[name] = set(plan[min(state.wave, len(plan) - 1)].clusters)
         else:
             self._rolling.pop(name, None)
-        view = _rollout_view(state, plan, gates)
+        view = rollout_view(state, plan, gates)
         await self._write_status(fr, revision, [results[c] for c in placed], None, view)
         if events:
             self._spawn(self._record(fr, events))
@@ -877,7 +877,7 @@ _PROGRESSING_REASONS = {
 }
 
 
-def _rollout_view(state: RolloutState, plan: Sequence[WavePlan], gates: Mapping[str, ClusterGate]) -> RolloutView:
+def rollout_view(state: RolloutState, plan: Sequence[WavePlan], gates: Mapping[str, ClusterGate]) -> RolloutView:
     """The rollout's part of the status: `status.rollout`, `status.waves[]` (phase, clusters, the revision they
     were given, engines) and per cluster its wave, that wave's phase and its engines."""
     waves = []

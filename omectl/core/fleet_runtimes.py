@@ -227,7 +227,10 @@ def roll_up(results: Sequence[ClusterResult], revision: int) -> RollUp:
             "Succeeded", placed, applied, True, "Applied", f"revision {revision} applied to {placed} clusters"
         )
     bad = [p for p in (FAILED, CONFLICT, DRIFTED) if counts[p]]
-    summary = ", ".join(f"{counts[p]} {p}" for p in (FAILED, CONFLICT, DRIFTED, PENDING) if counts[p])
+    parts = [f"{counts[p]} {p}" for p in (FAILED, CONFLICT, DRIFTED, PENDING) if counts[p]]
+    if counts[APPLIED] > applied:  # a later wave's, or rolled back
+        parts.append(f"{counts[APPLIED] - applied} at another revision")
+    summary = ", ".join(parts)
     message = f"revision {revision} applied to {applied} of {placed} clusters ({summary})"
     if bad:
         return RollUp("Degraded", placed, applied, False, bad[0], message)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from omectl.controller.fleet_runtimes import build_status
+from omectl.controller.fleet_runtimes import build_status, rollout_view
 from omectl.core import fleet_runtimes as fr
 from omectl.core.fleet_runtimes import ClusterResult
 
@@ -145,6 +145,7 @@ def test_the_roll_up() -> None:
     assert going.message == "revision 2 applied to 1 of 2 clusters (1 Pending)"
     stale = fr.roll_up([ClusterResult("a", "Applied", 1)], 2)  # applied, but an older revision
     assert (stale.phase, stale.applied) == ("Progressing", 0)
+    assert stale.message == "revision 2 applied to 0 of 1 clusters (1 at another revision)"
     bad = fr.roll_up(
         [ClusterResult("a", "Conflict"), ClusterResult("b", "Failed"), ClusterResult("c", "Drifted", 2)], 2
     )
@@ -329,3 +330,46 @@ def test_a_new_revision_mid_rollout_starts_again_from_wave_one_keeping_the_stabl
     assert fr.RolloutState.from_dict(soaking.to_dict(PLAN)) == soaking
     assert soaking.to_dict(PLAN)["wave"] == "rest"
     assert fr.RolloutState.from_dict({"phase": "x"}) is None
+
+
+def test_with_waves_the_status_carries_the_rollout_each_wave_and_each_clusters_wave() -> None:
+    state = replace(started(), phase="Soaking", soak_start=T0 + 5, message="wave 1 (lab): soaking")
+    gates = {"lab": fr.ClusterGate("lab", True, fr.Engines(2, 1, 1, 1))}
+    view = rollout_view(state, PLAN, gates)
+    results = [ClusterResult("a", "Applied", 1), ClusterResult("b", "Pending", message="waits for its wave (rest)")]
+    results.append(ClusterResult("lab", "Applied", 2))
+    status = build_status({}, 3, 2, results, None, view)
+    assert status["phase"] == "Soaking"
+    assert status["rollout"] == {
+        "revision": 2,
+        "hash": "h2",
+        "stableRevision": 1,
+        "stableHash": "h1",
+        "wave": "lab",
+        "waveIndex": 0,
+        "phase": "Soaking",
+        "waveStartTime": "2027-01-15T08:00:00Z",
+        "soakStartTime": "2027-01-15T08:00:05Z",
+        "message": "wave 1 (lab): soaking",
+    }
+    engines = {"reached": 2, "updated": 1, "ready": 1, "pinned": 1}
+    assert status["waves"] == [
+        {"name": "lab", "phase": "Soaking", "clusters": ["lab"], "revision": 2, "engines": engines},
+        {"name": "rest", "phase": "Pending", "clusters": ["a", "b"]},
+    ]
+    by_name = {c["name"]: c for c in status["clusters"]}
+    assert (by_name["lab"]["wave"], by_name["lab"]["rolloutPhase"], by_name["lab"]["engines"]) == (
+        "lab",
+        "Soaking",
+        engines,
+    )
+    assert (by_name["a"]["wave"], by_name["a"]["rolloutPhase"], by_name["a"]["revision"]) == ("rest", "Pending", 1)
+    assert "engines" not in by_name["a"]
+    ready, progressing = status["conditions"]
+    assert (ready["status"], ready["reason"]) == ("False", "Progressing")
+    assert ready["message"] == "revision 2 applied to 1 of 3 clusters (1 Pending, 1 at another revision)"
+    assert (progressing["type"], progressing["status"], progressing["reason"]) == ("Progressing", "True", "WaveSoaking")
+    back = rollout_view(replace(state, phase="RolledBack", message="m"), PLAN, gates)
+    rolled = build_status(status, 3, 2, results, None, back)
+    assert rolled["phase"] == "RolledBack" and rolled["waves"][0]["revision"] == 1
+    assert rolled["conditions"][1]["reason"] == "RolledBack" and rolled["conditions"][1]["status"] == "False"
