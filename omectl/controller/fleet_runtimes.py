@@ -7,14 +7,21 @@ hub: FleetRuntimes (informer) ──▶ dirty set ──▶ reconcile one FleetR
                                                   revision: a ControllerRevision in the hub namespace per template
                                                   per placed cluster run here: decide (omectl.core.fleet_runtimes)
                                                      → apply / correct / Conflict / Drifted / Failed / Pending
-                                                  status written to the FleetRuntime
+                                                  with spec.rollout.waves: only the waves reached so far, then
+                                                     the current wave's gate and the rollout's next step
+                                                  status written to the FleetRuntime (and Events, with waves)
 members: runtime informers (the controller's own) ─▶ an event on a copy (or a same-named runtime) marks it dirty
+         InferenceService informers ─▶ an event in a cluster of a wave in progress marks its FleetRuntime dirty
+clock: a soak's end or a wave's deadline marks it dirty (`clock.sleep`)
 sweep: copies whose FleetRuntime is gone, or that it no longer places, are deleted (only labelled copies, by uid)
 ```
 
 Only copies labelled as a FleetRuntime's are ever updated or deleted. A cluster the controller does not run (not
-reached, or its caches still syncing) is Pending. Waves, gates, pause and rollback (`spec.rollout`) are not acted
-on yet: every placed cluster gets a new revision at once (docs/fleet-rollouts.md).
+reached, or its caches still syncing) is Pending. Without `spec.rollout.waves` every placed cluster gets a new
+revision at once. With waves (the state machine is `omectl.core.fleet_runtimes.step`) a wave's gate is read from
+the controller's own caches of the member: the InferenceServices the change reaches (`ClusterRuntime.reach`, the
+reverse index), each compared with the hash of its merged runtime as the shared resolver resolves it now (what
+omectl.controller.ome.engine records in `status.runtime.hash`); the rollout's state is kept in the status.
 
 Runs in `omectl run` when a hub is configured and `--ha` is off: with several replicas each runs only some
 clusters, and which one would own a FleetRuntime's status is not decided yet (the issue's "holder of the hub
@@ -36,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from omectl.api.fleet import API_VERSION, KIND, template_problem
 from omectl.controller.ome.engine import ModelLookupOverCaches
 from omectl.controller.ome.revisions import spec_hash
+from omectl.controller.runtime.queue import Clock
 from omectl.core.fleet_runtimes import (
     ACTIVE_PHASES,
     APPLIED,
@@ -149,7 +157,7 @@ class FleetRuntimeApplier:
         *,
         owns_hub: bool = False,
         resync_seconds: float = RESYNC_SECONDS,
-        clock: Any = None,
+        clock: Clock | None = None,
     ) -> None:
         self.hub = hub
         self.namespace = namespace
@@ -167,7 +175,7 @@ class FleetRuntimeApplier:
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         self.passes = 0  # reconcile passes ended (each over the dirty FleetRuntimes, or all of them)
-        self.clock = clock if clock is not None else WallClock()  # omectl.controller.runtime.queue.Clock
+        self.clock: Clock = clock if clock is not None else WallClock()
         self.recorder = EventRecorder(hub, component="omectl-fleet")
         self._revision_data: dict[str, dict[str, dict[str, Any]]] = {}  # FleetRuntime -> hash -> template data
         self._rollouts: dict[str, RolloutState] = {}  # as last written (the informer's copy may lag our write)
