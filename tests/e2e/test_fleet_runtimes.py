@@ -12,7 +12,8 @@ Waves (the members simulate one 8-GPU node each, so InferenceServices turn Ready
 the tests move, so soaks and deadlines pass without waiting): a profile that the members' InferenceServices inherit
 from rolled wave by wave, each wave gated by those engines; a revision whose engines never turn Ready (its
 nodeSelector matches no node) fails its wave at the deadline and is rolled back; pause holds a wave; a new edit
-mid-rollout starts again from wave 1.
+mid-rollout starts again from wave 1; a new applier (nothing in memory, as after a restart) goes on from the
+status mid-wave.
 """
 
 from __future__ import annotations
@@ -567,3 +568,38 @@ def test_pause_holds_a_wave_and_a_new_edit_mid_rollout_starts_again_from_wave_on
     assert image_of(hub.get("fr-3", "clusterservingruntime", "sglang-profile")) == "sglang:v5"
     hub.advance(60)
     wait_rollout(hub, "profile", start + 2, "Succeeded", ["Succeeded", "Succeeded"])
+
+
+def test_a_restarted_applier_goes_on_from_the_status_applying_nothing_twice(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v6"), rollout=rolled()))
+    before = wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    copy = hub.get("fr-2", "clusterservingruntime", "sglang-profile")
+    assert copy is not None
+    hub.advance(30)  # half the soak
+
+    async def restart() -> FakeClock:
+        """A new applier with nothing in memory, as after `omectl run` restarts; its clock where the old one was."""
+        assert hub.app.fleet_runtimes is not None
+        await hub.app.fleet_runtimes.stop()
+        await hub.app._start_fleet_runtimes()
+        assert hub.app.fleet_runtimes is not None
+        clock = FakeClock(hub.clock.now())
+        hub.app.fleet_runtimes.clock = clock
+        return clock
+
+    hub.clock = hub.bg.run(restart())
+    hub.reconciled()
+    after = hub.status("profile")
+    assert after["rollout"] == before["rollout"]  # the same wave, soaking since the same time
+    again = hub.get("fr-2", "clusterservingruntime", "sglang-profile")
+    assert again is not None and again["metadata"]["resourceVersion"] == copy["metadata"]["resourceVersion"]
+    assert revision_of(hub, "fr-3") == str(start)
+    hub.advance(30)  # the rest of the soak, counted from the status
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+    assert revision_of(hub, "fr-3") == str(start + 1)
+    hub.advance(60)
+    wait_rollout(hub, "profile", start + 1, "Succeeded", ["Succeeded", "Succeeded"])
+    reasons = [r for r, _ in events(hub, "profile")[seen:]]
+    assert reasons.count("RolloutStarted") == 1 and reasons.count("WaveStarted") == 1
