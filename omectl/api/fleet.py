@@ -111,8 +111,9 @@ class Rollout(_Object):
     """How a new revision reaches the placed clusters: wave by wave, each gated by its engines' health. Without
     waves every placed cluster is applied at once."""
 
-    waves: list[Wave] | None = None
-    """Ordered waves; clusters in no wave are applied after the last one (a wave named `remaining`)."""
+    waves: list[Wave] | None = Field(default=None, json_schema_extra=ome.list_map("name"))
+    """Ordered waves, each name once; clusters in no wave are applied after the last one (a wave named
+    `remaining`, or `remaining-<n>` when a wave of the list has that name)."""
     max_unavailable_clusters: ome.IntOrString | None = None
     """How many clusters of a wave may be unavailable (a number or a percentage; planned, not acted on yet)."""
     paused: bool | None = None

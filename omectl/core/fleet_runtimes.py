@@ -282,7 +282,8 @@ def plan_waves(
 ) -> list[WavePlan]:
     """The waves' clusters, in order: each takes, of the placed clusters no earlier wave took, those its
     `clusters` names or its `clusterSelector` selects, or (`percent`) that share of them rounded up, by name.
-    Clusters no wave takes form one more wave, `remaining`, after the last."""
+    Clusters no wave takes form one more wave after the last, `remaining` (`remaining-<n>` if a wave has that
+    name: the status lists waves by name)."""
     left = sorted(placed)
     plans = []
     for index, wave in enumerate(waves):
@@ -301,7 +302,9 @@ def plan_waves(
         name = str(wave.get("name") or f"wave-{index + 1}")
         plans.append(WavePlan(name, tuple(chosen), float(wave.get("soakSeconds") or 0), float(deadline)))
     if left:
-        plans.append(WavePlan(REMAINING_WAVE, tuple(left)))
+        taken = {plan.name for plan in plans}
+        name = REMAINING_WAVE if REMAINING_WAVE not in taken else f"{REMAINING_WAVE}-{len(plans) + 1}"
+        plans.append(WavePlan(name, tuple(left)))
     return plans
 
 

@@ -210,6 +210,9 @@ def test_waves_take_by_selector_name_and_rounded_up_share_of_the_rest_in_order()
     # Only placed clusters are in waves; a wave can be empty; nothing left: no remaining wave.
     plan = fr.plan_waves([{"name": "lab", "clusters": ["lab"]}, {"name": "all", "percent": 100}], ["a", "b"], FLEET)
     assert [(w.name, w.clusters) for w in plan] == [("lab", ()), ("all", ("a", "b"))]
+    # A wave of the list named like the implicit one: the implicit one is named apart.
+    plan = fr.plan_waves([{"name": "remaining", "clusters": ["a"]}], ["a", "b"], FLEET)
+    assert [(w.name, w.clusters) for w in plan] == [("remaining", ("a",)), ("remaining-2", ("b",))]
 
 
 def isvc(ready: bool | None, recorded: str | None, **runtime: Any) -> dict[str, Any]:
