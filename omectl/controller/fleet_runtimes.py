@@ -369,6 +369,7 @@ class FleetRuntimeApplier:
             state, events = start_rollout(state, revision, digest, now, settled=settled)
         stable_spec = self._spec_of(name, spec, state.stable_hash)
         wake_in: float | None = None
+        rolling_back = False
         while True:
             results, gates = await self._apply_waves(name, spec, stable_spec, state, plan, previous)
             current = plan[min(state.wave, len(plan) - 1)].clusters
@@ -382,18 +383,17 @@ class FleetRuntimeApplier:
             )
             events += moved.events
             state, wake_in = moved.state, moved.wake_in
+            if rolling_back:
+                state = replace(state, message=rolled_back_message(state, plan, results))
+                events.append(("Warning", "RolledBack", state.message))
+                break
             if moved.roll_back:
-                changed = due_clusters(state, plan)
                 if stable_spec is None:
                     kept = f"revision {state.stable_revision} is no longer kept: not rolled back"
                     state = replace(state, message=f"{state.message}; {kept}")
                     break
-                message = (
-                    f"revision {state.stable_revision} re-applied to {', '.join(reversed(changed))} "
-                    f"after revision {state.revision} failed its gate"
-                )
-                state = replace(state, phase=ROLLED_BACK, message=message)
-                events.append(("Warning", "RolledBack", message))
+                state = replace(state, phase=ROLLED_BACK)
+                rolling_back = True
                 continue  # the next pass applies the stable revision to the changed clusters, last wave first
             if not moved.advanced:
                 break
@@ -873,6 +873,19 @@ def build_status(
         out["waves"] = view.waves
         out["conditions"].append(_condition(old, "Progressing", *view.condition))
     return out
+
+
+def rolled_back_message(state: RolloutState, plan: Sequence[WavePlan], results: Mapping[str, ClusterResult]) -> str:
+    """What a rollback did: the clusters given the stable revision again (last wave first), and those it could not
+    reach yet (they get it when they can: a rolled-back rollout keeps applying the stable revision)."""
+    changed = list(reversed(due_clusters(state, plan)))
+    done = [c for c in changed if results[c].phase == APPLIED and results[c].revision == state.stable_revision]
+    message = (
+        f"revision {state.stable_revision} re-applied to {', '.join(done) or 'no cluster'} "
+        f"after revision {state.revision} failed its gate"
+    )
+    missed = [c for c in changed if c not in done]
+    return f"{message}; not yet to {', '.join(missed)}" if missed else message
 
 
 _PROGRESSING_REASONS = {

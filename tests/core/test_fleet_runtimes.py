@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from omectl.controller.fleet_runtimes import build_status, rollout_view
+from omectl.controller.fleet_runtimes import build_status, rolled_back_message, rollout_view
 from omectl.core import fleet_runtimes as fr
 from omectl.core.fleet_runtimes import ClusterResult
 
@@ -376,3 +376,15 @@ def test_with_waves_the_status_carries_the_rollout_each_wave_and_each_clusters_w
     rolled = build_status(status, 3, 2, results, None, back)
     assert rolled["phase"] == "RolledBack" and rolled["waves"][0]["revision"] == 1
     assert rolled["conditions"][1]["reason"] == "RolledBack" and rolled["conditions"][1]["status"] == "False"
+
+
+def test_a_rollback_says_which_clusters_have_the_stable_revision_again_and_which_not_yet() -> None:
+    state = replace(started(), wave=1, phase="RolledBack")
+    results = {
+        "lab": ClusterResult("lab", "Applied", 1),
+        "a": ClusterResult("a", "Applied", 1),
+        "b": ClusterResult("b", "Pending", 2, message="unreachable"),
+    }
+    assert rolled_back_message(state, PLAN, results) == (
+        "revision 1 re-applied to a, lab after revision 2 failed its gate; not yet to b"
+    )

@@ -13,7 +13,7 @@ the tests move, so soaks and deadlines pass without waiting): a profile that the
 from rolled wave by wave, each wave gated by those engines; a revision whose engines never turn Ready (its
 nodeSelector matches no node) fails its wave at the deadline and is rolled back; pause holds a wave; a new edit
 mid-rollout starts again from wave 1; a new applier (nothing in memory, as after a restart) goes on from the
-status mid-wave.
+status mid-wave; a member partitioned away in its wave holds the gate until the deadline.
 """
 
 from __future__ import annotations
@@ -603,3 +603,34 @@ def test_a_restarted_applier_goes_on_from_the_status_applying_nothing_twice(engi
     wait_rollout(hub, "profile", start + 1, "Succeeded", ["Succeeded", "Succeeded"])
     reasons = [r for r, _ in events(hub, "profile")[seen:]]
     assert reasons.count("RolloutStarted") == 1 and reasons.count("WaveStarted") == 1
+
+
+def test_a_member_unreachable_in_its_wave_holds_the_gate_until_the_deadline_then_fails(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    (fr3,) = [s for s in hub.bg.fleet.servers if s.name == "fr-3"]
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v7"), rollout=rolled()))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    hub.bg.run(fr3.partition())
+    try:
+        hub.advance(60)  # wave 2 (rest: fr-3) starts, and fr-3 cannot be written
+        status = wait_rollout(hub, "profile", start + 1, "Progressing", ["Succeeded", "Progressing"])
+        assert status["rollout"]["message"].startswith(f"wave 2 (rest) at revision {start + 1}: waiting for fr-3: ")
+        assert hub.clusters("profile")["fr-3"]["phase"] == "Pending"
+        hub.advance(299)
+        hub.reconciled()
+        assert hub.status("profile")["rollout"]["phase"] == "Progressing"
+        hub.advance(1)
+        status = wait_rollout(hub, "profile", start + 1, "RolledBack", ["RolledBack", "RolledBack"])
+        # fr-3's copy, in the cache, is at the stable revision already: nothing to write there
+        assert status["rollout"]["message"] == (
+            f"revision {start} re-applied to fr-3, fr-2 after revision {start + 1} failed its gate"
+        )
+        assert revision_of(hub, "fr-2") == str(start)
+        failed = dict(events(hub, "profile")[seen:])["WaveFailed"]
+        assert failed.startswith("wave 2 (rest) did not pass its gate within 300s (progressDeadlineSeconds): fr-3: ")
+    finally:
+        hub.bg.run(fr3.heal())
+    # Reachable again: fr-3 never had the failed revision, and has the stable one.
+    until(lambda: hub.clusters("profile")["fr-3"]["phase"] == "Applied", "fr-3 reached again")
+    assert revision_of(hub, "fr-3") == str(start)
