@@ -13,7 +13,8 @@ the tests move, so soaks and deadlines pass without waiting): a profile that the
 from rolled wave by wave, each wave gated by those engines; a revision whose engines never turn Ready (its
 nodeSelector matches no node) fails its wave at the deadline and is rolled back; pause holds a wave; a new edit
 mid-rollout starts again from wave 1; a new applier (nothing in memory, as after a restart) goes on from the
-status mid-wave; a member partitioned away in its wave holds the gate until the deadline.
+status mid-wave; a member partitioned away in its wave holds the gate until the deadline; a template whose chain
+would break in a wave's cluster fails that wave with the chain error.
 """
 
 from __future__ import annotations
@@ -634,3 +635,21 @@ def test_a_member_unreachable_in_its_wave_holds_the_gate_until_the_deadline_then
     # Reachable again: fr-3 never had the failed revision, and has the stable one.
     until(lambda: hub.clusters("profile")["fr-3"]["phase"] == "Applied", "fr-3 reached again")
     assert revision_of(hub, "fr-3") == str(start)
+
+
+def test_a_chain_that_breaks_in_a_waves_cluster_fails_that_wave_with_the_chain_error(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    broken = profile("sglang:v8")
+    broken["metadata"]["annotations"]["ome.io/inherit-from"] = "no-such-base"  # in no member
+    hub.apply(HUB, fleet_runtime("profile", broken, rollout=rolled()))
+    status = wait_rollout(hub, "profile", start + 1, "Progressing", ["Progressing", "Pending"])
+    lab = hub.clusters("profile")["fr-2"]
+    assert lab["phase"] == "Failed" and 'inherit-from parent "no-such-base" not found' in lab["message"]
+    assert status["rollout"]["message"].startswith(f"wave 1 (lab) at revision {start + 1}: waiting for fr-2: Failed: ")
+    hub.advance(600)
+    status = wait_rollout(hub, "profile", start + 1, "RolledBack", ["RolledBack", "Pending"])
+    failed = dict(events(hub, "profile")[seen:])["WaveFailed"]
+    assert 'inherit-from parent "no-such-base" not found' in failed
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))  # the apply was refused
+    assert ready(hub, "fr-2", "follows") and ready(hub, "fr-3", "follows")
