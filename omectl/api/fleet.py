@@ -10,9 +10,9 @@ applies anything (`template_problem`).
 The model is the one source of the CRD YAML in `deploy/crds/hub/` (`omectl.api.crdgen`), with the conventions of
 `omectl.api.ome`: camelCase on the wire, optional fields default to `None`, schema defaults only where marked.
 
-What the controller acts on today: `template`, `namespaces`, `placement`, `driftPolicy`. `rollout` (waves, gates,
-pause) is part of the type so manifests can carry it, but is not acted on yet: every placed cluster is applied at
-once (docs/fleet-rollouts.md says what is planned).
+What the controller acts on today: `template`, `namespaces`, `placement`, `driftPolicy`, and of `rollout` the
+waves with their gates, `paused` and `autoRollback`; `maxUnavailableClusters` is accepted and not acted on yet
+(docs/fleet-rollouts.md says what is planned).
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ class Placement(_Object):
 
 
 class Wave(_Object):
-    """One wave of a rollout (planned; not acted on yet)."""
+    """One wave of a rollout: of the placed clusters no earlier wave took, those `clusters` names or
+    `clusterSelector` selects, or `percent` of them."""
 
     name: str
     """Name of the wave, shown in status."""
@@ -101,18 +102,20 @@ class Wave(_Object):
     """Instead of a selector: this share of the placed clusters not in an earlier wave (rounded up)."""
     soak_seconds: int | None = Field(default=None, ge=0)
     """How long every engine the change reaches in the wave must stay Ready at the new revision before the next
-    wave starts."""
+    wave starts (default 0)."""
     progress_deadline_seconds: int | None = Field(default=None, ge=1)
-    """How long the wave may take before it fails."""
+    """How long the wave may take to pass its gate before it fails (default 600)."""
 
 
 class Rollout(_Object):
-    """How a new revision reaches the placed clusters (planned; today every placed cluster is applied at once)."""
+    """How a new revision reaches the placed clusters: wave by wave, each gated by its engines' health. Without
+    waves every placed cluster is applied at once."""
 
-    waves: list[Wave] | None = None
-    """Ordered waves; clusters in no wave are applied after the last one."""
+    waves: list[Wave] | None = Field(default=None, json_schema_extra=ome.list_map("name"))
+    """Ordered waves, each name once; clusters in no wave are applied after the last one (a wave named
+    `remaining`, or `remaining-<n>` when a wave of the list has that name)."""
     max_unavailable_clusters: ome.IntOrString | None = None
-    """How many clusters of a wave may be unavailable (a number or a percentage)."""
+    """How many clusters of a wave may be unavailable (a number or a percentage; planned, not acted on yet)."""
     paused: bool | None = None
     """Hold the rollout at its current wave."""
     auto_rollback: bool | None = None
@@ -132,7 +135,7 @@ class FleetRuntimeSpec(_Object):
     """What to do when someone edits a member's copy: Report marks the cluster Drifted, Correct applies the
     template again."""
     rollout: Rollout | None = None
-    """Waves and gates (planned; not acted on yet)."""
+    """Waves, gates, pause and automatic rollback."""
 
 
 class CopyStatus(_Object):
@@ -142,6 +145,22 @@ class CopyStatus(_Object):
     """The copy's namespace (unset for a ClusterServingRuntime)."""
     generation: int | None = None
     """The copy's metadata.generation after the controller applied it (an edit bumps it: drift)."""
+
+
+class EngineCounts(_Object):
+    """The InferenceServices a change reaches (the runtime chain leads to them), and how far they are."""
+
+    reached: int | None = None
+    """InferenceServices the change reaches."""
+    updated: int | None = None
+    """Of them, those whose status records the new runtime revision."""
+    ready: int | None = None
+    """Of them, those also Ready."""
+    pinned: int | None = None
+    """Pinned ones (`spec.runtime.autoSync: false` or a `spec.runtime.revision`): never moved, not gated on."""
+
+
+RolloutPhase = Literal["Pending", "Progressing", "Soaking", "Succeeded", "Failed", "RolledBack", "Paused"]
 
 
 class ClusterStatus(_Object):
@@ -161,6 +180,54 @@ class ClusterStatus(_Object):
     """Why the cluster is not Applied."""
     last_transition_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
     """When the phase last changed."""
+    wave: str | None = None
+    """With waves: the cluster's wave."""
+    rollout_phase: RolloutPhase | None = None
+    """With waves: the phase of the cluster's wave."""
+    engines: EngineCounts | None = None
+    """With waves, once the rollout has reached the cluster: its engines the change reaches."""
+
+
+class WaveStatus(_Object):
+    """One wave of the rollout."""
+
+    name: str
+    """The wave's name (`remaining` for the clusters no wave takes)."""
+    phase: RolloutPhase
+    """Pending: not reached yet; Progressing: applied, its gate not passed yet; Soaking: every engine Ready at the
+    revision, for `soakSeconds`; Succeeded: passed; Failed: its deadline passed; RolledBack: given the stable
+    revision again; Paused: held by `spec.rollout.paused`."""
+    clusters: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
+    """The placed clusters of the wave."""
+    revision: int | None = None
+    """The revision its clusters were given."""
+    engines: EngineCounts | None = None
+    """Its clusters' engines the change reaches, together."""
+
+
+class RolloutStatus(_Object):
+    """Where the rollout of the current revision is (read again by a restarted controller)."""
+
+    revision: int | None = None
+    """The revision being rolled out."""
+    hash: str | None = None
+    """Its template hash."""
+    stable_revision: int | None = None
+    """The revision a rollback re-applies: what the last rollout that Succeeded left everywhere."""
+    stable_hash: str | None = None
+    """Its template hash."""
+    wave: str | None = None
+    """The current wave's name."""
+    wave_index: int | None = None
+    """The current wave's index (0 for the first)."""
+    phase: RolloutPhase | None = None
+    """The rollout's phase (the current wave's)."""
+    wave_start_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When the current wave started (or resumed): its progress deadline counts from here."""
+    soak_start_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When its engines were all Ready at the revision: the soak counts from here."""
+    message: str | None = None
+    """What the rollout waits for, or why it stopped."""
 
 
 class FleetRuntimeStatus(_Object):
@@ -176,11 +243,24 @@ class FleetRuntimeStatus(_Object):
     """How many clusters the placement selects."""
     applied: int | None = None
     """How many of them are Applied at `revision`."""
-    phase: Literal["Pending", "Progressing", "Succeeded", "Degraded", "Invalid"] | None = None
+    phase: (
+        Literal[
+            "Pending", "Progressing", "Soaking", "Paused", "Succeeded", "Failed", "RolledBack", "Degraded", "Invalid"
+        ]
+        | None
+    ) = None
     """Succeeded: every placed cluster Applied; Progressing: some still Pending; Degraded: some in Conflict,
-    Drifted or Failed; Invalid: the template cannot be applied; Pending: no cluster placed."""
+    Drifted or Failed; Invalid: the template cannot be applied; Pending: no cluster placed. With waves the
+    rollout's phase: Progressing, Soaking, Paused, Succeeded (Degraded when a cluster is not as it should be),
+    Failed or RolledBack."""
+    rollout: RolloutStatus | None = None
+    """With waves: the rollout of the current revision."""
+    waves: list[WaveStatus] | None = Field(default=None, json_schema_extra=ome.list_map("name"))
+    """With waves: each wave, in order."""
     conditions: ConditionList
-    """Ready: every placed cluster has the current revision."""
+    """Ready: every placed cluster has the current revision. Progressing (with waves): True while a rollout goes
+    on (WaveProgressing, WaveSoaking, RolloutPaused), False once it stopped (RolloutSucceeded,
+    ProgressDeadlineExceeded, RolledBack)."""
 
 
 class FleetRuntime(ome.Resource):

@@ -391,7 +391,12 @@ class ControllerApp:
             return
         hub = await ClusterClient.from_kubeconfig(self.settings.hub_kubeconfig, name="hub")
         self.fleet_runtimes = FleetRuntimeApplier(
-            hub, self.settings.hub_namespace, self.controller, self.provider.registrations, owns_hub=True
+            hub,
+            self.settings.hub_namespace,
+            self.controller,
+            self.provider.registrations,
+            self.reconcilers.resolver,
+            owns_hub=True,
         )
         await self.fleet_runtimes.start()
 

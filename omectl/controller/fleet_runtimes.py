@@ -7,14 +7,21 @@ hub: FleetRuntimes (informer) ──▶ dirty set ──▶ reconcile one FleetR
                                                   revision: a ControllerRevision in the hub namespace per template
                                                   per placed cluster run here: decide (omectl.core.fleet_runtimes)
                                                      → apply / correct / Conflict / Drifted / Failed / Pending
-                                                  status written to the FleetRuntime
+                                                  with spec.rollout.waves: only the waves reached so far, then
+                                                     the current wave's gate and the rollout's next step
+                                                  status written to the FleetRuntime (and Events, with waves)
 members: runtime informers (the controller's own) ─▶ an event on a copy (or a same-named runtime) marks it dirty
+         InferenceService informers ─▶ an event in a cluster of a wave in progress marks its FleetRuntime dirty
+clock: a soak's end or a wave's deadline marks it dirty (`clock.sleep`)
 sweep: copies whose FleetRuntime is gone, or that it no longer places, are deleted (only labelled copies, by uid)
 ```
 
 Only copies labelled as a FleetRuntime's are ever updated or deleted. A cluster the controller does not run (not
-reached, or its caches still syncing) is Pending. Waves, gates, pause and rollback (`spec.rollout`) are not acted
-on yet: every placed cluster gets a new revision at once (docs/fleet-rollouts.md).
+reached, or its caches still syncing) is Pending. Without `spec.rollout.waves` every placed cluster gets a new
+revision at once. With waves (the state machine is `omectl.core.fleet_runtimes.step`) a wave's gate is read from
+the controller's own caches of the member: the InferenceServices the change reaches (`OmeWatch.reach`, the
+reverse index), each compared with the hash of its merged runtime as the shared resolver resolves it now (what
+omectl.controller.ome.engine records in `status.runtime.hash`); the rollout's state is kept in the status.
 
 Runs in `omectl run` when a hub is configured and `--ha` is off: with several replicas each runs only some
 clusters, and which one would own a FleetRuntime's status is not decided yet (the issue's "holder of the hub
@@ -26,13 +33,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from omectl.api.fleet import template_problem
+from omectl.api.fleet import API_VERSION, KIND, template_problem
+from omectl.controller.ome.revisions import spec_hash
 from omectl.controller.ome.watch import OmeWatch
+from omectl.controller.runtime.queue import Clock
 from omectl.core.fleet_runtimes import (
+    ACTIVE_PHASES,
     APPLIED,
     CONFLICT,
     DRIFTED,
@@ -40,19 +53,45 @@ from omectl.core.fleet_runtimes import (
     FIELD_MANAGER,
     FLEET_RUNTIME_LABEL,
     PENDING,
+    ROLLED_BACK,
+    SUCCEEDED,
+    ClusterGate,
     ClusterResult,
+    Engines,
+    EngineState,
+    Event,
+    RolloutState,
+    WavePlan,
     combine,
     copy_owner,
+    copy_revision,
     copy_targets,
     decide,
     desired_copy,
+    due_clusters,
+    engine_state,
     next_revision,
     placed_clusters,
+    plan_waves,
     revisions_to_prune,
     roll_up,
+    start_rollout,
+    step,
     template_hash,
+    wave_phases,
+)
+from omectl.core.ome.inheritance import ChainError
+from omectl.core.ome.pipeline import CachedModels
+from omectl.core.ome.runtimes import RuntimeRef
+from omectl.core.ome.selection import (
+    ModelError,
+    RuntimeValidation,
+    check_runtime_supports,
+    lookup_named_runtime,
+    resolve_model,
 )
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.events import EventRecorder
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
     CLUSTER_SERVING_RUNTIMES,
@@ -64,6 +103,7 @@ from omectl.kube.resources import (
 from omectl.kube.writer import write_status
 
 if TYPE_CHECKING:
+    from omectl.controller.ome.resolver import ChainResolver
     from omectl.controller.runtime.manager import ClusterRuntime, FleetController
     from omectl.fleet.registration import ClusterRegistration
 
@@ -71,6 +111,30 @@ log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 10  # ControllerRevisions kept per FleetRuntime (the newest; the current one always)
 RESYNC_SECONDS = 60.0  # every FleetRuntime is reconciled at least this often (a safety net for missed events)
+
+
+class WallClock:
+    """The rollout's clock: seconds since the epoch (its times go into the status, read again after a restart) and
+    `asyncio.sleep`; tests pass `omectl.controller.runtime.queue.FakeClock` started at an epoch second."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> Awaitable[None]:
+        return asyncio.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class RolloutView:
+    """What a reconcile with waves adds to the status: the rollout, each wave, and per cluster its wave, phase and
+    engines."""
+
+    rollout: dict[str, Any]
+    waves: list[dict[str, Any]]
+    clusters: Mapping[str, dict[str, Any]]
+    phase: str
+    condition: tuple[bool, str, str]
+    """The Progressing condition: (status, reason, message)."""
 
 
 def _now() -> str:
@@ -92,14 +156,17 @@ class FleetRuntimeApplier:
         namespace: str,
         controller: FleetController,
         registrations: Callable[[], Mapping[str, ClusterRegistration]],
+        resolver: ChainResolver,
         *,
         owns_hub: bool = False,
         resync_seconds: float = RESYNC_SECONDS,
+        clock: Clock | None = None,
     ) -> None:
         self.hub = hub
         self.namespace = namespace
         self.controller = controller
         self.registrations = registrations
+        self.resolver = resolver  # the controller's shared one: a gate resolves chains as the engines do
         self.owns_hub = owns_hub
         self.resync_seconds = resync_seconds
         # optional: a hub without the FleetRuntime CRD has none (deploy/base installs it)
@@ -112,6 +179,12 @@ class FleetRuntimeApplier:
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         self.passes = 0  # reconcile passes ended (each over the dirty FleetRuntimes, or all of them)
+        self.clock: Clock = clock if clock is not None else WallClock()
+        self.recorder = EventRecorder(hub, component="omectl-fleet")
+        self._revision_data: dict[str, dict[str, dict[str, Any]]] = {}  # FleetRuntime -> hash -> template data
+        self._rollouts: dict[str, RolloutState] = {}  # as last written (the informer's copy may lag our write)
+        self._rolling: dict[str, set[str]] = {}  # FleetRuntime -> clusters of its current wave (mid-rollout)
+        self._timers: dict[str, asyncio.Task[Any]] = {}
         controller.on_cluster_added.append(self._cluster_added)
         controller.on_cluster_removed.append(self._cluster_removed)
 
@@ -144,10 +217,21 @@ class FleetRuntimeApplier:
         for name in self._template_names.get(obj["metadata"]["name"], ()):
             self.mark(name)
 
+    def _on_member_isvc(
+        self, cluster: str, event: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool
+    ) -> None:
+        """An InferenceService changed (its status: a render, readiness): the gates of the waves in that cluster."""
+        if initial:
+            return
+        for name, clusters in self._rolling.items():
+            if cluster in clusters:
+                self.mark(name)
+
     async def _cluster_added(self, cluster: ClusterRuntime) -> None:
         ome = cluster.watch(OmeWatch)
         ome.serving.add_handler(self._on_member_runtime)
         ome.cluster_serving.add_handler(self._on_member_runtime)
+        ome.inference_services.add_handler(functools.partial(self._on_member_isvc, cluster.name))
         self._spawn(self._when_synced(cluster))
 
     async def _when_synced(self, cluster: ClusterRuntime) -> None:
@@ -172,9 +256,9 @@ class FleetRuntimeApplier:
         self._tasks.append(asyncio.create_task(self._resync(), name="fleet-runtimes-resync"))
 
     async def stop(self) -> None:
-        for task in [*self._tasks, *self._spawned]:
+        for task in [*self._tasks, *self._spawned, *self._timers.values()]:
             task.cancel()
-        for task in [*self._tasks, *self._spawned]:
+        for task in [*self._tasks, *self._spawned, *self._timers.values()]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
@@ -234,6 +318,12 @@ class FleetRuntimeApplier:
         registered = self.registrations()
         placed = placed_clusters(spec.get("placement"), {n: dict(r.labels) for n, r in registered.items()})
         previous = {c.get("name"): c for c in (fr.get("status") or {}).get("clusters") or []}
+        if ((spec.get("rollout") or {}).get("waves")) and placed:
+            labels = {n: dict(r.labels) for n, r in registered.items()}
+            await self._reconcile_waves(fr, spec, revision, placed, labels, previous)
+            return
+        self._rollouts.pop(name, None)
+        self._rolling.pop(name, None)
         results = await asyncio.gather(
             *(self._apply_cluster(name, spec, revision, cluster, previous.get(cluster) or {}) for cluster in placed)
         )
@@ -241,8 +331,243 @@ class FleetRuntimeApplier:
 
     def _forget(self, name: str) -> None:
         self._revisions.pop(name, None)
+        self._revision_data.pop(name, None)
+        self._rollouts.pop(name, None)
+        self._rolling.pop(name, None)
+        timer = self._timers.pop(name, None)
+        if timer is not None:
+            timer.cancel()
         for owners in self._template_names.values():
             owners.discard(name)
+
+    # --- waves ---------------------------------------------------------------------------------------------
+
+    async def _reconcile_waves(
+        self,
+        fr: dict[str, Any],
+        spec: Mapping[str, Any],
+        revision: int,
+        placed: list[str],
+        labels: Mapping[str, Mapping[str, str]],
+        previous: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        """One reconcile of a FleetRuntime with `spec.rollout.waves` (omectl.core.fleet_runtimes, "waves"): the
+        clusters the rollout has reached get its revision, the current wave's gate is read, and the rollout moves
+        on (a passed wave's successor is applied in the same reconcile)."""
+        name = fr["metadata"]["name"]
+        rollout = spec.get("rollout") or {}
+        plan = plan_waves(rollout.get("waves") or [], placed, labels)
+        status = fr.get("status") or {}
+        digest = template_hash(spec)
+        now = self.clock.now()
+        state = self._rollouts.get(name) or RolloutState.from_dict(status.get("rollout") or {})
+        events: list[Event] = []
+        if state is None and status.get("phase") == SUCCEEDED and status.get("revision") == revision:
+            # waves turned on for the revision every cluster has: nothing to roll
+            state = RolloutState(revision, digest, revision, digest, len(plan) - 1, SUCCEEDED, now)
+        if state is None or state.revision != revision or state.hash != digest:
+            settled = None
+            if state is None and status.get("phase") == SUCCEEDED and status.get("revision") is not None:
+                number = int(status["revision"])
+                found = self._hash_of(name, number)
+                settled = (number, found) if found else None
+            state, events = start_rollout(state, revision, digest, now, settled=settled)
+        stable_spec = self._spec_of(name, spec, state.stable_hash)
+        wake_in: float | None = None
+        rolling_back = False
+        while True:
+            results, gates = await self._apply_waves(name, spec, stable_spec, state, plan, previous)
+            current = plan[min(state.wave, len(plan) - 1)].clusters
+            moved = step(
+                state,
+                plan,
+                [gates[c] for c in current],
+                now,
+                paused=bool(rollout.get("paused")),
+                auto_rollback=bool(rollout.get("autoRollback")),
+            )
+            events += moved.events
+            state, wake_in = moved.state, moved.wake_in
+            if rolling_back:
+                state = replace(state, message=rolled_back_message(state, plan, results))
+                events.append(("Warning", "RolledBack", state.message))
+                break
+            if moved.roll_back:
+                if stable_spec is None:
+                    kept = f"revision {state.stable_revision} is no longer kept: not rolled back"
+                    state = replace(state, message=f"{state.message}; {kept}")
+                    break
+                state = replace(state, phase=ROLLED_BACK)
+                rolling_back = True
+                continue  # the next pass applies the stable revision to the changed clusters, last wave first
+            if not moved.advanced:
+                break
+        self._rollouts[name] = state
+        if state.phase in ACTIVE_PHASES:
+            self._rolling[name] = set(plan[min(state.wave, len(plan) - 1)].clusters)
+        else:
+            self._rolling.pop(name, None)
+        view = rollout_view(state, plan, gates)
+        await self._write_status(fr, revision, [results[c] for c in placed], None, view)
+        if events:
+            self._spawn(self._record(fr, events))
+        timer = self._timers.pop(name, None)
+        if timer is not None:
+            timer.cancel()
+        if wake_in is not None and state.phase in ACTIVE_PHASES:
+            self._timers[name] = asyncio.get_running_loop().create_task(self._wake_after(name, wake_in))
+
+    async def _wake_after(self, name: str, seconds: float) -> None:
+        await self.clock.sleep(max(seconds, 0.0))
+        self._timers.pop(name, None)
+        self.mark(name)
+
+    async def _record(self, fr: dict[str, Any], events: list[Event]) -> None:
+        """Events on the FleetRuntime, in order (best effort, as every event of the controller)."""
+        for type_, reason, message in events:
+            log.info("FleetRuntime %s: %s: %s", fr["metadata"]["name"], reason, message)
+            await self.recorder.record(fr, type_, reason, message, api_version=API_VERSION, kind=KIND)
+
+    def _hash_of(self, owner: str, number: int) -> str | None:
+        return next((h for h, n in (self._revisions.get(owner) or {}).values() if n == number), None)
+
+    def _spec_of(self, owner: str, spec: Mapping[str, Any], digest: str | None) -> dict[str, Any] | None:
+        """The FleetRuntime's spec with the template of the kept revision `digest` (None: not kept)."""
+        data = (self._revision_data.get(owner) or {}).get(digest or "")
+        if data is None or not data.get("template"):
+            return None
+        return {**spec, "template": data["template"], "namespaces": data.get("namespaces") or []}
+
+    async def _apply_waves(
+        self,
+        owner: str,
+        spec: Mapping[str, Any],
+        stable_spec: Mapping[str, Any] | None,
+        state: RolloutState,
+        plan: Sequence[WavePlan],
+        previous: Mapping[str, Mapping[str, Any]],
+    ) -> tuple[dict[str, ClusterResult], dict[str, ClusterGate]]:
+        """Apply the rollout's revision to the clusters it has reached (after a rollback: the stable revision, the
+        last wave's clusters first), report the other clusters' copies as they are, and read the gate of every
+        cluster reached."""
+        due = due_clusters(state, plan)
+        results: dict[str, ClusterResult] = {}
+        target_spec: Mapping[str, Any] | None = spec
+        target = state.revision
+        if state.phase == ROLLED_BACK:
+            target_spec, target = stable_spec, state.stable_revision or 0
+            if stable_spec is not None:
+                for wave in reversed(plan[: state.wave + 1]):
+                    got = await asyncio.gather(
+                        *(
+                            self._apply_cluster(owner, stable_spec, target, c, previous.get(c) or {})
+                            for c in wave.clusters
+                        )
+                    )
+                    results.update((r.name, r) for r in got)
+        else:
+            got = await asyncio.gather(
+                *(self._apply_cluster(owner, spec, target, c, previous.get(c) or {}) for c in due)
+            )
+            results.update((r.name, r) for r in got)
+        for wave in plan:
+            for cluster in wave.clusters:
+                if cluster not in results:
+                    results[cluster] = self._observe_cluster(owner, spec, cluster, previous.get(cluster) or {}, wave)
+        gates = {}
+        for cluster in due:
+            gates[cluster] = await self._gate(cluster, target_spec or spec, target, results[cluster])
+        return results, gates
+
+    def _observe_cluster(
+        self, owner: str, spec: Mapping[str, Any], name: str, previous: Mapping[str, Any], wave: WavePlan
+    ) -> ClusterResult:
+        """A cluster the rollout has not reached: its copy reported as it is (the previous revision, or none)."""
+        cluster = self.controller.clusters.get(name)
+        if cluster is None:
+            why = self.controller.registry_errors.get(name) or "not run by this controller (not reached yet)"
+            return ClusterResult(name, PENDING, message=why)
+        template = spec["template"]
+        ome = cluster.watch(OmeWatch)
+        cache = ome.serving.cache if template["kind"] == "ServingRuntime" else ome.cluster_serving.cache
+        recorded = {c.get("namespace") or "": c.get("generation") for c in previous.get("copies") or []}
+        results = []
+        for namespace in copy_targets(spec):
+            live = cache.get(namespace, template["metadata"]["name"])
+            if live is None:
+                results.append(ClusterResult(name, PENDING, message=f"waits for its wave ({wave.name})"))
+                continue
+            held = copy_revision(live) or 0
+            decision = decide(
+                live,
+                owner=owner,
+                revision=held,
+                recorded_generation=recorded.get(namespace),
+                recorded_revision=previous.get("revision"),
+                drift_policy="Report",  # a cluster is only written in its wave
+            )
+            if decision.action == "conflict":
+                results.append(ClusterResult(name, CONFLICT, message=decision.message))
+            elif decision.action == "drifted":
+                gens = {namespace: int(recorded.get(namespace) or 0)}
+                results.append(ClusterResult(name, DRIFTED, held, gens, decision.message))
+            else:
+                gens = {namespace: int((live.get("metadata") or {}).get("generation") or 0)}
+                results.append(ClusterResult(name, APPLIED, held, gens))
+        return combine(name, results)
+
+    async def _gate(self, name: str, spec: Mapping[str, Any], revision: int, result: ClusterResult) -> ClusterGate:
+        """One reached cluster's gate: its copies at `revision` (in its caches too), and every InferenceService the
+        change reaches there (the reverse index: `OmeWatch.reach`) where `engine_state` puts it."""
+        if result.phase != APPLIED or result.revision != revision:
+            return ClusterGate(name, False, message=f"{result.phase}: {result.message}" if result.message else "")
+        cluster = self.controller.clusters.get(name)
+        if cluster is None:
+            return ClusterGate(name, False, message="not run by this controller")
+        template = spec["template"]
+        runtime, kind = template["metadata"]["name"], template["kind"]
+        ome = cluster.watch(OmeWatch)
+        cache = ome.serving.cache if kind == "ServingRuntime" else ome.cluster_serving.cache
+        lookup = ome.lookup()
+        states: list[tuple[str, EngineState, str]] = []
+        seen: set[str] = set()
+        for namespace in copy_targets(spec):
+            live = cache.get(namespace, runtime)
+            if live is None or copy_revision(live) != revision:
+                return ClusterGate(name, False, message=f"its caches have not seen revision {revision} of the copy yet")
+            for isvc in ome.reach(RuntimeRef(kind, namespace, runtime)).inference_services:
+                meta = isvc.get("metadata") or {}
+                key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+                if key in seen:
+                    continue
+                seen.add(key)
+                expected, problem = await self._expected_hash(cluster.name, ome, isvc, lookup)
+                state, why = engine_state(isvc, expected, problem)
+                states.append((key, state, why))
+        return ClusterGate(name, True, Engines.of(sorted(states)))
+
+    async def _expected_hash(
+        self, cluster: str, ome: OmeWatch, isvc: Mapping[str, Any], lookup: Any
+    ) -> tuple[str | None, str]:
+        """The hash of the merged runtime an InferenceService renders from now (what the engine reconciler of
+        omectl.controller.ome.engine records in `status.runtime.hash`), or why there is none: a broken chain, or a
+        RuntimeValidationError (the merged runtime does not support its model)."""
+        namespace = (isvc.get("metadata") or {}).get("namespace", "")
+        named = ((isvc.get("spec") or {}).get("runtime") or {}).get("name", "")
+        try:
+            ref, runtime = lookup_named_runtime(namespace, named, lookup)
+            resolution = await self.resolver.resolve(cluster, runtime, lookup)
+            models = CachedModels(ome.base_models.cache, ome.cluster_base_models.cache)
+            model = resolve_model(isvc, models)
+            if model is not None:
+                check_runtime_supports(ref.name, resolution.result.spec, model, kind=ref.kind)
+        except ChainError as exc:
+            return None, f"its runtime's chain is broken: {exc.message}"
+        except RuntimeValidation as exc:
+            return None, f"RuntimeValidationError: {exc.message}"
+        except ModelError as exc:
+            return None, f"{exc.reason}: {exc.message}"
+        return spec_hash(resolution.result.spec), ""
 
     async def _apply_cluster(
         self, owner: str, spec: Mapping[str, Any], revision: int, name: str, previous: Mapping[str, Any]
@@ -333,6 +658,10 @@ class FleetRuntimeApplier:
                 for item in items
             }
             self._revisions[owner] = known
+            data = self._revision_data.setdefault(owner, {})
+            for item in items:
+                content = item.get("data") or {}
+                data[content.get("hash", "")] = content
         return known
 
     async def _revision(self, fr: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
@@ -380,6 +709,11 @@ class FleetRuntimeApplier:
             self._revisions.pop(owner, None)  # made by an earlier run: read them again
             return await self._revision(fr, spec)
         known[current] = (digest, number)
+        self._revision_data.setdefault(owner, {})[digest] = {
+            "hash": digest,
+            "template": spec.get("template"),
+            "namespaces": spec.get("namespaces") or [],
+        }
         for stale in revisions_to_prune({n: num for n, (_, num) in known.items()}, HISTORY_LIMIT, current):
             with contextlib.suppress(KubeAPIError):
                 await self.hub.delete(CONTROLLER_REVISIONS, stale, self.namespace)
@@ -458,14 +792,19 @@ class FleetRuntimeApplier:
     # --- status --------------------------------------------------------------------------------------------
 
     async def _write_status(
-        self, fr: dict[str, Any], revision: int | None, results: list[ClusterResult], problem: str | None
+        self,
+        fr: dict[str, Any],
+        revision: int | None,
+        results: list[ClusterResult],
+        problem: str | None,
+        view: RolloutView | None = None,
     ) -> None:
         name = fr["metadata"]["name"]
         generation = fr["metadata"].get("generation")
 
         def desired(live: dict[str, Any]) -> dict[str, Any] | None:
             old = live.get("status") or {}
-            return build_status(old, generation, revision, results, problem)
+            return build_status(old, generation, revision, results, problem, view)
 
         try:
             await write_status(self.hub, FLEET_RUNTIMES, None, name, desired, field_manager=FIELD_MANAGER, cached=fr)
@@ -493,8 +832,10 @@ def build_status(
     revision: int | None,
     results: list[ClusterResult],
     problem: str | None,
+    view: RolloutView | None = None,
 ) -> dict[str, Any]:
-    """The FleetRuntime's status from its clusters' results (or the template's problem); transition times kept."""
+    """The FleetRuntime's status from its clusters' results (or the template's problem), with the rollout's
+    `view` when it has waves; transition times kept."""
     if problem is not None:
         status = {k: v for k, v in old.items() if k not in ("conditions", "phase", "observedGeneration")}
         status["observedGeneration"] = generation
@@ -515,6 +856,8 @@ def build_status(
             ]
         if r.message:
             entry["message"] = r.message
+        if view is not None:
+            entry.update(view.clusters.get(r.name) or {})
         before = previous.get(r.name) or {}
         entry["lastTransitionTime"] = (
             before.get("lastTransitionTime")
@@ -523,7 +866,7 @@ def build_status(
         )
         clusters.append(entry)
     summary = roll_up(results, revision)
-    return {
+    out: dict[str, Any] = {
         "observedGeneration": generation,
         "revision": revision,
         "placed": summary.placed,
@@ -532,3 +875,57 @@ def build_status(
         "clusters": clusters,
         "conditions": [_condition(old, "Ready", summary.ready, summary.reason, summary.message)],
     }
+    if view is not None:
+        # the rollout's phase, unless it is done and some cluster is not as it should be (Degraded)
+        out["phase"] = summary.phase if view.phase == SUCCEEDED and summary.phase == "Degraded" else view.phase
+        out["rollout"] = view.rollout
+        out["waves"] = view.waves
+        out["conditions"].append(_condition(old, "Progressing", *view.condition))
+    return out
+
+
+def rolled_back_message(state: RolloutState, plan: Sequence[WavePlan], results: Mapping[str, ClusterResult]) -> str:
+    """What a rollback did: the clusters given the stable revision again (last wave first), and those it could not
+    reach yet (they get it when they can: a rolled-back rollout keeps applying the stable revision)."""
+    changed = list(reversed(due_clusters(state, plan)))
+    done = [c for c in changed if results[c].phase == APPLIED and results[c].revision == state.stable_revision]
+    message = (
+        f"revision {state.stable_revision} re-applied to {', '.join(done) or 'no cluster'} "
+        f"after revision {state.revision} failed its gate"
+    )
+    missed = [c for c in changed if c not in done]
+    return f"{message}; not yet to {', '.join(missed)}" if missed else message
+
+
+_PROGRESSING_REASONS = {
+    "Progressing": (True, "WaveProgressing"),
+    "Soaking": (True, "WaveSoaking"),
+    "Paused": (True, "RolloutPaused"),
+    "Succeeded": (False, "RolloutSucceeded"),
+    "Failed": (False, "ProgressDeadlineExceeded"),
+    "RolledBack": (False, "RolledBack"),
+}
+
+
+def rollout_view(state: RolloutState, plan: Sequence[WavePlan], gates: Mapping[str, ClusterGate]) -> RolloutView:
+    """The rollout's part of the status: `status.rollout`, `status.waves[]` (phase, clusters, the revision they
+    were given, engines) and per cluster its wave, that wave's phase and its engines."""
+    waves = []
+    clusters: dict[str, dict[str, Any]] = {}
+    for wave, phase in zip(plan, wave_phases(state, plan), strict=True):
+        engines = sum((gates[c].engines for c in wave.clusters if c in gates), Engines())
+        entry: dict[str, Any] = {"name": wave.name, "phase": phase, "clusters": list(wave.clusters)}
+        if phase == ROLLED_BACK and state.stable_revision is not None:
+            entry["revision"] = state.stable_revision
+        elif phase != "Pending":
+            entry["revision"] = state.revision
+        if phase != "Pending":
+            entry["engines"] = engines.to_dict()
+        waves.append(entry)
+        for cluster in wave.clusters:
+            extra: dict[str, Any] = {"wave": wave.name, "rolloutPhase": phase}
+            if cluster in gates and gates[cluster].at_revision:
+                extra["engines"] = gates[cluster].engines.to_dict()
+            clusters[cluster] = extra
+    ready, reason = _PROGRESSING_REASONS.get(state.phase, (True, "WaveProgressing"))
+    return RolloutView(state.to_dict(plan), waves, clusters, state.phase, (ready, reason, state.message))

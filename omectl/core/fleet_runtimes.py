@@ -14,10 +14,12 @@ bumps the generation, so a copy at the current revision whose generation differs
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 FLEET_RUNTIME_LABEL: Final = "fleet.omectl.io/fleetruntime"
@@ -225,8 +227,356 @@ def roll_up(results: Sequence[ClusterResult], revision: int) -> RollUp:
             "Succeeded", placed, applied, True, "Applied", f"revision {revision} applied to {placed} clusters"
         )
     bad = [p for p in (FAILED, CONFLICT, DRIFTED) if counts[p]]
-    summary = ", ".join(f"{counts[p]} {p}" for p in (FAILED, CONFLICT, DRIFTED, PENDING) if counts[p])
+    parts = [f"{counts[p]} {p}" for p in (FAILED, CONFLICT, DRIFTED, PENDING) if counts[p]]
+    if counts[APPLIED] > applied:  # a later wave's, or rolled back
+        parts.append(f"{counts[APPLIED] - applied} at another revision")
+    summary = ", ".join(parts)
     message = f"revision {revision} applied to {applied} of {placed} clusters ({summary})"
     if bad:
         return RollUp("Degraded", placed, applied, False, bad[0], message)
     return RollUp("Progressing", placed, applied, False, "Progressing", message)
+
+
+# --- waves -------------------------------------------------------------------------------------------------------
+#
+# With `spec.rollout.waves`, a new revision goes to one wave of clusters at a time. The rollout's state lives in the
+# FleetRuntime's status (`status.rollout`, `RolloutState`), so a restarted controller goes on where it was:
+#
+#   a new revision ──▶ wave 1 Progressing ──(every engine it reaches at the revision and Ready)──▶ Soaking
+#        ▲               │  ▲ (an engine falls back: Progressing again, the soak starts over)        │ soakSeconds
+#        │               │  └──────────────────────────────────────────────────────────────────────┘
+#        │               ├─ progressDeadlineSeconds passed ──▶ Failed ──(autoRollback)──▶ RolledBack
+#        │               └─ spec.rollout.paused ──▶ Paused (held; the deadline starts again on resume)
+#        │          wave 2 ... the last wave passes ──▶ Succeeded
+#        └─ a template edit in any phase starts again from wave 1 with the newest revision.
+#
+# The clusters of the waves up to the current one get the revision being rolled out; those of later waves keep the
+# copy they have (the previous revision, or none). After a rollback the changed clusters get the stable revision:
+# the one the last rollout that Succeeded left everywhere.
+
+WavePhase = Literal["Pending", "Progressing", "Soaking", "Succeeded", "Failed", "RolledBack", "Paused"]
+PROGRESSING: Final = "Progressing"
+SOAKING: Final = "Soaking"
+SUCCEEDED: Final = "Succeeded"
+ROLLED_BACK: Final = "RolledBack"
+PAUSED: Final = "Paused"
+ROLLOUT_FAILED: Final = "Failed"
+ACTIVE_PHASES: Final = frozenset({PROGRESSING, SOAKING, PAUSED})
+REMAINING_WAVE: Final = "remaining"
+"""The name of the implicit last wave: the placed clusters no wave of `spec.rollout.waves` takes."""
+DEFAULT_PROGRESS_DEADLINE_SECONDS: Final = 600  # a wave without one (a Deployment's default)
+
+
+@dataclass(frozen=True)
+class WavePlan:
+    """One wave as it applies to the clusters placed now."""
+
+    name: str
+    clusters: tuple[str, ...]
+    soak_seconds: float = 0
+    progress_deadline_seconds: float = DEFAULT_PROGRESS_DEADLINE_SECONDS
+
+
+def plan_waves(
+    waves: Sequence[Mapping[str, Any]], placed: Sequence[str], labels: Mapping[str, Mapping[str, str]]
+) -> list[WavePlan]:
+    """The waves' clusters, in order: each takes, of the placed clusters no earlier wave took, those its
+    `clusters` names or its `clusterSelector` selects, or (`percent`) that share of them rounded up, by name.
+    Clusters no wave takes form one more wave after the last, `remaining` (`remaining-<n>` if a wave has that
+    name: the status lists waves by name)."""
+    left = sorted(placed)
+    plans = []
+    for index, wave in enumerate(waves):
+        if wave.get("percent") is not None:
+            chosen = left[: math.ceil(len(left) * int(wave["percent"]) / 100)]
+        else:
+            named = set(wave.get("clusters") or ())
+            selector = wave.get("clusterSelector")
+            chosen = [
+                c
+                for c in left
+                if c in named or (selector is not None and selector_matches(selector, labels.get(c, {})))
+            ]
+        left = [c for c in left if c not in chosen]
+        deadline = wave.get("progressDeadlineSeconds") or DEFAULT_PROGRESS_DEADLINE_SECONDS
+        name = str(wave.get("name") or f"wave-{index + 1}")
+        plans.append(WavePlan(name, tuple(chosen), float(wave.get("soakSeconds") or 0), float(deadline)))
+    if left:
+        taken = {plan.name for plan in plans}
+        name = REMAINING_WAVE if REMAINING_WAVE not in taken else f"{REMAINING_WAVE}-{len(plans) + 1}"
+        plans.append(WavePlan(name, tuple(left)))
+    return plans
+
+
+# --- the gate ----------------------------------------------------------------------------------------------------
+
+EngineState = Literal["pinned", "behind", "updated", "ready"]
+
+
+def engine_state(isvc: Mapping[str, Any], expected_hash: str | None, problem: str = "") -> tuple[EngineState, str]:
+    """Where one InferenceService the change reaches stands: `pinned` (`spec.runtime.autoSync: false` or a pinned
+    `spec.runtime.revision`: never moved, never holds the gate), `behind` (its status does not record the merged
+    runtime `expected_hash` yet; a RuntimeValidationError or a broken chain keeps it there, `problem` says which),
+    `updated` (at it, not Ready) or `ready`; and why it is not ready."""
+    spec_runtime = (isvc.get("spec") or {}).get("runtime") or {}
+    if spec_runtime.get("autoSync") is False or spec_runtime.get("revision"):
+        return "pinned", ""
+    status = isvc.get("status") or {}
+    if problem or expected_hash is None:
+        return "behind", problem or "its runtime cannot be resolved"
+    recorded = (status.get("runtime") or {}).get("hash")
+    if recorded != expected_hash:
+        return "behind", f"not at the new runtime revision yet (its status records {recorded or 'none'})"
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    if ready is None or ready.get("status") != "True":
+        why = (ready or {}).get("message") or (ready or {}).get("reason") or "no Ready condition yet"
+        return "updated", f"not Ready: {why}"
+    return "ready", ""
+
+
+@dataclass(frozen=True)
+class Engines:
+    """The InferenceServices a change reaches in a cluster (or a wave): how many, and how far they are."""
+
+    reached: int = 0
+    updated: int = 0
+    """At the new runtime revision (Ready or not)."""
+    ready: int = 0
+    """At the new runtime revision and Ready."""
+    pinned: int = 0
+    """Pinned ones (reported, never moved; they do not hold the gate)."""
+    waiting: tuple[str, ...] = ()
+    """`namespace/name: why` of those that hold the gate."""
+
+    @classmethod
+    def of(cls, states: Sequence[tuple[str, EngineState, str]]) -> Engines:
+        """From `(namespace/name, state, why)` per InferenceService."""
+        return cls(
+            reached=len(states),
+            updated=sum(1 for _, s, _ in states if s in ("updated", "ready")),
+            ready=sum(1 for _, s, _ in states if s == "ready"),
+            pinned=sum(1 for _, s, _ in states if s == "pinned"),
+            waiting=tuple(f"{name}: {why}" for name, s, why in states if s in ("behind", "updated")),
+        )
+
+    def __add__(self, other: Engines) -> Engines:
+        return Engines(
+            self.reached + other.reached,
+            self.updated + other.updated,
+            self.ready + other.ready,
+            self.pinned + other.pinned,
+            self.waiting + other.waiting,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {"reached": self.reached, "updated": self.updated, "ready": self.ready, "pinned": self.pinned}
+
+
+@dataclass(frozen=True)
+class ClusterGate:
+    """One cluster of the current wave: whether its copies are at the wave's revision (applied, and seen so in its
+    caches), and its engines."""
+
+    name: str
+    at_revision: bool
+    engines: Engines = Engines()
+    message: str = ""
+    """Why the copies are not at the revision."""
+
+    @property
+    def passing(self) -> bool:
+        return self.at_revision and not self.engines.waiting
+
+    @property
+    def why(self) -> str:
+        if not self.at_revision:
+            return f"{self.name}: {self.message or 'the copy is not at the revision yet'}"
+        return f"{self.name}: {self.engines.waiting[0]}" if self.engines.waiting else ""
+
+
+@dataclass(frozen=True)
+class RolloutState:
+    """`status.rollout`: which revision is being rolled out, from which stable one, and where it is."""
+
+    revision: int
+    hash: str
+    stable_revision: int | None
+    """The revision to roll back to: what the last rollout that Succeeded left everywhere (None: none did)."""
+    stable_hash: str | None
+    wave: int
+    """Index of the current wave in the plan (the last one once Succeeded)."""
+    phase: str
+    wave_start: float
+    """When the current wave started (or resumed), in the clock's seconds since the epoch."""
+    soak_start: float | None = None
+    message: str = ""
+
+    def to_dict(self, plan: Sequence[WavePlan]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "revision": self.revision,
+            "hash": self.hash,
+            "wave": plan[self.wave].name if self.wave < len(plan) else "",
+            "waveIndex": self.wave,
+            "phase": self.phase,
+            "waveStartTime": _timestamp(self.wave_start),
+        }
+        if self.stable_revision is not None:
+            out["stableRevision"] = self.stable_revision
+            out["stableHash"] = self.stable_hash
+        if self.soak_start is not None:
+            out["soakStartTime"] = _timestamp(self.soak_start)
+        if self.message:
+            out["message"] = self.message
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RolloutState | None:
+        try:
+            return cls(
+                revision=int(data["revision"]),
+                hash=str(data.get("hash") or ""),
+                stable_revision=int(data["stableRevision"]) if data.get("stableRevision") is not None else None,
+                stable_hash=data.get("stableHash"),
+                wave=int(data.get("waveIndex") or 0),
+                phase=str(data["phase"]),
+                wave_start=_parse_timestamp(str(data["waveStartTime"])),
+                soak_start=_parse_timestamp(str(data["soakStartTime"])) if data.get("soakStartTime") else None,
+                message=str(data.get("message") or ""),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def _timestamp(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(int(seconds), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_timestamp(value: str) -> float:
+    return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
+
+
+Event = tuple[Literal["Normal", "Warning"], str, str]
+
+
+def start_rollout(
+    old: RolloutState | None, revision: int, digest: str, now: float, *, settled: tuple[int, str] | None = None
+) -> tuple[RolloutState, list[Event]]:
+    """A rollout of `revision` from wave 1. The stable revision: the old rollout's when it Succeeded, else the one
+    it had; without a rollout yet, `settled` (the revision every cluster had, when the status says so)."""
+    stable: tuple[int | None, str | None]
+    if old is not None:
+        stable = (old.revision, old.hash) if old.phase == SUCCEEDED else (old.stable_revision, old.stable_hash)
+    else:
+        stable = settled or (None, None)
+    if old is not None and old.phase in ACTIVE_PHASES:
+        events: list[Event] = [
+            (
+                "Normal",
+                "RolloutRestarted",
+                f"revision {revision} replaces revision {old.revision} mid-rollout: starting again from wave 1",
+            )
+        ]
+    else:
+        events = [("Normal", "RolloutStarted", f"rolling out revision {revision} from wave 1")]
+    state = RolloutState(revision, digest, stable[0], stable[1], 0, PROGRESSING, now)
+    return state, events
+
+
+@dataclass(frozen=True)
+class Step:
+    state: RolloutState
+    events: list[Event]
+    roll_back: bool = False
+    """The gate failed under autoRollback: re-apply the stable revision to the changed clusters, then RolledBack."""
+    wake_in: float | None = None
+    """Seconds until the state can change by time alone (the soak's end or the deadline)."""
+    advanced: bool = False
+    """A wave passed: the next one's clusters are to be applied now."""
+
+
+def step(
+    state: RolloutState,
+    plan: Sequence[WavePlan],
+    gates: Sequence[ClusterGate],
+    now: float,
+    *,
+    paused: bool,
+    auto_rollback: bool,
+) -> Step:
+    """The rollout's next state from the current wave's gates (one per cluster of the wave)."""
+    if state.phase in (SUCCEEDED, ROLLOUT_FAILED, ROLLED_BACK):
+        return Step(state, [])
+    if not plan:
+        return Step(replace(state, phase=SUCCEEDED, message="no cluster placed"), [])
+    wave = plan[min(state.wave, len(plan) - 1)]
+    position = f"wave {state.wave + 1} ({wave.name})"
+    if paused:
+        if state.phase == PAUSED:
+            return Step(state, [])
+        message = f"paused at {position}"
+        return Step(replace(state, phase=PAUSED, soak_start=None, message=message), [("Normal", "Paused", message)])
+    events: list[Event] = []
+    if state.phase == PAUSED:  # resumed: the wave's deadline and soak start again
+        state = replace(state, phase=PROGRESSING, wave_start=now, soak_start=None)
+        events.append(("Normal", "Resumed", f"resumed at {position}"))
+    failing = [g for g in gates if not g.passing]
+    if not failing:
+        soak_start = state.soak_start if state.soak_start is not None else now
+        if now - soak_start < wave.soak_seconds:
+            left = wave.soak_seconds - (now - soak_start)
+            message = f"{position}: every engine ready at revision {state.revision}; soaking for {wave.soak_seconds:g}s"
+            if state.phase != SOAKING:
+                events.append(("Normal", "Soaking", message))
+            return Step(replace(state, phase=SOAKING, soak_start=soak_start, message=message), events, wake_in=left)
+        events.append(("Normal", "WaveSucceeded", f"{position} passed its gate at revision {state.revision}"))
+        if state.wave + 1 >= len(plan):
+            message = f"revision {state.revision} rolled out to every wave"
+            events.append(("Normal", "RolloutSucceeded", message))
+            return Step(replace(state, phase=SUCCEEDED, soak_start=None, message=message), events)
+        nxt = plan[state.wave + 1]
+        message = f"wave {state.wave + 2} ({nxt.name}) started at revision {state.revision}"
+        events.append(("Normal", "WaveStarted", message))
+        advanced = replace(
+            state, wave=state.wave + 1, phase=PROGRESSING, wave_start=now, soak_start=None, message=message
+        )
+        return Step(advanced, events, advanced=True)
+    why = failing[0].why
+    elapsed = now - state.wave_start
+    if elapsed >= wave.progress_deadline_seconds:
+        message = (
+            f"{position} did not pass its gate within {wave.progress_deadline_seconds:g}s "
+            f"(progressDeadlineSeconds): {why}"
+        )
+        events.append(("Warning", "WaveFailed", message))
+        failed = replace(state, phase=ROLLOUT_FAILED, soak_start=None, message=message)
+        if auto_rollback and state.stable_revision is not None:
+            return Step(failed, events, roll_back=True)
+        if auto_rollback:
+            failed = replace(failed, message=f"{message}; no earlier revision to roll back to")
+        return Step(failed, events)
+    if state.phase == SOAKING:
+        events.append(("Warning", "SoakInterrupted", f"{position}: {why}; the soak starts over"))
+    message = f"{position} at revision {state.revision}: waiting for {why}"
+    left = wave.progress_deadline_seconds - elapsed
+    return Step(replace(state, phase=PROGRESSING, soak_start=None, message=message), events, wake_in=left)
+
+
+def due_clusters(state: RolloutState, plan: Sequence[WavePlan]) -> list[str]:
+    """The clusters the rollout has reached: those of the waves up to the current one (every wave once
+    Succeeded). They hold the rollout's revision, or after a rollback the stable one."""
+    last = len(plan) - 1 if state.phase == SUCCEEDED else state.wave
+    return [c for wave in plan[: last + 1] for c in wave.clusters]
+
+
+def wave_phases(state: RolloutState, plan: Sequence[WavePlan]) -> list[str]:
+    """Each wave's phase: the passed ones Succeeded, the current one the rollout's phase, later ones Pending;
+    after a rollback every wave it reached is RolledBack."""
+    phases = []
+    for index in range(len(plan)):
+        if state.phase == SUCCEEDED or index < state.wave:
+            phases.append(ROLLED_BACK if state.phase == ROLLED_BACK else SUCCEEDED)
+        elif index == state.wave:
+            phases.append(state.phase)
+        else:
+            phases.append(PENDING)
+    return phases

@@ -3,11 +3,12 @@ per copy, the status roll-up, revision pruning; and the status the controller bu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from omectl.controller.fleet_runtimes import build_status
+from omectl.controller.fleet_runtimes import build_status, rolled_back_message, rollout_view
 from omectl.core import fleet_runtimes as fr
 from omectl.core.fleet_runtimes import ClusterResult
 
@@ -144,6 +145,7 @@ def test_the_roll_up() -> None:
     assert going.message == "revision 2 applied to 1 of 2 clusters (1 Pending)"
     stale = fr.roll_up([ClusterResult("a", "Applied", 1)], 2)  # applied, but an older revision
     assert (stale.phase, stale.applied) == ("Progressing", 0)
+    assert stale.message == "revision 2 applied to 0 of 1 clusters (1 at another revision)"
     bad = fr.roll_up(
         [ClusterResult("a", "Conflict"), ClusterResult("b", "Failed"), ClusterResult("c", "Drifted", 2)], 2
     )
@@ -176,3 +178,213 @@ def test_the_status_keeps_transition_times_and_says_why() -> None:
     assert invalid["phase"] == "Invalid" and invalid["observedGeneration"] == 6
     assert invalid["clusters"] == again["clusters"]  # what was applied is still reported
     assert invalid["conditions"][0]["reason"] == "InvalidTemplate"
+
+
+# --- waves and gates ---------------------------------------------------------------------------------------------
+
+FLEET = {
+    "lab": {"gpu": "h200", "tier": "lab"},
+    "a": {"gpu": "h200"},
+    "b": {"gpu": "h200"},
+    "c": {"gpu": "h200"},
+    "d": {"gpu": "h200"},
+    "e": {"gpu": "h200", "region": "eu"},
+}
+
+
+def test_waves_take_by_selector_name_and_rounded_up_share_of_the_rest_in_order() -> None:
+    waves = [
+        {"name": "lab", "clusterSelector": {"matchLabels": {"tier": "lab"}}, "soakSeconds": 30},
+        {"name": "quarter", "percent": 25, "progressDeadlineSeconds": 60},
+        {"name": "eu", "clusters": ["e", "lab"]},  # lab is in an earlier wave already: only e
+    ]
+    plan = fr.plan_waves(waves, sorted(FLEET), FLEET)
+    assert [(w.name, w.clusters) for w in plan] == [
+        ("lab", ("lab",)),
+        ("quarter", ("a", "b")),  # 25% of the 5 left, rounded up
+        ("eu", ("e",)),
+        (fr.REMAINING_WAVE, ("c", "d")),  # placed, in no wave: after the last one
+    ]
+    assert (plan[0].soak_seconds, plan[0].progress_deadline_seconds) == (30, fr.DEFAULT_PROGRESS_DEADLINE_SECONDS)
+    assert plan[1].progress_deadline_seconds == 60
+    # Only placed clusters are in waves; a wave can be empty; nothing left: no remaining wave.
+    plan = fr.plan_waves([{"name": "lab", "clusters": ["lab"]}, {"name": "all", "percent": 100}], ["a", "b"], FLEET)
+    assert [(w.name, w.clusters) for w in plan] == [("lab", ()), ("all", ("a", "b"))]
+    # A wave of the list named like the implicit one: the implicit one is named apart.
+    plan = fr.plan_waves([{"name": "remaining", "clusters": ["a"]}], ["a", "b"], FLEET)
+    assert [(w.name, w.clusters) for w in plan] == [("remaining", ("a",)), ("remaining-2", ("b",))]
+
+
+def isvc(ready: bool | None, recorded: str | None, **runtime: Any) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if recorded is not None:
+        status["runtime"] = {"hash": recorded}
+    if ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": str(ready), "message": "engine starting"}]
+    return {"spec": {"runtime": {"name": "rt", **runtime}}, "status": status}
+
+
+def test_each_engine_is_pinned_behind_updated_or_ready() -> None:
+    assert fr.engine_state(isvc(True, "new"), "new") == ("ready", "")
+    assert fr.engine_state(isvc(False, "new"), "new") == ("updated", "not Ready: engine starting")
+    assert fr.engine_state(isvc(True, "old"), "new")[0] == "behind"  # Ready, but the old render
+    assert fr.engine_state(isvc(None, None), "new") == (
+        "behind",
+        "not at the new runtime revision yet (its status records none)",
+    )
+    assert fr.engine_state(isvc(True, "new"), "new", "chain broken") == ("behind", "chain broken")
+    assert fr.engine_state(isvc(False, "old", autoSync=False), "new") == ("pinned", "")
+    assert fr.engine_state(isvc(False, "old", revision="rt-1"), "new") == ("pinned", "")
+    engines = fr.Engines.of(
+        [("ns/a", "ready", ""), ("ns/b", "updated", "not Ready: x"), ("ns/c", "pinned", ""), ("ns/d", "behind", "y")]
+    )
+    assert engines.to_dict() == {"reached": 4, "updated": 2, "ready": 1, "pinned": 1}
+    assert engines.waiting == ("ns/b: not Ready: x", "ns/d: y")
+    assert (engines + fr.Engines(1, 1, 1)).to_dict() == {"reached": 5, "updated": 3, "ready": 2, "pinned": 1}
+
+
+PLAN = [fr.WavePlan("lab", ("lab",), soak_seconds=30, progress_deadline_seconds=100), fr.WavePlan("rest", ("a", "b"))]
+T0 = 1_800_000_000.0
+GOOD = fr.Engines(1, 1, 1)
+SLOW = fr.Engines(1, 1, 0, waiting=("ns/x: not Ready: starting",))
+
+
+def started(stable: int | None = 1) -> fr.RolloutState:
+    state, _ = fr.start_rollout(None, 2, "h2", T0, settled=(stable, "h1") if stable else None)
+    return state
+
+
+def test_a_wave_soaks_once_every_engine_is_ready_then_the_next_starts() -> None:
+    state = started()
+    assert (state.wave, state.phase, state.stable_revision) == (0, "Progressing", 1)
+    assert fr.due_clusters(state, PLAN) == ["lab"]
+    waiting = fr.step(state, PLAN, [fr.ClusterGate("lab", True, SLOW)], T0 + 5, paused=False, auto_rollback=False)
+    assert waiting.state.phase == "Progressing" and waiting.wake_in == 95
+    assert "lab: ns/x: not Ready: starting" in waiting.state.message
+    soaking = fr.step(state, PLAN, [fr.ClusterGate("lab", True, GOOD)], T0 + 10, paused=False, auto_rollback=False)
+    assert (soaking.state.phase, soaking.state.soak_start, soaking.wake_in) == ("Soaking", T0 + 10, 30)
+    assert [e[1] for e in soaking.events] == ["Soaking"]
+    # An engine falling back during the soak: Progressing again, and the soak starts over.
+    fell = fr.step(soaking.state, PLAN, [fr.ClusterGate("lab", True, SLOW)], T0 + 20, paused=False, auto_rollback=False)
+    assert (fell.state.phase, fell.state.soak_start) == ("Progressing", None)
+    assert [e[1] for e in fell.events] == ["SoakInterrupted"]
+    again = fr.step(fell.state, PLAN, [fr.ClusterGate("lab", True, GOOD)], T0 + 25, paused=False, auto_rollback=False)
+    still = fr.step(again.state, PLAN, [fr.ClusterGate("lab", True, GOOD)], T0 + 54, paused=False, auto_rollback=False)
+    assert still.state.phase == "Soaking" and not still.advanced
+    passed = fr.step(still.state, PLAN, [fr.ClusterGate("lab", True, GOOD)], T0 + 55, paused=False, auto_rollback=False)
+    assert passed.advanced and (passed.state.wave, passed.state.phase) == (1, "Progressing")
+    assert [e[1] for e in passed.events] == ["WaveSucceeded", "WaveStarted"]
+    assert fr.due_clusters(passed.state, PLAN) == ["lab", "a", "b"]
+    assert fr.wave_phases(passed.state, PLAN) == ["Succeeded", "Progressing"]
+    # The last wave (no soak) passes: Succeeded, and stays so.
+    gates = [fr.ClusterGate("a", True, GOOD), fr.ClusterGate("b", True)]  # b: no engine reached, passes
+    done = fr.step(passed.state, PLAN, gates, T0 + 56, paused=False, auto_rollback=False)
+    assert done.state.phase == "Succeeded" and [e[1] for e in done.events] == ["WaveSucceeded", "RolloutSucceeded"]
+    assert fr.wave_phases(done.state, PLAN) == ["Succeeded", "Succeeded"]
+    assert fr.step(done.state, PLAN, [], T0 + 999, paused=False, auto_rollback=False).state == done.state
+
+
+def test_a_copy_not_at_the_revision_holds_the_gate() -> None:
+    gate = fr.ClusterGate("lab", False, message="the member's cache has not seen the copy yet")
+    step = fr.step(started(), PLAN, [gate], T0 + 1, paused=False, auto_rollback=False)
+    assert step.state.phase == "Progressing" and "lab: the member's cache has not seen" in step.state.message
+
+
+def test_a_wave_past_its_deadline_fails_and_rolls_back_when_asked() -> None:
+    gates = [fr.ClusterGate("lab", True, SLOW)]
+    kept = fr.step(started(), PLAN, gates, T0 + 100, paused=False, auto_rollback=False)
+    assert kept.state.phase == "Failed" and not kept.roll_back
+    assert kept.events == [("Warning", "WaveFailed", kept.state.message)]
+    assert "did not pass its gate within 100s (progressDeadlineSeconds): lab: ns/x" in kept.state.message
+    assert fr.due_clusters(kept.state, PLAN) == ["lab"]  # the failed wave keeps the revision; later waves untouched
+    assert fr.wave_phases(kept.state, PLAN) == ["Failed", "Pending"]
+    back = fr.step(started(), PLAN, gates, T0 + 100, paused=False, auto_rollback=True)
+    assert back.roll_back and back.state.stable_revision == 1
+    # Nothing to roll back to (the first revision): Failed, and said so.
+    first = fr.step(started(stable=None), PLAN, gates, T0 + 100, paused=False, auto_rollback=True)
+    assert not first.roll_back and first.state.message.endswith("no earlier revision to roll back to")
+    rolled = replace(back.state, phase="RolledBack")
+    assert fr.wave_phases(rolled, PLAN) == ["RolledBack", "Pending"]
+
+
+def test_pause_holds_the_wave_and_resume_restarts_its_deadline() -> None:
+    gates = [fr.ClusterGate("lab", True, GOOD)]
+    paused = fr.step(started(), PLAN, gates, T0 + 10, paused=True, auto_rollback=False)
+    assert paused.state.phase == "Paused" and paused.events == [("Normal", "Paused", "paused at wave 1 (lab)")]
+    held = fr.step(paused.state, PLAN, gates, T0 + 500, paused=True, auto_rollback=False)
+    assert held.state == paused.state and not held.events  # past the deadline, but paused: no failure
+    resumed = fr.step(
+        paused.state, PLAN, [fr.ClusterGate("lab", True, SLOW)], T0 + 500, paused=False, auto_rollback=False
+    )
+    assert (resumed.state.phase, resumed.state.wave_start) == ("Progressing", T0 + 500)
+    assert [e[1] for e in resumed.events] == ["Resumed"]
+
+
+def test_a_new_revision_mid_rollout_starts_again_from_wave_one_keeping_the_stable_revision() -> None:
+    mid = replace(started(), wave=1)
+    newer, events = fr.start_rollout(mid, 3, "h3", T0 + 50)
+    assert (newer.revision, newer.wave, newer.phase, newer.stable_revision) == (3, 0, "Progressing", 1)
+    assert events[0][1] == "RolloutRestarted" and "replaces revision 2 mid-rollout" in events[0][2]
+    done = replace(started(), phase="Succeeded")
+    after, events = fr.start_rollout(done, 3, "h3", T0 + 50)
+    assert (after.stable_revision, after.stable_hash) == (2, "h2") and events[0][1] == "RolloutStarted"
+    # The state survives the status round trip (a restarted controller goes on from it).
+    soaking = replace(mid, phase="Soaking", soak_start=T0 + 7, message="m")
+    assert fr.RolloutState.from_dict(soaking.to_dict(PLAN)) == soaking
+    assert soaking.to_dict(PLAN)["wave"] == "rest"
+    assert fr.RolloutState.from_dict({"phase": "x"}) is None
+
+
+def test_with_waves_the_status_carries_the_rollout_each_wave_and_each_clusters_wave() -> None:
+    state = replace(started(), phase="Soaking", soak_start=T0 + 5, message="wave 1 (lab): soaking")
+    gates = {"lab": fr.ClusterGate("lab", True, fr.Engines(2, 1, 1, 1))}
+    view = rollout_view(state, PLAN, gates)
+    results = [ClusterResult("a", "Applied", 1), ClusterResult("b", "Pending", message="waits for its wave (rest)")]
+    results.append(ClusterResult("lab", "Applied", 2))
+    status = build_status({}, 3, 2, results, None, view)
+    assert status["phase"] == "Soaking"
+    assert status["rollout"] == {
+        "revision": 2,
+        "hash": "h2",
+        "stableRevision": 1,
+        "stableHash": "h1",
+        "wave": "lab",
+        "waveIndex": 0,
+        "phase": "Soaking",
+        "waveStartTime": "2027-01-15T08:00:00Z",
+        "soakStartTime": "2027-01-15T08:00:05Z",
+        "message": "wave 1 (lab): soaking",
+    }
+    engines = {"reached": 2, "updated": 1, "ready": 1, "pinned": 1}
+    assert status["waves"] == [
+        {"name": "lab", "phase": "Soaking", "clusters": ["lab"], "revision": 2, "engines": engines},
+        {"name": "rest", "phase": "Pending", "clusters": ["a", "b"]},
+    ]
+    by_name = {c["name"]: c for c in status["clusters"]}
+    assert (by_name["lab"]["wave"], by_name["lab"]["rolloutPhase"], by_name["lab"]["engines"]) == (
+        "lab",
+        "Soaking",
+        engines,
+    )
+    assert (by_name["a"]["wave"], by_name["a"]["rolloutPhase"], by_name["a"]["revision"]) == ("rest", "Pending", 1)
+    assert "engines" not in by_name["a"]
+    ready, progressing = status["conditions"]
+    assert (ready["status"], ready["reason"]) == ("False", "Progressing")
+    assert ready["message"] == "revision 2 applied to 1 of 3 clusters (1 Pending, 1 at another revision)"
+    assert (progressing["type"], progressing["status"], progressing["reason"]) == ("Progressing", "True", "WaveSoaking")
+    back = rollout_view(replace(state, phase="RolledBack", message="m"), PLAN, gates)
+    rolled = build_status(status, 3, 2, results, None, back)
+    assert rolled["phase"] == "RolledBack" and rolled["waves"][0]["revision"] == 1
+    assert rolled["conditions"][1]["reason"] == "RolledBack" and rolled["conditions"][1]["status"] == "False"
+
+
+def test_a_rollback_says_which_clusters_have_the_stable_revision_again_and_which_not_yet() -> None:
+    state = replace(started(), wave=1, phase="RolledBack")
+    results = {
+        "lab": ClusterResult("lab", "Applied", 1),
+        "a": ClusterResult("a", "Applied", 1),
+        "b": ClusterResult("b", "Pending", 2, message="unreachable"),
+    }
+    assert rolled_back_message(state, PLAN, results) == (
+        "revision 1 re-applied to a, lab after revision 2 failed its gate; not yet to b"
+    )

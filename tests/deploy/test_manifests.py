@@ -320,6 +320,7 @@ MEMBER_RULES = {
 HUB_FLEET_RULES = {
     "fleetruntimes.fleet.omectl.io": {"get", "list", "watch"},
     "fleetruntimes/status.fleet.omectl.io": {"update"},
+    "events": {"create", "patch"},  # Events on FleetRuntimes (in the namespace default: they are cluster-scoped)
 }
 HUB_KINDS = {"FLEET_RUNTIMES"}  # kinds only the hub serves: their rules are HUB_FLEET_RULES
 

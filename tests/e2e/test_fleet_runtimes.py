@@ -7,6 +7,14 @@ label, revision annotation, a ControllerRevision in the hub); a template edit ro
 new revision; a user's runtime of the same name is a per-cluster Conflict and is never touched; drift reported
 (Report) then put back (Correct); a cluster no longer placed loses its copy; a ServingRuntime template copied into
 its namespaces; deleting the FleetRuntime removes its copies and its revisions, and nothing else.
+
+Waves (the members simulate one 8-GPU node each, so InferenceServices turn Ready; the applier runs on a FakeClock
+the tests move, so soaks and deadlines pass without waiting): a profile that the members' InferenceServices inherit
+from rolled wave by wave, each wave gated by those engines; a revision whose engines never turn Ready (its
+nodeSelector matches no node) fails its wave at the deadline and is rolled back; pause holds a wave; a new edit
+mid-rollout starts again from wave 1; a new applier (nothing in memory, as after a restart) goes on from the
+status mid-wave; a member partitioned away in its wave holds the gate until the deadline; a template whose chain
+would break in a wave's cluster fails that wave with the chain error.
 """
 
 from __future__ import annotations
@@ -20,12 +28,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 
 from omectl.controller.app import ControllerApp
+from omectl.controller.runtime.queue import FakeClock
 from omectl.core.fleet_runtimes import FIELD_MANAGER, FLEET_RUNTIME_LABEL, REVISION_ANNOTATION
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL, LABEL_ANNOTATION_PREFIX
 from omectl.settings import Settings
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.support import Kubectl, kubectl_path
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("fleet-runtimes")]
@@ -34,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HUB = "fr-1"
 MEMBERS = {"fr-2": {"gpu": "h200", "tier": "lab"}, "fr-3": {"gpu": "h200"}, "fr-4": {"gpu": "mi300x"}}
 NAMESPACE = "omectl-system"
+SAMPLES = ROOT / "deploy" / "samples" / "ome"
+EPOCH = 1_800_000_000.0  # the applier's FakeClock starts here (seconds since the epoch: its times go to status)
 T = TypeVar("T")
 
 
@@ -53,6 +66,30 @@ def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
 class Hub:
     kubectl: Kubectl
     app: ControllerApp
+    bg: BackgroundFleet
+    clock: FakeClock
+
+    def advance(self, seconds: float) -> None:
+        """Move the applier's clock (on the fleet's loop, where its sleepers wait)."""
+
+        async def move() -> None:
+            self.clock.advance(seconds)
+
+        self.bg.run(move())
+
+    def reconciled(self) -> None:
+        """Wait until the applier has reconciled every FleetRuntime once more (to see that nothing moved): twice
+        marked and a pass ended after each, so the second pass began after the first mark."""
+        applier = self.app.fleet_runtimes
+        assert applier is not None
+
+        async def mark() -> None:
+            applier.mark_all()
+
+        for _ in range(2):
+            before = applier.passes
+            self.bg.run(mark())
+            until(lambda: applier.passes > before or None, "one more reconcile pass")  # noqa: B023
 
     def k(self, cluster: str, *args: str, **kw: Any) -> str:
         return self.kubectl.run(f"--context={cluster}", *args, **kw).stdout  # type: ignore[no-any-return]
@@ -117,7 +154,8 @@ def registration(name: str, kubeconfig: str, labels: dict[str, str]) -> dict[str
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     base = tmp_path_factory.mktemp("fleet-runtimes")
     binary = kubectl_path()
-    bg = BackgroundFleet(EmbeddedFleet(1 + len(MEMBERS), name_prefix="fr-"))
+    simulator = {name: SimulatorConfig(pools=(NodePool(count=1, gpus_per_node=8),)) for name in MEMBERS}
+    bg = BackgroundFleet(EmbeddedFleet(1 + len(MEMBERS), name_prefix="fr-", simulator=simulator))
     bg.start()
     try:
         bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))  # the hub's CRDs too (deploy/crds/hub)
@@ -143,7 +181,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
         app = bg.run(start())
         try:
             assert app.fleet_runtimes is not None
-            yield Hub(kubectl, app)
+            clock = FakeClock(EPOCH)
+            app.fleet_runtimes.clock = clock
+            yield Hub(kubectl, app, bg, clock)
         finally:
             bg.run(app.stop())
     finally:
@@ -321,3 +361,295 @@ def test_a_serving_runtime_goes_to_each_namespace_and_a_bad_template_is_invalid(
     assert hub.get("fr-4", "servingruntime", "ns-runtime", "-n", "team-a") is not None
     hub.k(HUB, "delete", "fleetruntime", "ns")
     until(lambda: hub.get("fr-4", "servingruntime", "ns-runtime", "-n", "team-a") is None, "the copy deleted")
+
+
+# --- waves -------------------------------------------------------------------------------------------------------
+
+PROFILE = yaml.safe_load((SAMPLES / "profile.yaml").read_text())  # ClusterServingRuntime sglang-profile
+CHILD = "sglang-llama-3-2-3b"  # the sample ServingRuntime of llama-demo, inheriting from sglang-profile
+
+
+def profile(image: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    tmpl = json.loads(json.dumps(PROFILE))
+    tmpl["spec"]["engineConfig"]["runner"]["image"] = image
+    if node_selector:
+        tmpl["spec"]["nodeSelector"] = node_selector
+    return tmpl  # type: ignore[no-any-return]
+
+
+def isvc(name: str, **runtime: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((SAMPLES / "isvc.yaml").read_text())
+    doc["metadata"]["name"] = name
+    doc["spec"]["runtime"].update(runtime)
+    return doc
+
+
+def rolled(**rollout: Any) -> dict[str, Any]:
+    waves = [
+        {"name": "lab", "clusterSelector": {"matchLabels": {"tier": "lab"}}, "soakSeconds": 60},
+        {"name": "rest", "percent": 100, "soakSeconds": 60, "progressDeadlineSeconds": 300},
+    ]
+    return {"waves": waves, "autoRollback": True, **rollout}
+
+
+def revision_of(hub: Hub, cluster: str) -> str | None:
+    copy = hub.get(cluster, "clusterservingruntime", "sglang-profile")
+    return copy["metadata"]["annotations"][REVISION_ANNOTATION] if copy else None
+
+
+def wait_rollout(hub: Hub, name: str, revision: int, phase: str, waves: list[str]) -> dict[str, Any]:
+    def reached() -> dict[str, Any] | None:
+        status = hub.status(name)
+        rollout = status.get("rollout") or {}
+        got = [w["phase"] for w in status.get("waves") or []]
+        if (rollout.get("revision"), rollout.get("phase"), got) == (revision, phase, waves):
+            return status
+        return None
+
+    try:
+        return until(reached, f"{name}: revision {revision} {phase}, waves {waves}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; status: {hub.status(name)}") from None
+
+
+def events(hub: Hub, name: str) -> list[tuple[str, str]]:
+    found = json.loads(hub.k(HUB, "get", "events", "-n", "default", "-o", "json"))["items"]
+    mine = [
+        e for e in found if e["involvedObject"].get("kind") == "FleetRuntime" and e["involvedObject"]["name"] == name
+    ]
+    return [(e["reason"], e["message"]) for e in sorted(mine, key=lambda e: e["metadata"]["name"])]
+
+
+@pytest.fixture(scope="module")
+def engines(hub: Hub) -> Hub:
+    """The FleetRuntime `profile` (the sample profile sglang-profile, image sglang:v1, applied at once: no waves
+    yet) and, in fr-2 and fr-3, the sample model, the sample ServingRuntime inheriting from it (the admission
+    webhook wants its parent there first), an InferenceService following it and, in fr-2, one pinned."""
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v1")))
+    hub.wait_phases("profile", {"fr-2": "Applied", "fr-3": "Applied"})
+    for cluster in ("fr-2", "fr-3"):
+        hub.k(cluster, "create", "namespace", "llama-demo")
+        for sample in ("clusterbasemodel.yaml", "runtime.yaml"):
+            hub.k(cluster, "apply", "-f", str(SAMPLES / sample))
+        hub.apply(cluster, isvc("follows"))
+    hub.apply("fr-2", isvc("pinned", autoSync=False))
+    return hub
+
+
+def settled(hub: Hub) -> tuple[int, int]:
+    """`profile` at sglang:v1 on both clusters at once (no waves), the engines Ready: the start of each test
+    (they run in any order). Returns its revision and how many events the FleetRuntime has so far."""
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v1")))
+    until(lambda: hub.status("profile").get("phase") == "Succeeded" and "rollout" not in hub.status("profile"), "v1")
+    revision = int(hub.status("profile")["revision"])
+    hub.wait_phases("profile", {"fr-2": "Applied", "fr-3": "Applied"}, revision=revision)
+    until(lambda: ready(hub, "fr-2", "follows") and ready(hub, "fr-3", "follows"), "the engines Ready")
+    return revision, len(events(hub, "profile"))
+
+
+def isvc_status(hub: Hub, cluster: str, name: str) -> dict[str, Any]:
+    return (hub.get(cluster, "inferenceservice", name, "-n", "llama-demo") or {}).get("status") or {}
+
+
+def ready(hub: Hub, cluster: str, name: str) -> bool:
+    conditions = isvc_status(hub, cluster, name).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def test_waves_roll_in_order_gated_by_the_engines_and_a_bad_revision_is_rolled_back(engines: Hub) -> None:
+    hub = engines
+    base, seen = settled(hub)
+    r1, r2, r3 = base, base + 1, base + 2
+    # Waves turned on for the revision every cluster has: nothing to roll.
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v1"), rollout=rolled()))
+    status = wait_rollout(hub, "profile", r1, "Succeeded", ["Succeeded", "Succeeded"])
+    assert status["rollout"]["stableRevision"] == r1 and status["phase"] == "Succeeded"
+    pinned_revision = isvc_status(hub, "fr-2", "pinned")["runtime"]["revision"]
+
+    # An image bump: wave 1 (lab: fr-2) gets revision 2; once its engine is Ready at it, it soaks. fr-3, in wave
+    # 2, keeps revision 1 until the soak is over.
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v2"), rollout=rolled()))
+    status = wait_rollout(hub, "profile", r2, "Soaking", ["Soaking", "Pending"])
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(r2), str(r1))
+    clusters = hub.clusters("profile")
+    assert clusters["fr-2"]["engines"] == {"reached": 2, "updated": 1, "ready": 1, "pinned": 1}
+    assert (clusters["fr-3"]["phase"], clusters["fr-3"]["revision"]) == ("Applied", r1)
+    assert (clusters["fr-3"]["wave"], clusters["fr-3"]["rolloutPhase"]) == ("rest", "Pending")
+    assert status["waves"][0] == {
+        "name": "lab",
+        "phase": "Soaking",
+        "clusters": ["fr-2"],
+        "revision": r2,
+        "engines": {"reached": 2, "updated": 1, "ready": 1, "pinned": 1},
+    }
+    assert status["phase"] == "Soaking" and ready(hub, "fr-2", "follows")
+    assert (
+        isvc_status(hub, "fr-2", "follows")["runtime"]["hash"] != isvc_status(hub, "fr-3", "follows")["runtime"]["hash"]
+    )
+    hub.advance(59)
+    hub.reconciled()  # nothing happens before the soak's end
+    assert revision_of(hub, "fr-3") == str(r1)
+    hub.advance(1)
+    wait_rollout(hub, "profile", r2, "Soaking", ["Succeeded", "Soaking"])
+    assert revision_of(hub, "fr-3") == str(r2) and ready(hub, "fr-3", "follows")
+    hub.advance(60)
+    status = wait_rollout(hub, "profile", r2, "Succeeded", ["Succeeded", "Succeeded"])
+    assert status["phase"] == "Succeeded" and status["rollout"]["stableRevision"] == r1
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "RolloutSucceeded")
+    # A revision whose engines never turn Ready (no node matches its nodeSelector): wave 1's engine is re-rendered
+    # and stays not Ready; at the deadline (default 600s for lab) the wave fails and revision 2 is put back.
+    bad = profile("sglang:v3-broken", node_selector={"gpu.omectl.io/type": "B300"})
+    hub.apply(HUB, fleet_runtime("profile", bad, rollout=rolled()))
+    status = wait_rollout(hub, "profile", r3, "Progressing", ["Progressing", "Pending"])
+    until(
+        lambda: hub.clusters("profile")["fr-2"].get("engines") == {"reached": 2, "updated": 1, "ready": 0, "pinned": 1},
+        "fr-2's engine at revision 3, not Ready",
+    )
+    assert revision_of(hub, "fr-3") == str(r2)
+    message = hub.status("profile")["rollout"]["message"]
+    assert message.startswith(f"wave 1 (lab) at revision {r3}: waiting for fr-2: llama-demo/follows: not Ready:")
+    hub.advance(599)
+    hub.reconciled()
+    assert hub.status("profile")["rollout"]["phase"] == "Progressing"
+    hub.advance(1)
+    status = wait_rollout(hub, "profile", r3, "RolledBack", ["RolledBack", "Pending"])
+    assert status["phase"] == "RolledBack" and status["waves"][0]["revision"] == r2
+    assert status["rollout"]["message"] == f"revision {r2} re-applied to fr-2 after revision {r3} failed its gate"
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "RolledBack")
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(r2), str(r2))
+    assert image_of(hub.get("fr-2", "clusterservingruntime", "sglang-profile")) == "sglang:v2"
+    until(lambda: ready(hub, "fr-2", "follows"), "fr-2's engine Ready again at revision 2")
+    assert isvc_status(hub, "fr-2", "pinned")["runtime"]["revision"] == pinned_revision  # never moved
+    until(lambda: [r for r, _ in events(hub, "profile")][-2:] == ["WaveFailed", "RolledBack"], "the last events")
+    reasons = [r for r, _ in events(hub, "profile")[seen:]]
+    assert reasons[:7] == [
+        "RolloutStarted",
+        "Soaking",
+        "WaveSucceeded",
+        "WaveStarted",
+        "Soaking",
+        "WaveSucceeded",
+        "RolloutSucceeded",
+    ]
+    assert reasons[7:] == ["RolloutStarted", "WaveFailed", "RolledBack"]
+    failed = dict(events(hub, "profile")[seen:])["WaveFailed"]
+    assert failed.startswith("wave 1 (lab) did not pass its gate within 600s (progressDeadlineSeconds): fr-2:")
+
+
+def test_pause_holds_a_wave_and_a_new_edit_mid_rollout_starts_again_from_wave_one(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    stable = str(start)
+    # Paused from the start: wave 1 gets the revision and holds there, past its deadline too.
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v4"), rollout=rolled(paused=True)))
+    status = wait_rollout(hub, "profile", start + 1, "Paused", ["Paused", "Pending"])
+    assert status["rollout"]["message"] == "paused at wave 1 (lab)"
+    hub.advance(3600)
+    hub.reconciled()
+    assert hub.status("profile")["rollout"]["phase"] == "Paused" and revision_of(hub, "fr-3") == stable
+    # Resumed: the gate is read again, the wave soaks and wave 2 starts.
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v4"), rollout=rolled(paused=False)))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    hub.advance(60)
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+    assert revision_of(hub, "fr-3") == str(start + 1)
+    # A new edit while wave 2 soaks: the newest revision starts again from wave 1; fr-3 keeps the one it has.
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v5"), rollout=rolled()))
+    status = wait_rollout(hub, "profile", start + 2, "Soaking", ["Soaking", "Pending"])
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start + 2), str(start + 1))
+    assert status["rollout"]["stableRevision"] == start  # the interrupted rollout never became stable
+    until(lambda: "RolloutRestarted" in dict(events(hub, "profile")[seen:]), "the restart event")
+    restarted = dict(events(hub, "profile")[seen:])["RolloutRestarted"]
+    assert restarted == f"revision {start + 2} replaces revision {start + 1} mid-rollout: starting again from wave 1"
+    hub.advance(60)
+    wait_rollout(hub, "profile", start + 2, "Soaking", ["Succeeded", "Soaking"])
+    assert revision_of(hub, "fr-3") == str(start + 2)
+    assert image_of(hub.get("fr-3", "clusterservingruntime", "sglang-profile")) == "sglang:v5"
+    hub.advance(60)
+    wait_rollout(hub, "profile", start + 2, "Succeeded", ["Succeeded", "Succeeded"])
+
+
+def test_a_restarted_applier_goes_on_from_the_status_applying_nothing_twice(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v6"), rollout=rolled()))
+    before = wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    copy = hub.get("fr-2", "clusterservingruntime", "sglang-profile")
+    assert copy is not None
+    hub.advance(30)  # half the soak
+
+    async def restart() -> FakeClock:
+        """A new applier with nothing in memory, as after `omectl run` restarts; its clock where the old one was."""
+        assert hub.app.fleet_runtimes is not None
+        await hub.app.fleet_runtimes.stop()
+        await hub.app._start_fleet_runtimes()
+        assert hub.app.fleet_runtimes is not None
+        clock = FakeClock(hub.clock.now())
+        hub.app.fleet_runtimes.clock = clock
+        return clock
+
+    hub.clock = hub.bg.run(restart())
+    hub.reconciled()
+    after = hub.status("profile")
+    assert after["rollout"] == before["rollout"]  # the same wave, soaking since the same time
+    again = hub.get("fr-2", "clusterservingruntime", "sglang-profile")
+    assert again is not None and again["metadata"]["resourceVersion"] == copy["metadata"]["resourceVersion"]
+    assert revision_of(hub, "fr-3") == str(start)
+    hub.advance(30)  # the rest of the soak, counted from the status
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+    assert revision_of(hub, "fr-3") == str(start + 1)
+    hub.advance(60)
+    wait_rollout(hub, "profile", start + 1, "Succeeded", ["Succeeded", "Succeeded"])
+    reasons = [r for r, _ in events(hub, "profile")[seen:]]
+    assert reasons.count("RolloutStarted") == 1 and reasons.count("WaveStarted") == 1
+
+
+def test_a_member_unreachable_in_its_wave_holds_the_gate_until_the_deadline_then_fails(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    (fr3,) = [s for s in hub.bg.fleet.servers if s.name == "fr-3"]
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v7"), rollout=rolled()))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    hub.bg.run(fr3.partition())
+    try:
+        hub.advance(60)  # wave 2 (rest: fr-3) starts, and fr-3 cannot be written
+        status = wait_rollout(hub, "profile", start + 1, "Progressing", ["Succeeded", "Progressing"])
+        assert status["rollout"]["message"].startswith(f"wave 2 (rest) at revision {start + 1}: waiting for fr-3: ")
+        assert hub.clusters("profile")["fr-3"]["phase"] == "Pending"
+        hub.advance(299)
+        hub.reconciled()
+        assert hub.status("profile")["rollout"]["phase"] == "Progressing"
+        hub.advance(1)
+        status = wait_rollout(hub, "profile", start + 1, "RolledBack", ["RolledBack", "RolledBack"])
+        # fr-3's copy, in the cache, is at the stable revision already: nothing to write there
+        assert status["rollout"]["message"] == (
+            f"revision {start} re-applied to fr-3, fr-2 after revision {start + 1} failed its gate"
+        )
+        assert revision_of(hub, "fr-2") == str(start)
+        failed = dict(events(hub, "profile")[seen:])["WaveFailed"]
+        assert failed.startswith("wave 2 (rest) did not pass its gate within 300s (progressDeadlineSeconds): fr-3: ")
+    finally:
+        hub.bg.run(fr3.heal())
+    # Reachable again: fr-3 never had the failed revision, and has the stable one.
+    until(lambda: hub.clusters("profile")["fr-3"]["phase"] == "Applied", "fr-3 reached again")
+    assert revision_of(hub, "fr-3") == str(start)
+
+
+def test_a_chain_that_breaks_in_a_waves_cluster_fails_that_wave_with_the_chain_error(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    broken = profile("sglang:v8")
+    broken["metadata"]["annotations"]["ome.io/inherit-from"] = "no-such-base"  # in no member
+    hub.apply(HUB, fleet_runtime("profile", broken, rollout=rolled()))
+    status = wait_rollout(hub, "profile", start + 1, "Progressing", ["Progressing", "Pending"])
+    lab = hub.clusters("profile")["fr-2"]
+    assert lab["phase"] == "Failed" and 'inherit-from parent "no-such-base" not found' in lab["message"]
+    assert status["rollout"]["message"].startswith(f"wave 1 (lab) at revision {start + 1}: waiting for fr-2: Failed: ")
+    hub.advance(600)
+    status = wait_rollout(hub, "profile", start + 1, "RolledBack", ["RolledBack", "Pending"])
+    failed = dict(events(hub, "profile")[seen:])["WaveFailed"]
+    assert 'inherit-from parent "no-such-base" not found' in failed
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))  # the apply was refused
+    assert ready(hub, "fr-2", "follows") and ready(hub, "fr-3", "follows")

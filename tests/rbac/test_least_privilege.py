@@ -545,7 +545,8 @@ async def aim_model_flows(f: Fleet) -> None:
 
 
 async def fleet_runtime_flows(f: Fleet) -> None:
-    """A FleetRuntime applied to the member, edited, edited back, its copy drifting and put back, then deleted."""
+    """A FleetRuntime applied to the member, edited, edited back, its copy drifting and put back, rolled in a wave
+    (paused, resumed, paused: its Events), then deleted."""
     h, m = f.hub, f.member
     csr = ("ome.io", "clusterservingruntimes")
     revisions = ("apps", "controllerrevisions")
@@ -596,6 +597,18 @@ async def fleet_runtime_flows(f: Fleet) -> None:
     await until(lambda: get(m, "ome.io", "servingruntimes", "lp-fleet-ns", "llama-demo"), "the namespaced copy")
     await delete(h, "fleet.omectl.io/v1alpha1", "FleetRuntime", "lp-fleet-ns")
     await until(lambda: get(m, "ome.io", "servingruntimes", "lp-fleet-ns", "llama-demo") is None, "deleted")
+    # waves: Events on the FleetRuntime, created, and patched when one repeats (paused, resumed, paused again)
+    waved = body("waved")
+    waved["spec"]["rollout"] = {"waves": [{"name": "only", "clusters": [MEMBER], "soakSeconds": 3600}]}
+
+    def rollout_phase() -> str | None:
+        return (status(h, "fleet.omectl.io", "fleetruntimes", "lp-fleet").get("rollout") or {}).get("phase")
+
+    for paused, phase in ((True, "Paused"), (False, "Soaking"), (True, "Paused")):
+        waved["spec"]["rollout"]["paused"] = paused
+        await apply(h, waved)
+        await until(lambda phase=phase: rollout_phase() == phase, f"the rollout {phase}")
+    await until(lambda: any(r.resource == "events" and r.verb == "patch" for r in controller_requests(h)), "a repeat")
     await delete(h, "fleet.omectl.io/v1alpha1", "FleetRuntime", "lp-fleet")
     await until(
         lambda: get(m, *csr, "lp-fleet") is None and not list(h.api.store.items(revisions, HUB_NAMESPACE)),
