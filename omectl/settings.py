@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from omectl.problems import read_problem, validation_problems, yaml_problem
@@ -75,13 +75,29 @@ class Settings(BaseSettings):
     # --- high availability: clusters shared across replicas ---------------------------------------------------
     ha: bool = Field(default=False, description="Share clusters across replicas (off: this one takes every cluster).")
     replica_id: str | None = Field(
-        default=None, description="This process's stable id (default: $POD_NAME, else the host name)."
+        default=None, description="This process's stable id (default: pod_name, else the host name)."
+    )
+    # --- read from the environment without the OMECTL_ prefix, as a Deployment and upstream AIM set them ---------
+    pod_name: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("pod_name", "POD_NAME"),
+        description="The pod's name (POD_NAME, from the downward API): the default replica id, the host in Leases.",
+    )
+    aim_system_namespace: str = Field(
+        default="aim-system",
+        validation_alias=AliasChoices("aim_system_namespace", "AIM_SYSTEM_NAMESPACE"),
+        description="The AIM operator namespace (AIM_SYSTEM_NAMESPACE): cluster-scoped AIM kinds resolve there.",
     )
     ha_kubeconfig: Path | None = Field(
         default=None, description="Cluster holding the membership Leases (default: hub_kubeconfig, else $KUBECONFIG)."
     )
     ha_context: str | None = Field(default=None, description="Context of ha_kubeconfig.")
     ha_namespace: str = Field(default="omectl-system", description="Namespace of the membership Leases.")
+
+    @field_validator("aim_system_namespace", mode="before")
+    @classmethod
+    def _aim_system_namespace(cls, value: Any) -> Any:
+        return value or "aim-system"  # set but empty counts as unset, as it always has
 
     @field_validator("replica_id")
     @classmethod

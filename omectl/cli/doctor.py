@@ -32,7 +32,6 @@ from omectl.cli.runtime import (
     _registrations,
     _single_target,
 )
-from omectl.controller.aim.service import aim_operator_namespace
 from omectl.doctor.checks import FAIL, PASS, WARN, Context, Finding, run_checks
 from omectl.kube.client import ClusterClient
 
@@ -85,7 +84,12 @@ def doctor(
             targets = [_single_target(kubeconfig, context, cluster, clusters_dir, timeout)]
     except CommandError as exc:
         _fail(exc)
-    aim_namespace = aim_operator_namespace()
+    from omectl.settings import Settings, SettingsError
+
+    try:
+        aim_namespace = Settings.load().aim_system_namespace  # AIM_SYSTEM_NAMESPACE, as `omectl run` reads it
+    except SettingsError as exc:
+        _fail(CommandError(str(exc)))
 
     async def everything() -> list[tuple[str, list[Finding]]]:
         registered = all_clusters or cluster is not None

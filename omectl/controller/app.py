@@ -66,11 +66,13 @@ log = logging.getLogger(__name__)
 class Reconcilers:
     """Every reconciler of the controller, shared by all clusters, and the work kinds they handle."""
 
-    def __init__(self, *, tracer: Any = None, resolver: ChainResolver | None = None) -> None:
+    def __init__(
+        self, *, tracer: Any = None, resolver: ChainResolver | None = None, aim_operator_namespace: str | None = None
+    ) -> None:
         self.resolver = resolver or ChainResolver()
         self.runtime_status = RuntimeStatusReconciler(self.resolver, tracer)
         self.engine = EngineReconciler(self.resolver)
-        self.aim = AimServiceReconciler()
+        self.aim = AimServiceReconciler(operator_namespace=aim_operator_namespace)
         self.aim_consumers = AimConsumerReconciler(operator_namespace=self.aim.operator_namespace)  # AIM v1alpha2
         self.tracer = tracer
 
@@ -166,7 +168,7 @@ class ControllerApp:
         self.tracing = configure_tracing(
             file_path=settings.trace_file, otlp_endpoint=settings.otlp_endpoint, exporter=exporter
         )
-        self.reconcilers = Reconcilers(tracer=self.tracing.tracer)
+        self.reconcilers = Reconcilers(tracer=self.tracing.tracer, aim_operator_namespace=settings.aim_system_namespace)
         self.controller = FleetController(
             self.reconcilers.work_kinds(),
             self.reconcilers.resolver,
@@ -175,7 +177,7 @@ class ControllerApp:
         )
         self.webhook = self._webhook_server()
         self.status_file = status_file
-        self.holder = Holder.for_this_process(settings.replica_id, ha=settings.ha)
+        self.holder = Holder.for_this_process(settings.replica_id, ha=settings.ha, host=settings.pod_name)
         self.provider: ShardedProvider | None = None
         self.keepers: dict[str, WebhookKeeper] = {}
         self.fleet_runtimes: FleetRuntimeApplier | None = None  # with a hub and without --ha (_start_fleet_runtimes)

@@ -83,14 +83,10 @@ def validate_replica_id(replica_id: str) -> str | None:
     return None
 
 
-def _host() -> str:
-    return os.environ.get("POD_NAME") or socket.gethostname()
-
-
-def default_replica_id() -> str:
-    """The pod's name in a Deployment (`POD_NAME`), else the host name, as a valid replica id: stable across
-    restarts; the per-process nonce of `Holder` is what keeps two processes apart."""
-    host = re.sub(r"[^a-z0-9-]+", "-", _host().lower()).strip("-")
+def default_replica_id(host: str | None = None) -> str:
+    """`host` (the pod's name in a Deployment: the setting `pod_name`), else the host name, as a valid replica id:
+    stable across restarts; the per-process nonce of `Holder` is what keeps two processes apart."""
+    host = re.sub(r"[^a-z0-9-]+", "-", (host or socket.gethostname()).lower()).strip("-")
     return host[:REPLICA_ID_MAX].strip("-") or "omectl"
 
 
@@ -119,12 +115,13 @@ class Holder:
     ha: bool
 
     @classmethod
-    def for_this_process(cls, replica_id: str | None = None, *, ha: bool = False) -> Holder:
-        chosen = replica_id or default_replica_id()
+    def for_this_process(cls, replica_id: str | None = None, *, ha: bool = False, host: str | None = None) -> Holder:
+        """`host`: the pod's name (the setting `pod_name`), else the machine's host name."""
+        chosen = replica_id or default_replica_id(host)
         problem = validate_replica_id(chosen)
         if problem is not None:
             raise ValueError(problem)
-        return cls(chosen, secrets.token_hex(NONCE_LENGTH // 2), _host(), os.getpid(), ha)
+        return cls(chosen, secrets.token_hex(NONCE_LENGTH // 2), host or socket.gethostname(), os.getpid(), ha)
 
     @property
     def identity(self) -> str:

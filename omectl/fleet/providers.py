@@ -447,7 +447,10 @@ class SecretProvider(_Registry):
 
 
 def clusters_dir_from_env(clusters_dir: Path | str | None = None) -> Path:
-    """The clusters directory: the one given, else `$OMECTL_CLUSTERS_DIR`, else `./clusters`."""
+    """The clusters directory: the one given, else `$OMECTL_CLUSTERS_DIR`, else `./clusters`.
+
+    The same variable `Settings.clusters_dir` reads for `omectl run`; read here directly because the local
+    `cluster` commands start without pydantic (tests/cli/test_startup.py)."""
     if clusters_dir is not None:
         return Path(clusters_dir)
     from_env = os.environ.get(CLUSTERS_DIR_ENV)

@@ -27,7 +27,6 @@ One reconcile of an AIMService:
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -47,7 +46,6 @@ from omectl.core.aim.resolution import (
     CONFIG_VALID,
     DEFAULT_MISSING,
     DEFAULT_OPERATOR_NAMESPACE,
-    OPERATOR_NAMESPACE_ENV,
     RUNTIME_CONFIG_READY,
     Resolution,
     default_missing_event_due,
@@ -93,11 +91,6 @@ _RESOURCES: Final = {
     "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
     "AIMProfileCache": AIM_PROFILE_CACHES,
 }
-
-
-def aim_operator_namespace() -> str:
-    """The AIM operator namespace: `AIM_SYSTEM_NAMESPACE`, default `aim-system` (the spec's "Operator namespace")."""
-    return os.environ.get(OPERATOR_NAMESPACE_ENV) or DEFAULT_OPERATOR_NAMESPACE
 
 
 def _now() -> str:
@@ -214,7 +207,7 @@ class ConfigEvents:
 
 class AimServiceReconciler:
     def __init__(self, *, operator_namespace: str | None = None) -> None:
-        self.operator_namespace = operator_namespace or aim_operator_namespace()
+        self.operator_namespace = operator_namespace or DEFAULT_OPERATOR_NAMESPACE  # the setting aim_system_namespace
         self.writes = 0
         self.reconciles: Counter[tuple[str, str, str]] = Counter()
         """Reconciles per (cluster, namespace, name): tests check that a config change reaches exactly its services."""

@@ -1,0 +1,48 @@
+"""The environment variables omectl honours without the OMECTL_ prefix go through Settings, and reach the controller."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from omectl.controller.app import ControllerApp
+from omectl.settings import Settings
+
+
+def test_pod_name_and_the_aim_operator_namespace_are_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("POD_NAME", "omectl-7d9f-abcde")
+    monkeypatch.setenv("AIM_SYSTEM_NAMESPACE", "amd-ops")
+    settings = Settings.load()
+    assert (settings.pod_name, settings.aim_system_namespace) == ("omectl-7d9f-abcde", "amd-ops")
+
+
+def test_without_them_the_defaults_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("POD_NAME", raising=False)
+    monkeypatch.delenv("AIM_SYSTEM_NAMESPACE", raising=False)
+    settings = Settings.load()
+    assert (settings.pod_name, settings.aim_system_namespace) == (None, "aim-system")
+
+
+def test_a_config_file_names_them_as_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIM_SYSTEM_NAMESPACE", "from-env")
+    config = tmp_path / "omectl.yaml"
+    config.write_text("aim-system-namespace: from-file\npod_name: pod-1\n")
+    settings = Settings.load(config)
+    assert (settings.pod_name, settings.aim_system_namespace) == ("pod-1", "from-file")
+
+
+def test_an_empty_aim_operator_namespace_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIM_SYSTEM_NAMESPACE", "")
+    assert Settings.load().aim_system_namespace == "aim-system"
+
+
+def test_the_controller_uses_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POD_NAME", "omectl-0")
+    monkeypatch.setenv("AIM_SYSTEM_NAMESPACE", "amd-ops")
+    app = ControllerApp(Settings.load(clusters_dir=tmp_path, trace_file=tmp_path / "traces.jsonl"))
+    assert (app.holder.replica_id, app.holder.host) == ("omectl-0", "omectl-0")
+    assert app.reconcilers.aim.operator_namespace == "amd-ops"
+    assert app.reconcilers.aim_consumers.operator_namespace == "amd-ops"
