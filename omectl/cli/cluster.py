@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-import yaml
 
+from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, watch
 from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env, clusters_dir_to_read
 from omectl.fleet.registration import (
     ClusterRegistration,
@@ -50,7 +47,7 @@ LEASE_NAMESPACE_OPTION = typer.Option(
     envvar="OMECTL_LEASE_NAMESPACE",
     help="Namespace of the ownership Lease in the member (the controller's lease_namespace).",
 )
-OUTPUT_FORMATS = ("table", "json", "yaml")
+CLUSTER_KIND = "cluster"  # `-o name` prints cluster/NAME
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -155,58 +152,54 @@ def _rows(directory: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     return rows, errors
 
 
-def _print_table(headers: list[str], rows: list[list[str]]) -> None:
-    """kubectl-style columns (omectl.cli.tables): safe to pipe into grep/awk."""
-    from omectl.cli.tables import print_table
-
-    print_table(headers, rows)
-
-
-def _print_errors(errors: dict[str, str]) -> None:
-    if errors:
+def _print_errors(errors: dict[str, str], output: OutputFormat) -> None:
+    """The registration files that could not be used: below the table, or on stderr beside `-o name` lines."""
+    if errors and output is OutputFormat.name:
+        for source in sorted(errors):
+            typer.echo(f"error: {errors[source]}", err=True)
+    elif errors:
         typer.echo("")
         typer.echo("ERRORS")
         for source in sorted(errors):
             typer.echo(f"  {errors[source]}")
 
 
-def _emit(document: dict[str, Any], output: str) -> None:
-    if output == "json":
-        typer.echo(json.dumps(document, indent=2))
-    else:
-        typer.echo(yaml.safe_dump(document, sort_keys=False).rstrip())
-
-
-def _check_output(output: str) -> None:
-    if output not in OUTPUT_FORMATS:
-        raise _fail(f'unknown output format "{output}": use one of {", ".join(OUTPUT_FORMATS)}')
+def _print_clusters(rows: list[dict[str, Any]], columns: list[Column[dict[str, Any]]], output: OutputFormat) -> None:
+    print_records(rows, columns, output, kind=CLUSTER_KIND, name=lambda row: row["name"])
 
 
 def _format_labels(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"
 
 
+LIST_COLUMNS: list[Column[dict[str, Any]]] = [
+    Column("NAME", lambda r: r["name"]),
+    Column("CONTEXT", lambda r: r["context"]),
+    Column("SERVER", lambda r: r["server"]),
+    Column("LABELS", lambda r: _format_labels(r["labels"])),
+    Column("SOURCE", lambda r: r["source"]),
+]
+
+
 @cluster_app.command("list")
 def list_clusters(
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
-    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """List the registered clusters, and the registration files that could not be used."""
-    _check_output(output)
     directory = clusters_dir_to_read(clusters_dir)
     rows, errors = _rows(directory)
-    if output != "table":
+    if output.is_document:
         error_list = [{"source": source, "message": errors[source]} for source in sorted(errors)]
-        _emit({"clusters": rows, "errors": error_list}, output)
+        emit({"clusters": rows, "errors": error_list}, output)
         return
     if not rows and not errors:
-        typer.echo(f"no clusters registered in {directory}")
+        if output is not OutputFormat.name:
+            typer.echo(f"no clusters registered in {directory}")
         return
-    _print_table(
-        ["NAME", "CONTEXT", "SERVER", "LABELS", "SOURCE"],
-        [[r["name"], r["context"], r["server"], _format_labels(r["labels"]), r["source"]] for r in rows],
-    )
-    _print_errors(errors)
+    if rows:
+        _print_clusters(rows, LIST_COLUMNS, output)
+    _print_errors(errors, output)
 
 
 @cluster_app.command("remove")
@@ -378,15 +371,22 @@ async def _probe_all(regs: list[ClusterRegistration], timeout: float) -> list[tu
     return list(await asyncio.gather(*(_probe(reg, timeout) for reg in regs)))
 
 
+CHECK_COLUMNS: list[Column[dict[str, Any]]] = [
+    Column("NAME", lambda r: r["name"]),
+    Column("SERVER", lambda r: r["server"]),
+    Column("STATUS", lambda r: "reachable" if r["reachable"] else "unreachable"),
+    Column("DETAIL", lambda r: r["version"] if r["reachable"] else r["error"]),
+]
+
+
 @cluster_app.command("check")
 def check(
     name: str | None = typer.Argument(None, help="Check only this cluster."),
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     timeout: float = typer.Option(5.0, "--timeout", min=0.1, help="Seconds to wait for each cluster."),
-    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Connect to each registered cluster (GET /version); exit 0 if all are reachable, else 2."""
-    _check_output(output)
     directory = clusters_dir_to_read(clusters_dir)
     registrations, errors = DirectoryProvider(directory).scan()
     if name is not None:
@@ -404,18 +404,12 @@ def check(
         row: dict[str, Any] = {"name": reg.name, "server": _server_or_blank(reg), "reachable": reachable}
         row["version" if reachable else "error"] = detail
         rows.append(row)
-    if output != "table":
+    if output.is_document:
         error_list = [{"source": source, "message": errors[source]} for source in sorted(errors)]
-        _emit({"clusters": rows, "errors": error_list}, output)
+        emit({"clusters": rows, "errors": error_list}, output)
     else:
-        _print_table(
-            ["NAME", "SERVER", "STATUS", "DETAIL"],
-            [
-                [reg.name, _server_or_blank(reg), "reachable" if ok else "unreachable", detail]
-                for reg, (ok, detail) in zip(regs, results, strict=True)
-            ],
-        )
-        _print_errors(errors)
+        _print_clusters(rows, CHECK_COLUMNS, output)
+        _print_errors(errors, output)
     if errors or not all(reachable for reachable, _ in results):
         raise typer.Exit(2)
 
@@ -435,33 +429,28 @@ def status(
     status_file: Path = typer.Option(
         DEFAULT_STATUS_FILE, "--status-file", help="The file a running `omectl run` keeps up to date."
     ),
-    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    output: OutputFormat = OUTPUT_OPTION,
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     timeout: float = typer.Option(3.0, "--timeout", min=0.1, help="Seconds to wait for each cluster's checks."),
     lease_namespace: str = LEASE_NAMESPACE_OPTION,
-    watch: bool = typer.Option(False, "--watch", "-w", help="Refresh every --interval seconds until Ctrl-C."),
+    watching: bool = typer.Option(False, "--watch", "-w", help="Refresh every --interval seconds until Ctrl-C."),
     interval: float = typer.Option(2.0, "--interval", min=0.1, help="Seconds between refreshes with --watch."),
 ) -> None:
     """Every registered cluster as the running controller reports it (asked at the /status address its status file
     records): state, reconciles, errors and the last one; and, from each member, who owns it and whether its
     webhooks answer (with the fix when they do not). Exits 1 when no controller is running."""
-    _check_output(output)
     directory = clusters_dir_to_read(clusters_dir)
-    if not watch:
+    if not watching:
         report = _status_report(status_file, directory, timeout, lease_namespace)
         typer.echo(report.render(output))
         if not report.controller.running:
             raise _fail(report.controller.failure(status_file))
         return
-    clear = sys.stdout.isatty() and output == "table"
-    try:
-        while True:
-            report = _status_report(status_file, directory, timeout, lease_namespace)
-            frame = report.render(output)
-            typer.echo(("\x1b[H\x1b[2J" + frame) if clear else frame + "\n", nl=not clear)
-            time.sleep(interval)
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+    watch(
+        lambda: _status_report(status_file, directory, timeout, lease_namespace).render(output),
+        interval,
+        clear=output in (OutputFormat.table, OutputFormat.wide),
+    )
 
 
 def _status_report(status_file: Path, directory: Path, timeout: float, lease_namespace: str) -> StatusReport:

@@ -12,6 +12,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from omectl.cli.cluster import cluster_app
+from omectl.cli.main import app
 from omectl.fleet.registration import load_registration_file
 from omectl.sim.fleet import BackgroundFleet
 from omectl.sim.kubeconfig import KubeconfigEntry, write_kubeconfig
@@ -185,9 +186,34 @@ def test_list_reads_the_directory_from_the_environment(
 
 
 def test_list_rejects_an_unknown_output_format(runner: CliRunner, clusters: Path) -> None:
-    result = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters), "-o", "wide"])
-    assert result.exit_code == 1
-    assert result.stderr == 'error: unknown output format "wide": use one of table, json, yaml\n'
+    result = runner.invoke(app, ["cluster", "list", "--clusters-dir", str(clusters), "-o", "xml"], prog_name="omectl")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: Invalid value for '-o' / '--output': 'xml' is not one of 'table', 'wide', 'name', 'json', 'yaml'. "
+        "(see 'omectl cluster list --help')\n"
+    )
+
+
+def test_list_and_check_print_names_and_wide_tables(runner: CliRunner, clusters: Path, fleet_kubeconfig: Path) -> None:
+    assert add(runner, clusters, "one", "--kubeconfig", str(fleet_kubeconfig)).exit_code == 0
+    assert add(runner, clusters, "two", "--kubeconfig", str(fleet_kubeconfig), "--context", "bg-2").exit_code == 0
+    (clusters / "broken.yaml").write_text("apiVersion: omectl.io/v1alpha1\nkind: ClusterRegistration\n")
+    broken = clusters / "broken.yaml"
+
+    names = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters), "-o", "name"])
+    assert names.exit_code == 0, names.output
+    assert names.stdout == "cluster/one\ncluster/two\n"
+    assert names.stderr == f"error: {broken}: metadata.name is required\n"  # never among the names
+
+    table = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters)])
+    wide = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters), "-o", "wide"])
+    assert wide.exit_code == 0, wide.output
+    assert wide.stdout == table.stdout  # every field of a registration is in the table already
+
+    broken.unlink()
+    checked = runner.invoke(cluster_app, ["check", "--clusters-dir", str(clusters), "--timeout", "3", "-o", "name"])
+    assert checked.exit_code == 0, checked.output
+    assert checked.stdout == "cluster/one\ncluster/two\n"
 
 
 def test_remove_deletes_the_registration_and_rejects_unknown_names(
