@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from omectl.cli.errors import CommandError
+from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records
 from omectl.cli.runtime import (
     CLUSTERS_DIR_OPTION,
     EXIT_CLUSTER_FAILED,
-    OUTPUT_OPTION,
     TIMEOUT_OPTION,
     ClusterTarget,
-    OutputFormat,
-    _emit,
     _fail,
-    _print_table,
     _registered_target,
     _registrations,
     _with_client,
@@ -108,6 +106,30 @@ async def _read_fleet(targets: list[ClusterTarget]) -> list[dict[str, Any] | Com
     return list(await asyncio.gather(*(one(target) for target in targets)))
 
 
+@dataclass(frozen=True)
+class GpuRow:
+    """One row of the table: a cluster's report and one of its GPU resources."""
+
+    report: Mapping[str, Any]
+    resource: str
+    counts: Mapping[str, int]
+
+    @property
+    def free(self) -> str:
+        free = self.counts["total"] - self.counts["requested"]
+        return str(free) if free >= 0 else f"0 (over by {-free})"
+
+
+GPU_COLUMNS: list[Column[GpuRow]] = [
+    Column("CLUSTER", lambda row: row.report["cluster"]),
+    Column("NODES", lambda row: str(row.report["nodes"])),
+    Column("GPU", lambda row: row.resource),
+    Column("REQUESTED/TOTAL", lambda row: f"{row.counts['requested']}/{row.counts['total']}"),
+    Column("FREE", lambda row: row.free),
+    Column("ENGINES READY/TOTAL", lambda row: f"{row.report['engines']['ready']}/{row.report['engines']['total']}"),
+]
+
+
 @fleet_app.command("status")
 def status(
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
@@ -123,26 +145,16 @@ def status(
     results = [o for o in outcomes if isinstance(o, dict)]
     errors = [f"{source}: {message}" for source, message in sorted(registry_errors.items())]
     errors += [o.message for o in outcomes if isinstance(o, CommandError)]
-    if output is OutputFormat.table:
-        rows = []
-        for result in results:
-            engines = f"{result['engines']['ready']}/{result['engines']['total']}"
-            for resource, counts in result["gpus"].items() or [("-", {"total": 0, "requested": 0})]:
-                free = counts["total"] - counts["requested"]
-                rows.append(
-                    [
-                        result["cluster"],
-                        str(result["nodes"]),
-                        resource,
-                        f"{counts['requested']}/{counts['total']}",
-                        str(free) if free >= 0 else f"0 (over by {-free})",
-                        engines,
-                    ]
-                )
-        _print_table(["CLUSTER", "NODES", "GPU", "REQUESTED/TOTAL", "FREE", "ENGINES READY/TOTAL"], rows)
+    if output.is_document:
+        emit({"clusters": results, "errors": errors}, output)
+    else:
+        rows = [
+            GpuRow(result, resource, counts)
+            for result in results
+            for resource, counts in result["gpus"].items() or [("-", {"total": 0, "requested": 0})]
+        ]
+        print_records(rows, GPU_COLUMNS, output, kind="cluster", name=lambda row: row.report["cluster"])
         for error in errors:
             typer.echo(f"error: {error}", err=True)
-    else:
-        _emit({"clusters": results, "errors": errors}, output)
     if errors:
         raise typer.Exit(EXIT_CLUSTER_FAILED)

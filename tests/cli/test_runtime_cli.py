@@ -543,6 +543,54 @@ def test_tree_all_clusters_succeeds_when_every_cluster_answers(clusters_dir: Pat
     assert found == {"rt-1": True, "rt-2": False}
 
 
+# --- -o wide and -o name -------------------------------------------------------------------------------------
+
+
+def test_effective_wide_adds_autosync_the_pinned_revision_the_chain_versions_and_the_cluster(kubeconfig: Path) -> None:
+    args = ("effective", "tuned", "-n", "team-b", "--kubeconfig", str(kubeconfig))
+    plain = ok(invoke(*args)).stdout.splitlines()
+    header, row = ok(invoke(*args, "-o", "wide")).stdout.splitlines()
+    assert header.split() == [*plain[0].split(), "AUTOSYNC", "PINNED", "REVISION", "RESOURCEVERSIONS", "CLUSTER"]
+    report = json.loads(ok(invoke(*args, "-o", "json")).stdout)
+    versions = ",".join(hop["resourceVersion"] for hop in report["chain"])
+    assert row.split() == [*plain[1].split(), "no", "-", versions, "rt-1"]
+
+
+def test_effective_name_prints_the_inference_service_as_kubectl_does(kubeconfig: Path) -> None:
+    result = ok(invoke("effective", "auto", "-n", "llama-demo", "--kubeconfig", str(kubeconfig), "-o", "name"))
+    assert result.stdout == "inferenceservice.ome.io/auto\n"  # no note about automatic selection
+
+
+def test_tree_name_lists_the_runtime_and_every_object_it_reaches(kubeconfig: Path) -> None:
+    result = ok(invoke("tree", "sglang-profile", "--kubeconfig", str(kubeconfig), "-o", "name"))
+    assert result.stdout.splitlines() == [
+        "clusterservingruntime.ome.io/sglang-profile",
+        "clusterservingruntime.ome.io/sglang-h100",
+        "servingruntime.ome.io/sglang-llama-3-2-3b",
+        "servingruntime.ome.io/sglang-llama-long-context",
+        "inferenceservice.ome.io/llama-3-2-3b-instruct",
+        "inferenceservice.ome.io/long-context",
+    ]
+    ancestors = ok(
+        invoke(
+            "tree", "sglang-h100-tuned", "-n", "team-b", "--ancestors", "--kubeconfig", str(kubeconfig), "-o", "name"
+        )
+    )
+    assert ancestors.stdout.splitlines() == [
+        "servingruntime.ome.io/sglang-h100-tuned",
+        "servingruntime.ome.io/sglang-profile",
+        "clusterservingruntime.ome.io/sglang-h100",
+    ]
+
+
+def test_tree_name_all_clusters_prints_each_object_once(clusters_dir: Path) -> None:
+    (clusters_dir / "down.yaml").unlink()
+    result = ok(invoke("tree", "sglang-profile", "--all-clusters", "--clusters-dir", str(clusters_dir), "-o", "name"))
+    lines = result.stdout.splitlines()
+    assert lines[0] == "clusterservingruntime.ome.io/sglang-profile"
+    assert len(lines) == len(set(lines)) and "inferenceservice.ome.io/llama-3-2-3b-instruct" in lines
+
+
 # --- the kubectl plugin ------------------------------------------------------------------------------------
 
 

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Tracer
 from typer.testing import CliRunner
 
+from omectl.cli.main import app
 from omectl.cli.trace import trace_app
 from omectl.tracing import configure_tracing, merge_span, reconcile_span, set_result, watch_event_context
 from omectl.tracing import spans as names
@@ -351,3 +353,29 @@ def test_explain_names_each_runtime_with_its_kind_and_the_chains_context(
     explained = orjson.loads(out)
     assert explained["context"] == "namespace team-a"
     assert explained["chainRefs"][0] == "ServingRuntime/team-a/base"
+
+
+def test_list_wide_adds_the_resource_version_queue_wait_retries_and_span_id(recorded: Recorded) -> None:
+    code, out, _ = invoke("list", "-f", str(recorded.path), "--limit", "1", "-o", "wide")
+    assert code == 0
+    header, row = out.splitlines()
+    assert header.split()[-8:] == ["RESOURCE", "VERSION", "QUEUE", "WAIT", "(ms)", "RETRIES", "SPAN", "ID"]
+    (document,) = orjson.loads(invoke("list", "-f", str(recorded.path), "--limit", "1", "-o", "json")[1])
+    assert row.split()[-5:] == [document["traceId"], "11", "4.0", "0", document["spanId"]]
+
+
+def test_list_and_explain_print_yaml_and_refuse_name(recorded: Recorded) -> None:
+    code, out, _ = invoke("list", "-f", str(recorded.path), "--limit", "2", "-o", "yaml")
+    assert code == 0
+    assert yaml.safe_load(out) == orjson.loads(
+        invoke("list", "-f", str(recorded.path), "--limit", "2", "-o", "json")[1]
+    )
+    args = ("explain", "ServingRuntime", "llm/chat-rt", "-f", str(recorded.path))
+    assert yaml.safe_load(invoke(*args, "-o", "yaml")[1]) == orjson.loads(invoke(*args, "-o", "json")[1])
+    for command, row in ((("list", "-f", str(recorded.path)), "a reconcile"), (args, "a field")):
+        result = runner.invoke(app, ["trace", *command, "-o", "name"], prog_name="omectl")
+        assert (result.exit_code, result.stdout) == (2, "")
+        assert result.stderr == (
+            f"error: Invalid value for '-o' / '--output': name: each row is {row}, not an object "
+            f"(see 'omectl trace {command[0]} --help')\n"
+        )
