@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, watch
+from omectl.cli.selectors import SELECTOR_OPTION, LabelSelector, parse_selector
 from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env, clusters_dir_to_read
 from omectl.fleet.registration import (
     ClusterRegistration,
@@ -131,8 +132,18 @@ def add(
     typer.echo(f'cluster "{name}" registered ({target})')
 
 
-def _rows(directory: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def _selected(
+    registrations: dict[str, ClusterRegistration], selector: LabelSelector | None
+) -> dict[str, ClusterRegistration]:
+    """The registrations whose labels `-l` selects (all without one)."""
+    if selector is None:
+        return registrations
+    return {name: reg for name, reg in registrations.items() if selector.matches(reg.labels)}
+
+
+def _rows(directory: Path, selector: LabelSelector | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
     registrations, errors = DirectoryProvider(directory).scan()
+    registrations = _selected(registrations, selector)
     rows = []
     for name, reg in sorted(registrations.items()):
         try:
@@ -185,17 +196,20 @@ LIST_COLUMNS: list[Column[dict[str, Any]]] = [
 def list_clusters(
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
+    selector: str | None = SELECTOR_OPTION,
 ) -> None:
     """List the registered clusters, and the registration files that could not be used."""
+    selected = parse_selector(selector)
     directory = clusters_dir_to_read(clusters_dir)
-    rows, errors = _rows(directory)
+    rows, errors = _rows(directory, selected)
     if output.is_document:
         error_list = [{"source": source, "message": errors[source]} for source in sorted(errors)]
         emit({"clusters": rows, "errors": error_list}, output)
         return
     if not rows and not errors:
         if output is not OutputFormat.name:
-            typer.echo(f"no clusters registered in {directory}")
+            match = f" match {selected}" if selected is not None else ""
+            typer.echo(f"no clusters registered in {directory}{match}")
         return
     if rows:
         _print_clusters(rows, LIST_COLUMNS, output)
@@ -385,8 +399,10 @@ def check(
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     timeout: float = typer.Option(5.0, "--timeout", min=0.1, help="Seconds to wait for each cluster."),
     output: OutputFormat = OUTPUT_OPTION,
+    selector: str | None = SELECTOR_OPTION,
 ) -> None:
     """Connect to each registered cluster (GET /version); exit 0 if all are reachable, else 2."""
+    selected = parse_selector(selector)
     directory = clusters_dir_to_read(clusters_dir)
     registrations, errors = DirectoryProvider(directory).scan()
     if name is not None:
@@ -397,7 +413,7 @@ def check(
             raise _fail(f'cluster "{name}" is not registered in {directory}')
         registrations = {name: registrations[name]}
         errors = {}
-    regs = [registrations[n] for n in sorted(registrations)]
+    regs = [reg for _, reg in sorted(_selected(registrations, selected).items())]
     results = asyncio.run(_probe_all(regs, timeout))
     rows: list[dict[str, Any]] = []
     for reg, (reachable, detail) in zip(regs, results, strict=True):
@@ -435,26 +451,31 @@ def status(
     lease_namespace: str = LEASE_NAMESPACE_OPTION,
     watching: bool = typer.Option(False, "--watch", "-w", help="Refresh every --interval seconds until Ctrl-C."),
     interval: float = typer.Option(2.0, "--interval", min=0.1, help="Seconds between refreshes with --watch."),
+    selector: str | None = SELECTOR_OPTION,
 ) -> None:
     """Every registered cluster as the running controller reports it (asked at the /status address its status file
     records): state, reconciles, errors and the last one; and, from each member, who owns it and whether its
     webhooks answer (with the fix when they do not). Exits 1 when no controller is running."""
+    selected = parse_selector(selector)
     directory = clusters_dir_to_read(clusters_dir)
     if not watching:
-        report = _status_report(status_file, directory, timeout, lease_namespace)
+        report = _status_report(status_file, directory, timeout, lease_namespace, selected)
         typer.echo(report.render(output))
         if not report.controller.running:
             raise _fail(report.controller.failure(status_file))
         return
     watch(
-        lambda: _status_report(status_file, directory, timeout, lease_namespace).render(output),
+        lambda: _status_report(status_file, directory, timeout, lease_namespace, selected).render(output),
         interval,
         clear=output in (OutputFormat.table, OutputFormat.wide),
     )
 
 
-def _status_report(status_file: Path, directory: Path, timeout: float, lease_namespace: str) -> StatusReport:
-    """What the controller says (or that it is not running) and what the members say, for every registered cluster."""
+def _status_report(
+    status_file: Path, directory: Path, timeout: float, lease_namespace: str, selector: LabelSelector | None = None
+) -> StatusReport:
+    """What the controller says (or that it is not running) and what the members say, for every registered cluster
+    (those `-l` selects: then the controller's other clusters are left out too)."""
     from omectl.cli.status import StatusFileError, StatusReport, controller_view
 
     try:  # a bad status file is an error before any member is asked
@@ -462,8 +483,10 @@ def _status_report(status_file: Path, directory: Path, timeout: float, lease_nam
     except StatusFileError as exc:
         raise _fail(str(exc)) from None
     registrations, registry_errors = DirectoryProvider(directory).scan()
+    registrations = _selected(registrations, selector)
     members = asyncio.run(_check_members(registrations, timeout, lease_namespace))
-    return StatusReport(controller, sorted(registrations), registry_errors, members)
+    only = None if selector is None else set(registrations)
+    return StatusReport(controller, sorted(registrations), registry_errors, members, only=only)
 
 
 async def _check_members(registrations: dict[str, ClusterRegistration], timeout: float, namespace: str) -> list[Any]:

@@ -28,6 +28,7 @@ from omectl.cli.runtime import (
     _registrations,
     _with_client,
 )
+from omectl.cli.selectors import SELECTOR_OPTION, parse_selector
 from omectl.core.ome.workloads import gpu_requests, is_gpu_resource, parse_count
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.resources import DEPLOYMENTS, INFERENCE_SERVICES, LEADER_WORKER_SETS, ResourceRef
@@ -135,11 +136,15 @@ def status(
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
     timeout: float = TIMEOUT_OPTION,
+    selector: str | None = SELECTOR_OPTION,
 ) -> None:
     """GPUs total and requested, and engines ready of total, for every registered cluster."""
+    selected = parse_selector(selector)
     directory, registrations, registry_errors = _registrations(clusters_dir)
     if not registrations and not registry_errors:
         _fail(CommandError(f"no clusters registered in {directory}"))
+    if selected is not None:
+        registrations = {name: reg for name, reg in registrations.items() if selected.matches(reg.labels)}
     targets = [_registered_target(registrations[name], timeout) for name in sorted(registrations)]
     outcomes = asyncio.run(_read_fleet(targets))
     results = [o for o in outcomes if isinstance(o, dict)]

@@ -362,9 +362,17 @@ def _print_effective(report: Mapping[str, Any], output: OutputFormat) -> None:
 
 @runtime_app.command("effective")
 def effective(
-    name: str = typer.Argument(..., help="Name of the InferenceService."),
+    name: str | None = typer.Argument(
+        None,
+        help="Name of the InferenceService; without it, every InferenceService of the namespace (or with -A, of "
+        "every namespace).",
+        show_default=False,
+    ),
     namespace: str | None = typer.Option(
         None, "-n", "--namespace", help="Namespace of the InferenceService (default: the context's namespace)."
+    ),
+    all_namespaces: bool = typer.Option(
+        False, "-A", "--all-namespaces", help="Every InferenceService in every namespace."
     ),
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     context: str | None = CONTEXT_OPTION,
@@ -374,12 +382,21 @@ def effective(
     timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """The runtime an InferenceService uses: kind, revision, pinned, drifted and its inheritance chain."""
+    if name is not None and all_namespaces:
+        raise typer.BadParameter("an InferenceService is named within one namespace: drop NAME or -A", param_hint="-A")
     try:
         target = _single_target(kubeconfig, context, cluster, clusters_dir, timeout)
-        report = asyncio.run(_with_client(target, lambda client: _read_effective(client, namespace, name)))
+        if name is None:
+            listing = asyncio.run(
+                _with_client(target, lambda client: _read_all_effective(client, namespace, all_namespaces))
+            )
+        else:
+            report = asyncio.run(_with_client(target, lambda client: _read_effective(client, namespace, name)))
     except CommandError as exc:
         _fail(exc)
-    if output.is_document:
+    if name is None:
+        _print_listing(listing, output, all_namespaces)
+    elif output.is_document:
         emit(report, output)
     else:
         _print_effective(report, output)
@@ -397,6 +414,46 @@ async def _read_effective(client: ClusterClient, namespace: str | None, name: st
             client.list_all(SERVING_RUNTIMES, namespace), client.list_all(CLUSTER_SERVING_RUNTIMES)
         )
     return effective_report(ClusterRead.from_lists(client.name, serving, cluster_serving), isvc)
+
+
+async def _read_all_effective(client: ClusterClient, namespace: str | None, all_namespaces: bool) -> dict[str, Any]:
+    """The report of every InferenceService of a namespace (the context's without one), or of every namespace; one
+    whose runtime is missing or does not resolve is an entry of `errors`, not the command's end."""
+    scope = None if all_namespaces else (namespace or client.default_namespace)
+    isvcs, serving, cluster_serving = await asyncio.gather(
+        client.list_all(INFERENCE_SERVICES, scope),
+        client.list_all(SERVING_RUNTIMES, scope),
+        client.list_all(CLUSTER_SERVING_RUNTIMES),
+    )
+    read = ClusterRead.from_lists(client.name, serving, cluster_serving)
+    reports, errors = [], []
+    for isvc in sorted(isvcs, key=lambda obj: (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])):
+        try:
+            reports.append(effective_report(read, isvc))
+        except CommandError as exc:
+            errors.append(exc.message)
+    return {"cluster": client.name, "namespace": scope, "inferenceServices": reports, "errors": errors}
+
+
+def _print_listing(listing: Mapping[str, Any], output: OutputFormat, all_namespaces: bool) -> None:
+    reports = listing["inferenceServices"]
+    if output.is_document:
+        emit(listing, output)
+    elif reports or output is OutputFormat.name:
+        columns = EFFECTIVE_COLUMNS
+        if all_namespaces:  # as kubectl get -A: the namespace first
+            columns = [Column("NAMESPACE", lambda r: r["inferenceService"]["namespace"]), *columns]
+        print_records(
+            reports, columns, output, kind=INFERENCE_SERVICE_KIND, name=lambda r: r["inferenceService"]["name"]
+        )
+    elif not listing["errors"]:
+        where = "any namespace" if listing["namespace"] is None else f'namespace "{listing["namespace"]}"'
+        typer.echo(f"No InferenceServices in {where} (cluster {listing['cluster']}).")
+    if not output.is_document:
+        for message in listing["errors"]:
+            typer.echo(f"error: {message}", err=True)
+    if listing["errors"]:
+        raise typer.Exit(1)
 
 
 # --- output ------------------------------------------------------------------------------------------------

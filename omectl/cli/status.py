@@ -165,12 +165,16 @@ class StatusReport:
     registered: list[str]
     registry_errors: dict[str, str] = field(default_factory=dict)
     members: list[Any] = field(default_factory=list)
+    only: set[str] | None = None
+    """The clusters a label selector chose (None: every cluster)."""
 
     def clusters(self) -> list[dict[str, Any]]:
         """Every registered cluster, and every cluster the controller reports: one entry each, by name."""
         reported = {c["name"]: c for c in (self.controller.document or {}).get("clusters", []) if isinstance(c, dict)}
         entries = []
         for name in sorted(set(self.registered) | set(reported)):
+            if self.only is not None and name not in self.only:
+                continue
             entry: dict[str, Any] = {"name": name, "registered": name in self.registered}
             found = reported.get(name)
             if self.controller.running and found is not None:

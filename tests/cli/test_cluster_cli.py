@@ -302,3 +302,41 @@ def test_remove_works_when_the_registered_kubeconfig_is_gone(
     result = runner.invoke(cluster_app, ["remove", "one", "--clusters-dir", str(clusters)])
     assert result.exit_code == 0, result.output
     assert not (clusters / "one.yaml").exists()
+
+
+def test_list_and_check_select_clusters_by_their_registration_labels(
+    runner: CliRunner, clusters: Path, fleet_kubeconfig: Path
+) -> None:
+    kc = str(fleet_kubeconfig)
+    assert (
+        add(runner, clusters, "eu-1", "--kubeconfig", kc, "--label", "region=eu", "--label", "gpu=h200").exit_code == 0
+    )
+    assert add(runner, clusters, "eu-2", "--kubeconfig", kc, "--context", "bg-2", "--label", "region=eu").exit_code == 0
+    assert (
+        add(runner, clusters, "us-1", "--kubeconfig", kc, "--label", "region=us", "--label", "gpu=h100").exit_code == 0
+    )
+
+    def names(command: str, selector: str) -> list[str]:
+        result = runner.invoke(cluster_app, [command, "--clusters-dir", str(clusters), "-l", selector, "-o", "name"])
+        assert result.exit_code == 0, result.output
+        return result.stdout.splitlines()
+
+    assert names("list", "region=eu") == ["cluster/eu-1", "cluster/eu-2"]
+    assert names("list", "gpu in (h100,h200)") == ["cluster/eu-1", "cluster/us-1"]
+    assert names("list", "region=eu,!gpu") == ["cluster/eu-2"]
+    assert names("list", "region!=eu") == ["cluster/us-1"]
+    assert names("check", "gpu") == ["cluster/eu-1", "cluster/us-1"]
+
+    none = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters), "-l", "region=ap"])
+    assert none.stdout == f"no clusters registered in {clusters} match region=ap\n"
+
+
+def test_a_bad_selector_is_one_usage_line(runner: CliRunner, clusters: Path) -> None:
+    result = runner.invoke(
+        app, ["cluster", "list", "--clusters-dir", str(clusters), "-l", "a in ("], prog_name="omectl"
+    )
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: Invalid value for '-l' / '--selector': invalid label selector 'a in (': 'a in (' is not a label key "
+        "(see 'omectl cluster list --help')\n"
+    )

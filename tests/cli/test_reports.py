@@ -78,3 +78,10 @@ def test_cluster_status_names_every_cluster_and_its_wide_table_adds_server_and_e
     assert member_header.split() == ["CLUSTER", "OWNER", "OWNER", "LIVE", "WEBHOOKS", "FAILURE", "POLICY"]
     assert [line.split() for line in table if line.startswith("CLUSTER")] == [["CLUSTER", "OWNER", "WEBHOOKS"]]
     assert json.loads(report.render(OutputFormat.json))["clusters"][0]["server"] == "https://c1:6443"
+
+
+def test_cluster_status_with_a_selector_leaves_the_other_clusters_out_even_those_the_controller_serves() -> None:
+    report = status_report()
+    report.registered, report.members, report.only = ["c2"], [MemberCheck("c2")], {"c2"}
+    assert report.render(OutputFormat.name) == "cluster/c2"
+    assert [entry["name"] for entry in report.to_dict()["clusters"]] == ["c2"]

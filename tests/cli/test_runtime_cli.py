@@ -591,6 +591,40 @@ def test_tree_name_all_clusters_prints_each_object_once(clusters_dir: Path) -> N
     assert len(lines) == len(set(lines)) and "inferenceservice.ome.io/llama-3-2-3b-instruct" in lines
 
 
+def test_effective_without_a_name_lists_the_namespace_and_with_all_namespaces_every_one(kubeconfig: Path) -> None:
+    team_b = ok(invoke("effective", "-n", "team-b", "--kubeconfig", str(kubeconfig)))
+    assert [(row["NAME"], row["RUNTIME"]) for row in table(team_b.stdout)] == [
+        ("tuned", "sglang-h100-tuned"),
+        ("uses-shadow", "sglang-profile"),
+    ]
+    everywhere = invoke("effective", "-A", "--kubeconfig", str(kubeconfig))
+    assert everywhere.exit_code == 1  # two InferenceServices do not resolve: said, and the rest listed
+    rows = table(everywhere.stdout)
+    assert list(rows[0])[:2] == ["NAMESPACE", "NAME"]
+    assert [(row["NAMESPACE"], row["NAME"]) for row in rows] == [
+        ("llama-demo", "auto"),
+        ("llama-demo", "llama-3-2-3b-instruct"),
+        ("llama-demo", "long-context"),
+        ("team-b", "tuned"),
+        ("team-b", "uses-shadow"),
+    ]
+    assert [line.split(":")[0] for line in everywhere.stderr.splitlines()] == ["error", "error"]
+    assert "llama-demo/broken" in everywhere.stderr and "llama-demo/missing-runtime" in everywhere.stderr
+    document = json.loads(invoke("effective", "-A", "--kubeconfig", str(kubeconfig), "-o", "json").stdout)
+    assert document["namespace"] is None and len(document["inferenceServices"]) == 5
+    assert len(document["errors"]) == 2
+    names = invoke("effective", "-A", "--kubeconfig", str(kubeconfig), "-o", "name")
+    assert names.stdout.splitlines()[0] == "inferenceservice.ome.io/auto"
+
+
+def test_effective_refuses_a_name_with_all_namespaces(kubeconfig: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["runtime", "effective", "tuned", "-A", "--kubeconfig", str(kubeconfig)], prog_name="omectl"
+    )
+    assert result.exit_code == 2
+    assert "an InferenceService is named within one namespace: drop NAME or -A" in result.stderr
+
+
 # --- the kubectl plugin ------------------------------------------------------------------------------------
 
 
