@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from omectl.cli.progress import gather_with_progress, progress
 from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, watch
 from omectl.cli.selectors import SELECTOR_OPTION, LabelSelector, parse_selector
 from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env, clusters_dir_to_read
@@ -272,20 +273,21 @@ async def _clean_member(
         except KubeError:
             waited = False  # the loop below reports what is wrong with the cluster
         unregister()
-        while True:
-            try:
-                deleted = await uninstall(client, reg.name, namespace=namespace)
-                break
-            except HeldByLiveController as exc:
-                if loop.time() >= deadline:
-                    typer.echo(
-                        f'error: cluster "{reg.name}": {exc}; it still holds the cluster {timeout:g} s after the '
-                        f"removal, so it does not read {directory}",
-                        err=True,
-                    )
-                    return 1
-                waited = True
-                await asyncio.sleep(0.2)  # the controller sees the file gone on its next poll
+        with progress(f'waiting for the controller to let cluster "{reg.name}" go'):
+            while True:
+                try:
+                    deleted = await uninstall(client, reg.name, namespace=namespace)
+                    break
+                except HeldByLiveController as exc:
+                    if loop.time() >= deadline:
+                        typer.echo(
+                            f'error: cluster "{reg.name}": {exc}; it still holds the cluster {timeout:g} s after the '
+                            f"removal, so it does not read {directory}",
+                            err=True,
+                        )
+                        return 1
+                    waited = True
+                    await asyncio.sleep(0.2)  # the controller sees the file gone on its next poll
     except KubeConnectionError as exc:
         typer.echo(f'warning: cluster "{reg.name}": not cleaned up ({_one_line(exc)}); {later}', err=True)
         return 0
@@ -382,7 +384,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 async def _probe_all(regs: list[ClusterRegistration], timeout: float) -> list[tuple[bool, str]]:
-    return list(await asyncio.gather(*(_probe(reg, timeout) for reg in regs)))
+    return await gather_with_progress("connecting to the clusters", [_probe(reg, timeout) for reg in regs])
 
 
 CHECK_COLUMNS: list[Column[dict[str, Any]]] = [
@@ -503,4 +505,4 @@ async def _check_members(registrations: dict[str, ClusterRegistration], timeout:
         finally:
             await client.close()
 
-    return list(await asyncio.gather(*(one(registrations[n]) for n in sorted(registrations))))
+    return await gather_with_progress("checking the members", [one(registrations[n]) for n in sorted(registrations)])

@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from omectl.cli.errors import CommandError
+from omectl.cli.progress import gather_with_progress
 from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, refuse_name
 from omectl.cli.runtime import (
     CLUSTER_OPTION,
@@ -87,8 +88,8 @@ def doctor(
 
     async def everything() -> list[tuple[str, list[Finding]]]:
         registered = all_clusters or cluster is not None
-        diagnoses = (_diagnose(t, aim_namespace, lease_namespace, registered=registered) for t in targets)
-        return list(await asyncio.gather(*diagnoses))
+        diagnoses = [_diagnose(t, aim_namespace, lease_namespace, registered=registered) for t in targets]
+        return await gather_with_progress("checking the clusters", diagnoses)
 
     results = asyncio.run(everything())
     if output.is_document:

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from omectl.cli.progress import gather_with_progress
 from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, refuse_name
 
 SHELLS = ("bash", "zsh", "fish")
@@ -121,4 +122,4 @@ async def _servers(kubeconfig: Path, context: str | None, timeout: float) -> lis
         }
         return answer
 
-    return list(await asyncio.gather(*(one(name) for name in contexts)))
+    return await gather_with_progress("asking the servers", [one(name) for name in contexts])

@@ -23,6 +23,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from omectl.cli.errors import CommandError
+from omectl.cli.progress import gather_with_progress
 from omectl.cli.reports import OUTPUT_OPTION, OutputFormat, emit
 from omectl.cli.runtime import (
     CLUSTER_OPTION,
@@ -475,4 +476,4 @@ async def _read_fleet(
         except CommandError as exc:
             return CommandError(exc.message, EXIT_CLUSTER_FAILED)
 
-    return list(await asyncio.gather(*(one(target) for target in targets)))
+    return await gather_with_progress("reading the clusters", [one(target) for target in targets])

@@ -14,7 +14,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, refuse_name
+from omectl.cli.reports import (
+    OUTPUT_OPTION,
+    Column,
+    OutputFormat,
+    emit,
+    print_records,
+    refuse_name,
+    render_document,
+    render_records,
+    watch,
+)
 from omectl.tracing.reader import MergeRecord, SpanRecord, TraceStore, object_of
 from omectl.tracing.setup import default_trace_file
 from omectl.tracing.spans import (
@@ -125,26 +135,36 @@ def list_reconciles(
     since: str | None = typer.Option(None, "--since", help="Only reconciles started since: 10m, 1h, or RFC 3339."),
     limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many, newest first."),
     output: OutputFormat = OUTPUT_OPTION,
+    watching: bool = typer.Option(
+        False, "--watch", "-w", help="Read the file again every --interval seconds until Ctrl-C."
+    ),
+    interval: float = typer.Option(2.0, "--interval", min=0.1, help="Seconds between refreshes with --watch."),
 ) -> None:
     """Recent reconciles, newest first: one row per reconcile root span."""
     refuse_name(output, "a reconcile")
-    since_ns = parse_since(since, time.time_ns()) if since else None
+    if since:
+        parse_since(since, time.time_ns())  # a bad --since is a usage error before anything is read
     kind, namespace, name = parse_object(object_ref) if object_ref else (None, None, None)
     if object_ref and namespace is None:
         namespace = ""  # KIND/NAME asks for the cluster-scoped object only
-    store, path = _load(file)
-    spans = store.reconciles(cluster=cluster, kind=kind, namespace=namespace, name=name, since_ns=since_ns)[:limit]
-    rows = [_reconcile_row(span) for span in spans]
-    if output is OutputFormat.json:
-        _dump_json(rows)
-        return
-    if output.is_document:
-        emit(rows, output)
-        return
-    if not spans:
-        typer.echo(f"No reconciles match in {path}.")
-        return
-    print_records(rows, RECONCILE_COLUMNS, output)
+
+    def frame() -> str:
+        since_ns = parse_since(since, time.time_ns()) if since else None  # --since 10m: of each frame's now
+        store, path = _load(file)
+        spans = store.reconciles(cluster=cluster, kind=kind, namespace=namespace, name=name, since_ns=since_ns)
+        rows = [_reconcile_row(span) for span in spans[:limit]]
+        if output is OutputFormat.json:
+            return orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode()
+        if output.is_document:
+            return render_document(rows, output)
+        if not rows:
+            return f"No reconciles match in {path}."
+        return render_records(rows, RECONCILE_COLUMNS, output)
+
+    if watching:
+        watch(frame, interval, clear=not output.is_document)
+    else:
+        typer.echo(frame())
 
 
 def _or_dash(value: Any) -> str:

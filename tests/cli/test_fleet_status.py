@@ -1,8 +1,11 @@
-"""`omectl fleet status` picks clusters by their registration labels (`-l`) and names them (`-o name`), against two
-embedded clusters on a background thread."""
+"""`omectl fleet status` picks clusters by their registration labels (`-l`), names them (`-o name`) and redraws
+(`--watch`), against two embedded clusters on a background thread."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ from typer.testing import CliRunner
 from omectl.cli.main import app
 from omectl.fleet.registration import ClusterRegistration, to_yaml
 from omectl.sim.fleet import BackgroundFleet
+from tests.cli.test_run import omectl_env
 
 
 @pytest.fixture
@@ -37,3 +41,24 @@ def test_fleet_status_names_every_cluster_and_selects_by_label(clusters: Path) -
     header, row = fleet_status(clusters, "-l", "region=eu")
     assert header.split()[0] == "CLUSTER" and row.split()[:3] == ["eu", "0", "-"]
     assert fleet_status(clusters, "-o", "wide") == fleet_status(clusters)  # the table shows every field already
+
+
+def test_watch_redraws_the_selected_clusters_until_ctrl_c(clusters: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "omectl", "fleet", "status", "--watch", "--interval", "0.1", "-l", "region=us",
+         "--clusters-dir", str(clusters)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=omectl_env(),
+    )  # fmt: skip
+    assert proc.stdout is not None
+    rows = []
+    try:
+        for line in proc.stdout:  # each frame is the header and one row, a blank line after it (not a terminal)
+            if line.strip() and not line.startswith("CLUSTER"):
+                rows.append(line.split()[0])
+                if len(rows) == 3:
+                    break
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert rows == ["us", "us", "us"]
+    assert proc.returncode == 130 and "Traceback" not in err, err

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import re
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -20,6 +23,7 @@ from omectl.cli.main import app
 from omectl.cli.trace import trace_app
 from omectl.tracing import configure_tracing, merge_span, reconcile_span, set_result, watch_event_context
 from omectl.tracing import spans as names
+from tests.cli.test_run import omectl_env
 
 HOUR_NS = 3600 * 10**9
 TRACE_ID = re.compile(r"\b[0-9a-f]{32}\b")
@@ -379,3 +383,30 @@ def test_list_and_explain_print_yaml_and_refuse_name(recorded: Recorded) -> None
             f"error: Invalid value for '-o' / '--output': name: each row is {row}, not an object "
             f"(see 'omectl trace {command[0]} --help')\n"
         )
+
+
+def test_list_watch_reads_the_file_again_each_interval_until_ctrl_c(recorded: Recorded, tmp_path: Path) -> None:
+    lines = recorded.path.read_text().splitlines(keepends=True)
+    growing = tmp_path / "growing.jsonl"
+    growing.write_text(lines[0])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "omectl", "trace", "list", "--watch", "--interval", "0.1", "-f", str(growing)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=omectl_env(),
+    )  # fmt: skip
+    assert proc.stdout is not None
+    first: set[str] = set()
+    seen: set[str] = set()
+    try:
+        for line in proc.stdout:
+            ids = set(listed_trace_ids(line))
+            if not first and ids:
+                first = ids
+                growing.write_text("".join(lines))  # the next frames read it again
+            seen |= ids
+            if seen == set(recorded.traces.values()):
+                break
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert first and first < seen == set(recorded.traces.values())
+    assert proc.returncode == 130 and "Traceback" not in err, err
