@@ -655,3 +655,32 @@ def with_schema_defaults(spec: dict[str, Any]) -> dict[str, Any]:
             if part in supported:
                 supported[part] = {"operator": "Equal", "weight": 1, **supported[part]}
     return spec
+
+
+@pytest.mark.kubectl
+def test_kubectl_ome_takes_kubectls_output_and_namespace_habits(
+    kubeconfig: Path, clusters_dir: Path, tmp_path: Path
+) -> None:
+    """`-A`, `-o wide|name` and `-l` reach the plugin as kubectl hands them over, after the plugin's name."""
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["HOME"] = str(tmp_path)
+
+    def kubectl_ome(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([kubectl_path(), "ome", *args], capture_output=True, text=True, env=env, timeout=60)
+
+    names = kubectl_ome("runtime", "effective", "-A", "-o", "name", "--kubeconfig", str(kubeconfig))
+    assert names.returncode == 1  # two of them do not resolve (stderr), the others are named
+    assert names.stdout.splitlines() == [
+        f"inferenceservice.ome.io/{name}"
+        for name in ("auto", "llama-3-2-3b-instruct", "long-context", "tuned", "uses-shadow")
+    ]
+    wide = kubectl_ome("runtime", "effective", "tuned", "-n", "team-b", "-o", "wide", "--kubeconfig", str(kubeconfig))
+    assert wide.returncode == 0, wide.stderr
+    assert wide.stdout.splitlines()[0].split()[-1] == "CLUSTER" and wide.stdout.splitlines()[1].endswith("rt-1")
+    (clusters_dir / "down.yaml").unlink()
+    (clusters_dir / "rt-2.yaml").write_text(
+        to_yaml(ClusterRegistration(name="rt-2", kubeconfig_path=kubeconfig, context="rt-2", labels={"tier": "gold"}))
+    )
+    selected = kubectl_ome("fleet", "status", "-l", "tier in (gold)", "-o", "name", "--clusters-dir", str(clusters_dir))
+    assert (selected.returncode, selected.stdout) == (0, "cluster/rt-2\n"), selected.stderr
