@@ -212,8 +212,7 @@ def list_clusters(
             match = f" match {selected}" if selected is not None else ""
             typer.echo(f"no clusters registered in {directory}{match}")
         return
-    if rows:
-        _print_clusters(rows, LIST_COLUMNS, output)
+    _print_clusters(rows, LIST_COLUMNS, output)
     _print_errors(errors, output)
 
 

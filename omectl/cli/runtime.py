@@ -2,7 +2,8 @@
 edit reaches, read straight from the clusters (no running controller needed).
 
 - `effective ISVC`: the runtime an InferenceService names, its kind, revision, pin and drift, and its inheritance
-  chain; `-o json|yaml` adds the chain (root first), the merged spec and which runtime set each field.
+  chain; `-o json|yaml` adds the chain (root first), the merged spec and which runtime set each field. Without
+  ISVC, every InferenceService of the namespace (`-A`: of every namespace), as `kubectl get` lists.
 - `tree RUNTIME` (`omectl.cli.runtime_tree`): what an edit of a runtime reaches, per resolution context, or with
   `--ancestors` the chain it resolves; `--all-clusters` does this for every registered cluster.
 
