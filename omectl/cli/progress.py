@@ -30,7 +30,15 @@ def progress(description: str, total: int | None = None, *, delay: float = SHOW_
     columns = [SpinnerColumn(), TextColumn("{task.description}")]
     if total is not None:
         columns += [BarColumn(), MofNCompleteColumn()]
-    bar = Progress(*columns, TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    # Output printed meanwhile stays on its own stream (rich would move stdout onto the bar's stderr console)
+    bar = Progress(
+        *columns,
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    )
     task = bar.add_task(description, total=total)
     lock = threading.Lock()
     done = False

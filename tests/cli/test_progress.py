@@ -53,3 +53,17 @@ def test_nothing_is_drawn_when_stderr_is_not_a_terminal(monkeypatch: pytest.Monk
     with progress.progress("waiting", delay=0):
         pass
     assert pipe.getvalue() == ""
+
+
+def test_what_is_printed_meanwhile_stays_on_stdout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    with progress.progress("starting", delay=0):
+        deadline = time.monotonic() + 10
+        while "starting" not in terminal.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        print("a table line")
+    assert "starting" in terminal.getvalue() and "a table line" not in terminal.getvalue()
+    assert capsys.readouterr().out == "a table line\n"
