@@ -134,6 +134,12 @@ def list_reconciles(
     ),
     since: str | None = typer.Option(None, "--since", help="Only reconciles started since: 10m, 1h, or RFC 3339."),
     limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many, newest first."),
+    in_namespace: str | None = typer.Option(
+        None, "-n", "--namespace", help="Only reconciles of objects in this namespace."
+    ),
+    all_namespaces: bool = typer.Option(
+        False, "-A", "--all-namespaces", help="Reconciles in every namespace (the default; drops -n)."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
     watching: bool = typer.Option(
         False, "--watch", "-w", help="Read the file again every --interval seconds until Ctrl-C."
@@ -147,6 +153,10 @@ def list_reconciles(
     kind, namespace, name = parse_object(object_ref) if object_ref else (None, None, None)
     if object_ref and namespace is None:
         namespace = ""  # KIND/NAME asks for the cluster-scoped object only
+    if in_namespace is not None and not all_namespaces:
+        if object_ref and namespace != in_namespace:
+            raise typer.BadParameter(f"--object {object_ref} is not in namespace {in_namespace!r}", param_hint="-n")
+        namespace = in_namespace
 
     def frame() -> str:
         since_ns = parse_since(since, time.time_ns()) if since else None  # --since 10m: of each frame's now

@@ -410,3 +410,18 @@ def test_list_watch_reads_the_file_again_each_interval_until_ctrl_c(recorded: Re
         _, err = proc.communicate(timeout=30)
     assert first and first < seen == set(recorded.traces.values())
     assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+def test_list_namespace_keeps_that_namespaces_reconciles_and_all_namespaces_every_one(recorded: Recorded) -> None:
+    t = recorded.traces
+    _, llm, _ = invoke("list", "-f", str(recorded.path), "-n", "llm")
+    assert listed_trace_ids(llm) == [t["isvc"]]
+    _, everywhere, _ = invoke("list", "-f", str(recorded.path), "-n", "llm", "-A")
+    _, default, _ = invoke("list", "-f", str(recorded.path))
+    assert listed_trace_ids(everywhere) == listed_trace_ids(default) and len(listed_trace_ids(default)) == 6
+    result = runner.invoke(
+        app, ["trace", "list", "-f", str(recorded.path), "-n", "llm", "--object", "ServingRuntime/default/rt"],
+        prog_name="omectl",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "--object ServingRuntime/default/rt is not in namespace 'llm'" in result.stderr
