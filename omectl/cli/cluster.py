@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-import yaml
 
+from omectl.cli.progress import gather_with_progress, progress
+from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, watch
+from omectl.cli.selectors import SELECTOR_OPTION, LabelSelector, parse_selector
 from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env, clusters_dir_to_read
 from omectl.fleet.registration import (
     ClusterRegistration,
@@ -50,7 +49,7 @@ LEASE_NAMESPACE_OPTION = typer.Option(
     envvar="OMECTL_LEASE_NAMESPACE",
     help="Namespace of the ownership Lease in the member (the controller's lease_namespace).",
 )
-OUTPUT_FORMATS = ("table", "json", "yaml")
+CLUSTER_KIND = "cluster"  # `-o name` prints cluster/NAME
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -134,8 +133,18 @@ def add(
     typer.echo(f'cluster "{name}" registered ({target})')
 
 
-def _rows(directory: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def _selected(
+    registrations: dict[str, ClusterRegistration], selector: LabelSelector | None
+) -> dict[str, ClusterRegistration]:
+    """The registrations whose labels `-l` selects (all without one)."""
+    if selector is None:
+        return registrations
+    return {name: reg for name, reg in registrations.items() if selector.matches(reg.labels)}
+
+
+def _rows(directory: Path, selector: LabelSelector | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
     registrations, errors = DirectoryProvider(directory).scan()
+    registrations = _selected(registrations, selector)
     rows = []
     for name, reg in sorted(registrations.items()):
         try:
@@ -155,58 +164,56 @@ def _rows(directory: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     return rows, errors
 
 
-def _print_table(headers: list[str], rows: list[list[str]]) -> None:
-    """kubectl-style columns (omectl.cli.tables): safe to pipe into grep/awk."""
-    from omectl.cli.tables import print_table
-
-    print_table(headers, rows)
-
-
-def _print_errors(errors: dict[str, str]) -> None:
-    if errors:
+def _print_errors(errors: dict[str, str], output: OutputFormat) -> None:
+    """The registration files that could not be used: below the table, or on stderr beside `-o name` lines."""
+    if errors and output is OutputFormat.name:
+        for source in sorted(errors):
+            typer.echo(f"error: {errors[source]}", err=True)
+    elif errors:
         typer.echo("")
         typer.echo("ERRORS")
         for source in sorted(errors):
             typer.echo(f"  {errors[source]}")
 
 
-def _emit(document: dict[str, Any], output: str) -> None:
-    if output == "json":
-        typer.echo(json.dumps(document, indent=2))
-    else:
-        typer.echo(yaml.safe_dump(document, sort_keys=False).rstrip())
-
-
-def _check_output(output: str) -> None:
-    if output not in OUTPUT_FORMATS:
-        raise _fail(f'unknown output format "{output}": use one of {", ".join(OUTPUT_FORMATS)}')
+def _print_clusters(rows: list[dict[str, Any]], columns: list[Column[dict[str, Any]]], output: OutputFormat) -> None:
+    print_records(rows, columns, output, kind=CLUSTER_KIND, name=lambda row: row["name"])
 
 
 def _format_labels(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"
 
 
+LIST_COLUMNS: list[Column[dict[str, Any]]] = [
+    Column("NAME", lambda r: r["name"]),
+    Column("CONTEXT", lambda r: r["context"]),
+    Column("SERVER", lambda r: r["server"]),
+    Column("LABELS", lambda r: _format_labels(r["labels"])),
+    Column("SOURCE", lambda r: r["source"]),
+]
+
+
 @cluster_app.command("list")
 def list_clusters(
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
-    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    output: OutputFormat = OUTPUT_OPTION,
+    selector: str | None = SELECTOR_OPTION,
 ) -> None:
     """List the registered clusters, and the registration files that could not be used."""
-    _check_output(output)
+    selected = parse_selector(selector)
     directory = clusters_dir_to_read(clusters_dir)
-    rows, errors = _rows(directory)
-    if output != "table":
+    rows, errors = _rows(directory, selected)
+    if output.is_document:
         error_list = [{"source": source, "message": errors[source]} for source in sorted(errors)]
-        _emit({"clusters": rows, "errors": error_list}, output)
+        emit({"clusters": rows, "errors": error_list}, output)
         return
     if not rows and not errors:
-        typer.echo(f"no clusters registered in {directory}")
+        if output is not OutputFormat.name:
+            match = f" match {selected}" if selected is not None else ""
+            typer.echo(f"no clusters registered in {directory}{match}")
         return
-    _print_table(
-        ["NAME", "CONTEXT", "SERVER", "LABELS", "SOURCE"],
-        [[r["name"], r["context"], r["server"], _format_labels(r["labels"]), r["source"]] for r in rows],
-    )
-    _print_errors(errors)
+    _print_clusters(rows, LIST_COLUMNS, output)
+    _print_errors(errors, output)
 
 
 @cluster_app.command("remove")
@@ -265,20 +272,21 @@ async def _clean_member(
         except KubeError:
             waited = False  # the loop below reports what is wrong with the cluster
         unregister()
-        while True:
-            try:
-                deleted = await uninstall(client, reg.name, namespace=namespace)
-                break
-            except HeldByLiveController as exc:
-                if loop.time() >= deadline:
-                    typer.echo(
-                        f'error: cluster "{reg.name}": {exc}; it still holds the cluster {timeout:g} s after the '
-                        f"removal, so it does not read {directory}",
-                        err=True,
-                    )
-                    return 1
-                waited = True
-                await asyncio.sleep(0.2)  # the controller sees the file gone on its next poll
+        with progress(f'waiting for the controller to let cluster "{reg.name}" go'):
+            while True:
+                try:
+                    deleted = await uninstall(client, reg.name, namespace=namespace)
+                    break
+                except HeldByLiveController as exc:
+                    if loop.time() >= deadline:
+                        typer.echo(
+                            f'error: cluster "{reg.name}": {exc}; it still holds the cluster {timeout:g} s after the '
+                            f"removal, so it does not read {directory}",
+                            err=True,
+                        )
+                        return 1
+                    waited = True
+                    await asyncio.sleep(0.2)  # the controller sees the file gone on its next poll
     except KubeConnectionError as exc:
         typer.echo(f'warning: cluster "{reg.name}": not cleaned up ({_one_line(exc)}); {later}', err=True)
         return 0
@@ -375,7 +383,15 @@ def _one_line(exc: BaseException) -> str:
 
 
 async def _probe_all(regs: list[ClusterRegistration], timeout: float) -> list[tuple[bool, str]]:
-    return list(await asyncio.gather(*(_probe(reg, timeout) for reg in regs)))
+    return await gather_with_progress("connecting to the clusters", [_probe(reg, timeout) for reg in regs])
+
+
+CHECK_COLUMNS: list[Column[dict[str, Any]]] = [
+    Column("NAME", lambda r: r["name"]),
+    Column("SERVER", lambda r: r["server"]),
+    Column("STATUS", lambda r: "reachable" if r["reachable"] else "unreachable"),
+    Column("DETAIL", lambda r: r["version"] if r["reachable"] else r["error"]),
+]
 
 
 @cluster_app.command("check")
@@ -383,10 +399,11 @@ def check(
     name: str | None = typer.Argument(None, help="Check only this cluster."),
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     timeout: float = typer.Option(5.0, "--timeout", min=0.1, help="Seconds to wait for each cluster."),
-    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    output: OutputFormat = OUTPUT_OPTION,
+    selector: str | None = SELECTOR_OPTION,
 ) -> None:
     """Connect to each registered cluster (GET /version); exit 0 if all are reachable, else 2."""
-    _check_output(output)
+    selected = parse_selector(selector)
     directory = clusters_dir_to_read(clusters_dir)
     registrations, errors = DirectoryProvider(directory).scan()
     if name is not None:
@@ -397,25 +414,19 @@ def check(
             raise _fail(f'cluster "{name}" is not registered in {directory}')
         registrations = {name: registrations[name]}
         errors = {}
-    regs = [registrations[n] for n in sorted(registrations)]
+    regs = [reg for _, reg in sorted(_selected(registrations, selected).items())]
     results = asyncio.run(_probe_all(regs, timeout))
     rows: list[dict[str, Any]] = []
     for reg, (reachable, detail) in zip(regs, results, strict=True):
         row: dict[str, Any] = {"name": reg.name, "server": _server_or_blank(reg), "reachable": reachable}
         row["version" if reachable else "error"] = detail
         rows.append(row)
-    if output != "table":
+    if output.is_document:
         error_list = [{"source": source, "message": errors[source]} for source in sorted(errors)]
-        _emit({"clusters": rows, "errors": error_list}, output)
+        emit({"clusters": rows, "errors": error_list}, output)
     else:
-        _print_table(
-            ["NAME", "SERVER", "STATUS", "DETAIL"],
-            [
-                [reg.name, _server_or_blank(reg), "reachable" if ok else "unreachable", detail]
-                for reg, (ok, detail) in zip(regs, results, strict=True)
-            ],
-        )
-        _print_errors(errors)
+        _print_clusters(rows, CHECK_COLUMNS, output)
+        _print_errors(errors, output)
     if errors or not all(reachable for reachable, _ in results):
         raise typer.Exit(2)
 
@@ -435,37 +446,37 @@ def status(
     status_file: Path = typer.Option(
         DEFAULT_STATUS_FILE, "--status-file", help="The file a running `omectl run` keeps up to date."
     ),
-    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    output: OutputFormat = OUTPUT_OPTION,
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     timeout: float = typer.Option(3.0, "--timeout", min=0.1, help="Seconds to wait for each cluster's checks."),
     lease_namespace: str = LEASE_NAMESPACE_OPTION,
-    watch: bool = typer.Option(False, "--watch", "-w", help="Refresh every --interval seconds until Ctrl-C."),
+    watching: bool = typer.Option(False, "--watch", "-w", help="Refresh every --interval seconds until Ctrl-C."),
     interval: float = typer.Option(2.0, "--interval", min=0.1, help="Seconds between refreshes with --watch."),
+    selector: str | None = SELECTOR_OPTION,
 ) -> None:
     """Every registered cluster as the running controller reports it (asked at the /status address its status file
     records): state, reconciles, errors and the last one; and, from each member, who owns it and whether its
     webhooks answer (with the fix when they do not). Exits 1 when no controller is running."""
-    _check_output(output)
+    selected = parse_selector(selector)
     directory = clusters_dir_to_read(clusters_dir)
-    if not watch:
-        report = _status_report(status_file, directory, timeout, lease_namespace)
+    if not watching:
+        report = _status_report(status_file, directory, timeout, lease_namespace, selected)
         typer.echo(report.render(output))
         if not report.controller.running:
             raise _fail(report.controller.failure(status_file))
         return
-    clear = sys.stdout.isatty() and output == "table"
-    try:
-        while True:
-            report = _status_report(status_file, directory, timeout, lease_namespace)
-            frame = report.render(output)
-            typer.echo(("\x1b[H\x1b[2J" + frame) if clear else frame + "\n", nl=not clear)
-            time.sleep(interval)
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+    watch(
+        lambda: _status_report(status_file, directory, timeout, lease_namespace, selected).render(output),
+        interval,
+        clear=output in (OutputFormat.table, OutputFormat.wide),
+    )
 
 
-def _status_report(status_file: Path, directory: Path, timeout: float, lease_namespace: str) -> StatusReport:
-    """What the controller says (or that it is not running) and what the members say, for every registered cluster."""
+def _status_report(
+    status_file: Path, directory: Path, timeout: float, lease_namespace: str, selector: LabelSelector | None = None
+) -> StatusReport:
+    """What the controller says (or that it is not running) and what the members say, for every registered cluster
+    (those `-l` selects: then the controller's other clusters are left out too)."""
     from omectl.cli.status import StatusFileError, StatusReport, controller_view
 
     try:  # a bad status file is an error before any member is asked
@@ -473,8 +484,10 @@ def _status_report(status_file: Path, directory: Path, timeout: float, lease_nam
     except StatusFileError as exc:
         raise _fail(str(exc)) from None
     registrations, registry_errors = DirectoryProvider(directory).scan()
+    registrations = _selected(registrations, selector)
     members = asyncio.run(_check_members(registrations, timeout, lease_namespace))
-    return StatusReport(controller, sorted(registrations), registry_errors, members)
+    only = None if selector is None else set(registrations)
+    return StatusReport(controller, sorted(registrations), registry_errors, members, only=only)
 
 
 async def _check_members(registrations: dict[str, ClusterRegistration], timeout: float, namespace: str) -> list[Any]:
@@ -491,4 +504,4 @@ async def _check_members(registrations: dict[str, ClusterRegistration], timeout:
         finally:
             await client.close()
 
-    return list(await asyncio.gather(*(one(registrations[n]) for n in sorted(registrations))))
+    return await gather_with_progress("checking the members", [one(registrations[n]) for n in sorted(registrations)])

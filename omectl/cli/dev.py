@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from omectl.cli.errors import CommandError, require_writable
+from omectl.cli.progress import progress
 from omectl.cli.signals import StopSignals
 from omectl.envtest.fleet import RealFleet
 from omectl.fleet.registration import validate_cluster_name
@@ -156,9 +157,10 @@ async def _serve(
     if real:
         fleet = await _start_real_fleet(console, count, prefix, state_dir, simulation)
     else:
-        fleet = await EmbeddedFleet(
-            count, name_prefix=prefix, tls=tls, state_dir=state_dir, simulator=simulation
-        ).start()
+        with progress(f"starting {count} simulated cluster(s)"):
+            fleet = await EmbeddedFleet(
+                count, name_prefix=prefix, tls=tls, state_dir=state_dir, simulator=simulation
+            ).start()
     signals = StopSignals().install()
     try:
         applied = await fleet.apply(manifests) if manifests else {}
@@ -179,11 +181,12 @@ async def _serve(
                 Settings.load(clusters_dir=register, webhook_port=webhook_port),
                 status_file=Path(".omectl/controller-status.json"),
             )
-            try:
-                await app.start()
-            except StartError as exc:
-                raise CommandError("; ".join(exc.lines)) from None
-            await app.wait_synced()
+            with progress("starting the controller and syncing its caches"):
+                try:
+                    await app.start()
+                except StartError as exc:
+                    raise CommandError("; ".join(exc.lines)) from None
+                await app.wait_synced()
         table = Table(title=f"{'real' if real else 'simulated'} fleet ({count} clusters)")
         columns = ["CLUSTER", "CONTEXT", "URL", "APPLIED"] + (["NODES"] if simulation is not None else [])
         for column in columns:
@@ -238,7 +241,8 @@ async def _start_real_fleet(
         f"etcd {fleet.binaries.etcd_version} ({fleet.binaries.directory})"
     )
     try:
-        return await fleet.start()
+        with progress(f"starting {count} real cluster(s)"):
+            return await fleet.start()
     except ControlPlaneError as exc:
         raise _ClusterCrashed(str(exc)) from None
 

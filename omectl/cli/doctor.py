@@ -10,14 +10,14 @@ Exit 0 when nothing FAILs (with `--strict`, nothing WARNs either), 1 otherwise.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
 
 from omectl.cli.errors import CommandError
+from omectl.cli.progress import gather_with_progress
+from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, refuse_name
 from omectl.cli.runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
@@ -25,9 +25,7 @@ from omectl.cli.runtime import (
     KUBECONFIG_OPTION,
     TIMEOUT_OPTION,
     ClusterTarget,
-    OutputFormat,
     _fail,
-    _print_table,
     _registered_target,
     _registrations,
     _single_target,
@@ -64,10 +62,11 @@ def doctor(
     lease_namespace: str = typer.Option(
         "omectl-system", "--lease-namespace", envvar="OMECTL_LEASE_NAMESPACE", help="Namespace of the ownership Lease."
     ),
-    output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="table, json or yaml."),
+    output: OutputFormat = OUTPUT_OPTION,
     timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """Check each cluster for what omectl needs: CRDs, webhooks and their certificates, permissions, chains."""
+    refuse_name(output, "a check's finding")
     try:
         if all_clusters:
             if cluster is not None or kubeconfig is not None or context is not None:
@@ -93,28 +92,33 @@ def doctor(
 
     async def everything() -> list[tuple[str, list[Finding]]]:
         registered = all_clusters or cluster is not None
-        diagnoses = (_diagnose(t, aim_namespace, lease_namespace, registered=registered) for t in targets)
-        return list(await asyncio.gather(*diagnoses))
+        diagnoses = [_diagnose(t, aim_namespace, lease_namespace, registered=registered) for t in targets]
+        return await gather_with_progress("checking the clusters", diagnoses)
 
     results = asyncio.run(everything())
-    if output is OutputFormat.table:
-        _print_findings(results)
-    else:
+    if output.is_document:
         document: dict[str, Any] = {
             "clusters": [{"cluster": name, "findings": [f.document() for f in findings]} for name, findings in results]
         }
-        text = (
-            json.dumps(document, indent=2) if output is OutputFormat.json else yaml.safe_dump(document, sort_keys=False)
-        )
-        typer.echo(text.rstrip())
+        emit(document, output)
+    else:
+        _print_findings(results, output)
     failing = {FAIL, WARN} if strict else {FAIL}
     if any(f.status in failing for _, findings in results for f in findings):
         raise typer.Exit(1)
 
 
-def _print_findings(results: list[tuple[str, list[Finding]]]) -> None:
-    rows = [[name, f.check, f.status, f.message] for name, findings in results for f in findings]
-    _print_table(["CLUSTER", "CHECK", "STATUS", "MESSAGE"], rows)
+FINDING_COLUMNS: list[Column[tuple[str, Finding]]] = [
+    Column("CLUSTER", lambda row: row[0]),
+    Column("CHECK", lambda row: row[1].check),
+    Column("STATUS", lambda row: row[1].status),
+    Column("MESSAGE", lambda row: row[1].message),
+    Column("FIX", lambda row: row[1].fix or "-", wide=True),
+]
+
+
+def _print_findings(results: list[tuple[str, list[Finding]]], output: OutputFormat) -> None:
+    print_records([(name, f) for name, findings in results for f in findings], FINDING_COLUMNS, output)
     fixes = [(name, f) for name, findings in results for f in findings if f.status != PASS and f.fix]
     if fixes:
         typer.echo("\nTo fix:")

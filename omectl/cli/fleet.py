@@ -10,26 +10,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from omectl.cli.errors import CommandError
+from omectl.cli.progress import gather_with_progress
+from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, render, render_document, watch
 from omectl.cli.runtime import (
     CLUSTERS_DIR_OPTION,
     EXIT_CLUSTER_FAILED,
-    OUTPUT_OPTION,
     TIMEOUT_OPTION,
     ClusterTarget,
-    OutputFormat,
-    _emit,
     _fail,
-    _print_table,
     _registered_target,
     _registrations,
     _with_client,
 )
+from omectl.cli.selectors import SELECTOR_OPTION, LabelSelector, parse_selector
 from omectl.core.ome.workloads import gpu_requests, is_gpu_resource, parse_count
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.resources import DEPLOYMENTS, INFERENCE_SERVICES, LEADER_WORKER_SETS, ResourceRef
@@ -105,7 +105,31 @@ async def _read_fleet(targets: list[ClusterTarget]) -> list[dict[str, Any] | Com
         except CommandError as exc:
             return CommandError(exc.message, EXIT_CLUSTER_FAILED)
 
-    return list(await asyncio.gather(*(one(target) for target in targets)))
+    return await gather_with_progress("reading the clusters", [one(target) for target in targets])
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """One row of the table: a cluster's report and one of its GPU resources."""
+
+    report: Mapping[str, Any]
+    resource: str
+    counts: Mapping[str, int]
+
+    @property
+    def free(self) -> str:
+        free = self.counts["total"] - self.counts["requested"]
+        return str(free) if free >= 0 else f"0 (over by {-free})"
+
+
+GPU_COLUMNS: list[Column[GpuRow]] = [
+    Column("CLUSTER", lambda row: row.report["cluster"]),
+    Column("NODES", lambda row: str(row.report["nodes"])),
+    Column("GPU", lambda row: row.resource),
+    Column("REQUESTED/TOTAL", lambda row: f"{row.counts['requested']}/{row.counts['total']}"),
+    Column("FREE", lambda row: row.free),
+    Column("ENGINES READY/TOTAL", lambda row: f"{row.report['engines']['ready']}/{row.report['engines']['total']}"),
+]
 
 
 @fleet_app.command("status")
@@ -113,36 +137,52 @@ def status(
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
     timeout: float = TIMEOUT_OPTION,
+    selector: str | None = SELECTOR_OPTION,
+    watching: bool = typer.Option(False, "--watch", "-w", help="Refresh every --interval seconds until Ctrl-C."),
+    interval: float = typer.Option(2.0, "--interval", min=0.1, help="Seconds between refreshes with --watch."),
 ) -> None:
     """GPUs total and requested, and engines ready of total, for every registered cluster."""
+    selected = parse_selector(selector)
+    if watching:  # each frame says what failed in it: the screen is redrawn, stderr would scroll away
+        watch(lambda: _frame(*_read_status(clusters_dir, timeout, selected), output, inline=True), interval,
+              clear=not output.is_document)  # fmt: skip
+        return
+    results, errors = _read_status(clusters_dir, timeout, selected)
+    text = _frame(results, errors, output, inline=False)
+    if text:
+        typer.echo(text)
+    if not output.is_document:
+        for error in errors:
+            typer.echo(f"error: {error}", err=True)
+    if errors:
+        raise typer.Exit(EXIT_CLUSTER_FAILED)
+
+
+def _read_status(
+    clusters_dir: Path | None, timeout: float, selected: LabelSelector | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every selected cluster's report, and what could not be read."""
     directory, registrations, registry_errors = _registrations(clusters_dir)
     if not registrations and not registry_errors:
         _fail(CommandError(f"no clusters registered in {directory}"))
+    if selected is not None:
+        registrations = {name: reg for name, reg in registrations.items() if selected.matches(reg.labels)}
     targets = [_registered_target(registrations[name], timeout) for name in sorted(registrations)]
     outcomes = asyncio.run(_read_fleet(targets))
     results = [o for o in outcomes if isinstance(o, dict)]
     errors = [f"{source}: {message}" for source, message in sorted(registry_errors.items())]
     errors += [o.message for o in outcomes if isinstance(o, CommandError)]
-    if output is OutputFormat.table:
-        rows = []
-        for result in results:
-            engines = f"{result['engines']['ready']}/{result['engines']['total']}"
-            for resource, counts in result["gpus"].items() or [("-", {"total": 0, "requested": 0})]:
-                free = counts["total"] - counts["requested"]
-                rows.append(
-                    [
-                        result["cluster"],
-                        str(result["nodes"]),
-                        resource,
-                        f"{counts['requested']}/{counts['total']}",
-                        str(free) if free >= 0 else f"0 (over by {-free})",
-                        engines,
-                    ]
-                )
-        _print_table(["CLUSTER", "NODES", "GPU", "REQUESTED/TOTAL", "FREE", "ENGINES READY/TOTAL"], rows)
-        for error in errors:
-            typer.echo(f"error: {error}", err=True)
-    else:
-        _emit({"clusters": results, "errors": errors}, output)
-    if errors:
-        raise typer.Exit(EXIT_CLUSTER_FAILED)
+    return results, errors
+
+
+def _frame(results: list[dict[str, Any]], errors: list[str], output: OutputFormat, *, inline: bool) -> str:
+    """The report as `output` asks; with `inline`, followed by an `error:` line per failure."""
+    if output.is_document:
+        return render_document({"clusters": results, "errors": errors}, output)
+    rows = [
+        GpuRow(result, resource, counts)
+        for result in results
+        for resource, counts in result["gpus"].items() or [("-", {"total": 0, "requested": 0})]
+    ]
+    text = render(rows, GPU_COLUMNS, output, kind="cluster", name=lambda row: row.report["cluster"])
+    return "\n".join([text, *(f"error: {error}" for error in errors)] if inline else [text]).strip("\n")

@@ -4,11 +4,13 @@ completion SHELL` (the script that makes a shell complete omectl's commands and 
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import typer
+
+from omectl.cli.progress import gather_with_progress
+from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, refuse_name
 
 SHELLS = ("bash", "zsh", "fish")
 # The API groups of the CRDs omectl works with: OME's and AMD AIM's.
@@ -37,38 +39,34 @@ def version(
         None, "--kubeconfig", help="Also ask each context's server for its version and the omectl CRDs it serves."
     ),
     context: str | None = typer.Option(None, "--context", help="Only this context of --kubeconfig."),
-    output: str = typer.Option("table", "-o", "--output", help="table, json or yaml."),
+    output: OutputFormat = OUTPUT_OPTION,
     timeout: float = typer.Option(5.0, "--timeout", help="Seconds to wait for each server."),
 ) -> None:
     """Print omectl's version; with --kubeconfig also each server's version and the CRD versions installed there."""
     from omectl import __version__
 
-    if output not in ("table", "json", "yaml"):
-        typer.echo(f'error: unknown output format "{output}": use one of table, json, yaml', err=True)
-        raise typer.Exit(2)
+    refuse_name(output, "a server")
     servers = asyncio.run(_servers(kubeconfig, context, timeout)) if kubeconfig is not None else []
-    if output == "table" and not servers:
+    if not output.is_document and not servers:
         typer.echo(f"Client Version: {__version__}")
         return
     document: dict[str, Any] = {"clientVersion": __version__}
     if kubeconfig is not None:
         document["servers"] = servers
-    if output == "json":
-        typer.echo(json.dumps(document, indent=2))
-    elif output == "yaml":
-        import yaml
-
-        typer.echo(yaml.safe_dump(document, sort_keys=False).rstrip())
+    if output.is_document:
+        emit(document, output)
     else:
-        from omectl.cli.tables import print_table
-
         typer.echo(f"Client Version: {__version__}")
-        print_table(
-            ["CONTEXT", "SERVER VERSION", "CRDS"],
-            [[s["context"], s.get("serverVersion") or f"error: {s['error']}", _crd_cell(s)] for s in servers],
-        )
+        print_records(servers, SERVER_COLUMNS, output)
     if any("error" in s for s in servers):
         raise typer.Exit(1)
+
+
+SERVER_COLUMNS: list[Column[dict[str, Any]]] = [
+    Column("CONTEXT", lambda s: s["context"]),
+    Column("SERVER VERSION", lambda s: s.get("serverVersion") or f"error: {s['error']}"),
+    Column("CRDS", lambda s: _crd_cell(s)),
+]
 
 
 def _crd_cell(server: dict[str, Any]) -> str:
@@ -124,4 +122,4 @@ async def _servers(kubeconfig: Path, context: str | None, timeout: float) -> lis
         }
         return answer
 
-    return list(await asyncio.gather(*(one(name) for name in contexts)))
+    return await gather_with_progress("asking the servers", [one(name) for name in contexts])

@@ -2,7 +2,8 @@
 edit reaches, read straight from the clusters (no running controller needed).
 
 - `effective ISVC`: the runtime an InferenceService names, its kind, revision, pin and drift, and its inheritance
-  chain; `-o json|yaml` adds the chain (root first), the merged spec and which runtime set each field.
+  chain; `-o json|yaml` adds the chain (root first), the merged spec and which runtime set each field. Without
+  ISVC, every InferenceService of the namespace (`-A`: of every namespace), as `kubectl get` lists.
 - `tree RUNTIME` (`omectl.cli.runtime_tree`): what an edit of a runtime reaches, per resolution context, or with
   `--ancestors` the chain it resolves; `--all-clusters` does this for every registered cluster.
 
@@ -14,19 +15,17 @@ take `--kubeconfig`, `--context` and `-n/--namespace` themselves and read `KUBEC
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import typer
-import yaml
 from rich.console import Console
 
 from omectl.cli.errors import CommandError
+from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records
 from omectl.controller.ome.lookup import (
     INHERIT_INDEX,
     RUNTIME_INDEX,
@@ -62,12 +61,6 @@ _KUBECONFIG_CLIENT = "kubeconfig"  # names the client in messages until its cont
 T = TypeVar("T")
 
 
-class OutputFormat(StrEnum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-
-
 # --- options -----------------------------------------------------------------------------------------------
 
 KUBECONFIG_OPTION = typer.Option(
@@ -82,7 +75,6 @@ CLUSTERS_DIR_OPTION = typer.Option(
     help="Directory of ClusterRegistration files (default: ./clusters).",
     show_default=False,
 )
-OUTPUT_OPTION = typer.Option(OutputFormat.table, "-o", "--output", help="table, json or yaml.")
 TIMEOUT_OPTION = typer.Option(10.0, "--timeout", min=0.1, help="Seconds to wait for each request to a cluster.")
 
 
@@ -328,39 +320,40 @@ def _yes_no(value: bool | None) -> str:
     return _UNKNOWN if value is None else ("yes" if value else "no")
 
 
-def _print_table(headers: list[str], rows: list[list[str]]) -> None:
-    """kubectl-style columns (omectl.cli.tables, drawn by rich): safe to pipe into grep/awk."""
-    from omectl.cli.tables import print_table
-
-    print_table(headers, rows)
+INFERENCE_SERVICE_KIND = "inferenceservice.ome.io"  # `-o name` prints inferenceservice.ome.io/NAME
 
 
-def _print_effective_table(report: Mapping[str, Any]) -> None:
+def _effective_runtime(report: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(runtime, kind, chain) cells of a report: the named runtime's, or automatic selection's."""
     runtime = report["runtime"]
-    isvc = report["inferenceService"]
     if runtime is None:
         selected = report.get("selectedRuntime")
         name = selected["name"] if selected else "<none>"
         kind = (selected.get("kind") or _UNKNOWN) if selected else _UNKNOWN
-        chain = name if selected else _UNKNOWN
-    else:
-        name, kind = runtime["name"], runtime["kind"]
-        chain = ",".join(hop["name"] for hop in report["chain"])
-    _print_table(
-        ["NAME", "RUNTIME", "KIND", "REVISION", "PINNED", "DRIFTED", "CHAIN"],
-        [
-            [
-                isvc["name"],
-                name,
-                kind,
-                report["revision"] or _UNKNOWN,
-                _yes_no(report["pinned"]),
-                _yes_no(report["drifted"]),
-                chain,
-            ]
-        ],
-    )
-    if runtime is None:
+        return name, kind, name if selected else _UNKNOWN
+    return runtime["name"], runtime["kind"], ",".join(hop["name"] for hop in report["chain"])
+
+
+EFFECTIVE_COLUMNS: list[Column[Mapping[str, Any]]] = [
+    Column("NAME", lambda r: r["inferenceService"]["name"]),
+    Column("RUNTIME", lambda r: _effective_runtime(r)[0]),
+    Column("KIND", lambda r: _effective_runtime(r)[1]),
+    Column("REVISION", lambda r: r["revision"] or _UNKNOWN),
+    Column("PINNED", lambda r: _yes_no(r["pinned"])),
+    Column("DRIFTED", lambda r: _yes_no(r["drifted"])),
+    Column("CHAIN", lambda r: _effective_runtime(r)[2]),
+    Column("AUTOSYNC", lambda r: _yes_no(r["autoSync"] if isinstance(r["autoSync"], bool) else None), wide=True),
+    Column("PINNED REVISION", lambda r: r["pinnedRevision"] or _UNKNOWN, wide=True),
+    Column("RESOURCEVERSIONS", lambda r: ",".join(str(hop["resourceVersion"]) for hop in r["chain"]), wide=True),
+    Column("CLUSTER", lambda r: r["cluster"] or _UNKNOWN, wide=True),
+]
+
+
+def _print_effective(report: Mapping[str, Any], output: OutputFormat) -> None:
+    isvc = report["inferenceService"]
+    print_records([report], EFFECTIVE_COLUMNS, output, kind=INFERENCE_SERVICE_KIND, name=lambda r: isvc["name"])
+    if report["runtime"] is None and output in (OutputFormat.table, OutputFormat.wide):
+        name = _effective_runtime(report)[0]
         how = f"automatic selection chose {name}" if report.get("selectedRuntime") else "OME selects one automatically"
         typer.echo(
             f"\nInferenceService {isvc['namespace']}/{isvc['name']} names no runtime: {how}, "
@@ -370,9 +363,17 @@ def _print_effective_table(report: Mapping[str, Any]) -> None:
 
 @runtime_app.command("effective")
 def effective(
-    name: str = typer.Argument(..., help="Name of the InferenceService."),
+    name: str | None = typer.Argument(
+        None,
+        help="Name of the InferenceService; without it, every InferenceService of the namespace (or with -A, of "
+        "every namespace).",
+        show_default=False,
+    ),
     namespace: str | None = typer.Option(
         None, "-n", "--namespace", help="Namespace of the InferenceService (default: the context's namespace)."
+    ),
+    all_namespaces: bool = typer.Option(
+        False, "-A", "--all-namespaces", help="Every InferenceService in every namespace."
     ),
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     context: str | None = CONTEXT_OPTION,
@@ -382,15 +383,24 @@ def effective(
     timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """The runtime an InferenceService uses: kind, revision, pinned, drifted and its inheritance chain."""
+    if name is not None and all_namespaces:
+        raise typer.BadParameter("an InferenceService is named within one namespace: drop NAME or -A", param_hint="-A")
     try:
         target = _single_target(kubeconfig, context, cluster, clusters_dir, timeout)
-        report = asyncio.run(_with_client(target, lambda client: _read_effective(client, namespace, name)))
+        if name is None:
+            listing = asyncio.run(
+                _with_client(target, lambda client: _read_all_effective(client, namespace, all_namespaces))
+            )
+        else:
+            report = asyncio.run(_with_client(target, lambda client: _read_effective(client, namespace, name)))
     except CommandError as exc:
         _fail(exc)
-    if output is OutputFormat.table:
-        _print_effective_table(report)
+    if name is None:
+        _print_listing(listing, output, all_namespaces)
+    elif output.is_document:
+        emit(report, output)
     else:
-        _emit(report, output)
+        _print_effective(report, output)
 
 
 async def _read_effective(client: ClusterClient, namespace: str | None, name: str) -> dict[str, Any]:
@@ -407,6 +417,46 @@ async def _read_effective(client: ClusterClient, namespace: str | None, name: st
     return effective_report(ClusterRead.from_lists(client.name, serving, cluster_serving), isvc)
 
 
+async def _read_all_effective(client: ClusterClient, namespace: str | None, all_namespaces: bool) -> dict[str, Any]:
+    """The report of every InferenceService of a namespace (the context's without one), or of every namespace; one
+    whose runtime is missing or does not resolve is an entry of `errors`, not the command's end."""
+    scope = None if all_namespaces else (namespace or client.default_namespace)
+    isvcs, serving, cluster_serving = await asyncio.gather(
+        client.list_all(INFERENCE_SERVICES, scope),
+        client.list_all(SERVING_RUNTIMES, scope),
+        client.list_all(CLUSTER_SERVING_RUNTIMES),
+    )
+    read = ClusterRead.from_lists(client.name, serving, cluster_serving)
+    reports, errors = [], []
+    for isvc in sorted(isvcs, key=lambda obj: (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])):
+        try:
+            reports.append(effective_report(read, isvc))
+        except CommandError as exc:
+            errors.append(exc.message)
+    return {"cluster": client.name, "namespace": scope, "inferenceServices": reports, "errors": errors}
+
+
+def _print_listing(listing: Mapping[str, Any], output: OutputFormat, all_namespaces: bool) -> None:
+    reports = listing["inferenceServices"]
+    if output.is_document:
+        emit(listing, output)
+    elif reports or output is OutputFormat.name:
+        columns = EFFECTIVE_COLUMNS
+        if all_namespaces:  # as kubectl get -A: the namespace first
+            columns = [Column("NAMESPACE", lambda r: r["inferenceService"]["namespace"]), *columns]
+        print_records(
+            reports, columns, output, kind=INFERENCE_SERVICE_KIND, name=lambda r: r["inferenceService"]["name"]
+        )
+    elif not listing["errors"]:
+        where = "any namespace" if listing["namespace"] is None else f'namespace "{listing["namespace"]}"'
+        typer.echo(f"No InferenceServices in {where} (cluster {listing['cluster']}).")
+    if not output.is_document:
+        for message in listing["errors"]:
+            typer.echo(f"error: {message}", err=True)
+    if listing["errors"]:
+        raise typer.Exit(1)
+
+
 # --- output ------------------------------------------------------------------------------------------------
 
 
@@ -420,13 +470,6 @@ def _console() -> Console:
     if not console.is_terminal:
         console = Console(highlight=False, width=max(WIDE_CONSOLE, console.width))
     return console
-
-
-def _emit(document: Mapping[str, Any], output: OutputFormat) -> None:
-    if output is OutputFormat.json:
-        typer.echo(json.dumps(document, indent=2))
-    else:
-        typer.echo(yaml.safe_dump(dict(document), sort_keys=False).rstrip())
 
 
 def _fail(exc: CommandError) -> NoReturn:

@@ -20,21 +20,18 @@ import typer
 import yaml
 
 from omectl.cli.errors import CommandError
+from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records
 from omectl.cli.runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
     CONTEXT_OPTION,
     EXIT_CLUSTER_FAILED,
     KUBECONFIG_OPTION,
-    OUTPUT_OPTION,
     TIMEOUT_OPTION,
     ClusterRead,
-    OutputFormat,
-    _emit,
     _fail,
     _mapping,
     _one_line,
-    _print_table,
     _single_target,
     _with_client,
 )
@@ -54,6 +51,20 @@ from omectl.observability.redact import redact_object
 __all__ = ["history", "history_report"]
 
 EXIT_DIFFERENT = 1
+REVISION_KIND = "controllerrevision.apps"  # `-o name` prints controllerrevision.apps/NAME
+REVISION_COLUMNS: list[Column[Mapping[str, Any]]] = [
+    Column("NAMESPACE", lambda r: r["namespace"]),
+    Column("REVISION", lambda r: str(r["revision"])),
+    Column("NAME", lambda r: r["name"]),
+    Column("HASH", lambda r: r["hash"]),
+    Column("AGE", lambda r: r["age"]),
+    Column("LIVE", lambda r: "yes" if r["live"] else "-"),
+    Column("PINNED BY", lambda r: ",".join(r["pinnedBy"]) or "-"),
+    Column("CHAIN", lambda r: ",".join(r["chain"]) or "-"),
+    Column("RESOURCEVERSIONS", lambda r: ",".join(r["resourceVersions"]) or "-"),
+    Column("KIND", lambda r: r["kind"] or "-", wide=True),
+    Column("CREATED", lambda r: r["created"] or "-", wide=True),
+]
 
 
 def _age(created: str | None, now: datetime) -> str:
@@ -212,30 +223,16 @@ def history(
     if diff is not None:
         _print_diff(old, new, specs)
         return
-    if output is not OutputFormat.table:
-        _emit(report, output)
+    if output.is_document:
+        emit(report, output)
         return
     if not report["revisions"]:
-        scope = report["namespace"]
-        where = "any namespace" if scope is None else f'namespace "{scope}"'
-        typer.echo(f'No revisions of runtime "{runtime}" in {where} (cluster {report["cluster"]}).')
+        if output is not OutputFormat.name:
+            scope = report["namespace"]
+            where = "any namespace" if scope is None else f'namespace "{scope}"'
+            typer.echo(f'No revisions of runtime "{runtime}" in {where} (cluster {report["cluster"]}).')
         return
-    headers = ["NAMESPACE", "REVISION", "NAME", "HASH", "AGE", "LIVE", "PINNED BY", "CHAIN", "RESOURCEVERSIONS"]
-    rows = [
-        [
-            r["namespace"],
-            str(r["revision"]),
-            r["name"],
-            r["hash"],
-            r["age"],
-            "yes" if r["live"] else "-",
-            ",".join(r["pinnedBy"]) or "-",
-            ",".join(r["chain"]) or "-",
-            ",".join(r["resourceVersions"]) or "-",
-        ]
-        for r in report["revisions"]
-    ]
-    _print_table(headers, rows)
+    print_records(report["revisions"], REVISION_COLUMNS, output, kind=REVISION_KIND, name=lambda r: r["name"])
     for ns, error in report["liveErrors"].items():
         typer.echo(f"namespace {ns}: the live chain does not resolve: {error}", err=True)
 

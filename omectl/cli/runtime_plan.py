@@ -30,18 +30,18 @@ import typer
 import yaml
 
 from omectl.cli.errors import CommandError
+from omectl.cli.reports import DOCUMENT_OUTPUT_OPTION as OUTPUT_OPTION
+from omectl.cli.reports import DocumentFormat as OutputFormat
+from omectl.cli.reports import emit as _emit
 from omectl.cli.runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
     CONTEXT_OPTION,
     EXIT_CLUSTER_FAILED,
     KUBECONFIG_OPTION,
-    OUTPUT_OPTION,
     TIMEOUT_OPTION,
     ClusterRead,
     ClusterTarget,
-    OutputFormat,
-    _emit,
     _fail,
     _plural,
     _registered_target,

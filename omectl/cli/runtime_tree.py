@@ -13,7 +13,7 @@ partial tree. Each node lists at most `--limit` InferenceServices and child runt
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 from omectl.cli.errors import CommandError
+from omectl.cli.progress import gather_with_progress
+from omectl.cli.reports import OUTPUT_OPTION, OutputFormat, emit
 from omectl.cli.runtime import (
     CLUSTER_OPTION,
     CLUSTERS_DIR_OPTION,
@@ -31,14 +33,11 @@ from omectl.cli.runtime import (
     EXIT_CLUSTER_FAILED,
     INHERITANCE_CONDITION,
     KUBECONFIG_OPTION,
-    OUTPUT_OPTION,
     TIMEOUT_OPTION,
     ClusterRead,
     ClusterTarget,
-    OutputFormat,
     _condition,
     _console,
-    _emit,
     _fail,
     _mapping,
     _one_line,
@@ -329,6 +328,30 @@ def _ref(document: Mapping[str, Any]) -> RuntimeRef:
     return RuntimeRef(document["kind"], document.get("namespace", ""), document["name"])
 
 
+def _object_names(result: Mapping[str, Any]) -> list[str]:
+    """`-o name`: the runtime, then every runtime and InferenceService its tree reaches (or the chain it resolves),
+    as `<kind>.ome.io/NAME`."""
+    if result.get("runtime") is None:
+        return []
+    refs: list[Mapping[str, Any]] = [result["runtime"]]
+    isvcs: list[Mapping[str, Any]] = []
+    pending = [section["root"] for section in result.get("sections", ())]
+    while pending:
+        node = pending.pop(0)
+        refs.append(node)
+        isvcs += node["inferenceServices"]
+        pending += node["children"]
+    refs += [hop for entry in result.get("ancestors", ()) for hop in entry["chain"]]
+    names = [f"{ref['kind'].lower()}.ome.io/{ref['name']}" for ref in refs]
+    return names + [f"inferenceservice.ome.io/{isvc['name']}" for isvc in isvcs]
+
+
+def _print_names(results: Sequence[Mapping[str, Any]]) -> None:
+    names = dict.fromkeys(name for result in results for name in _object_names(result))
+    if names:
+        typer.echo("\n".join(names))
+
+
 def _print(result: Mapping[str, Any], fleet: bool) -> None:
     prefix = f"cluster {result['cluster']}: " if fleet else ""
     if result.get("runtime") is None:
@@ -390,10 +413,12 @@ def tree(
         _fail(exc)
     if result["runtime"] is None:
         _fail(CommandError(f"{result['notFound']} (cluster {result['cluster']})"))
-    if output is OutputFormat.table:
+    if output.is_document:
+        emit({"clusters": [result], "errors": []}, output)
+    elif output is OutputFormat.name:
+        _print_names([result])
+    else:  # -o wide: a tree has no columns to add
         _print(result, fleet=False)
-    else:
-        _emit({"clusters": [result], "errors": []}, output)
 
 
 def _tree_fleet(
@@ -414,7 +439,11 @@ def _tree_fleet(
         if isinstance(outcome, CommandError):
             errors.append({"cluster": target.name, "message": outcome.message})
     found = [r for r in results if r.get("runtime") is not None]
-    if output is OutputFormat.table:
+    if output is OutputFormat.name:
+        _print_names(results)
+        for error in errors:
+            typer.echo(f"error: {error['message']}", err=True)
+    elif not output.is_document:
         for index, result in enumerate(results):
             if index:
                 _console().print()
@@ -430,7 +459,7 @@ def _tree_fleet(
         for error in errors:
             typer.echo(f"error: {error['message']}", err=True)
     else:
-        _emit({"clusters": results, "errors": errors}, output)
+        emit({"clusters": results, "errors": errors}, output)
     if errors:
         raise typer.Exit(EXIT_CLUSTER_FAILED)
     if not found:
@@ -447,4 +476,4 @@ async def _read_fleet(
         except CommandError as exc:
             return CommandError(exc.message, EXIT_CLUSTER_FAILED)
 
-    return list(await asyncio.gather(*(one(target) for target in targets)))
+    return await gather_with_progress("reading the clusters", [one(target) for target in targets])

@@ -18,13 +18,12 @@ import os
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from omectl.cli.tables import render_table
+from omectl.cli.reports import Column, OutputFormat, render, render_document
 from omectl.problems import one_line, read_problem
 
 __all__ = ["ControllerView", "StatusFileError", "StatusReport", "controller_view", "read_status_file"]
@@ -166,12 +165,16 @@ class StatusReport:
     registered: list[str]
     registry_errors: dict[str, str] = field(default_factory=dict)
     members: list[Any] = field(default_factory=list)
+    only: set[str] | None = None
+    """The clusters a label selector chose (None: every cluster)."""
 
     def clusters(self) -> list[dict[str, Any]]:
         """Every registered cluster, and every cluster the controller reports: one entry each, by name."""
         reported = {c["name"]: c for c in (self.controller.document or {}).get("clusters", []) if isinstance(c, dict)}
         entries = []
         for name in sorted(set(self.registered) | set(reported)):
+            if self.only is not None and name not in self.only:
+                continue
             entry: dict[str, Any] = {"name": name, "registered": name in self.registered}
             found = reported.get(name)
             if self.controller.running and found is not None:
@@ -202,40 +205,46 @@ class StatusReport:
             "members": [m.to_dict() for m in self.members],
         }
 
-    def render(self, output: str) -> str:
-        if output == "json":
-            return json.dumps(self.to_dict(), indent=2)
-        if output == "yaml":
-            return yaml.safe_dump(self.to_dict(), sort_keys=False).rstrip()
-        return "\n".join(self._table_lines())
+    def render(self, output: OutputFormat) -> str:
+        if output.is_document:
+            return render_document(self.to_dict(), output)
+        if output is OutputFormat.name:
+            return render(self.clusters(), [], output, kind="cluster", name=lambda entry: entry["name"])
+        return "\n".join(self._table_lines(output))
 
-    def _table_lines(self) -> list[str]:
+    def _cluster_columns(self) -> list[Column[dict[str, Any]]]:
+        running = self.controller.running
+
+        def served(entry: dict[str, Any]) -> bool:
+            return running and entry["state"] != "not served"
+
+        def cell(key: str) -> Callable[[dict[str, Any]], str]:
+            return lambda entry: str(entry.get(key, 0)) if served(entry) else "-"
+
+        def last_error(entry: dict[str, Any]) -> str:
+            return one_line(entry.get("lastError") or ("<unknown>" if entry.get("errors") else "<none>"))
+
+        return [
+            Column("NAME", lambda e: e["name"]),
+            Column("STATE", lambda e: e["state"]),
+            Column("SERVER", lambda e: e.get("server") or "-", wide=True),
+            Column("REGISTERED", lambda e: _yes(e["registered"]), wide=True),
+            Column("CONNECTED", lambda e: _yes(e.get("connected")) if served(e) else "-"),
+            Column("SYNCED", lambda e: _yes(e.get("synced")) if served(e) else "-"),
+            Column("OBJECTS", cell("objectsCached")),
+            Column("RECONCILES", cell("reconciles")),
+            Column("ERRORS", lambda e: str(e.get("errors") or 0)),
+            Column("QUEUE", cell("queueDepth")),
+            Column("LAST RECONCILE", lambda e: age(e.get("lastReconcileTime")) if served(e) else "-"),
+            Column("LAST ERROR TIME", lambda e: e.get("lastErrorTime") or "-", wide=True),
+            Column("LAST ERROR", last_error),
+        ]
+
+    def _table_lines(self, output: OutputFormat) -> list[str]:
         running = self.controller.running
         lines = [f"controller: {self.controller.describe()}", ""]
-
-        def cell(entry: dict[str, Any], key: str) -> str:
-            return str(entry.get(key, 0)) if running and entry["state"] != "not served" else "-"
-
-        rows = []
-        for entry in self.clusters():
-            served = running and entry["state"] != "not served"
-            last_error = entry.get("lastError") or ("<unknown>" if entry.get("errors") else "<none>")
-            rows.append(
-                [
-                    entry["name"],
-                    entry["state"],
-                    _yes(entry.get("connected")) if served else "-",
-                    _yes(entry.get("synced")) if served else "-",
-                    cell(entry, "objectsCached"),
-                    cell(entry, "reconciles"),
-                    str(entry.get("errors") or 0),
-                    cell(entry, "queueDepth"),
-                    age(entry.get("lastReconcileTime")) if served else "-",
-                    one_line(last_error),
-                ]
-            )
-        headers = ["NAME", "STATE", "CONNECTED", "SYNCED", "OBJECTS", "RECONCILES", "ERRORS", "QUEUE"]
-        lines.append(render_table([*headers, "LAST RECONCILE", "LAST ERROR"], rows) if rows else "no clusters")
+        entries = self.clusters()
+        lines.append(render(entries, self._cluster_columns(), output) if entries else "no clusters")
         document = self.controller.document or {}
         if running:
             resolver = document.get("resolver") or {}
@@ -247,17 +256,21 @@ class StatusReport:
         errors = {**((document.get("registryErrors") or {}) if running else {}), **self.registry_errors}
         if errors:
             lines += ["", "ERRORS", *(f"  {errors[source]}" for source in sorted(errors))]
-        lines += self._member_lines()
+        lines += self._member_lines(output)
         return lines
 
-    def _member_lines(self) -> list[str]:
+    def _member_lines(self, output: OutputFormat) -> list[str]:
         """What the members say: who holds each cluster and whether its webhooks answer; each problem with its fix."""
         if not self.members:
             return []
-        table = render_table(
-            ["CLUSTER", "OWNER", "WEBHOOKS"], [[m.cluster, m.owner or "<none>", m.webhooks] for m in self.members]
-        )
-        lines = ["", table]
+        columns: list[Column[Any]] = [
+            Column("CLUSTER", lambda m: m.cluster),
+            Column("OWNER", lambda m: m.owner or "<none>"),
+            Column("OWNER LIVE", lambda m: "-" if m.owner is None else _yes(m.lease_fresh), wide=True),
+            Column("WEBHOOKS", lambda m: m.webhooks),
+            Column("FAILURE POLICY", lambda m: m.failure_policy or "-", wide=True),
+        ]
+        lines = ["", render(self.members, columns, output)]
         problems = [m for m in self.members if m.problem]
         if problems:
             lines += ["", "PROBLEMS"]

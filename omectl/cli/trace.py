@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -13,9 +12,19 @@ import orjson
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.tree import Tree
 
+from omectl.cli.reports import (
+    OUTPUT_OPTION,
+    Column,
+    OutputFormat,
+    emit,
+    print_records,
+    refuse_name,
+    render_document,
+    render_records,
+    watch,
+)
 from omectl.tracing.reader import MergeRecord, SpanRecord, TraceStore, object_of
 from omectl.tracing.setup import default_trace_file
 from omectl.tracing.spans import (
@@ -46,11 +55,6 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _DURATION = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-class OutputFormat(StrEnum):
-    table = "table"
-    json = "json"
 
 
 FILE_HELP = "Trace file to read. Default: $OMECTL_TRACE_FILE or .omectl/traces.jsonl."
@@ -130,39 +134,66 @@ def list_reconciles(
     ),
     since: str | None = typer.Option(None, "--since", help="Only reconciles started since: 10m, 1h, or RFC 3339."),
     limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many, newest first."),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table or json."),
+    in_namespace: str | None = typer.Option(
+        None, "-n", "--namespace", help="Only reconciles of objects in this namespace."
+    ),
+    all_namespaces: bool = typer.Option(
+        False, "-A", "--all-namespaces", help="Reconciles in every namespace (the default; drops -n)."
+    ),
+    output: OutputFormat = OUTPUT_OPTION,
+    watching: bool = typer.Option(
+        False, "--watch", "-w", help="Read the file again every --interval seconds until Ctrl-C."
+    ),
+    interval: float = typer.Option(2.0, "--interval", min=0.1, help="Seconds between refreshes with --watch."),
 ) -> None:
     """Recent reconciles, newest first: one row per reconcile root span."""
-    since_ns = parse_since(since, time.time_ns()) if since else None
+    refuse_name(output, "a reconcile")
+    if since:
+        parse_since(since, time.time_ns())  # a bad --since is a usage error before anything is read
     kind, namespace, name = parse_object(object_ref) if object_ref else (None, None, None)
     if object_ref and namespace is None:
         namespace = ""  # KIND/NAME asks for the cluster-scoped object only
-    store, path = _load(file)
-    spans = store.reconciles(cluster=cluster, kind=kind, namespace=namespace, name=name, since_ns=since_ns)[:limit]
-    if output is OutputFormat.json:
-        _dump_json([_reconcile_row(span) for span in spans])
-        return
-    if not spans:
-        typer.echo(f"No reconciles match in {path}.")
-        return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("TIME", "CLUSTER", "KIND", "OBJECT", "RESULT"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("DURATION (ms)", justify="right", no_wrap=True)
-    table.add_column("TRACE ID", no_wrap=True)
-    for span in spans:
-        row = _reconcile_row(span)
-        result = row["result"] or "-"
-        table.add_row(
-            row["time"],
-            escape(row["cluster"] or "-"),
-            escape(row["kind"]),
-            escape(_object_name(row["namespace"], row["name"])),
-            f"[{RESULT_STYLES.get(result, 'default')}]{escape(result)}[/]",
-            f"{row['durationMs']:.1f}",
-            row["traceId"],
-        )
-    _console().print(table)
+    if in_namespace is not None and not all_namespaces:
+        if object_ref and namespace != in_namespace:
+            raise typer.BadParameter(f"--object {object_ref} is not in namespace {in_namespace!r}", param_hint="-n")
+        namespace = in_namespace
+
+    def frame() -> str:
+        since_ns = parse_since(since, time.time_ns()) if since else None  # --since 10m: of each frame's now
+        store, path = _load(file)
+        spans = store.reconciles(cluster=cluster, kind=kind, namespace=namespace, name=name, since_ns=since_ns)
+        rows = [_reconcile_row(span) for span in spans[:limit]]
+        if output is OutputFormat.json:
+            return orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode()
+        if output.is_document:
+            return render_document(rows, output)
+        if not rows:
+            return f"No reconciles match in {path}."
+        return render_records(rows, RECONCILE_COLUMNS, output)
+
+    if watching:
+        watch(frame, interval, clear=not output.is_document)
+    else:
+        typer.echo(frame())
+
+
+def _or_dash(value: Any) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+RECONCILE_COLUMNS: list[Column[dict[str, Any]]] = [
+    Column("TIME", lambda row: row["time"]),
+    Column("CLUSTER", lambda row: row["cluster"] or "-"),
+    Column("KIND", lambda row: row["kind"]),
+    Column("OBJECT", lambda row: _object_name(row["namespace"], row["name"])),
+    Column("RESULT", lambda row: row["result"] or "-"),
+    Column("DURATION (ms)", lambda row: f"{row['durationMs']:.1f}"),
+    Column("TRACE ID", lambda row: row["traceId"]),
+    Column("RESOURCE VERSION", lambda row: _or_dash(row["resourceVersion"]), wide=True),
+    Column("QUEUE WAIT (ms)", lambda row: _or_dash(row["queueWaitMs"]), wide=True),
+    Column("RETRIES", lambda row: _or_dash(row["retries"]), wide=True),
+    Column("SPAN ID", lambda row: row["spanId"], wide=True),
+]
 
 
 def _reconcile_row(span: SpanRecord) -> dict[str, Any]:
@@ -271,9 +302,10 @@ def explain(
     ref: str = typer.Argument(..., help="NAMESPACE/NAME, or NAME for a cluster-scoped runtime."),
     cluster: str | None = typer.Option(None, "--cluster", help="Only merges on this cluster."),
     file: Path | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table or json."),
+    output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Where each field of a runtime's merged spec came from, per its latest merge span."""
+    refuse_name(output, "a field")
     namespace, _, name = ref.rpartition("/")
     if not name or "/" in namespace:
         raise typer.BadParameter(f"{ref!r} is not NAMESPACE/NAME or NAME", param_hint="REF")
@@ -284,6 +316,9 @@ def explain(
         _fail(f"no merge of {kind} {ref}{where} found in {path}")
     if output is OutputFormat.json:
         _dump_json(_explain_json(merge))
+        return
+    if output.is_document:
+        emit(_explain_json(merge), output)
         return
     console = _console()
     runtime = merge.runtime
@@ -299,12 +334,15 @@ def explain(
     if not merge.provenance:
         console.print("No field provenance was recorded for this merge.")
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    table.add_column("FIELD", overflow="fold")
-    table.add_column("SET BY", no_wrap=True)
-    for field_path, runtime_name in merge.provenance.items():
-        table.add_row(escape(field_path), escape(merge.set_by(runtime_name)))
-    console.print(table)
+    # -o wide: the merge's other fields (chain, cache, trace) are in the lines above
+    print_records(
+        list(merge.provenance.items()),
+        [
+            Column("FIELD", lambda item: item[0]),
+            Column("SET BY", lambda item: merge.set_by(item[1])),
+        ],
+        output,
+    )
 
 
 def _explain_json(merge: MergeRecord) -> dict[str, Any]:

@@ -282,6 +282,31 @@ ISSUE_CASES = [
 ]
 
 
+# kubectl's habits (issue 19 §4): -o, -l, -A and --watch take bad values as one usage line too
+OPTION_CASES = [
+    Case(("cluster", "list", "-o", "xml"), (2,), r"'xml' is not one of 'table', 'wide', 'name', 'json', 'yaml'"),
+    Case(("cluster", "list", "-l", "gpu in ("), (2,), r"'-l' / '--selector': invalid label selector 'gpu in \('"),
+    Case(("cluster", "check", "-l", "a=b,"), (2,), r"invalid label selector 'a=b,': '' is not a label key"),
+    Case(("cluster", "status", "-l", "!"), (2,), r"invalid label selector '!': '' is not a label key"),
+    Case(("fleet", "status", "-l", "gpu notin ()"), (2,), r"'notin' needs at least one value"),
+    Case(("fleet", "status", "--watch", "--interval", "0"), (2,), r"'--interval': 0.0 is not in the range x>=0.1"),
+    Case(("trace", "list", "--watch", "--interval", "x"), (2,), r"'--interval': 'x' is not a valid float"),
+    Case(("trace", "list", "-o", "name"), (2,), r"name: each row is a reconcile, not an object"),
+    Case(("trace", "explain", "ServingRuntime", "x", "-o", "name"), (2,), r"each row is a field, not an object"),
+    Case(("doctor", "-o", "name"), (2,), r"name: each row is a check's finding, not an object"),
+    Case(("version", "-o", "name"), (2,), r"name: each row is a server, not an object"),
+    Case(("runtime", "effective", "x", "-A"), (2,), r"named within one namespace: drop NAME or -A"),
+    Case(("runtime", "effective", "-A", "--kubeconfig", "@passwd"), (1,), NOT_A_KUBECONFIG),
+    Case(("runtime", "history", "x", "-o", "wide", "--kubeconfig", "@passwd"), (1,), NOT_A_KUBECONFIG),
+    Case(("runtime", "plan", "-f", "@file", "-o", "wide"), (2,), r"'wide' is not one of 'table', 'json', 'yaml'"),
+]
+
+
+def test_each_bad_value_of_the_kubectl_style_options_is_one_line(tmp_path: Path) -> None:
+    failures = [o.report() for o in run_all(OPTION_CASES, tmp_path) if o.problems()]
+    assert not failures, "\n".join(failures)
+
+
 def test_each_case_of_the_issue_is_one_line_naming_the_input(tmp_path: Path) -> None:
     outcomes = run_all(ISSUE_CASES, tmp_path)
     failures = [o.report() for o in outcomes if o.problems()]

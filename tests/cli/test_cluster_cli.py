@@ -12,6 +12,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from omectl.cli.cluster import cluster_app
+from omectl.cli.main import app
 from omectl.fleet.registration import load_registration_file
 from omectl.sim.fleet import BackgroundFleet
 from omectl.sim.kubeconfig import KubeconfigEntry, write_kubeconfig
@@ -185,9 +186,34 @@ def test_list_reads_the_directory_from_the_environment(
 
 
 def test_list_rejects_an_unknown_output_format(runner: CliRunner, clusters: Path) -> None:
-    result = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters), "-o", "wide"])
-    assert result.exit_code == 1
-    assert result.stderr == 'error: unknown output format "wide": use one of table, json, yaml\n'
+    result = runner.invoke(app, ["cluster", "list", "--clusters-dir", str(clusters), "-o", "xml"], prog_name="omectl")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: Invalid value for '-o' / '--output': 'xml' is not one of 'table', 'wide', 'name', 'json', 'yaml'. "
+        "(see 'omectl cluster list --help')\n"
+    )
+
+
+def test_list_and_check_print_names_and_wide_tables(runner: CliRunner, clusters: Path, fleet_kubeconfig: Path) -> None:
+    assert add(runner, clusters, "one", "--kubeconfig", str(fleet_kubeconfig)).exit_code == 0
+    assert add(runner, clusters, "two", "--kubeconfig", str(fleet_kubeconfig), "--context", "bg-2").exit_code == 0
+    (clusters / "broken.yaml").write_text("apiVersion: omectl.io/v1alpha1\nkind: ClusterRegistration\n")
+    broken = clusters / "broken.yaml"
+
+    names = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters), "-o", "name"])
+    assert names.exit_code == 0, names.output
+    assert names.stdout == "cluster/one\ncluster/two\n"
+    assert names.stderr == f"error: {broken}: metadata.name is required\n"  # never among the names
+
+    table = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters)])
+    wide = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters), "-o", "wide"])
+    assert wide.exit_code == 0, wide.output
+    assert wide.stdout == table.stdout  # every field of a registration is in the table already
+
+    broken.unlink()
+    checked = runner.invoke(cluster_app, ["check", "--clusters-dir", str(clusters), "--timeout", "3", "-o", "name"])
+    assert checked.exit_code == 0, checked.output
+    assert checked.stdout == "cluster/one\ncluster/two\n"
 
 
 def test_remove_deletes_the_registration_and_rejects_unknown_names(
@@ -276,3 +302,41 @@ def test_remove_works_when_the_registered_kubeconfig_is_gone(
     result = runner.invoke(cluster_app, ["remove", "one", "--clusters-dir", str(clusters)])
     assert result.exit_code == 0, result.output
     assert not (clusters / "one.yaml").exists()
+
+
+def test_list_and_check_select_clusters_by_their_registration_labels(
+    runner: CliRunner, clusters: Path, fleet_kubeconfig: Path
+) -> None:
+    kc = str(fleet_kubeconfig)
+    assert (
+        add(runner, clusters, "eu-1", "--kubeconfig", kc, "--label", "region=eu", "--label", "gpu=h200").exit_code == 0
+    )
+    assert add(runner, clusters, "eu-2", "--kubeconfig", kc, "--context", "bg-2", "--label", "region=eu").exit_code == 0
+    assert (
+        add(runner, clusters, "us-1", "--kubeconfig", kc, "--label", "region=us", "--label", "gpu=h100").exit_code == 0
+    )
+
+    def names(command: str, selector: str) -> list[str]:
+        result = runner.invoke(cluster_app, [command, "--clusters-dir", str(clusters), "-l", selector, "-o", "name"])
+        assert result.exit_code == 0, result.output
+        return result.stdout.splitlines()
+
+    assert names("list", "region=eu") == ["cluster/eu-1", "cluster/eu-2"]
+    assert names("list", "gpu in (h100,h200)") == ["cluster/eu-1", "cluster/us-1"]
+    assert names("list", "region=eu,!gpu") == ["cluster/eu-2"]
+    assert names("list", "region!=eu") == ["cluster/us-1"]
+    assert names("check", "gpu") == ["cluster/eu-1", "cluster/us-1"]
+
+    none = runner.invoke(cluster_app, ["list", "--clusters-dir", str(clusters), "-l", "region=ap"])
+    assert none.stdout == f"no clusters registered in {clusters} match region=ap\n"
+
+
+def test_a_bad_selector_is_one_usage_line(runner: CliRunner, clusters: Path) -> None:
+    result = runner.invoke(
+        app, ["cluster", "list", "--clusters-dir", str(clusters), "-l", "a in ("], prog_name="omectl"
+    )
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: Invalid value for '-l' / '--selector': invalid label selector 'a in (': 'a in (' is not a label key "
+        "(see 'omectl cluster list --help')\n"
+    )

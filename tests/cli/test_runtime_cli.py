@@ -543,6 +543,88 @@ def test_tree_all_clusters_succeeds_when_every_cluster_answers(clusters_dir: Pat
     assert found == {"rt-1": True, "rt-2": False}
 
 
+# --- -o wide and -o name -------------------------------------------------------------------------------------
+
+
+def test_effective_wide_adds_autosync_the_pinned_revision_the_chain_versions_and_the_cluster(kubeconfig: Path) -> None:
+    args = ("effective", "tuned", "-n", "team-b", "--kubeconfig", str(kubeconfig))
+    plain = ok(invoke(*args)).stdout.splitlines()
+    header, row = ok(invoke(*args, "-o", "wide")).stdout.splitlines()
+    assert header.split() == [*plain[0].split(), "AUTOSYNC", "PINNED", "REVISION", "RESOURCEVERSIONS", "CLUSTER"]
+    report = json.loads(ok(invoke(*args, "-o", "json")).stdout)
+    versions = ",".join(hop["resourceVersion"] for hop in report["chain"])
+    assert row.split() == [*plain[1].split(), "no", "-", versions, "rt-1"]
+
+
+def test_effective_name_prints_the_inference_service_as_kubectl_does(kubeconfig: Path) -> None:
+    result = ok(invoke("effective", "auto", "-n", "llama-demo", "--kubeconfig", str(kubeconfig), "-o", "name"))
+    assert result.stdout == "inferenceservice.ome.io/auto\n"  # no note about automatic selection
+
+
+def test_tree_name_lists_the_runtime_and_every_object_it_reaches(kubeconfig: Path) -> None:
+    result = ok(invoke("tree", "sglang-profile", "--kubeconfig", str(kubeconfig), "-o", "name"))
+    assert result.stdout.splitlines() == [
+        "clusterservingruntime.ome.io/sglang-profile",
+        "clusterservingruntime.ome.io/sglang-h100",
+        "servingruntime.ome.io/sglang-llama-3-2-3b",
+        "servingruntime.ome.io/sglang-llama-long-context",
+        "inferenceservice.ome.io/llama-3-2-3b-instruct",
+        "inferenceservice.ome.io/long-context",
+    ]
+    ancestors = ok(
+        invoke(
+            "tree", "sglang-h100-tuned", "-n", "team-b", "--ancestors", "--kubeconfig", str(kubeconfig), "-o", "name"
+        )
+    )
+    assert ancestors.stdout.splitlines() == [
+        "servingruntime.ome.io/sglang-h100-tuned",
+        "servingruntime.ome.io/sglang-profile",
+        "clusterservingruntime.ome.io/sglang-h100",
+    ]
+
+
+def test_tree_name_all_clusters_prints_each_object_once(clusters_dir: Path) -> None:
+    (clusters_dir / "down.yaml").unlink()
+    result = ok(invoke("tree", "sglang-profile", "--all-clusters", "--clusters-dir", str(clusters_dir), "-o", "name"))
+    lines = result.stdout.splitlines()
+    assert lines[0] == "clusterservingruntime.ome.io/sglang-profile"
+    assert len(lines) == len(set(lines)) and "inferenceservice.ome.io/llama-3-2-3b-instruct" in lines
+
+
+def test_effective_without_a_name_lists_the_namespace_and_with_all_namespaces_every_one(kubeconfig: Path) -> None:
+    team_b = ok(invoke("effective", "-n", "team-b", "--kubeconfig", str(kubeconfig)))
+    assert [(row["NAME"], row["RUNTIME"]) for row in table(team_b.stdout)] == [
+        ("tuned", "sglang-h100-tuned"),
+        ("uses-shadow", "sglang-profile"),
+    ]
+    everywhere = invoke("effective", "-A", "--kubeconfig", str(kubeconfig))
+    assert everywhere.exit_code == 1  # two InferenceServices do not resolve: said, and the rest listed
+    rows = table(everywhere.stdout)
+    assert list(rows[0])[:2] == ["NAMESPACE", "NAME"]
+    assert [(row["NAMESPACE"], row["NAME"]) for row in rows] == [
+        ("llama-demo", "auto"),
+        ("llama-demo", "llama-3-2-3b-instruct"),
+        ("llama-demo", "long-context"),
+        ("team-b", "tuned"),
+        ("team-b", "uses-shadow"),
+    ]
+    assert [line.split(":")[0] for line in everywhere.stderr.splitlines()] == ["error", "error"]
+    assert "llama-demo/broken" in everywhere.stderr and "llama-demo/missing-runtime" in everywhere.stderr
+    document = json.loads(invoke("effective", "-A", "--kubeconfig", str(kubeconfig), "-o", "json").stdout)
+    assert document["namespace"] is None and len(document["inferenceServices"]) == 5
+    assert len(document["errors"]) == 2
+    names = invoke("effective", "-A", "--kubeconfig", str(kubeconfig), "-o", "name")
+    assert names.stdout.splitlines()[0] == "inferenceservice.ome.io/auto"
+
+
+def test_effective_refuses_a_name_with_all_namespaces(kubeconfig: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["runtime", "effective", "tuned", "-A", "--kubeconfig", str(kubeconfig)], prog_name="omectl"
+    )
+    assert result.exit_code == 2
+    assert "an InferenceService is named within one namespace: drop NAME or -A" in result.stderr
+
+
 # --- the kubectl plugin ------------------------------------------------------------------------------------
 
 
@@ -573,3 +655,32 @@ def with_schema_defaults(spec: dict[str, Any]) -> dict[str, Any]:
             if part in supported:
                 supported[part] = {"operator": "Equal", "weight": 1, **supported[part]}
     return spec
+
+
+@pytest.mark.kubectl
+def test_kubectl_ome_takes_kubectls_output_and_namespace_habits(
+    kubeconfig: Path, clusters_dir: Path, tmp_path: Path
+) -> None:
+    """`-A`, `-o wide|name` and `-l` reach the plugin as kubectl hands them over, after the plugin's name."""
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["HOME"] = str(tmp_path)
+
+    def kubectl_ome(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([kubectl_path(), "ome", *args], capture_output=True, text=True, env=env, timeout=60)
+
+    names = kubectl_ome("runtime", "effective", "-A", "-o", "name", "--kubeconfig", str(kubeconfig))
+    assert names.returncode == 1  # two of them do not resolve (stderr), the others are named
+    assert names.stdout.splitlines() == [
+        f"inferenceservice.ome.io/{name}"
+        for name in ("auto", "llama-3-2-3b-instruct", "long-context", "tuned", "uses-shadow")
+    ]
+    wide = kubectl_ome("runtime", "effective", "tuned", "-n", "team-b", "-o", "wide", "--kubeconfig", str(kubeconfig))
+    assert wide.returncode == 0, wide.stderr
+    assert wide.stdout.splitlines()[0].split()[-1] == "CLUSTER" and wide.stdout.splitlines()[1].endswith("rt-1")
+    (clusters_dir / "down.yaml").unlink()
+    (clusters_dir / "rt-2.yaml").write_text(
+        to_yaml(ClusterRegistration(name="rt-2", kubeconfig_path=kubeconfig, context="rt-2", labels={"tier": "gold"}))
+    )
+    selected = kubectl_ome("fleet", "status", "-l", "tier in (gold)", "-o", "name", "--clusters-dir", str(clusters_dir))
+    assert (selected.returncode, selected.stdout) == (0, "cluster/rt-2\n"), selected.stderr

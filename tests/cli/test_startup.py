@@ -136,7 +136,10 @@ def test_every_parameter_of_every_command_converts_without_pydantic() -> None:
         (("trace", "list", "--limit", "ten"), "Invalid value for '--limit': 'ten' is not a valid integer."),
         (("dev", "up", "--clusters", "65"), "Invalid value for '--clusters': 65 is not in the range 1<=x<=64."),
         (("cluster", "check", "--timeout", "soon"), "Invalid value for '--timeout': 'soon' is not a valid float."),
-        (("trace", "list", "-o", "xml"), "Invalid value for '--output' / '-o': 'xml' is not one of 'table', 'json'."),
+        (
+            ("trace", "list", "-o", "xml"),
+            "Invalid value for '-o' / '--output': 'xml' is not one of 'table', 'wide', 'name', 'json', 'yaml'.",
+        ),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, tuple) else None,
 )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import re
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -11,13 +14,16 @@ from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Tracer
 from typer.testing import CliRunner
 
+from omectl.cli.main import app
 from omectl.cli.trace import trace_app
 from omectl.tracing import configure_tracing, merge_span, reconcile_span, set_result, watch_event_context
 from omectl.tracing import spans as names
+from tests.cli.test_run import omectl_env
 
 HOUR_NS = 3600 * 10**9
 TRACE_ID = re.compile(r"\b[0-9a-f]{32}\b")
@@ -351,3 +357,71 @@ def test_explain_names_each_runtime_with_its_kind_and_the_chains_context(
     explained = orjson.loads(out)
     assert explained["context"] == "namespace team-a"
     assert explained["chainRefs"][0] == "ServingRuntime/team-a/base"
+
+
+def test_list_wide_adds_the_resource_version_queue_wait_retries_and_span_id(recorded: Recorded) -> None:
+    code, out, _ = invoke("list", "-f", str(recorded.path), "--limit", "1", "-o", "wide")
+    assert code == 0
+    header, row = out.splitlines()
+    assert header.split()[-8:] == ["RESOURCE", "VERSION", "QUEUE", "WAIT", "(ms)", "RETRIES", "SPAN", "ID"]
+    (document,) = orjson.loads(invoke("list", "-f", str(recorded.path), "--limit", "1", "-o", "json")[1])
+    assert row.split()[-5:] == [document["traceId"], "11", "4.0", "0", document["spanId"]]
+
+
+def test_list_and_explain_print_yaml_and_refuse_name(recorded: Recorded) -> None:
+    code, out, _ = invoke("list", "-f", str(recorded.path), "--limit", "2", "-o", "yaml")
+    assert code == 0
+    assert yaml.safe_load(out) == orjson.loads(
+        invoke("list", "-f", str(recorded.path), "--limit", "2", "-o", "json")[1]
+    )
+    args = ("explain", "ServingRuntime", "llm/chat-rt", "-f", str(recorded.path))
+    assert yaml.safe_load(invoke(*args, "-o", "yaml")[1]) == orjson.loads(invoke(*args, "-o", "json")[1])
+    for command, row in ((("list", "-f", str(recorded.path)), "a reconcile"), (args, "a field")):
+        result = runner.invoke(app, ["trace", *command, "-o", "name"], prog_name="omectl")
+        assert (result.exit_code, result.stdout) == (2, "")
+        assert result.stderr == (
+            f"error: Invalid value for '-o' / '--output': name: each row is {row}, not an object "
+            f"(see 'omectl trace {command[0]} --help')\n"
+        )
+
+
+def test_list_watch_reads_the_file_again_each_interval_until_ctrl_c(recorded: Recorded, tmp_path: Path) -> None:
+    lines = recorded.path.read_text().splitlines(keepends=True)
+    growing = tmp_path / "growing.jsonl"
+    growing.write_text(lines[0])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "omectl", "trace", "list", "--watch", "--interval", "0.1", "-f", str(growing)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=omectl_env(),
+    )  # fmt: skip
+    assert proc.stdout is not None
+    first: set[str] = set()
+    seen: set[str] = set()
+    try:
+        for line in proc.stdout:
+            ids = set(listed_trace_ids(line))
+            if not first and ids:
+                first = ids
+                growing.write_text("".join(lines))  # the next frames read it again
+            seen |= ids
+            if seen == set(recorded.traces.values()):
+                break
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert first and first < seen == set(recorded.traces.values())
+    assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+def test_list_namespace_keeps_that_namespaces_reconciles_and_all_namespaces_every_one(recorded: Recorded) -> None:
+    t = recorded.traces
+    _, llm, _ = invoke("list", "-f", str(recorded.path), "-n", "llm")
+    assert listed_trace_ids(llm) == [t["isvc"]]
+    _, everywhere, _ = invoke("list", "-f", str(recorded.path), "-n", "llm", "-A")
+    _, default, _ = invoke("list", "-f", str(recorded.path))
+    assert listed_trace_ids(everywhere) == listed_trace_ids(default) and len(listed_trace_ids(default)) == 6
+    result = runner.invoke(
+        app, ["trace", "list", "-f", str(recorded.path), "-n", "llm", "--object", "ServingRuntime/default/rt"],
+        prog_name="omectl",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "--object ServingRuntime/default/rt is not in namespace 'llm'" in result.stderr

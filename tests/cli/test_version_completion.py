@@ -30,6 +30,17 @@ def test_version_prints_the_client_version(runner: CliRunner) -> None:
     assert result.output.strip() == f"Client Version: {__version__}"
     as_json = runner.invoke(app, ["version", "-o", "json"])
     assert json.loads(as_json.output) == {"clientVersion": __version__}
+    wide = runner.invoke(app, ["version", "-o", "wide"])
+    assert (wide.exit_code, wide.output) == (0, result.output)
+
+
+def test_version_refuses_output_name_as_a_usage_error(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["version", "-o", "name"], prog_name="omectl")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: Invalid value for '-o' / '--output': name: each row is a server, not an object "
+        "(see 'omectl version --help')\n"
+    )
 
 
 def test_version_with_a_kubeconfig_reports_each_server_and_its_omectl_crds(

@@ -80,6 +80,12 @@ def test_a_healthy_cluster_passes_and_says_what_it_could_not_check(fleet: Contro
     table = CliRunner().invoke(app, ["doctor", "--kubeconfig", str(fleet.kubectl.kubeconfig), "--context", CLUSTER])
     assert table.stdout.splitlines()[0].split() == ["CLUSTER", "CHECK", "STATUS", "MESSAGE"]
     assert "To fix:" in table.stdout and "kubectl create namespace aim-system" in table.stdout
+    wide = CliRunner().invoke(
+        app, ["doctor", "--kubeconfig", str(fleet.kubectl.kubeconfig), "--context", CLUSTER, "-o", "wide"]
+    )
+    assert wide.stdout.splitlines()[0].split() == ["CLUSTER", "CHECK", "STATUS", "MESSAGE", "FIX"]
+    aim_row = next(line for line in wide.stdout.splitlines() if line.split()[1:3] == ["aim-namespace", "WARN"])
+    assert aim_row.endswith(findings["aim-namespace"][0]["fix"])
 
 
 def closed_port() -> int:

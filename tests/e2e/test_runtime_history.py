@@ -84,6 +84,16 @@ def test_history_lists_revisions_newest_first_with_live_and_pinned(fleet: Contro
     assert " pinned " in table[2] and " yes " in table[1]
 
 
+def test_history_name_and_wide_print_the_controller_revisions(fleet: ControlledFleet) -> None:
+    report = json.loads(invoke(fleet, "-n", "llama-demo", "-o", "json").stdout)
+    names = invoke(fleet, "-n", "llama-demo", "-o", "name")
+    assert names.exit_code == 0, names.output
+    assert names.stdout.splitlines() == [f"controllerrevision.apps/{r['name']}" for r in report["revisions"]]
+    wide = invoke(fleet, "-n", "llama-demo", "-o", "wide").stdout.splitlines()
+    assert wide[0].split()[-2:] == ["KIND", "CREATED"]
+    assert [line.split()[-2:] for line in wide[1:]] == [[r["kind"], r["created"]] for r in report["revisions"]]
+
+
 def test_diff_prints_the_merged_spec_change_and_exits_1(fleet: ControlledFleet) -> None:
     result = invoke(fleet, "-n", "llama-demo", "--diff", "1", "2")
     assert result.exit_code == 1, result.output
