@@ -42,7 +42,8 @@ from omectl.core.ome.selection import RuntimeValidation, lookup_named_runtime, n
 from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_to_read
 from omectl.fleet.registration import ClusterRegistration, RegistrationError, open_client
 from omectl.kube.cache import ObjectCache
-from omectl.kube.client import ClusterClient, KubeAPIError, KubeConfigError, KubeError
+from omectl.kube.client import ClusterClient, KubeConfigError, KubeError
+from omectl.kube.errors import NotFound
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
 from omectl.observability.redact import redact_object
 
@@ -200,12 +201,10 @@ async def _with_client(target: ClusterTarget, work: Callable[[ClusterClient], Aw
     try:
         client = await target.connect()
         return await work(client)
-    except KubeAPIError as exc:
-        if exc.status == 404:
-            raise CommandError(
-                f"cluster {exc.cluster}: {exc.path} is not served (are the OME CRDs installed?)", EXIT_CLUSTER_FAILED
-            ) from None
-        raise CommandError(_one_line(exc), EXIT_CLUSTER_FAILED) from None
+    except NotFound as exc:
+        raise CommandError(
+            f"cluster {exc.cluster}: {exc.path} is not served (are the OME CRDs installed?)", EXIT_CLUSTER_FAILED
+        ) from None
     except KubeError as exc:
         raise CommandError(_one_line(exc), EXIT_CLUSTER_FAILED) from None
     finally:
@@ -218,9 +217,9 @@ async def _get_or_none(
 ) -> dict[str, Any] | None:
     try:
         return await client.get(ref, name, namespace)
-    except KubeAPIError as exc:
+    except NotFound as exc:
         details = (exc.body or {}).get("details") if isinstance(exc.body, dict) else None
-        if exc.status == 404 and isinstance(details, dict) and details.get("name") == name:
+        if isinstance(details, dict) and details.get("name") == name:
             return None
         raise
 

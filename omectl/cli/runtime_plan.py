@@ -67,6 +67,7 @@ from omectl.core.ome.selection import (
 )
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.errors import BadRequest, Conflict, Forbidden, Invalid, NotFound
 from omectl.kube.resources import (
     BASE_MODELS,
     CLUSTER_BASE_MODELS,
@@ -335,10 +336,8 @@ def _entry(isvc: Mapping[str, Any], now: Outcome, then: Outcome) -> dict[str, An
 async def _list_or_empty(client: ClusterClient, ref: ResourceRef) -> list[dict[str, Any]]:
     try:
         return await client.list_all(ref)
-    except KubeAPIError as exc:
-        if exc.status == 404:
-            return []  # the kind is not installed: nothing of it exists
-        raise
+    except NotFound:
+        return []  # the kind is not installed: nothing of it exists
 
 
 async def _plan_with(client: ClusterClient, edits: list[EditedRuntime]) -> dict[str, Any]:
@@ -381,13 +380,13 @@ async def _checked_by_the_server(
             dry_run=True,
         )
     except KubeAPIError as exc:
-        if exc.status == 403:
+        if isinstance(exc, Forbidden):
             typer.echo(
                 f"warning: cluster {client.name}: {_runtime_label(ref)} not checked by the server: {exc.message}",
                 err=True,
             )
             return ref, doc
-        if exc.status in (400, 409, 422):
+        if isinstance(exc, BadRequest | Conflict | Invalid):
             raise CommandError(
                 f"cluster {client.name}: the API server would reject {_runtime_label(ref)}: {exc.message}",
                 EXIT_PLAN_ERROR,

@@ -52,6 +52,7 @@ from omectl.core.fleet_runtimes import (
     template_hash,
 )
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.errors import Conflict, NotFound
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
     CLUSTER_SERVING_RUNTIMES,
@@ -281,11 +282,8 @@ class FleetRuntimeApplier:
         runtime = template["metadata"]["name"]
         try:
             if live is None:  # the cache may lag: never take over a user's runtime that is already there
-                try:
+                with contextlib.suppress(NotFound):
                     live = await cluster.client.get(ref, runtime, namespace or None)
-                except KubeAPIError as exc:
-                    if exc.status != 404:
-                        raise
             decision = decide(
                 live,
                 owner=owner,
@@ -371,9 +369,7 @@ class FleetRuntimeApplier:
         }
         try:
             await self.hub.create(CONTROLLER_REVISIONS, body, self.namespace, field_manager=FIELD_MANAGER)
-        except KubeAPIError as exc:
-            if exc.status != 409:
-                raise
+        except Conflict:
             self._revisions.pop(owner, None)  # made by an earlier run: read them again
             return await self._revision(fr, spec)
         known[current] = (digest, number)
@@ -445,9 +441,10 @@ class FleetRuntimeApplier:
                 ref, meta["name"], meta.get("namespace") or None, preconditions={"uid": meta.get("uid", "")}
             )
             log.info("FleetRuntime %s: cluster %s: deleted its %s %s", owner, cluster.name, ref.kind, meta["name"])
+        except (NotFound, Conflict):
+            pass  # deleted or replaced since: the copy is gone either way
         except KubeAPIError as exc:
-            if exc.status not in (404, 409):
-                log.warning("FleetRuntime %s: cluster %s: cannot delete its copy: %s", owner, cluster.name, exc)
+            log.warning("FleetRuntime %s: cluster %s: cannot delete its copy: %s", owner, cluster.name, exc)
         except KubeError as exc:
             log.info("FleetRuntime %s: cluster %s: copy not deleted yet: %s", owner, cluster.name, exc)
 
@@ -463,11 +460,8 @@ class FleetRuntimeApplier:
             old = live.get("status") or {}
             return build_status(old, generation, revision, results, problem)
 
-        try:
+        with contextlib.suppress(NotFound):
             await write_status(self.hub, FLEET_RUNTIMES, None, name, desired, field_manager=FIELD_MANAGER, cached=fr)
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
 
 
 def _condition(old: Mapping[str, Any], type_: str, ready: bool, reason: str, message: str) -> dict[str, Any]:

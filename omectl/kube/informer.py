@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from omectl.kube.cache import ObjectCache, object_key
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeConnectionError
+from omectl.kube.errors import NotFound, api_error
 from omectl.kube.resources import ResourceRef
 from omectl.kube.transforms import Transform, strip_bookkeeping
 
@@ -222,7 +223,7 @@ class Informer:
                 except asyncio.CancelledError:
                     raise
                 except (_Expired, KubeAPIError) as exc:
-                    if isinstance(exc, KubeAPIError) and exc.status == 404 and self.optional:
+                    if isinstance(exc, NotFound) and self.optional:
                         need_list = True
                         await self._not_served()
                         continue
@@ -414,7 +415,7 @@ class Informer:
             if code == 410 or obj.get("reason") in ("Expired", "Gone"):
                 message = obj.get("message") or "resourceVersion expired"
                 raise _Expired(f"cluster {self.client.name}: watch {self.resource.path(self.namespace)}: {message}")
-            raise KubeAPIError(
+            raise api_error(
                 code,
                 str(obj.get("reason") or "WatchError"),
                 str(obj.get("message") or ""),

@@ -36,6 +36,7 @@ from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.resolution import Resolution, resolve
 from omectl.kube.client import KubeAPIError
+from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.resources import CONFIG_MAPS, JOBS, PERSISTENT_VOLUME_CLAIMS, ResourceRef
 from omectl.kube.writer import write_status
 
@@ -130,7 +131,7 @@ class AimConsumerReconciler:
         try:
             applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
         except KubeAPIError as exc:
-            if not tolerate_invalid or exc.status != 422:
+            if not tolerate_invalid or not isinstance(exc, Invalid):
                 raise
             cluster.record_event(dict(parent), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
             return live
@@ -188,9 +189,8 @@ class AimConsumerReconciler:
         try:
             await cluster.client.delete(resource, name, namespace=namespace or None, propagation_policy="Background")
             self.writes += 1
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        except NotFound:
+            pass
 
     # --- status ------------------------------------------------------------------------------------------
 

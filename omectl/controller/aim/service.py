@@ -66,6 +66,7 @@ from omectl.core.aim.status import (
     runtime_config_error,
 )
 from omectl.kube.client import KubeAPIError
+from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.resources import (
     AIM_PROFILE_CACHES,
     AIM_SERVICES,
@@ -301,7 +302,7 @@ class AimServiceReconciler:
         try:
             applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
         except KubeAPIError as exc:
-            if not tolerate_invalid or exc.status != 422:
+            if not tolerate_invalid or not isinstance(exc, Invalid):
                 raise
             # a bound claim's spec is mostly immutable: keep serving from it and say why it differs
             cluster.record_event(dict(service), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
@@ -316,9 +317,8 @@ class AimServiceReconciler:
         try:
             await cluster.client.request("DELETE", resource.path(namespace or None, name))
             self.writes += 1
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        except NotFound:
+            pass
 
     # --- status ------------------------------------------------------------------------------------------
 

@@ -55,8 +55,9 @@ from omectl.fleet.providers import RegistryChange
 from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
 from omectl.fleet.sharding import Fenced
 from omectl.kube.cache import ObjectCache
-from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.client import ClusterClient, KubeError
 from omectl.kube.crds import INSTALL_CRDS, runtime_crds_without_status, status_subresource_problem
+from omectl.kube.errors import NotFound
 from omectl.kube.events import EventRecorder
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
@@ -518,7 +519,7 @@ class FleetController:
             record_merge_span(self.tracer, outcome, _KIND_OF[key.kind], key.namespace, key.name)
         resource = SERVING_RUNTIMES if key.kind == SR_KEY else CLUSTER_SERVING_RUNTIMES
         if desired_status(obj, outcome) is not None:  # cheap check against the cache before any request
-            try:
+            with contextlib.suppress(NotFound):
                 await write_status(
                     cluster.client,
                     resource,
@@ -528,9 +529,6 @@ class FleetController:
                     field_manager=FIELD_MANAGER,
                     cached=obj,
                 )
-            except KubeAPIError as exc:
-                if exc.status != 404:
-                    raise
         if not outcome.ok:
             cluster.record_event(obj, "Warning", outcome.reason, outcome.message)
 
