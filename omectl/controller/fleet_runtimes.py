@@ -201,12 +201,12 @@ class FleetRuntimeApplier:
             for name in sorted(names):
                 try:
                     await self.reconcile(name)
-                except Exception:
+                except Exception:  # one FleetRuntime's failure must not stop the others: logged, retried in 2 s
                     log.exception("FleetRuntime %s: reconcile failed", name)
                     self._spawn(self._retry(name))
             try:
                 await self._sweep(None if sweep else names)
-            except Exception:
+            except Exception:  # the loop must survive a failed sweep: logged, and the pass is counted as done
                 log.exception("FleetRuntimes: removing stale copies failed")
             self.passes += 1
 

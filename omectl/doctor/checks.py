@@ -429,7 +429,7 @@ async def run_checks(ctx: Context, checks: Iterable[tuple[str, Check]] = CHECKS)
             return [
                 Finding(name, FAIL, f"cannot check: {_one_line(exc, ctx.client)}", "fix access to the cluster first")
             ]
-        except Exception as exc:  # one broken check must not hide the answers of the others
+        except Exception as exc:  # one broken check must not hide the others; its FAIL names the error
             return [Finding(name, FAIL, f"the check itself failed: {type(exc).__name__}: {exc}")]
 
     results = await asyncio.gather(*(one(name, check) for name, check in checks))

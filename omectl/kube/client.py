@@ -288,7 +288,7 @@ class ClusterClient:
                 del loader.exec_plugin_expiry
             try:
                 await loader.load_from_exec_plugin()
-            except Exception as exc:
+            except Exception as exc:  # third-party code running a user's binary: any failure is the kubeconfig's
                 raise KubeConfigError(self.name, f"exec credential plugin failed: {exc}") from exc
             loader._set_config(self.configuration)
             _register_credentials(self.configuration)

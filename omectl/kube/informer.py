@@ -238,7 +238,7 @@ class Informer:
                     else:
                         self.restarts += 1
                         self._notify_health()
-                except Exception as exc:
+                except Exception as exc:  # the informer outlives any failure: `_failed` logs it and backs off
                     if isinstance(exc, KubeConnectionError):
                         # what answers next may be a restarted server whose store starts over: look before resuming
                         self._probe_before_watch = True
@@ -281,7 +281,7 @@ class Informer:
         for listener in self.health_listeners:
             try:
                 listener(self)
-            except Exception:
+            except Exception:  # a listener's bug must not stop the informer
                 log.exception("%s: health listener failed", self.name)
 
     # --- list --------------------------------------------------------------------------------------------
@@ -454,7 +454,7 @@ class Informer:
         for handler in self.handlers:
             try:
                 handler(type_, obj, old, initial)
-            except Exception:
+            except Exception:  # a handler's bug must neither stop the informer nor starve the other handlers
                 self.handler_errors += 1
                 log.exception("%s: handler %r failed on %s %s", self.name, handler, type_, object_key(obj))
 

@@ -139,7 +139,7 @@ async def check_member(
     found = MemberCheck(cluster)
     try:
         config, lease = await asyncio.wait_for(_read(client, namespace), timeout + 1)
-    except Exception as exc:  # any failure is a finding, never a crash
+    except Exception as exc:  # any failure (a malformed Lease too) is a finding the report shows, never a crash
         found.problem = f"cannot read the webhook configuration: {' '.join(str(exc).split())}"
         found.fix = f"check that the cluster can be reached: `omectl cluster check {cluster}`"
         return found
