@@ -44,6 +44,7 @@ from omectl.fleet.registration import ClusterRegistration, RegistrationError, op
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeConfigError, KubeError
 from omectl.kube.errors import NotFound
+from omectl.kube.field_managers import ROLLOUT_FIELD_MANAGER
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
 from omectl.observability.redact import redact_object
 
@@ -481,7 +482,7 @@ async def _request_rollout(client: ClusterClient, namespace: str | None, name: s
         namespace,
         patch_type="merge",
         subresource="status",
-        field_manager="omectl-rollout",
+        field_manager=ROLLOUT_FIELD_MANAGER,
     )
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     await client.patch(
@@ -490,6 +491,6 @@ async def _request_rollout(client: ClusterClient, namespace: str | None, name: s
         {"metadata": {"annotations": {ROLLOUT_ANNOTATION: stamp}}},
         namespace,
         patch_type="merge",
-        field_manager="omectl-rollout",
+        field_manager=ROLLOUT_FIELD_MANAGER,
     )
     return f"inferenceservice.ome.io/{name} rolling out to the live revision"

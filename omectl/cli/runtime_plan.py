@@ -68,6 +68,7 @@ from omectl.core.ome.selection import (
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.errors import BadRequest, Conflict, Forbidden, Invalid, NotFound
+from omectl.kube.field_managers import PLAN_FIELD_MANAGER
 from omectl.kube.resources import (
     BASE_MODELS,
     CLUSTER_BASE_MODELS,
@@ -356,9 +357,6 @@ async def _plan_with(client: ClusterClient, edits: list[EditedRuntime]) -> dict[
         models.cluster.upsert({**obj, "kind": "ClusterBaseModel"})
     placed = [await _checked_by_the_server(client, *edit.placed(client.default_namespace)) for edit in edits]
     return plan_cluster(read, models, placed)
-
-
-PLAN_FIELD_MANAGER = "omectl-plan"
 
 
 async def _checked_by_the_server(

@@ -36,7 +36,6 @@ from omectl.core.fleet_runtimes import (
     CONFLICT,
     DRIFTED,
     FAILED,
-    FIELD_MANAGER,
     FLEET_RUNTIME_LABEL,
     PENDING,
     ClusterResult,
@@ -53,6 +52,7 @@ from omectl.core.fleet_runtimes import (
 )
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
 from omectl.kube.errors import Conflict, NotFound
+from omectl.kube.field_managers import FLEET_FIELD_MANAGER
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
     CLUSTER_SERVING_RUNTIMES,
@@ -304,7 +304,7 @@ class FleetRuntimeApplier:
                 return ClusterResult(cluster.name, APPLIED, revision, gens)
             body = desired_copy(template, owner, revision, namespace)
             applied = await cluster.client.patch(
-                ref, runtime, body, namespace or None, patch_type="apply", field_manager=FIELD_MANAGER, force=True
+                ref, runtime, body, namespace or None, patch_type="apply", field_manager=FLEET_FIELD_MANAGER, force=True
             )
             if decision.action == "correct":
                 log.info("FleetRuntime %s: cluster %s: %s: put back", owner, cluster.name, decision.message)
@@ -368,7 +368,7 @@ class FleetRuntimeApplier:
             "data": {"hash": digest, "template": spec.get("template"), "namespaces": spec.get("namespaces") or []},
         }
         try:
-            await self.hub.create(CONTROLLER_REVISIONS, body, self.namespace, field_manager=FIELD_MANAGER)
+            await self.hub.create(CONTROLLER_REVISIONS, body, self.namespace, field_manager=FLEET_FIELD_MANAGER)
         except Conflict:
             self._revisions.pop(owner, None)  # made by an earlier run: read them again
             return await self._revision(fr, spec)
@@ -461,7 +461,9 @@ class FleetRuntimeApplier:
             return build_status(old, generation, revision, results, problem)
 
         with contextlib.suppress(NotFound):
-            await write_status(self.hub, FLEET_RUNTIMES, None, name, desired, field_manager=FIELD_MANAGER, cached=fr)
+            await write_status(
+                self.hub, FLEET_RUNTIMES, None, name, desired, field_manager=FLEET_FIELD_MANAGER, cached=fr
+            )
 
 
 def _condition(old: Mapping[str, Any], type_: str, ready: bool, reason: str, message: str) -> dict[str, Any]:

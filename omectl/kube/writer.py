@@ -9,6 +9,7 @@ from typing import Any
 
 from omectl.kube.client import ClusterClient
 from omectl.kube.errors import Conflict, NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ResourceRef
 
 __all__ = ["StatusMutation", "apply_merge_patch", "patch_status_merge", "write_status"]
@@ -31,7 +32,7 @@ async def write_status(
     name: str,
     mutate: StatusMutation,
     *,
-    field_manager: str = "omectl",
+    field_manager: str = FIELD_MANAGER,
     max_retries: int = 5,
     cached: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
@@ -80,7 +81,7 @@ async def patch_status_merge(
     name: str,
     status_patch: dict[str, Any],
     *,
-    field_manager: str = "omectl",
+    field_manager: str = FIELD_MANAGER,
     live: dict[str, Any] | None = None,
     resource_version: str | None = None,
 ) -> dict[str, Any] | None:

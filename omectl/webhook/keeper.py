@@ -24,15 +24,15 @@ from typing import Any
 
 from omectl.kube.client import ClusterClient, KubeError
 from omectl.kube.errors import NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.informer import Informer
 from omectl.kube.resources import VALIDATING_WEBHOOK_CONFIGURATIONS
 from omectl.webhook.server import WEBHOOK_CONFIGURATION_NAME
 
-__all__ = ["FIELD_MANAGER", "RemoteEndpoint", "WebhookKeeper", "matches"]
+__all__ = ["RemoteEndpoint", "WebhookKeeper", "matches"]
 
 log = logging.getLogger(__name__)
 
-FIELD_MANAGER = "omectl"
 RETRY = (0.5, 30.0)  # backoff between failed writes, s
 
 

@@ -30,13 +30,14 @@ from typing import Any, Final, cast
 from omectl.controller.aim import caching as aim_caching
 from omectl.controller.aim import models as aim_models
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
-from omectl.controller.aim.service import FIELD_MANAGER, PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
+from omectl.controller.aim.service import PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
 from omectl.controller.runtime.apply import RENDER_HASH, apply_render, live_object, object_hash
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.resolution import Resolution, resolve
 from omectl.kube.client import KubeAPIError
 from omectl.kube.errors import Invalid, NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import CONFIG_MAPS, JOBS, PERSISTENT_VOLUME_CLAIMS, ResourceRef
 from omectl.kube.writer import write_status
 

@@ -67,6 +67,7 @@ from omectl.core.aim.status import (
 )
 from omectl.kube.client import KubeAPIError
 from omectl.kube.errors import Invalid, NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import (
     AIM_PROFILE_CACHES,
     AIM_SERVICES,
@@ -80,7 +81,6 @@ from omectl.tracing.spans import merge_span
 
 log = logging.getLogger(__name__)
 
-FIELD_MANAGER: Final = "omectl"
 AIM_SERVICE_API_VERSION: Final = f"{AIM_SERVICES.group}/{AIM_SERVICES.version}"
 OWN_CONDITIONS: Final = frozenset(
     {RUNTIME_CONFIG_READY, INFERENCE_SERVICE_READY, HTTP_ROUTE_READY, CONFIG_VALID, READY}

@@ -18,12 +18,12 @@ import orjson
 
 from omectl.kube.client import ClusterClient
 from omectl.kube.errors import Conflict, NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import CONTROLLER_REVISIONS
 
 RUNTIME_LABEL = "ome.io/runtime"
 RUNTIME_KIND_LABEL = "ome.io/runtime-kind"
 KEEP_UNREFERENCED = 10
-FIELD_MANAGER = "omectl"
 
 
 def spec_hash(merged_spec: Mapping[str, Any]) -> str:

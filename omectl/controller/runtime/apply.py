@@ -15,10 +15,10 @@ import orjson
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient
 from omectl.kube.errors import NotFound
+from omectl.kube.field_managers import FIELD_MANAGER as FIELD_MANAGER  # re-exported for controller/ome/engine.py
 from omectl.kube.resources import ResourceRef
 
 RENDER_HASH = "omectl.io/render-hash"
-FIELD_MANAGER = "omectl"
 
 
 def object_hash(obj: Mapping[str, Any]) -> str:

@@ -59,6 +59,7 @@ from omectl.kube.client import ClusterClient, KubeError
 from omectl.kube.crds import INSTALL_CRDS, runtime_crds_without_status, status_subresource_problem
 from omectl.kube.errors import NotFound
 from omectl.kube.events import EventRecorder
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
     BASE_MODELS,
@@ -86,7 +87,6 @@ CSR_KEY = "ome.io/ClusterServingRuntime"
 ISVC_KEY = "ome.io/InferenceService"
 ISVC_LABEL = "ome.io/inferenceservice"  # on every workload rendered for an InferenceService
 ROLLOUT_ANNOTATION = "omectl.io/rollout-requested"  # set by `omectl runtime rollout`: re-pin to the live revision
-FIELD_MANAGER = "omectl"
 EVENT_WRITERS = 4  # concurrent event writes per cluster
 EVENT_BACKLOG = 2000  # events waiting to be written per cluster; beyond it they are dropped (client-go: 1000)
 RETRY_LATER_FLOOR = 2.0  # seconds before a RetryLater reconcile runs again (then the per-item backoff grows)
