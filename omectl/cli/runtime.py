@@ -35,6 +35,7 @@ from omectl.controller.ome.lookup import (
     inherit_index,
     runtime_index,
 )
+from omectl.core.jsonish import as_mapping
 from omectl.core.ome.inheritance import ChainError, resolve_chain, spec_layers
 from omectl.core.ome.merge import merge_chain
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
@@ -232,12 +233,8 @@ def _one_line(exc: BaseException) -> str:
 # --- effective ---------------------------------------------------------------------------------------------
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _condition(obj: Mapping[str, Any], condition_type: str) -> dict[str, Any] | None:
-    for condition in _mapping(obj.get("status")).get("conditions") or []:
+    for condition in as_mapping(obj.get("status")).get("conditions") or []:
         if isinstance(condition, Mapping) and condition.get("type") == condition_type:
             return dict(condition)
     return None
@@ -258,7 +255,7 @@ def _runtime_label(ref: RuntimeRef) -> str:
 
 def _pin_state(isvc: Mapping[str, Any]) -> tuple[bool | None, Any, Any]:
     """(pinned, autoSync, pinned revision) from `spec.runtime`; pinned is None when neither field is set."""
-    runtime = _mapping(_mapping(isvc.get("spec")).get("runtime"))
+    runtime = as_mapping(as_mapping(isvc.get("spec")).get("runtime"))
     auto_sync = runtime.get("autoSync")
     revision = runtime.get("revision") or None
     if revision is not None:
@@ -273,9 +270,9 @@ def effective_report(read: ClusterRead, isvc: Mapping[str, Any]) -> dict[str, An
 
     Raises CommandError when the named runtime is missing or its chain does not resolve.
     """
-    meta = _mapping(isvc.get("metadata"))
+    meta = as_mapping(isvc.get("metadata"))
     namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-    status_runtime = _mapping(_mapping(isvc.get("status")).get("runtime"))
+    status_runtime = as_mapping(as_mapping(isvc.get("status")).get("runtime"))
     pinned, auto_sync, pinned_revision = _pin_state(isvc)
     drift = _condition(isvc, DRIFT_CONDITION)
     report: dict[str, Any] = {
@@ -465,7 +462,7 @@ async def _request_rollout(client: ClusterClient, namespace: str | None, name: s
     isvc = await _get_or_none(client, INFERENCE_SERVICES, name, namespace)
     if isvc is None:
         raise CommandError(f'InferenceService "{name}" not found in namespace "{namespace}" (cluster {client.name})')
-    runtime_spec = _mapping(_mapping(isvc.get("spec")).get("runtime"))
+    runtime_spec = as_mapping(as_mapping(isvc.get("spec")).get("runtime"))
     if runtime_spec.get("revision"):
         raise CommandError(
             f"inferenceservice {name} is pinned by spec.runtime.revision={runtime_spec['revision']}; "

@@ -41,6 +41,7 @@ from omectl.core.aim.consumers import (
     text,
 )
 from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.jsonish import as_mapping
 
 PROFILE_ANNOTATION: Final = "aim.eai.amd.com/profile"
 """On an AIMService with caching: the AIMProfile (in its namespace) or AIMClusterProfile it caches."""
@@ -65,7 +66,7 @@ def service_profile(aim: Any, service: Mapping[str, Any]) -> dict[str, Any] | No
             return dict(found, kind=PROFILE)
         found = cluster_profiles.get("", pinned)
         return dict(found, kind=CLUSTER_PROFILE) if found is not None else None
-    model = text(_mapping(spec_of(service).get("model")).get("name"))
+    model = text(as_mapping(spec_of(service).get("model")).get("name"))
     if model is None:
         return None
     own = sorted((p for p in profiles.by_index(MODEL_NAME_INDEX, model) if namespace_of(p) == namespace), key=name_of)
@@ -146,7 +147,3 @@ async def reconcile_artifact(
         profile = await profile_of(reconciler, cluster, artifact)
         job = await reconciler.apply_job(cluster, artifact, render_download_job(artifact, config, profile), config)
     return artifact_status(artifact, job, pvc)
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
