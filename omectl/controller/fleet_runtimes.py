@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from omectl.api.fleet import template_problem
+from omectl.core.conditions import transition_time
 from omectl.core.fleet_runtimes import (
     APPLIED,
     CONFLICT,
@@ -469,13 +470,12 @@ class FleetRuntimeApplier:
 def _condition(old: Mapping[str, Any], type_: str, ready: bool, reason: str, message: str) -> dict[str, Any]:
     status = "True" if ready else "False"
     previous: Mapping[str, Any] = next((c for c in old.get("conditions") or [] if c.get("type") == type_), {})
-    since = previous.get("lastTransitionTime") if previous.get("status") == status else None
     return {
         "type": type_,
         "status": status,
         "reason": reason,
         "message": message,
-        "lastTransitionTime": since or _now(),
+        "lastTransitionTime": transition_time(previous, status, _now()),
     }
 
 
@@ -508,11 +508,7 @@ def build_status(
         if r.message:
             entry["message"] = r.message
         before = previous.get(r.name) or {}
-        entry["lastTransitionTime"] = (
-            before.get("lastTransitionTime")
-            if before.get("phase") == r.phase and before.get("lastTransitionTime")
-            else _now()
-        )
+        entry["lastTransitionTime"] = transition_time(before, r.phase, _now(), field="phase")
         clusters.append(entry)
     summary = roll_up(results, revision)
     return {

@@ -35,6 +35,7 @@ from omectl.controller.runtime.apply import RENDER_HASH, apply_render, live_obje
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.resolution import Resolution, resolve
+from omectl.core.conditions import stamp_all
 from omectl.kube.client import KubeAPIError
 from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
@@ -63,17 +64,6 @@ CHILD_RESOURCES: Final[Mapping[str, ResourceRef]] = {
     "ConfigMap": CONFIG_MAPS,
 }
 """Every kind a consumer reads or applies, by kind."""
-
-
-def stamp(conditions: list[dict[str, Any]], previous: list[Any], now: str) -> list[dict[str, Any]]:
-    """`conditions` with `lastTransitionTime`: the previous one of that type while its status is unchanged."""
-    prior = {c.get("type"): c for c in previous if isinstance(c, Mapping)}
-    out = []
-    for condition in conditions:
-        before = prior.get(condition.get("type"))
-        kept = before.get("lastTransitionTime") if before and before.get("status") == condition.get("status") else None
-        out.append({**condition, "lastTransitionTime": kept or now})
-    return out
 
 
 class AimConsumerReconciler:
@@ -209,7 +199,7 @@ class AimConsumerReconciler:
                 generation=(live.get("metadata") or {}).get("generation"),
                 previous_conditions=previous,
             )
-            status["conditions"] = stamp(status["conditions"], previous, now)
+            status["conditions"] = stamp_all(status["conditions"], previous, now)
             return None if status == current else status
 
         if desired(obj) is None:  # against the cache, before any request

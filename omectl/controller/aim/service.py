@@ -65,6 +65,7 @@ from omectl.core.aim.status import (
     runtime_config_component,
     runtime_config_error,
 )
+from omectl.core.conditions import by_type, stamped
 from omectl.kube.client import KubeAPIError
 from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
@@ -110,14 +111,13 @@ def stamp_conditions(
     """`wanted` with `lastTransitionTime`: kept from the previous condition of that type while its status is the
     same, else now; the previous conditions of types we do not own come first, unchanged."""
     now = now or _now()
-    prior = {c.get("type"): c for c in previous if isinstance(c, Mapping)}
+    prior = by_type(previous)
     conditions: list[dict[str, Any]] = [
         dict(c) for c in previous if isinstance(c, Mapping) and c.get("type") not in OWN_CONDITIONS
     ]
     for condition in wanted:
         before = prior.get(condition["type"])
-        stamp = before.get("lastTransitionTime") if before and before.get("status") == condition["status"] else None
-        conditions.append({**condition, "lastTransitionTime": stamp or now})
+        conditions.append(stamped(condition, before, now))
     return conditions
 
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from omectl.controller.ome.resolver import ChainResolver, Resolution
+from omectl.core.conditions import transition_time
 from omectl.core.ome.inheritance import ChainError
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME
 from omectl.tracing.spans import merge_span
@@ -69,11 +70,7 @@ def desired_status(live: Mapping[str, Any], outcome: ChainOutcome, now: str | No
         "status": state,
         "reason": outcome.reason,
         "message": outcome.message,
-        "lastTransitionTime": (
-            prior["lastTransitionTime"]
-            if prior and prior.get("status") == state and prior.get("lastTransitionTime")
-            else now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        ),
+        "lastTransitionTime": transition_time(prior, state, now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")),
         "observedGeneration": generation,
     }
     if prior is None:
