@@ -31,7 +31,8 @@ from omectl.cli.runtime import (
 )
 from omectl.cli.selectors import SELECTOR_OPTION, LabelSelector, parse_selector
 from omectl.core.ome.workloads import gpu_requests, is_gpu_resource, parse_count
-from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.client import ClusterClient
+from omectl.kube.errors import NotFound
 from omectl.kube.resources import DEPLOYMENTS, INFERENCE_SERVICES, LEADER_WORKER_SETS, ResourceRef
 
 __all__ = ["cluster_gpu_report", "fleet_app"]
@@ -78,10 +79,8 @@ def cluster_gpu_report(
 async def _list_or_empty(client: ClusterClient, ref: ResourceRef, **query: Any) -> list[dict[str, Any]]:
     try:
         return await client.list_all(ref, **query)
-    except KubeAPIError as exc:
-        if exc.status == 404:
-            return []  # the kind is not installed in this cluster
-        raise
+    except NotFound:
+        return []  # the kind is not installed in this cluster
 
 
 async def _read_cluster(client: ClusterClient, name: str) -> dict[str, Any]:

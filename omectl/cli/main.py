@@ -94,7 +94,7 @@ class Commands(LazyGroup):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except Exception as exc:
+        except Exception as exc:  # the CLI's last stop: what `describe` knows is one line and an exit status
             failure = describe(exc)
             if failure is None:
                 raise

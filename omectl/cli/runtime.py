@@ -34,6 +34,7 @@ from omectl.controller.ome.lookup import (
     inherit_index,
     runtime_index,
 )
+from omectl.core.jsonish import as_mapping
 from omectl.core.ome.inheritance import ChainError, resolve_chain, spec_layers
 from omectl.core.ome.merge import merge_chain
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
@@ -41,7 +42,9 @@ from omectl.core.ome.selection import RuntimeValidation, lookup_named_runtime, n
 from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_to_read
 from omectl.fleet.registration import ClusterRegistration, RegistrationError, open_client
 from omectl.kube.cache import ObjectCache
-from omectl.kube.client import ClusterClient, KubeAPIError, KubeConfigError, KubeError
+from omectl.kube.client import ClusterClient, KubeConfigError, KubeError
+from omectl.kube.errors import NotFound
+from omectl.kube.field_managers import ROLLOUT_FIELD_MANAGER
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, INFERENCE_SERVICES, SERVING_RUNTIMES, ResourceRef
 from omectl.observability.redact import redact_object
 
@@ -192,12 +195,10 @@ async def _with_client(target: ClusterTarget, work: Callable[[ClusterClient], Aw
     try:
         client = await target.connect()
         return await work(client)
-    except KubeAPIError as exc:
-        if exc.status == 404:
-            raise CommandError(
-                f"cluster {exc.cluster}: {exc.path} is not served (are the OME CRDs installed?)", EXIT_CLUSTER_FAILED
-            ) from None
-        raise CommandError(_one_line(exc), EXIT_CLUSTER_FAILED) from None
+    except NotFound as exc:
+        raise CommandError(
+            f"cluster {exc.cluster}: {exc.path} is not served (are the OME CRDs installed?)", EXIT_CLUSTER_FAILED
+        ) from None
     except KubeError as exc:
         raise CommandError(_one_line(exc), EXIT_CLUSTER_FAILED) from None
     finally:
@@ -210,9 +211,9 @@ async def _get_or_none(
 ) -> dict[str, Any] | None:
     try:
         return await client.get(ref, name, namespace)
-    except KubeAPIError as exc:
+    except NotFound as exc:
         details = (exc.body or {}).get("details") if isinstance(exc.body, dict) else None
-        if exc.status == 404 and isinstance(details, dict) and details.get("name") == name:
+        if isinstance(details, dict) and details.get("name") == name:
             return None
         raise
 
@@ -224,12 +225,8 @@ def _one_line(exc: BaseException) -> str:
 # --- effective ---------------------------------------------------------------------------------------------
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _condition(obj: Mapping[str, Any], condition_type: str) -> dict[str, Any] | None:
-    for condition in _mapping(obj.get("status")).get("conditions") or []:
+    for condition in as_mapping(obj.get("status")).get("conditions") or []:
         if isinstance(condition, Mapping) and condition.get("type") == condition_type:
             return dict(condition)
     return None
@@ -250,7 +247,7 @@ def _runtime_label(ref: RuntimeRef) -> str:
 
 def _pin_state(isvc: Mapping[str, Any]) -> tuple[bool | None, Any, Any]:
     """(pinned, autoSync, pinned revision) from `spec.runtime`; pinned is None when neither field is set."""
-    runtime = _mapping(_mapping(isvc.get("spec")).get("runtime"))
+    runtime = as_mapping(as_mapping(isvc.get("spec")).get("runtime"))
     auto_sync = runtime.get("autoSync")
     revision = runtime.get("revision") or None
     if revision is not None:
@@ -265,9 +262,9 @@ def effective_report(read: ClusterRead, isvc: Mapping[str, Any]) -> dict[str, An
 
     Raises CommandError when the named runtime is missing or its chain does not resolve.
     """
-    meta = _mapping(isvc.get("metadata"))
+    meta = as_mapping(isvc.get("metadata"))
     namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-    status_runtime = _mapping(_mapping(isvc.get("status")).get("runtime"))
+    status_runtime = as_mapping(as_mapping(isvc.get("status")).get("runtime"))
     pinned, auto_sync, pinned_revision = _pin_state(isvc)
     drift = _condition(isvc, DRIFT_CONDITION)
     report: dict[str, Any] = {
@@ -508,7 +505,7 @@ async def _request_rollout(client: ClusterClient, namespace: str | None, name: s
     isvc = await _get_or_none(client, INFERENCE_SERVICES, name, namespace)
     if isvc is None:
         raise CommandError(f'InferenceService "{name}" not found in namespace "{namespace}" (cluster {client.name})')
-    runtime_spec = _mapping(_mapping(isvc.get("spec")).get("runtime"))
+    runtime_spec = as_mapping(as_mapping(isvc.get("spec")).get("runtime"))
     if runtime_spec.get("revision"):
         raise CommandError(
             f"inferenceservice {name} is pinned by spec.runtime.revision={runtime_spec['revision']}; "
@@ -525,7 +522,7 @@ async def _request_rollout(client: ClusterClient, namespace: str | None, name: s
         namespace,
         patch_type="merge",
         subresource="status",
-        field_manager="omectl-rollout",
+        field_manager=ROLLOUT_FIELD_MANAGER,
     )
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     await client.patch(
@@ -534,6 +531,6 @@ async def _request_rollout(client: ClusterClient, namespace: str | None, name: s
         {"metadata": {"annotations": {ROLLOUT_ANNOTATION: stamp}}},
         namespace,
         patch_type="merge",
-        field_manager="omectl-rollout",
+        field_manager=ROLLOUT_FIELD_MANAGER,
     )
     return f"inferenceservice.ome.io/{name} rolling out to the live revision"

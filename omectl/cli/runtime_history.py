@@ -30,12 +30,12 @@ from omectl.cli.runtime import (
     TIMEOUT_OPTION,
     ClusterRead,
     _fail,
-    _mapping,
     _one_line,
     _single_target,
     _with_client,
 )
 from omectl.controller.ome.revisions import RUNTIME_KIND_LABEL, RUNTIME_LABEL, spec_hash
+from omectl.core.jsonish import as_mapping
 from omectl.core.ome.inheritance import ChainError, ResolutionContext, resolve_chain, spec_layers
 from omectl.core.ome.merge import merge_chain
 from omectl.kube.client import ClusterClient, KubeError
@@ -83,11 +83,11 @@ def _age(created: str | None, now: datetime) -> str:
 
 def _pinned_to(isvc: Mapping[str, Any]) -> str | None:
     """The revision an InferenceService is pinned to (`spec.runtime.revision`, or the one `autoSync: false` keeps)."""
-    runtime = _mapping(_mapping(isvc.get("spec")).get("runtime"))
+    runtime = as_mapping(as_mapping(isvc.get("spec")).get("runtime"))
     if runtime.get("revision"):
         return str(runtime["revision"])
     if runtime.get("autoSync", True) is False:
-        return _mapping(_mapping(isvc.get("status")).get("runtime")).get("revision") or None
+        return as_mapping(as_mapping(isvc.get("status")).get("runtime")).get("revision") or None
     return None
 
 
@@ -116,7 +116,7 @@ def history_report(
     live: dict[str, tuple[str | None, str | None]] = {}
     entries = []
     for obj in revisions:
-        meta, data = obj["metadata"], _mapping(obj.get("data"))
+        meta, data = obj["metadata"], as_mapping(obj.get("data"))
         namespace = meta.get("namespace", "")
         if namespace not in live:
             live[namespace] = _live_hash(read, runtime, namespace)
@@ -206,8 +206,8 @@ def history(
         scope = None if all_namespaces else (namespace or client.default_namespace)
         read, revisions = await _read(client, runtime, scope)
         specs = {
-            f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}": _mapping(
-                _mapping(r.get("data")).get("spec")
+            f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}": as_mapping(
+                as_mapping(r.get("data")).get("spec")
             )
             for r in revisions
         }

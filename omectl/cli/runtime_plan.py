@@ -58,6 +58,8 @@ from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, R
 from omectl.core.ome.selection import ModelError, NoRuntimeFound, RuntimeValidation
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.errors import BadRequest, Conflict, Forbidden, Invalid, NotFound
+from omectl.kube.field_managers import PLAN_FIELD_MANAGER
 from omectl.kube.resources import (
     BASE_MODELS,
     CLUSTER_BASE_MODELS,
@@ -296,10 +298,8 @@ def _entry(isvc: Mapping[str, Any], now: Outcome, then: Outcome) -> dict[str, An
 async def _list_or_empty(client: ClusterClient, ref: ResourceRef) -> list[dict[str, Any]]:
     try:
         return await client.list_all(ref)
-    except KubeAPIError as exc:
-        if exc.status == 404:
-            return []  # the kind is not installed: nothing of it exists
-        raise
+    except NotFound:
+        return []  # the kind is not installed: nothing of it exists
 
 
 async def _plan_with(client: ClusterClient, edits: list[EditedRuntime]) -> dict[str, Any]:
@@ -321,9 +321,6 @@ async def _plan_with(client: ClusterClient, edits: list[EditedRuntime]) -> dict[
     return plan_cluster(read, models, placed)
 
 
-PLAN_FIELD_MANAGER = "omectl-plan"
-
-
 async def _checked_by_the_server(
     client: ClusterClient, ref: RuntimeRef, doc: dict[str, Any]
 ) -> tuple[RuntimeRef, dict[str, Any]]:
@@ -343,13 +340,13 @@ async def _checked_by_the_server(
             dry_run=True,
         )
     except KubeAPIError as exc:
-        if exc.status == 403:
+        if isinstance(exc, Forbidden):
             typer.echo(
                 f"warning: cluster {client.name}: {_runtime_label(ref)} not checked by the server: {exc.message}",
                 err=True,
             )
             return ref, doc
-        if exc.status in (400, 409, 422):
+        if isinstance(exc, BadRequest | Conflict | Invalid):
             raise CommandError(
                 f"cluster {client.name}: the API server would reject {_runtime_label(ref)}: {exc.message}",
                 EXIT_PLAN_ERROR,

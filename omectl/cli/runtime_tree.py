@@ -39,7 +39,6 @@ from omectl.cli.runtime import (
     _condition,
     _console,
     _fail,
-    _mapping,
     _one_line,
     _pin_state,
     _plural,
@@ -50,6 +49,7 @@ from omectl.cli.runtime import (
     _single_target,
     _with_client,
 )
+from omectl.core.jsonish import as_mapping
 from omectl.core.ome.inheritance import ChainError, ResolutionContext, inherit_from, resolve_chain
 from omectl.core.ome.reach import ContextReach, reach
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, RUNTIME_PROFILE_ANNOTATION, SERVING_RUNTIME, RuntimeRef
@@ -100,13 +100,13 @@ def _not_found(name: str, namespace: str, kind: str | None) -> str:
 
 def _runtime_node(ref: RuntimeRef, runtime: Mapping[str, Any] | None) -> dict[str, Any]:
     runtime = runtime or {}
-    annotations = _mapping(_mapping(runtime.get("metadata")).get("annotations"))
+    annotations = as_mapping(as_mapping(runtime.get("metadata")).get("annotations"))
     ready = _condition(runtime, INHERITANCE_CONDITION)
     return {
         **_ref_document(ref),
         "inheritFrom": inherit_from(runtime),
         "profile": annotations.get(RUNTIME_PROFILE_ANNOTATION) == "true",
-        "disabled": _mapping(runtime.get("spec")).get("disabled") is True,
+        "disabled": as_mapping(runtime.get("spec")).get("disabled") is True,
         "inheritanceReady": None
         if ready is None
         else {"status": ready.get("status"), "reason": ready.get("reason"), "message": ready.get("message")},
@@ -116,7 +116,7 @@ def _runtime_node(ref: RuntimeRef, runtime: Mapping[str, Any] | None) -> dict[st
 
 
 def _isvc_entry(isvc: Mapping[str, Any]) -> dict[str, Any]:
-    meta = _mapping(isvc.get("metadata"))
+    meta = as_mapping(isvc.get("metadata"))
     pinned, auto_sync, pinned_revision = _pin_state(isvc)
     drift = _condition(isvc, DRIFT_CONDITION)
     return {
@@ -125,7 +125,7 @@ def _isvc_entry(isvc: Mapping[str, Any]) -> dict[str, Any]:
         "pinned": pinned,
         "autoSync": auto_sync,
         "pinnedRevision": pinned_revision,
-        "revision": _mapping(_mapping(isvc.get("status")).get("runtime")).get("revision") or None,
+        "revision": as_mapping(as_mapping(isvc.get("status")).get("runtime")).get("revision") or None,
         "drifted": None if drift is None else drift.get("status") == "True",
     }
 
@@ -150,7 +150,7 @@ def _section(read: ClusterRead, found: ContextReach, limit: int) -> dict[str, An
     by_name = {ref.name: ref for ref in nodes if found.context.is_head(ref) or ref == found.root}
     users: dict[RuntimeRef, list[dict[str, Any]]] = {ref: [] for ref in nodes}
     for isvc in found.inference_services:
-        named = str(_mapping(_mapping(isvc.get("spec")).get("runtime")).get("name") or "")
+        named = str(as_mapping(as_mapping(isvc.get("spec")).get("runtime")).get("name") or "")
         if named in by_name:
             users[by_name[named]].append(_isvc_entry(isvc))
     for ref, node in nodes.items():
@@ -187,7 +187,7 @@ def tree_report(read: ClusterRead, root: RuntimeRef, limit: int = DEFAULT_LIMIT)
 
 
 def _isvc_key(isvc: Mapping[str, Any]) -> tuple[str, str]:
-    meta = _mapping(isvc.get("metadata"))
+    meta = as_mapping(isvc.get("metadata"))
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 

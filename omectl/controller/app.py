@@ -49,7 +49,8 @@ from omectl.fleet.sharding import (
     ShardedProvider,
 )
 from omectl.kube.cache import ObjectCache
-from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.client import ClusterClient
+from omectl.kube.errors import NotFound
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, SERVING_RUNTIMES
 from omectl.observability.metrics import ControllerMetrics
 from omectl.observability.redact import scrub
@@ -274,10 +275,8 @@ class ControllerApp:
             resource = SERVING_RUNTIMES if kind == "ServingRuntime" else CLUSTER_SERVING_RUNTIMES
             try:
                 return await client.get(resource, runtime, namespace=namespace or None)
-            except KubeAPIError as exc:
-                if exc.status == 404:
-                    return None
-                raise
+            except NotFound:
+                return None
 
         return ClusterAdmission(lookup=lookup, live_get=live_get)
 

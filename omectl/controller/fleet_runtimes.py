@@ -44,13 +44,13 @@ from omectl.api.fleet import API_VERSION, KIND, template_problem
 from omectl.controller.ome.revisions import spec_hash
 from omectl.controller.ome.watch import OmeWatch
 from omectl.controller.runtime.queue import Clock
+from omectl.core.conditions import transition_time
 from omectl.core.fleet_runtimes import (
     ACTIVE_PHASES,
     APPLIED,
     CONFLICT,
     DRIFTED,
     FAILED,
-    FIELD_MANAGER,
     FLEET_RUNTIME_LABEL,
     PENDING,
     ROLLED_BACK,
@@ -91,7 +91,9 @@ from omectl.core.ome.selection import (
     resolve_model,
 )
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.errors import Conflict, NotFound
 from omectl.kube.events import EventRecorder
+from omectl.kube.field_managers import FLEET_FIELD_MANAGER
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
     CLUSTER_SERVING_RUNTIMES,
@@ -286,12 +288,12 @@ class FleetRuntimeApplier:
             for name in sorted(names):
                 try:
                     await self.reconcile(name)
-                except Exception:
+                except Exception:  # one FleetRuntime's failure must not stop the others: logged, retried in 2 s
                     log.exception("FleetRuntime %s: reconcile failed", name)
                     self._spawn(self._retry(name))
             try:
                 await self._sweep(None if sweep else names)
-            except Exception:
+            except Exception:  # the loop must survive a failed sweep: logged, and the pass is counted as done
                 log.exception("FleetRuntimes: removing stale copies failed")
             self.passes += 1
 
@@ -609,11 +611,8 @@ class FleetRuntimeApplier:
         runtime = template["metadata"]["name"]
         try:
             if live is None:  # the cache may lag: never take over a user's runtime that is already there
-                try:
+                with contextlib.suppress(NotFound):
                     live = await cluster.client.get(ref, runtime, namespace or None)
-                except KubeAPIError as exc:
-                    if exc.status != 404:
-                        raise
             decision = decide(
                 live,
                 owner=owner,
@@ -634,7 +633,7 @@ class FleetRuntimeApplier:
                 return ClusterResult(cluster.name, APPLIED, revision, gens)
             body = desired_copy(template, owner, revision, namespace)
             applied = await cluster.client.patch(
-                ref, runtime, body, namespace or None, patch_type="apply", field_manager=FIELD_MANAGER, force=True
+                ref, runtime, body, namespace or None, patch_type="apply", field_manager=FLEET_FIELD_MANAGER, force=True
             )
             if decision.action == "correct":
                 log.info("FleetRuntime %s: cluster %s: %s: put back", owner, cluster.name, decision.message)
@@ -702,10 +701,8 @@ class FleetRuntimeApplier:
             "data": {"hash": digest, "template": spec.get("template"), "namespaces": spec.get("namespaces") or []},
         }
         try:
-            await self.hub.create(CONTROLLER_REVISIONS, body, self.namespace, field_manager=FIELD_MANAGER)
-        except KubeAPIError as exc:
-            if exc.status != 409:
-                raise
+            await self.hub.create(CONTROLLER_REVISIONS, body, self.namespace, field_manager=FLEET_FIELD_MANAGER)
+        except Conflict:
             self._revisions.pop(owner, None)  # made by an earlier run: read them again
             return await self._revision(fr, spec)
         known[current] = (digest, number)
@@ -783,9 +780,10 @@ class FleetRuntimeApplier:
                 ref, meta["name"], meta.get("namespace") or None, preconditions={"uid": meta.get("uid", "")}
             )
             log.info("FleetRuntime %s: cluster %s: deleted its %s %s", owner, cluster.name, ref.kind, meta["name"])
+        except (NotFound, Conflict):
+            pass  # deleted or replaced since: the copy is gone either way
         except KubeAPIError as exc:
-            if exc.status not in (404, 409):
-                log.warning("FleetRuntime %s: cluster %s: cannot delete its copy: %s", owner, cluster.name, exc)
+            log.warning("FleetRuntime %s: cluster %s: cannot delete its copy: %s", owner, cluster.name, exc)
         except KubeError as exc:
             log.info("FleetRuntime %s: cluster %s: copy not deleted yet: %s", owner, cluster.name, exc)
 
@@ -806,23 +804,21 @@ class FleetRuntimeApplier:
             old = live.get("status") or {}
             return build_status(old, generation, revision, results, problem, view)
 
-        try:
-            await write_status(self.hub, FLEET_RUNTIMES, None, name, desired, field_manager=FIELD_MANAGER, cached=fr)
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        with contextlib.suppress(NotFound):
+            await write_status(
+                self.hub, FLEET_RUNTIMES, None, name, desired, field_manager=FLEET_FIELD_MANAGER, cached=fr
+            )
 
 
 def _condition(old: Mapping[str, Any], type_: str, ready: bool, reason: str, message: str) -> dict[str, Any]:
     status = "True" if ready else "False"
     previous: Mapping[str, Any] = next((c for c in old.get("conditions") or [] if c.get("type") == type_), {})
-    since = previous.get("lastTransitionTime") if previous.get("status") == status else None
     return {
         "type": type_,
         "status": status,
         "reason": reason,
         "message": message,
-        "lastTransitionTime": since or _now(),
+        "lastTransitionTime": transition_time(previous, status, _now()),
     }
 
 
@@ -859,11 +855,7 @@ def build_status(
         if view is not None:
             entry.update(view.clusters.get(r.name) or {})
         before = previous.get(r.name) or {}
-        entry["lastTransitionTime"] = (
-            before.get("lastTransitionTime")
-            if before.get("phase") == r.phase and before.get("lastTransitionTime")
-            else _now()
-        )
+        entry["lastTransitionTime"] = transition_time(before, r.phase, _now(), field="phase")
         clusters.append(entry)
     summary = roll_up(results, revision)
     out: dict[str, Any] = {

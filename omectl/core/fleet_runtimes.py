@@ -26,7 +26,6 @@ FLEET_RUNTIME_LABEL: Final = "fleet.omectl.io/fleetruntime"
 MANAGED_BY_LABEL: Final = "fleet.omectl.io/managed-by"
 MANAGED_BY: Final = "omectl-fleet"
 REVISION_ANNOTATION: Final = "fleet.omectl.io/revision"
-FIELD_MANAGER: Final = "omectl-fleet"
 
 Phase = Literal["Pending", "Applied", "Conflict", "Drifted", "Failed"]
 PENDING: Final = "Pending"

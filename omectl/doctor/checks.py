@@ -24,8 +24,9 @@ from cryptography import x509
 
 from omectl.api.aim import GROUP as AIM_GROUP
 from omectl.api.crdgen import CRDS
-from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.client import ClusterClient, KubeError
 from omectl.kube.crds import INSTALL_CRDS, RUNTIME_CRDS, lacks_status_subresource, status_subresource_problem
+from omectl.kube.errors import NotFound
 from omectl.kube.resources import (
     AIM_CLUSTER_MODELS,
     CLUSTER_SERVING_RUNTIMES,
@@ -195,9 +196,7 @@ async def check_webhooks(ctx: Context) -> list[Finding]:
                 service = client_config["service"]
                 try:
                     await ctx.client.get(SERVICES, service.get("name", ""), service.get("namespace"))
-                except KubeAPIError as exc:
-                    if exc.status != 404:
-                        raise
+                except NotFound:
                     findings.append(
                         Finding(
                             "webhooks",
@@ -270,10 +269,8 @@ async def check_permissions(ctx: Context) -> list[Finding]:
 
     try:
         answers = await asyncio.gather(*(allowed(*permission) for permission in needed))
-    except KubeAPIError as exc:
-        if exc.status == 404:
-            return [Finding("permissions", WARN, "the API server does not serve SelfSubjectAccessReview: not checked")]
-        raise
+    except NotFound:
+        return [Finding("permissions", WARN, "the API server does not serve SelfSubjectAccessReview: not checked")]
     denied = [
         f"{verb} {resource}" + (f".{group}" if group else "")
         for (group, resource, verb), ok in zip(needed, answers, strict=True)
@@ -365,16 +362,13 @@ async def check_aim_namespace(ctx: Context) -> list[Finding]:
         return [Finding("aim-namespace", PASS, "AIM is not installed on this cluster: nothing to check")]
     try:
         await ctx.client.get(NAMESPACES, ctx.aim_namespace)
-    except KubeAPIError as exc:
-        if exc.status != 404:
-            raise
+    except NotFound:
+        pass
     else:
         return [Finding("aim-namespace", PASS, f'the AIM operator namespace "{ctx.aim_namespace}" exists')]
     try:
         models = len(await ctx.client.list_all(AIM_CLUSTER_MODELS))
-    except KubeAPIError as exc:
-        if exc.status != 404:
-            raise
+    except NotFound:
         models = 0
     consequence = (
         f"{models} AIMClusterModel(s) cannot run discovery" if models else "AIMClusterModels would fail discovery"
@@ -435,7 +429,7 @@ async def run_checks(ctx: Context, checks: Iterable[tuple[str, Check]] = CHECKS)
             return [
                 Finding(name, FAIL, f"cannot check: {_one_line(exc, ctx.client)}", "fix access to the cluster first")
             ]
-        except Exception as exc:  # one broken check must not hide the answers of the others
+        except Exception as exc:  # one broken check must not hide the others; its FAIL names the error
             return [Finding(name, FAIL, f"the check itself failed: {type(exc).__name__}: {exc}")]
 
     results = await asyncio.gather(*(one(name, check) for name, check in checks))

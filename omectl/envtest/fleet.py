@@ -21,6 +21,7 @@ from typing import Any
 from omectl.envtest.binaries import EnvtestBinaries, find_binaries
 from omectl.envtest.controlplane import RealAPIServer
 from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.errors import NotFound, TooManyRequests
 from omectl.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef
 from omectl.sim.fleet import APPLY_MANAGER, FleetSimulation, manifest_documents, simulator_for
 from omectl.sim.kubeconfig import build_kubeconfig, write_kubeconfig
@@ -79,7 +80,7 @@ async def _wait_listable(client: ClusterClient, crd: dict[str, Any], deadline: f
             await client.request("GET", path, query={"limit": 1})
             return
         except KubeAPIError as exc:
-            if exc.status != 429 or time.monotonic() > deadline:
+            if not isinstance(exc, TooManyRequests) or time.monotonic() > deadline:
                 raise ValueError(f"cluster {client.name}: CRD {crd['metadata']['name']}: {exc}") from None
         await asyncio.sleep(0.05)
 
@@ -104,9 +105,7 @@ async def apply_documents(client: ClusterClient, docs: list[dict[str, Any]]) -> 
         namespace = (meta.get("namespace") or "default") if ref.namespaced else None
         try:
             before = await client.get(ref, name, namespace)
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        except NotFound:
             before = None
         try:
             after = await client.patch(

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.errors import Conflict
 from omectl.kube.informer import Informer
 from omectl.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef
 from omectl.sim.apiserver.api import CRD_KEY, WriteOptions
@@ -260,7 +261,7 @@ class RemoteClusterAPI:
                 )
                 return _WriteResult(written)
             except KubeAPIError as exc:
-                if exc.status == 409 and attempt < _CONFLICT_RETRIES - 1 and precondition_rv is None:
+                if isinstance(exc, Conflict) and attempt < _CONFLICT_RETRIES - 1 and precondition_rv is None:
                     continue
                 raise _api_error(exc) from exc
         raise AssertionError("unreachable")

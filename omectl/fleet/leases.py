@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.errors import Conflict, Forbidden, NotFound
 from omectl.kube.resources import LEASES, NAMESPACES
 
 __all__ = [
@@ -227,10 +228,8 @@ class Leases:
             return LeaseRecord.from_object(
                 await self.client.request("GET", self._path(name), timeout=self.request_timeout)
             )
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        except NotFound:
+            return None
 
     async def write(
         self,
@@ -252,17 +251,15 @@ class Leases:
                     body=self._body(name, spec, labels, notes, previous.resource_version),
                     timeout=self.request_timeout,
                 )
-        except KubeAPIError as exc:
-            if exc.status in (404, 409):  # 409: changed or created since; 404: deleted since
-                return None
-            raise
+        except (NotFound, Conflict):  # 409: changed or created since; 404: deleted since
+            return None
         return LeaseRecord.from_object(obj)
 
     async def _create(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
             return await self.client.request("POST", self._path(), body=body, timeout=self.request_timeout)
-        except KubeAPIError as exc:
-            if exc.status != 404 or self._namespace_forbidden:
+        except NotFound:
+            if self._namespace_forbidden:
                 raise
         # The namespace is missing (never made, or the cluster came back empty): create it (best effort; the role
         # may not allow it, then it is not asked again), then retry.
@@ -270,7 +267,7 @@ class Leases:
             namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
             await self.client.request("POST", NAMESPACES.path(), body=namespace, timeout=self.request_timeout)
         except KubeAPIError as exc:
-            self._namespace_forbidden = exc.status == 403
+            self._namespace_forbidden = isinstance(exc, Forbidden)
         return await self.client.request("POST", self._path(), body=body, timeout=self.request_timeout)
 
     async def delete(self, record: LeaseRecord) -> bool:
@@ -280,5 +277,5 @@ class Leases:
                 LEASES, record.name, self.namespace, preconditions={"resourceVersion": record.resource_version}
             )
         except KubeAPIError as exc:
-            return exc.status == 404
+            return isinstance(exc, NotFound)
         return True

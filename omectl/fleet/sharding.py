@@ -958,6 +958,7 @@ class ShardedProvider:
                         client = await self.connect(change.registration)
                     except Exception as exc:  # a bad registration is reported, never a crash
                         self._client_errors[name] = str(exc)
+                        log.error("ha: cluster %s: cannot connect: %s", name, exc)
                         continue
                     self._client_errors.pop(name, None)
                     self._registrations[name] = change.registration

@@ -12,7 +12,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from omectl.kube.cache import IndexFunc, ObjectCache, ObjectKey, object_key
     from omectl.kube.client import PATCH_CONTENT_TYPES, ClusterClient, PatchType
-    from omectl.kube.errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
+    from omectl.kube.errors import (
+        BadRequest,
+        Conflict,
+        Forbidden,
+        Gone,
+        Invalid,
+        KubeAPIError,
+        KubeConfigError,
+        KubeConnectionError,
+        KubeError,
+        NotFound,
+        TooManyRequests,
+    )
     from omectl.kube.informer import (
         ADDED,
         DELETED,
@@ -29,7 +41,22 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(("IndexFunc", "ObjectCache", "ObjectKey", "object_key"), "cache"),
     **dict.fromkeys(("PATCH_CONTENT_TYPES", "ClusterClient", "PatchType"), "client"),
-    **dict.fromkeys(("KubeAPIError", "KubeConfigError", "KubeConnectionError", "KubeError"), "errors"),
+    **dict.fromkeys(
+        (
+            "BadRequest",
+            "Conflict",
+            "Forbidden",
+            "Gone",
+            "Invalid",
+            "KubeAPIError",
+            "KubeConfigError",
+            "KubeConnectionError",
+            "KubeError",
+            "NotFound",
+            "TooManyRequests",
+        ),
+        "errors",
+    ),
     **dict.fromkeys(
         ("ADDED", "DELETED", "MODIFIED", "Backoff", "Clock", "Handler", "HealthListener", "Informer", "LoopClock"),
         "informer",
@@ -43,21 +70,28 @@ __all__ = [
     "MODIFIED",
     "PATCH_CONTENT_TYPES",
     "Backoff",
+    "BadRequest",
     "Clock",
     "ClusterClient",
+    "Conflict",
+    "Forbidden",
+    "Gone",
     "Handler",
     "HealthListener",
     "IndexFunc",
     "Informer",
+    "Invalid",
     "KubeAPIError",
     "KubeConfigError",
     "KubeConnectionError",
     "KubeError",
     "LoopClock",
+    "NotFound",
     "ObjectCache",
     "ObjectKey",
     "PatchType",
     "ResourceRef",
+    "TooManyRequests",
     "object_key",
 ]
 

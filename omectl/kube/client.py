@@ -28,7 +28,7 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigLoader, KubeConfigMerger
 
-from omectl.kube.errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError
+from omectl.kube.errors import KubeAPIError, KubeConfigError, KubeConnectionError, KubeError, api_error
 from omectl.kube.resources import ResourceRef
 from omectl.observability.redact import register_kubeconfig_secrets, register_secret, without_userinfo
 from omectl.problems import read_problem, yaml_problem
@@ -288,7 +288,7 @@ class ClusterClient:
                 del loader.exec_plugin_expiry
             try:
                 await loader.load_from_exec_plugin()
-            except Exception as exc:
+            except Exception as exc:  # third-party code running a user's binary: any failure is the kubeconfig's
                 raise KubeConfigError(self.name, f"exec credential plugin failed: {exc}") from exc
             loader._set_config(self.configuration)
             _register_credentials(self.configuration)
@@ -333,7 +333,7 @@ class ClusterClient:
         else:
             reason = phrase
             message = body[:500] if isinstance(body, str) else ""
-        return KubeAPIError(
+        return api_error(
             status,
             reason,
             message,

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.client import ClusterClient
+from omectl.kube.errors import NotFound
 
 RUNTIME_CRDS: Final = ("servingruntimes.ome.io", "clusterservingruntimes.ome.io")
 GROUP_VERSION: Final = "ome.io/v1beta1"
@@ -29,10 +30,8 @@ async def runtime_crds_without_status(client: ClusterClient) -> list[str]:
     readable by any authenticated user; the CRD objects themselves are over half a megabyte each)."""
     try:
         discovery = await client.request("GET", f"/apis/{GROUP_VERSION}")
-    except KubeAPIError as exc:
-        if exc.status == 404:
-            return []  # ome.io not served at all: the missing CRDs are reported elsewhere
-        raise
+    except NotFound:
+        return []  # ome.io not served at all: the missing CRDs are reported elsewhere
     served = {resource.get("name") for resource in (discovery or {}).get("resources") or []}
     return [
         name

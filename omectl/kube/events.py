@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.client import ClusterClient, KubeError
+from omectl.kube.errors import NotFound
 from omectl.kube.resources import EVENTS
 from omectl.observability.redact import scrub
 
@@ -135,9 +136,7 @@ class EventRecorder:
                     body={"count": seen.count + 1, "lastTimestamp": now},
                     content_type=MERGE_PATCH,
                 )
-            except KubeAPIError as exc:
-                if exc.status != 404:
-                    raise
+            except NotFound:
                 # The Event expired or was deleted: create it again, keeping the count (as client-go does).
                 stored = await self._create(involved, type_, reason, message, seen.count + 1, seen.first_timestamp, now)
         else:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from omectl.kube.cache import ObjectCache, object_key
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeConnectionError
+from omectl.kube.errors import NotFound, api_error
 from omectl.kube.resources import ResourceRef
 from omectl.kube.transforms import Transform, strip_bookkeeping
 
@@ -222,7 +223,7 @@ class Informer:
                 except asyncio.CancelledError:
                     raise
                 except (_Expired, KubeAPIError) as exc:
-                    if isinstance(exc, KubeAPIError) and exc.status == 404 and self.optional:
+                    if isinstance(exc, NotFound) and self.optional:
                         need_list = True
                         await self._not_served()
                         continue
@@ -237,7 +238,7 @@ class Informer:
                     else:
                         self.restarts += 1
                         self._notify_health()
-                except Exception as exc:
+                except Exception as exc:  # the informer outlives any failure: `_failed` logs it and backs off
                     if isinstance(exc, KubeConnectionError):
                         # what answers next may be a restarted server whose store starts over: look before resuming
                         self._probe_before_watch = True
@@ -280,7 +281,7 @@ class Informer:
         for listener in self.health_listeners:
             try:
                 listener(self)
-            except Exception:
+            except Exception:  # a listener's bug must not stop the informer
                 log.exception("%s: health listener failed", self.name)
 
     # --- list --------------------------------------------------------------------------------------------
@@ -414,7 +415,7 @@ class Informer:
             if code == 410 or obj.get("reason") in ("Expired", "Gone"):
                 message = obj.get("message") or "resourceVersion expired"
                 raise _Expired(f"cluster {self.client.name}: watch {self.resource.path(self.namespace)}: {message}")
-            raise KubeAPIError(
+            raise api_error(
                 code,
                 str(obj.get("reason") or "WatchError"),
                 str(obj.get("message") or ""),
@@ -453,7 +454,7 @@ class Informer:
         for handler in self.handlers:
             try:
                 handler(type_, obj, old, initial)
-            except Exception:
+            except Exception:  # a handler's bug must neither stop the informer nor starve the other handlers
                 self.handler_errors += 1
                 log.exception("%s: handler %r failed on %s %s", self.name, handler, type_, object_key(obj))
 

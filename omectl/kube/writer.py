@@ -7,7 +7,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.client import ClusterClient
+from omectl.kube.errors import Conflict, NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ResourceRef
 
 __all__ = ["StatusMutation", "apply_merge_patch", "patch_status_merge", "write_status"]
@@ -30,7 +32,7 @@ async def write_status(
     name: str,
     mutate: StatusMutation,
     *,
-    field_manager: str = "omectl",
+    field_manager: str = FIELD_MANAGER,
     max_retries: int = 5,
     cached: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
@@ -53,10 +55,8 @@ async def write_status(
         else:
             try:
                 live = await client.request("GET", object_path)
-            except KubeAPIError as exc:
-                if exc.status == 404:
-                    return None
-                raise
+            except NotFound:
+                return None
         current = copy.deepcopy(live.get("status"))  # `mutate` may edit `live` in place
         desired = mutate(live)
         if desired is None or desired == (current if current is not None else {}):
@@ -65,10 +65,10 @@ async def write_status(
         body = {**live, "metadata": metadata, "status": desired}
         try:
             return await client.request("PUT", status_path, query={"fieldManager": field_manager}, body=body)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return None
-            if exc.status != 409 or attempt == max_retries:
+        except NotFound:
+            return None
+        except Conflict:
+            if attempt == max_retries:
                 raise
             log.debug("status of %s %s/%s conflicted (attempt %d); re-reading", resource, namespace, name, attempt + 1)
     raise AssertionError("unreachable: the last attempt returns or raises")
@@ -81,7 +81,7 @@ async def patch_status_merge(
     name: str,
     status_patch: dict[str, Any],
     *,
-    field_manager: str = "omectl",
+    field_manager: str = FIELD_MANAGER,
     live: dict[str, Any] | None = None,
     resource_version: str | None = None,
 ) -> dict[str, Any] | None:
@@ -108,10 +108,8 @@ async def patch_status_merge(
             body=body,
             content_type=MERGE_PATCH,
         )
-    except KubeAPIError as exc:
-        if exc.status == 404:
-            return None
-        raise
+    except NotFound:
+        return None
 
 
 def apply_merge_patch(target: Any, patch: Any) -> Any:

@@ -77,7 +77,7 @@ class StatusServer:
         assert self.status is not None
         try:
             document = self.status()
-        except Exception as exc:
+        except Exception as exc:  # a failing status callback is a logged JSON 500, never aiohttp's error page
             log.exception("status failed")
             return web.json_response({"error": f"status failed: {type(exc).__name__}"}, status=500)
         return web.Response(body=orjson.dumps(document), content_type="application/json")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import ssl
 import time
 from collections.abc import Callable
@@ -28,7 +29,8 @@ import aiohttp
 
 from omectl.fleet.leases import LeaseRecord, Leases, describe_holder, parse_micro_time
 from omectl.fleet.sharding import DEFAULT_LEASE_NAMESPACE, LEASE_NAME
-from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.client import ClusterClient
+from omectl.kube.errors import NotFound
 from omectl.kube.resources import VALIDATING_WEBHOOK_CONFIGURATIONS
 from omectl.webhook.server import OWNER_LABEL, WEBHOOK_CONFIGURATION_NAME
 
@@ -115,9 +117,7 @@ async def probe(base_url: str, ca_bundle: str | None, timeout: float = 3.0) -> s
 async def _read(client: ClusterClient, namespace: str) -> tuple[dict[str, Any] | None, LeaseRecord | None]:
     try:
         config: dict[str, Any] | None = await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, WEBHOOK_CONFIGURATION_NAME)
-    except KubeAPIError as exc:
-        if exc.status != 404:
-            raise
+    except NotFound:
         config = None
     return config, await Leases(client, namespace).get(LEASE_NAME)
 
@@ -139,7 +139,7 @@ async def check_member(
     found = MemberCheck(cluster)
     try:
         config, lease = await asyncio.wait_for(_read(client, namespace), timeout + 1)
-    except Exception as exc:  # any failure is a finding, never a crash
+    except Exception as exc:  # any failure (a malformed Lease too) is a finding the report shows, never a crash
         found.problem = f"cannot read the webhook configuration: {' '.join(str(exc).split())}"
         found.fix = f"check that the cluster can be reached: `omectl cluster check {cluster}`"
         return found
@@ -230,12 +230,9 @@ async def uninstall(
     if lease is not None and lease.fresh(clock()):
         raise HeldByLiveController(cluster, lease)
     deleted: list[str] = []
-    try:
+    with contextlib.suppress(NotFound):
         await client.delete(VALIDATING_WEBHOOK_CONFIGURATIONS, WEBHOOK_CONFIGURATION_NAME)
         deleted.append(f"validatingwebhookconfiguration {WEBHOOK_CONFIGURATION_NAME}")
-    except KubeAPIError as exc:
-        if exc.status != 404:
-            raise
     if lease is not None and await leases.delete(lease):
         deleted.append(f"lease {namespace}/{LEASE_NAME}")
     return deleted

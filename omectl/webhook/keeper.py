@@ -22,16 +22,17 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.client import ClusterClient, KubeError
+from omectl.kube.errors import NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.informer import Informer
 from omectl.kube.resources import VALIDATING_WEBHOOK_CONFIGURATIONS
 from omectl.webhook.server import WEBHOOK_CONFIGURATION_NAME
 
-__all__ = ["FIELD_MANAGER", "RemoteEndpoint", "WebhookKeeper", "matches"]
+__all__ = ["RemoteEndpoint", "WebhookKeeper", "matches"]
 
 log = logging.getLogger(__name__)
 
-FIELD_MANAGER = "omectl"
 RETRY = (0.5, 30.0)  # backoff between failed writes, s
 
 
@@ -164,10 +165,6 @@ class WebhookKeeper:
             await self._apply(successor)
             log.info("cluster %s: webhook configuration handed over", self.cluster)
             return
-        try:
-            with self.writing():
-                await self.client.delete(VALIDATING_WEBHOOK_CONFIGURATIONS, WEBHOOK_CONFIGURATION_NAME)
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        with contextlib.suppress(NotFound), self.writing():
+            await self.client.delete(VALIDATING_WEBHOOK_CONFIGURATIONS, WEBHOOK_CONFIGURATION_NAME)
         log.info("cluster %s: webhook configuration %s deleted", self.cluster, WEBHOOK_CONFIGURATION_NAME)

@@ -32,8 +32,9 @@ import yaml
 
 from omectl.controller.app import ControllerApp
 from omectl.controller.runtime.queue import FakeClock
-from omectl.core.fleet_runtimes import FIELD_MANAGER, FLEET_RUNTIME_LABEL, REVISION_ANNOTATION
+from omectl.core.fleet_runtimes import FLEET_RUNTIME_LABEL, REVISION_ANNOTATION
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL, LABEL_ANNOTATION_PREFIX
+from omectl.kube.field_managers import FLEET_FIELD_MANAGER
 from omectl.settings import Settings
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.sim.simulator import NodePool, SimulatorConfig
@@ -231,7 +232,7 @@ def test_a_template_rolls_to_the_placed_clusters_and_an_edit_is_a_new_revision(h
         assert labels[FLEET_RUNTIME_LABEL] == "vllm" and labels["team"] == "ml"
         assert annotations[REVISION_ANNOTATION] == "1"
         managers = {(m["manager"], m["operation"]) for m in copy["metadata"]["managedFields"]}
-        assert (FIELD_MANAGER, "Apply") in managers
+        assert (FLEET_FIELD_MANAGER, "Apply") in managers
     assert hub.get("fr-4", "clusterservingruntime", "vllm-fleet") is None  # gpu=mi300x is not placed
     (first,) = hub.revisions("vllm")
     assert first["revision"] == 1 and first["data"]["template"]["spec"]["engineConfig"]["runner"]["image"] == "vllm:0.6"
@@ -286,7 +287,7 @@ def test_a_users_runtime_of_the_same_name_is_a_conflict_and_is_never_touched(hub
     theirs = hub.get("fr-3", "clusterservingruntime", "shared")
     assert theirs is not None and image_of(theirs) == "users:1"
     assert FLEET_RUNTIME_LABEL not in theirs["metadata"]["labels"]
-    assert FIELD_MANAGER not in {m["manager"] for m in theirs["metadata"]["managedFields"]}
+    assert FLEET_FIELD_MANAGER not in {m["manager"] for m in theirs["metadata"]["managedFields"]}
 
     # The FleetRuntime deleted: its own copy goes, the user's runtime stays as it was.
     hub.k(HUB, "delete", "fleetruntime", "shared")

@@ -15,10 +15,14 @@ import yaml
 
 from omectl.kube import (
     ClusterClient,
+    Conflict,
+    Invalid,
     KubeAPIError,
     KubeConfigError,
     KubeConnectionError,
+    NotFound,
     ResourceRef,
+    TooManyRequests,
 )
 from omectl.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES
 from omectl.sim.apiserver.server import EmbeddedAPIServer
@@ -143,6 +147,7 @@ async def test_custom_resource_crud_status_and_patches(client: ClusterClient, wi
     with pytest.raises(KubeAPIError) as unsupported:
         await client.patch(widgets, "w1", {"spec": {"size": 5}}, "default", patch_type="strategic")
     assert unsupported.value.status == 415
+    assert type(unsupported.value) is KubeAPIError  # a status without a subclass of its own
 
     cluster_wide = await client.list(widgets)
     assert [item["metadata"]["name"] for item in cluster_wide["items"]] == ["w1"]
@@ -151,7 +156,7 @@ async def test_custom_resource_crud_status_and_patches(client: ClusterClient, wi
 
 
 async def test_api_error_fields_for_404_409_and_422(client: ClusterClient, widgets: ResourceRef) -> None:
-    with pytest.raises(KubeAPIError) as not_found:
+    with pytest.raises(NotFound) as not_found:
         await client.get(CONFIG_MAPS, "absent", "default")
     error = not_found.value
     assert (error.status, error.reason) == (404, "NotFound")
@@ -161,17 +166,17 @@ async def test_api_error_fields_for_404_409_and_422(client: ClusterClient, widge
     assert str(error).startswith("cluster east: GET /api/v1/namespaces/default/configmaps/absent: 404 NotFound")
 
     await client.create(CONFIG_MAPS, configmap("twice"))
-    with pytest.raises(KubeAPIError) as exists:
+    with pytest.raises(Conflict) as exists:
         await client.create(CONFIG_MAPS, configmap("twice"))
     assert (exists.value.status, exists.value.reason) == (409, "AlreadyExists")
 
     stale = await client.get(CONFIG_MAPS, "twice", "default")
     await client.patch(CONFIG_MAPS, "twice", {"data": {"k": "v"}}, "default")
-    with pytest.raises(KubeAPIError) as conflict:
+    with pytest.raises(Conflict) as conflict:
         await client.replace(CONFIG_MAPS, stale)
     assert (conflict.value.status, conflict.value.reason) == (409, "Conflict")
 
-    with pytest.raises(KubeAPIError) as invalid:
+    with pytest.raises(Invalid) as invalid:
         await client.create(widgets, widget("big", size=500))
     assert (invalid.value.status, invalid.value.reason) == (422, "Invalid")
     assert "spec.size" in invalid.value.message
@@ -179,7 +184,7 @@ async def test_api_error_fields_for_404_409_and_422(client: ClusterClient, widge
 
 async def test_429_carries_retry_after(client: ClusterClient, server: EmbeddedAPIServer) -> None:
     server.faults.fail_next(1, 429, method="GET", path_contains="configmaps", retry_after=7)
-    with pytest.raises(KubeAPIError) as throttled:
+    with pytest.raises(TooManyRequests) as throttled:
         await client.list(CONFIG_MAPS, "default")
     assert throttled.value.status == 429
     assert throttled.value.reason == "TooManyRequests"

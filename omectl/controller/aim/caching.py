@@ -41,6 +41,7 @@ from omectl.core.aim.consumers import (
     text,
 )
 from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.jsonish import as_mapping
 
 if TYPE_CHECKING:
     from omectl.controller.aim.consumers import AimConsumerReconciler
@@ -69,7 +70,7 @@ def service_profile(aim: AimWatch, service: Mapping[str, Any]) -> dict[str, Any]
             return dict(found, kind=PROFILE)
         found = cluster_profiles.get("", pinned)
         return dict(found, kind=CLUSTER_PROFILE) if found is not None else None
-    model = text(_mapping(spec_of(service).get("model")).get("name"))
+    model = text(as_mapping(spec_of(service).get("model")).get("name"))
     if model is None:
         return None
     own = sorted((p for p in profiles.by_index(MODEL_NAME_INDEX, model) if namespace_of(p) == namespace), key=name_of)
@@ -152,7 +153,3 @@ async def reconcile_artifact(
         profile = await profile_of(reconciler, cluster, artifact)
         job = await reconciler.apply_job(cluster, artifact, render_download_job(artifact, config, profile), config)
     return artifact_status(artifact, job, pvc)
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

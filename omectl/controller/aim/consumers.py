@@ -30,13 +30,16 @@ from typing import Any, Final, cast
 from omectl.controller.aim import caching as aim_caching
 from omectl.controller.aim import models as aim_models
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
-from omectl.controller.aim.service import FIELD_MANAGER, PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
+from omectl.controller.aim.service import PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, apply_render, live_object, object_hash
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.resolution import Resolution, resolve
+from omectl.core.conditions import stamp_all
 from omectl.kube.client import KubeAPIError
+from omectl.kube.errors import Invalid, NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import CONFIG_MAPS, JOBS, PERSISTENT_VOLUME_CLAIMS, ResourceRef
 from omectl.kube.writer import write_status
 
@@ -62,17 +65,6 @@ CHILD_RESOURCES: Final[Mapping[str, ResourceRef]] = {
     "ConfigMap": CONFIG_MAPS,
 }
 """Every kind a consumer reads or applies, by kind."""
-
-
-def stamp(conditions: list[dict[str, Any]], previous: list[Any], now: str) -> list[dict[str, Any]]:
-    """`conditions` with `lastTransitionTime`: the previous one of that type while its status is unchanged."""
-    prior = {c.get("type"): c for c in previous if isinstance(c, Mapping)}
-    out = []
-    for condition in conditions:
-        before = prior.get(condition.get("type"))
-        kept = before.get("lastTransitionTime") if before and before.get("status") == condition.get("status") else None
-        out.append({**condition, "lastTransitionTime": kept or now})
-    return out
 
 
 class AimConsumerReconciler:
@@ -131,7 +123,7 @@ class AimConsumerReconciler:
         try:
             applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
         except KubeAPIError as exc:
-            if not tolerate_invalid or exc.status != 422:
+            if not tolerate_invalid or not isinstance(exc, Invalid):
                 raise
             cluster.record_event(dict(parent), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
             return live
@@ -189,9 +181,8 @@ class AimConsumerReconciler:
         try:
             await cluster.client.delete(resource, name, namespace=namespace or None, propagation_policy="Background")
             self.writes += 1
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        except NotFound:
+            pass
 
     # --- status ------------------------------------------------------------------------------------------
 
@@ -209,7 +200,7 @@ class AimConsumerReconciler:
                 generation=(live.get("metadata") or {}).get("generation"),
                 previous_conditions=previous,
             )
-            status["conditions"] = stamp(status["conditions"], previous, now)
+            status["conditions"] = stamp_all(status["conditions"], previous, now)
             return None if status == current else status
 
         if desired(obj) is None:  # against the cache, before any request

@@ -37,6 +37,7 @@ from omectl.core.aim.discovery import (
 )
 from omectl.core.aim.profiles import derive_profiles, profile_set_status, profile_status
 from omectl.core.aim.sources import cluster_models_for, model_source_status
+from omectl.core.jsonish import as_mapping
 
 if TYPE_CHECKING:
     from omectl.controller.aim.consumers import AimConsumerReconciler
@@ -68,7 +69,7 @@ async def reconcile_model(
         result = None  # another run's result
     if result is not None:
         try:
-            profiles = profiles_from_discovery(model, _mapping(result.get("data")), config)
+            profiles = profiles_from_discovery(model, as_mapping(result.get("data")), config)
         except DiscoveryResultError:
             profiles = None  # the status says why
         if profiles is not None:
@@ -104,14 +105,10 @@ async def reconcile_model_source(
 
 
 def _has_reason(obj: Mapping[str, Any], reason: str) -> bool:
-    conditions = _mapping(obj.get("status")).get("conditions") or ()
+    conditions = as_mapping(obj.get("status")).get("conditions") or ()
     return any(isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("reason") == reason for c in conditions)
 
 
 def _inputs(obj: Mapping[str, Any]) -> str | None:
-    value = _mapping(_mapping(obj.get("metadata")).get("annotations")).get(INPUTS_ANNOTATION)
+    value = as_mapping(as_mapping(obj.get("metadata")).get("annotations")).get(INPUTS_ANNOTATION)
     return value if isinstance(value, str) else None
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

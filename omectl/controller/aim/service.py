@@ -64,7 +64,10 @@ from omectl.core.aim.status import (
     runtime_config_component,
     runtime_config_error,
 )
+from omectl.core.conditions import by_type, stamped
 from omectl.kube.client import KubeAPIError
+from omectl.kube.errors import Invalid, NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import (
     AIM_PROFILE_CACHES,
     AIM_SERVICES,
@@ -78,7 +81,6 @@ from omectl.tracing.spans import merge_span
 
 log = logging.getLogger(__name__)
 
-FIELD_MANAGER: Final = "omectl"
 AIM_SERVICE_API_VERSION: Final = f"{AIM_SERVICES.group}/{AIM_SERVICES.version}"
 OWN_CONDITIONS: Final = frozenset(
     {RUNTIME_CONFIG_READY, INFERENCE_SERVICE_READY, HTTP_ROUTE_READY, CONFIG_VALID, READY}
@@ -103,14 +105,13 @@ def stamp_conditions(
     """`wanted` with `lastTransitionTime`: kept from the previous condition of that type while its status is the
     same, else now; the previous conditions of types we do not own come first, unchanged."""
     now = now or _now()
-    prior = {c.get("type"): c for c in previous if isinstance(c, Mapping)}
+    prior = by_type(previous)
     conditions: list[dict[str, Any]] = [
         dict(c) for c in previous if isinstance(c, Mapping) and c.get("type") not in OWN_CONDITIONS
     ]
     for condition in wanted:
         before = prior.get(condition["type"])
-        stamp = before.get("lastTransitionTime") if before and before.get("status") == condition["status"] else None
-        conditions.append({**condition, "lastTransitionTime": stamp or now})
+        conditions.append(stamped(condition, before, now))
     return conditions
 
 
@@ -294,7 +295,7 @@ class AimServiceReconciler:
         try:
             applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
         except KubeAPIError as exc:
-            if not tolerate_invalid or exc.status != 422:
+            if not tolerate_invalid or not isinstance(exc, Invalid):
                 raise
             # a bound claim's spec is mostly immutable: keep serving from it and say why it differs
             cluster.record_event(dict(service), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
@@ -311,9 +312,8 @@ class AimServiceReconciler:
         try:
             await cluster.client.request("DELETE", resource.path(namespace or None, name))
             self.writes += 1
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        except NotFound:
+            pass
 
     # --- status ------------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from omectl.controller.ome.revisions import Revision, RevisionStore
 from omectl.controller.ome.watch import ISVC_STATUS_WORK, OmeWatch
 from omectl.controller.runtime.apply import FIELD_MANAGER, apply_render, live_object, object_hash
 from omectl.controller.runtime.queue import RetryLater, WorkKey
+from omectl.core.conditions import by_type, stamped
 from omectl.core.ome.engine_status import COMPONENT_CONDITIONS, READY, Readiness, readiness
 from omectl.core.ome.inheritance import ChainError
 from omectl.core.ome.pipeline import CachedModels, CachedRuntimes, Model, choose, model_of, render
@@ -73,7 +74,7 @@ def desired_isvc_status(
 
     A condition keeps its `lastTransitionTime` while its status stays the same."""
     status = dict(live.get("status") or {})
-    prior = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, Mapping)}
+    prior = by_type(status.get("conditions") or [])
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     conditions = [c for c in status.get("conditions") or [] if c.get("type") not in _OWN_CONDITIONS]
     for condition in [*ready.conditions, drift]:
@@ -82,8 +83,7 @@ def desired_isvc_status(
         if before is not None and _same_condition(before, wanted):
             conditions.append(before)
             continue
-        stamp = before.get("lastTransitionTime") if before and before.get("status") == wanted["status"] else now
-        conditions.append({**wanted, "lastTransitionTime": stamp or now})
+        conditions.append(stamped(wanted, before, now))
     desired = dict(
         status,
         runtime=dict(runtime),

@@ -8,6 +8,7 @@ by an InferenceService are never deleted; the others beyond the newest 10 per ru
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,13 +16,14 @@ from typing import Any
 
 import orjson
 
-from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.client import ClusterClient
+from omectl.kube.errors import Conflict, NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import CONTROLLER_REVISIONS
 
 RUNTIME_LABEL = "ome.io/runtime"
 RUNTIME_KIND_LABEL = "ome.io/runtime-kind"
 KEEP_UNREFERENCED = 10
-FIELD_MANAGER = "omectl"
 
 
 def spec_hash(merged_spec: Mapping[str, Any]) -> str:
@@ -70,10 +72,8 @@ class RevisionStore:
             return known
         try:
             obj = await self.client.get(CONTROLLER_REVISIONS, name, namespace=namespace)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        except NotFound:
+            return None
         revision = Revision.from_object(obj)
         self._known[(namespace, name)] = revision
         return revision
@@ -115,9 +115,7 @@ class RevisionStore:
         }
         try:
             created = await self.client.create(CONTROLLER_REVISIONS, body, namespace, field_manager=FIELD_MANAGER)
-        except KubeAPIError as exc:
-            if exc.status != 409:
-                raise
+        except Conflict:
             created = await self.client.get(CONTROLLER_REVISIONS, name, namespace=namespace)
         revision = Revision.from_object(created)
         self._known[(namespace, name)] = revision
@@ -131,9 +129,6 @@ class RevisionStore:
     async def _collect(self, revisions: list[Revision], namespace: str, referenced: set[str]) -> None:
         unreferenced = sorted((r for r in revisions if r.name not in referenced), key=lambda r: r.number, reverse=True)
         for stale in unreferenced[KEEP_UNREFERENCED:]:
-            try:
+            with contextlib.suppress(NotFound):
                 await self.client.delete(CONTROLLER_REVISIONS, stale.name, namespace)
-            except KubeAPIError as exc:
-                if exc.status != 404:
-                    raise
             self._known.pop((namespace, stale.name), None)

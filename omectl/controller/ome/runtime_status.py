@@ -8,6 +8,7 @@ write sets `observedGeneration`; an unchanged status is not written at all.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,11 +17,12 @@ from typing import Any
 
 from omectl.controller.ome.resolver import ChainResolver, Resolution
 from omectl.controller.ome.watch import OmeWatch
-from omectl.controller.runtime.apply import FIELD_MANAGER
 from omectl.controller.runtime.queue import WorkKey
+from omectl.core.conditions import transition_time
 from omectl.core.ome.inheritance import ChainError
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, RuntimeKind
-from omectl.kube.client import KubeAPIError
+from omectl.kube.errors import NotFound
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ResourceRef
 from omectl.kube.writer import write_status
 from omectl.tracing.spans import merge_span
@@ -75,11 +77,7 @@ def desired_status(live: Mapping[str, Any], outcome: ChainOutcome, now: str | No
         "status": state,
         "reason": outcome.reason,
         "message": outcome.message,
-        "lastTransitionTime": (
-            prior["lastTransitionTime"]
-            if prior and prior.get("status") == state and prior.get("lastTransitionTime")
-            else now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        ),
+        "lastTransitionTime": transition_time(prior, state, now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")),
         "observedGeneration": generation,
     }
     if prior is None:
@@ -130,7 +128,7 @@ class RuntimeStatusReconciler:
         if self.tracer is not None:
             record_merge_span(self.tracer, outcome, kind, key.namespace, key.name)
         if desired_status(obj, outcome) is not None:  # cheap check against the cache before any request
-            try:
+            with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to write
                 await write_status(
                     cluster.client,
                     resource,
@@ -140,9 +138,6 @@ class RuntimeStatusReconciler:
                     field_manager=FIELD_MANAGER,
                     cached=obj,
                 )
-            except KubeAPIError as exc:
-                if exc.status != 404:
-                    raise
         if not outcome.ok:
             cluster.record_event(obj, "Warning", outcome.reason, outcome.message)
 

@@ -13,11 +13,12 @@ from typing import Any
 import orjson
 
 from omectl.kube.cache import ObjectCache
-from omectl.kube.client import ClusterClient, KubeAPIError
+from omectl.kube.client import ClusterClient
+from omectl.kube.errors import NotFound
+from omectl.kube.field_managers import FIELD_MANAGER as FIELD_MANAGER  # re-exported for controller/ome/engine.py
 from omectl.kube.resources import ResourceRef
 
 RENDER_HASH = "omectl.io/render-hash"
-FIELD_MANAGER = "omectl"
 
 
 def object_hash(obj: Mapping[str, Any]) -> str:
@@ -70,10 +71,8 @@ async def live_object(
             return cached
     try:
         found: Mapping[str, Any] = await client.get(resource, name, namespace=namespace or None)
-    except KubeAPIError as exc:
-        if exc.status == 404:
-            return None
-        raise
+    except NotFound:
+        return None
     return found
 
 

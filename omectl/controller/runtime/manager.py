@@ -336,7 +336,7 @@ class FleetController:
                 outcome = RESULT_REQUEUE
                 set_result(span, RESULT_REQUEUE)
                 return Result()
-            except Exception as exc:
+            except Exception as exc:  # counted in the cluster's health, then raised: the queue logs and retries
                 cluster.health.errors += 1
                 where = f"{key.namespace}/{key.name}" if key.namespace else key.name
                 problem = one_line(str(exc) or type(exc).__name__)

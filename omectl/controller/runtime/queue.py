@@ -521,7 +521,7 @@ async def _handle(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Resu
         log.error("reconcile of %s failed permanently", key, exc_info=True)
         queue.forget(key)
         return
-    except Exception as exc:
+    except Exception as exc:  # a worker survives any reconcile failure: logged, then retried with backoff
         log.warning("reconcile of %s failed (retry %d)", key, item.retries + 1, exc_info=True)
         # a server that said when to come back (429/503 with Retry-After) is not asked again before then
         queue.add_rate_limited(key, floor=retry_after_of(exc, queue.max_delay))

@@ -54,6 +54,7 @@ from omectl.core.aim.consumers import (
 from omectl.core.aim.env import CACHE_MOUNT_PATH, DOWNLOADER_PROTOCOL, INFERENCE_CACHE_PATH, download_job_env
 from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.jsonish import as_mapping
 
 DEFAULT_DOWNLOAD_IMAGE: Final = "ghcr.io/silogen/aim-artifact-downloader:0.2.0"
 DEFAULT_HEADROOM_PERCENT: Final = 10
@@ -124,7 +125,7 @@ def size_bytes(artifact: Mapping[str, Any]) -> int | None:
 
 def headroom_percent(config: Mapping[str, Any]) -> int:
     """`storage.pvcHeadroomPercent` > deprecated top-level `pvcHeadroomPercent` > 10."""
-    for value in (_mapping(config.get("storage")).get("pvcHeadroomPercent"), config.get("pvcHeadroomPercent")):
+    for value in (as_mapping(config.get("storage")).get("pvcHeadroomPercent"), config.get("pvcHeadroomPercent")):
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
     return DEFAULT_HEADROOM_PERCENT
@@ -140,7 +141,7 @@ def storage_class_name(artifact: Mapping[str, Any], config: Mapping[str, Any]) -
     `defaultStorageClassName` > None (the cluster's default class)."""
     for value in (
         spec_of(artifact).get("storageClassName"),
-        _mapping(config.get("storage")).get("defaultStorageClassName"),
+        as_mapping(config.get("storage")).get("defaultStorageClassName"),
         config.get("defaultStorageClassName"),
     ):
         if text(value):
@@ -249,9 +250,9 @@ def job_condition(job: Mapping[str, Any] | None, condition_type: str) -> Mapping
 
 def protocol_sequence(job: Mapping[str, Any] | None) -> str | None:
     """`AIM_DOWNLOADER_PROTOCOL` of the Job's downloader container."""
-    template = _mapping(spec_of(job).get("template"))
-    for container in _mapping(template.get("spec")).get("containers") or ():
-        for item in _mapping(container).get("env") or ():
+    template = as_mapping(spec_of(job).get("template"))
+    for container in as_mapping(template.get("spec")).get("containers") or ():
+        for item in as_mapping(container).get("env") or ():
             if isinstance(item, Mapping) and item.get("name") == DOWNLOADER_PROTOCOL:
                 return text(item.get("value"))
     return None
@@ -266,7 +267,7 @@ def artifact_status(
     out: dict[str, Any] = {}
     if pvc is not None:
         out["persistentVolumeClaim"] = name_of(pvc)
-        requested = _mapping(_mapping(spec_of(pvc).get("resources")).get("requests")).get("storage")
+        requested = as_mapping(as_mapping(spec_of(pvc).get("resources")).get("requests")).get("storage")
         if text(requested):
             out["allocatedSize"] = requested
         bound = status_of(pvc).get("phase") == "Bound"
@@ -302,7 +303,7 @@ def artifact_status(
             download.update(protocol=protocols[0], attempt=1)
     elif previous.get("status") == READY:
         status, reason, message = READY, "DownloadComplete", "Complete"
-        download = dict(_mapping(previous.get("download")))
+        download = dict(as_mapping(previous.get("download")))
     elif size_bytes(artifact) is None:
         status, reason, message = PENDING, "SizeUnknown", "spec.size is not set"
     else:
@@ -362,7 +363,3 @@ def mount_artifacts(
 
 def _cond(condition_type: str, status: bool, reason: str, message: str) -> dict[str, str]:
     return {"type": condition_type, "status": "True" if status else "False", "reason": reason, "message": message}
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

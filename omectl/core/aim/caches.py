@@ -44,6 +44,7 @@ from omectl.core.aim.consumers import (
 from omectl.core.aim.env import merge_env
 from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import SERVICE_LABEL, name_of, namespace_of
+from omectl.core.jsonish import as_list, as_mapping
 
 PROFILE_LABEL: Final = "aim.eai.amd.com/profile"
 CACHE_COMPONENT: Final = "profile-cache"
@@ -79,7 +80,7 @@ def render_profile_cache(
     storage_class = text(spec_of(profile).get("storageClassName"))
     if storage_class is not None:
         spec["storageClassName"] = storage_class
-    env = merge_env(_list(service_spec.get("env")))
+    env = merge_env(as_list(service_spec.get("env")))
     if env:
         spec["env"] = env
     cache = {
@@ -98,8 +99,8 @@ def render_profile_cache(
 
 def model_sources(cache: Mapping[str, Any], profile: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     """The cache's `spec.modelSources`, else the profile's."""
-    own = _list(spec_of(cache).get("modelSources"))
-    sources = own if own else _list(spec_of(profile).get("modelSources"))
+    own = as_list(spec_of(cache).get("modelSources"))
+    sources = own if own else as_list(spec_of(profile).get("modelSources"))
     return [s for s in sources if isinstance(s, Mapping) and text(s.get("name")) and text(s.get("sourceUri"))]
 
 
@@ -120,7 +121,7 @@ def render_artifacts(
         for field in ("modelId", "size"):
             if source.get(field) not in (None, ""):
                 spec[field] = copy_json(source[field])
-        env = merge_env(_list(cache_spec.get("env")), _list(source.get("env")))
+        env = merge_env(as_list(cache_spec.get("env")), as_list(source.get("env")))
         if env:
             spec["env"] = env
         for field in ("storageClassName", "downloadImage", "runtimeConfigName"):
@@ -162,7 +163,7 @@ def profile_cache_status(
         state = str(status_of(current).get("status") or "Pending") if current is not None else "Pending"
         states.append(state)
         entry: dict[str, Any] = {"name": name, "status": state}
-        source = _mapping(artifact.get("metadata")).get("labels", {}).get(SOURCE_MODEL_LABEL)
+        source = as_mapping(artifact.get("metadata")).get("labels", {}).get(SOURCE_MODEL_LABEL)
         if source:
             entry["sourceName"] = source
         model_id = text(spec_of(artifact).get("modelId"))
@@ -192,11 +193,3 @@ def profile_cache_status(
             {"type": "Ready", "status": str(ready), "reason": reason, "message": message},
         ],
     }
-
-
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else []
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

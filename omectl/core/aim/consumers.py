@@ -29,6 +29,7 @@ from typing import Any, Final
 from omectl.core.aim.labels import propagate_to_job, propagate_to_object
 from omectl.core.aim.meta import COMPONENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, label_value, name_of
 from omectl.core.aim.resolution import CONFIG_VALID, RUNTIME_CONFIG_READY, Resolution
+from omectl.core.jsonish import as_mapping
 
 AIM_V1ALPHA2: Final = "aim.eai.amd.com/v1alpha2"
 
@@ -99,7 +100,7 @@ def is_cluster_scoped(obj: Mapping[str, Any]) -> bool:
 
 def owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:
     """A controller owner reference to `owner` (which must carry its kind; apiVersion defaults to v1alpha2)."""
-    metadata = _mapping(owner.get("metadata"))
+    metadata = as_mapping(owner.get("metadata"))
     return {
         "apiVersion": str(owner.get("apiVersion") or AIM_V1ALPHA2),
         "kind": str(owner.get("kind") or ""),
@@ -175,20 +176,20 @@ def _condition(condition_type: str, status: str, reason: str, message: str) -> d
 
 
 def spec_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return _mapping(obj.get("spec")) if obj is not None else {}
+    return as_mapping(obj.get("spec")) if obj is not None else {}
 
 
 def status_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return _mapping(obj.get("status")) if obj is not None else {}
+    return as_mapping(obj.get("status")) if obj is not None else {}
 
 
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return _mapping(_mapping(obj.get("metadata")).get("labels"))
+    return as_mapping(as_mapping(obj.get("metadata")).get("labels"))
 
 
 def uid_of(obj: Mapping[str, Any]) -> str:
     """The object's uid, or `<namespace>/<name>` when it has none yet (so names stay deterministic)."""
-    metadata = _mapping(obj.get("metadata"))
+    metadata = as_mapping(obj.get("metadata"))
     uid = metadata.get("uid")
     if isinstance(uid, str) and uid:
         return uid
@@ -198,7 +199,3 @@ def uid_of(obj: Mapping[str, Any]) -> str:
 def text(value: Any) -> str | None:
     """`value` when it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

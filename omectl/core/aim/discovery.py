@@ -69,6 +69,7 @@ from omectl.core.aim.env import env_var, merge_env
 from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.aim.resolution import DEFAULT_OPERATOR_NAMESPACE
+from omectl.core.jsonish import as_list, as_mapping
 
 RESULT_KEY: Final = "profiles.yaml"
 """The ConfigMap key holding the discovery result."""
@@ -136,11 +137,11 @@ def render_discovery_job(
     labels = base_labels(DISCOVERY_COMPONENT, {AIM_COMPONENT_LABEL: DISCOVERY_COMPONENT, model_label: name_of(model)})
     env = merge_env(
         [env_var("AIM_DISCOVERY_CONFIGMAP", name), env_var("AIM_DISCOVERY_NAMESPACE", namespace)],
-        _list(config.get("env")),
-        _list(spec.get("env")),
+        as_list(config.get("env")),
+        as_list(spec.get("env")),
     )
     annotations = {INPUTS_ANNOTATION: discovery_inputs(model)}
-    simulated = _mapping(_mapping(model.get("metadata")).get("annotations")).get(SIMULATED_RESULT_ANNOTATION)
+    simulated = as_mapping(as_mapping(model.get("metadata")).get("annotations")).get(SIMULATED_RESULT_ANNOTATION)
     if isinstance(simulated, str):
         annotations[SIMULATED_RESULT_ANNOTATION] = simulated
     job = {
@@ -169,15 +170,15 @@ def render_discovery_job(
 
 def discovery_current(model: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
     """Whether a live discovery Job ran for the model's current image, env and model sources."""
-    annotations = _mapping(_mapping(job.get("metadata")).get("annotations"))
+    annotations = as_mapping(as_mapping(job.get("metadata")).get("annotations"))
     return annotations.get(INPUTS_ANNOTATION) == discovery_inputs(model)
 
 
 def discovery_configmap(job: Mapping[str, Any], result: str) -> dict[str, Any]:
     """The result ConfigMap as the discovery container writes it for `job` (same name and namespace)."""
-    metadata = _mapping(job.get("metadata"))
+    metadata = as_mapping(job.get("metadata"))
     annotations = {}
-    inputs = _mapping(metadata.get("annotations")).get(INPUTS_ANNOTATION)
+    inputs = as_mapping(metadata.get("annotations")).get(INPUTS_ANNOTATION)
     if isinstance(inputs, str):
         annotations[INPUTS_ANNOTATION] = inputs
     out: dict[str, Any] = {
@@ -186,7 +187,7 @@ def discovery_configmap(job: Mapping[str, Any], result: str) -> dict[str, Any]:
         "metadata": {
             "name": name_of(job),
             "namespace": namespace_of(job),
-            "labels": dict(_mapping(metadata.get("labels"))),
+            "labels": dict(as_mapping(metadata.get("labels"))),
         },
         "data": {RESULT_KEY: result},
     }
@@ -198,7 +199,7 @@ def discovery_configmap(job: Mapping[str, Any], result: str) -> dict[str, Any]:
 def simulated_discovery_configmap(job: Mapping[str, Any]) -> dict[str, Any] | None:
     """What a simulated node writes when it completes a discovery Job: the ConfigMap holding the Job's
     `sim.omectl.io/discovery-result` annotation, or None when the Job has none."""
-    result = _mapping(_mapping(job.get("metadata")).get("annotations")).get(SIMULATED_RESULT_ANNOTATION)
+    result = as_mapping(as_mapping(job.get("metadata")).get("annotations")).get(SIMULATED_RESULT_ANNOTATION)
     return discovery_configmap(job, result) if isinstance(result, str) else None
 
 
@@ -355,7 +356,7 @@ def model_status(
         status, reason, message = "Failed", IMAGE_NOT_SPECIFIED, image_not_specified_message(model)
     elif configmap is not None:
         try:
-            count = len(parse_discovery_result(_mapping(configmap.get("data"))))
+            count = len(parse_discovery_result(as_mapping(configmap.get("data"))))
             status, reason, message = "Ready", "ProfilesDiscovered", f"{count} profiles discovered"
         except DiscoveryResultError as error:
             status, reason, message = "Failed", "DiscoveryResultInvalid", str(error)
@@ -381,7 +382,7 @@ def model_status(
 
 
 def _job_true(job: Mapping[str, Any] | None, condition_type: str) -> bool:
-    conditions = _mapping((job or {}).get("status")).get("conditions") or ()
+    conditions = as_mapping((job or {}).get("status")).get("conditions") or ()
     return any(
         isinstance(c, Mapping) and c.get("type") == condition_type and c.get("status") == "True" for c in conditions
     )
@@ -397,11 +398,3 @@ def _env_list(value: Any, where: str) -> list[dict[str, Any]]:
             raise DiscoveryResultError(f"{where}: every entry needs a name")
         return merge_env(value)
     raise DiscoveryResultError(f"{where} must be a name → value mapping or an env list")
-
-
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else []
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

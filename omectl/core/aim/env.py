@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from omectl.core.aim.engine_args import ENGINE_ARGS, merge_engine_args
 from omectl.core.aim.layers import copy_json
+from omectl.core.jsonish import as_mapping
 
 DOWNLOADER_PROTOCOL: Final = "AIM_DOWNLOADER_PROTOCOL"
 DEFAULT_DOWNLOADER_PROTOCOL: Final = "XET,HF_TRANSFER"
@@ -97,7 +98,7 @@ def download_job_env(
 ) -> EnvList:
     """Env of an AIMArtifact's download Job, the spec's merge precedence: operator defaults < config env (cluster <
     namespace, already merged) < profile `containerEnv` < profile `engineEnv` < artifact `spec.env`."""
-    metadata = _mapping(artifact.get("metadata"))
+    metadata = as_mapping(artifact.get("metadata"))
     defaults = download_job_defaults(
         str(metadata.get("name") or ""), str(metadata.get("namespace") or ""), expected_size_bytes
     )
@@ -139,8 +140,4 @@ def _env(value: Any) -> Sequence[Mapping[str, Any]] | None:
 
 
 def _spec(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return _mapping(obj.get("spec")) if obj is not None else {}
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return as_mapping(obj.get("spec")) if obj is not None else {}

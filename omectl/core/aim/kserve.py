@@ -33,6 +33,7 @@ from typing import Any, Final
 from omectl.core.aim.env import INFERENCE_CACHE_PATH, inference_env
 from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import child_labels, name_of, namespace_of, owner_reference
+from omectl.core.jsonish import as_mapping
 
 KSERVE_API_VERSION: Final = "serving.kserve.io/v1beta1"
 INFERENCE_SERVICE_KIND: Final = "InferenceService"
@@ -60,7 +61,7 @@ def model_image(service: Mapping[str, Any], resolved_image: str | None = None) -
     """The serving image: `resolved_image` > `spec.model.image` > the placeholder for `spec.model.name`."""
     if resolved_image:
         return resolved_image
-    model = _mapping(_spec(service).get("model"))
+    model = as_mapping(_spec(service).get("model"))
     image = model.get("image")
     if isinstance(image, str) and image:
         return image
@@ -85,8 +86,8 @@ def container_resources(service: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(given, Mapping) or not given:
         return {"requests": {DEFAULT_GPU_RESOURCE: "1"}, "limits": {DEFAULT_GPU_RESOURCE: "1"}}
     resources: dict[str, Any] = copy_json(given)
-    requests = dict(_mapping(resources.get("requests")))
-    limits = dict(_mapping(resources.get("limits")))
+    requests = dict(as_mapping(resources.get("requests")))
+    limits = dict(as_mapping(resources.get("limits")))
     for gpu in GPU_RESOURCES:
         if gpu in limits and gpu not in requests:
             requests[gpu] = limits[gpu]
@@ -103,13 +104,13 @@ def storage_class_name(own: Any, config: Mapping[str, Any]) -> str | None:
     None (the cluster's default class)."""
     if isinstance(own, str) and own:
         return own
-    default = _mapping(config.get("storage")).get("defaultStorageClassName")
+    default = as_mapping(config.get("storage")).get("defaultStorageClassName")
     return default if isinstance(default, str) and default else None
 
 
 def render_model_cache_pvc(service: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any] | None:
     """The service's model-cache PVC, or None when `spec.storage.size` does not ask for one."""
-    storage = _mapping(_spec(service).get("storage"))
+    storage = as_mapping(_spec(service).get("storage"))
     size = storage.get("size")
     if not isinstance(size, str | int) or size == "":
         return None
@@ -194,8 +195,4 @@ def _int(value: Any, default: int) -> int:
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(obj.get("spec"))
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return as_mapping(obj.get("spec"))

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Final
 
+from omectl.core.jsonish import as_mapping
+
 AIM_LABEL_PREFIX: Final = "aim.eai.amd.com/"
 """Labels with this prefix always propagate."""
 
@@ -108,9 +110,9 @@ def propagate_to_object(
     """A copy of `child` (any object) with its labels propagated from `parent` and the annotation updated."""
     previous = read_propagated_keys(child)
     metadata = dict(_metadata(child))
-    labels, keys = propagate(_labels(parent), _mapping(metadata.get("labels")), config, previous)
+    labels, keys = propagate(_labels(parent), as_mapping(metadata.get("labels")), config, previous)
     _store(metadata, "labels", labels)
-    annotations = dict(_mapping(metadata.get("annotations")))
+    annotations = dict(as_mapping(metadata.get("annotations")))
     if keys:
         annotations[PROPAGATED_LABELS_ANNOTATION] = ",".join(keys)
     else:
@@ -125,8 +127,8 @@ def propagate_to_job(parent: Mapping[str, Any], job: Mapping[str, Any], config: 
     """`propagate_to_object` for a Job and for its pod template (`spec.template`), each keeping its own keys and
     recording its own propagated keys (the template in its own annotations, so they reach the pods too)."""
     out = propagate_to_object(parent, job, config)
-    spec = dict(_mapping(out.get("spec")))
-    spec["template"] = propagate_to_object(parent, _mapping(spec.get("template")), config)
+    spec = dict(as_mapping(out.get("spec")))
+    spec["template"] = propagate_to_object(parent, as_mapping(spec.get("template")), config)
     out["spec"] = spec
     return out
 
@@ -199,15 +201,11 @@ def _class_char(pattern: str, index: int, start: int) -> tuple[str, int]:
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(obj.get("metadata"))
+    return as_mapping(obj.get("metadata"))
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return _mapping(_metadata(obj).get("labels"))
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return as_mapping(_metadata(obj).get("labels"))
 
 
 def _store(metadata: dict[str, Any], field: str, value: dict[str, str]) -> None:

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from omectl.core.jsonish import as_mapping
+
 __all__ = [
     "COMPONENT_CONDITIONS",
     "READY",
@@ -60,7 +62,7 @@ def service_url(name: str, namespace: str) -> str:
 
 
 def component_of(obj: Mapping[str, Any]) -> str | None:
-    labels = _mapping(_mapping(obj.get("metadata")).get("labels"))
+    labels = as_mapping(as_mapping(obj.get("metadata")).get("labels"))
     component = labels.get(COMPONENT_LABEL)
     return component if isinstance(component, str) and component in COMPONENT_CONDITIONS else None
 
@@ -73,7 +75,7 @@ def readiness(rendered: Sequence[Mapping[str, Any]], live: LiveWorkload) -> Read
         component = component_of(obj)
         if component is None:
             continue
-        meta = _mapping(obj.get("metadata"))
+        meta = as_mapping(obj.get("metadata"))
         if obj.get("kind") in WORKLOAD_KINDS:
             workloads[component] = obj
         elif obj.get("kind") == "Service":
@@ -84,13 +86,13 @@ def readiness(rendered: Sequence[Mapping[str, Any]], live: LiveWorkload) -> Read
         workload = workloads.get(component)
         if workload is None:
             continue
-        meta = _mapping(workload.get("metadata"))
+        meta = as_mapping(workload.get("metadata"))
         condition = _component_condition(component, live(str(workload.get("kind")), str(meta.get("name"))))
         conditions.append(condition)
         entry: dict[str, str] = {}
         if component in services:
             entry["url"] = services[component]
-        revision = _mapping(meta.get("annotations")).get(RUNTIME_REVISION_ANNOTATION)
+        revision = as_mapping(meta.get("annotations")).get(RUNTIME_REVISION_ANNOTATION)
         if isinstance(revision, str) and revision:
             entry["latestCreatedRevision"] = revision
             if condition["status"] == "True":
@@ -111,8 +113,8 @@ def _component_condition(component: str, workload: Mapping[str, Any] | None) -> 
     }
     if workload is None:
         return initializing
-    status = _mapping(workload.get("status"))
-    generation = _mapping(workload.get("metadata")).get("generation")
+    status = as_mapping(workload.get("status"))
+    generation = as_mapping(workload.get("metadata")).get("generation")
     observed = status.get("observedGeneration")
     if isinstance(generation, int) and (not isinstance(observed, int) or observed < generation):
         return initializing
@@ -138,7 +140,3 @@ def _ready_condition(components: Sequence[Mapping[str, str]]) -> dict[str, str]:
         "reason": f"{failed['type'].removesuffix('Ready')}NotReady",
         "message": failed["message"],
     }
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
+from omectl.core.jsonish import as_mapping
 from omectl.core.ome.runtimes import (
     CLUSTER_SERVING_RUNTIME,
     INHERIT_FROM_ANNOTATION,
@@ -137,7 +138,7 @@ def ref_of(runtime: Mapping[str, Any]) -> RuntimeRef:
     kind = runtime.get("kind")
     if not is_runtime_kind(kind):
         raise ValueError(f"not a ServingRuntime or ClusterServingRuntime: kind {kind!r}")
-    metadata = _mapping(runtime.get("metadata"))
+    metadata = as_mapping(runtime.get("metadata"))
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"{kind} without metadata.name")
@@ -195,14 +196,14 @@ def resolve_chain(
 def spec_layers(chain: ResolvedChain) -> list[tuple[str, Mapping[str, Any]]]:
     """`(name, spec)` of each runtime, root first, for `merge_chain`/`merge_layer`: only specs are inherited."""
     layers = zip(chain.names, chain.runtimes, strict=True)  # pragma: no mutate (equal lengths)
-    return [(name, _mapping(runtime.get("spec"))) for name, runtime in layers]
+    return [(name, as_mapping(runtime.get("spec"))) for name, runtime in layers]
 
 
 def profile_error(runtime: Mapping[str, Any]) -> str | None:
     """The admission error for a profile (`ome.io/runtime-profile: "true"`) without `spec.disabled: true`, else None."""
     if _annotations(runtime).get(RUNTIME_PROFILE_ANNOTATION) != "true":
         return None
-    if _mapping(runtime.get("spec")).get("disabled") is True:
+    if as_mapping(runtime.get("spec")).get("disabled") is True:
         return None
     return PROFILE_NOT_DISABLED
 
@@ -211,14 +212,10 @@ def _go_list(names: list[str] | tuple[str, ...]) -> str:
     return "[" + " ".join(names) + "]"
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _annotations(runtime: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(_mapping(runtime.get("metadata")).get("annotations"))
+    return as_mapping(as_mapping(runtime.get("metadata")).get("annotations"))
 
 
 def _resource_version(runtime: Mapping[str, Any]) -> str:
-    value = _mapping(runtime.get("metadata")).get("resourceVersion")
+    value = as_mapping(runtime.get("metadata")).get("resourceVersion")
     return value if isinstance(value, str) else ""

@@ -48,6 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from omectl.core.jsonish import as_mapping
 from omectl.core.ome.merge import copy_json, merge_spec
 from omectl.core.ome.placeholders import PlaceholderError, fill_in_value
 from omectl.core.ome.runtimes import RUNTIME_KINDS
@@ -239,7 +240,7 @@ def merge_component(runtime_block: Mapping[str, Any] | None, isvc_block: Mapping
 
 def merged_components(merged_runtime_spec: Mapping[str, Any], isvc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The declared components, each runtime block ⊕ InferenceService block, in engine, decoder, router order."""
-    spec = _mapping(isvc.get("spec"))
+    spec = as_mapping(isvc.get("spec"))
     components: dict[str, dict[str, Any]] = {}
     for component in COMPONENTS:
         block = spec.get(component)
@@ -248,7 +249,7 @@ def merged_components(merged_runtime_spec: Mapping[str, Any], isvc: Mapping[str,
         if not isinstance(block, Mapping):
             raise RenderError(f"spec.{component} of the InferenceService must be an object", "MergeSpecsError")
         runtime_block = merged_runtime_spec.get(RUNTIME_CONFIG_FIELDS[component])
-        components[component] = merge_component(_mapping(runtime_block), block)
+        components[component] = merge_component(as_mapping(runtime_block), block)
     if ENGINE not in components:
         raise RenderError("engine component is required", "DeploymentModeError")
     return components
@@ -305,7 +306,7 @@ def _context(
     model: Mapping[str, Any] | None,
     revision: str | None,
 ) -> _Context:
-    metadata = _mapping(isvc.get("metadata"))
+    metadata = as_mapping(isvc.get("metadata"))
     name, namespace, uid = metadata.get("name"), metadata.get("namespace"), metadata.get("uid")
     if not isinstance(name, str) or not name or not isinstance(namespace, str) or not namespace:
         raise RenderError("the InferenceService needs metadata.name and metadata.namespace")
@@ -337,7 +338,7 @@ def _context(
         runtime_kind=runtime_kind,
         revision=revision or None,
         runtime_spec=runtime_spec,
-        model=_model(_mapping(isvc.get("spec")), model, namespace, name),
+        model=_model(as_mapping(isvc.get("spec")), model, namespace, name),
         inject_model_files=inject_files,
     )
 
@@ -353,7 +354,7 @@ def _model(spec: Mapping[str, Any], model: Mapping[str, Any] | None, namespace: 
         raise RenderError(f"InferenceService {namespace}/{isvc_name}: spec.model.fineTunedWeights is not supported")
     if model is None:
         raise RenderError(f"InferenceService {namespace}/{isvc_name} names model {ref_name}, but none was given")
-    metadata = _mapping(model.get("metadata"))
+    metadata = as_mapping(model.get("metadata"))
     kind = model.get("kind")
     if kind not in ("BaseModel", "ClusterBaseModel"):
         raise RenderError(f"model {ref_name} must be a BaseModel or a ClusterBaseModel, not {kind!r}")
@@ -361,11 +362,11 @@ def _model(spec: Mapping[str, Any], model: Mapping[str, Any] | None, namespace: 
         raise RenderError(
             f"InferenceService {namespace}/{isvc_name} names model {ref_name}, not {metadata.get('name')}"
         )
-    model_spec = _mapping(model.get("spec"))
-    path = _mapping(model_spec.get("storage")).get("path")
+    model_spec = as_mapping(model.get("spec"))
+    path = as_mapping(model_spec.get("storage")).get("path")
     if not isinstance(path, str) or not path:
         raise RenderError(f"{kind} {ref_name} has no spec.storage.path to mount")
-    model_format = _mapping(model_spec.get("modelFormat"))
+    model_format = as_mapping(model_spec.get("modelFormat"))
     vendor, format_name, format_version = (
         model_spec.get("vendor"),
         model_format.get("name"),
@@ -429,7 +430,7 @@ def _render_component(
             f"deployment mode {mode} of the {component} (annotation {DEPLOYMENT_MODE_ANNOTATION}) is not supported",
             "DeploymentModeError",
         )
-    isvc_block = _mapping(_mapping(isvc.get("spec")).get(component))
+    isvc_block = as_mapping(as_mapping(isvc.get("spec")).get(component))
     labels = _labels(context, component, merged)
     annotations = _annotations(context, merged)
     objects: list[dict[str, Any]] = []
@@ -446,8 +447,8 @@ def _render_component(
             context,
             component,
             merged,
-            _mapping(merged.get("runner")) or None,
-            isvc_runner=_mapping(isvc_block.get("runner")),
+            as_mapping(merged.get("runner")) or None,
+            isvc_runner=as_mapping(isvc_block.get("runner")),
             worker_size=0,
         )
         objects.append(_deployment(context, name, merged, labels, annotations, pod))
@@ -459,7 +460,7 @@ def _render_component(
 def _multi_node_pods(
     context: _Context, component: str, merged: Mapping[str, Any], isvc_block: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any], int]:
-    worker = _mapping(merged.get("worker"))
+    worker = as_mapping(merged.get("worker"))
     size = worker.get("size")
     if not worker or type(size) is not int or size <= 0:
         raise RenderError(
@@ -467,16 +468,16 @@ def _multi_node_pods(
             "than 0",
             "DeploymentModeError",
         )
-    component_runner = _mapping(merged.get("runner")) or None
+    component_runner = as_mapping(merged.get("runner")) or None
     leader = merged.get("leader")
     if leader is None:
         leader_source: Mapping[str, Any] = merged
         leader_runner = component_runner
-        isvc_leader_runner = _mapping(isvc_block.get("runner"))
+        isvc_leader_runner = as_mapping(isvc_block.get("runner"))
     else:
-        leader_source = _mapping(leader)
-        leader_runner = _mapping(leader_source.get("runner")) or component_runner
-        isvc_leader_runner = _mapping(_mapping(isvc_block.get("leader")).get("runner")) or _mapping(
+        leader_source = as_mapping(leader)
+        leader_runner = as_mapping(leader_source.get("runner")) or component_runner
+        isvc_leader_runner = as_mapping(as_mapping(isvc_block.get("leader")).get("runner")) or as_mapping(
             isvc_block.get("runner")
         )
     leader_pod = _pod(
@@ -486,8 +487,8 @@ def _multi_node_pods(
         context,
         component,
         worker,
-        _mapping(worker.get("runner")) or component_runner,
-        isvc_runner=_mapping(_mapping(isvc_block.get("worker")).get("runner")),
+        as_mapping(worker.get("runner")) or component_runner,
+        isvc_runner=as_mapping(as_mapping(isvc_block.get("worker")).get("runner")),
         worker_size=size,
     )
     return leader_pod, worker_pod, size
@@ -517,7 +518,7 @@ def _pod(
             containers.append({"name": runner_name})
             index = len(containers) - 1
         container = _merge_runner(containers[index], runner, runner_name)
-        if not _mapping(isvc_runner.get("resources")):
+        if not as_mapping(isvc_runner.get("resources")):
             _fill_fallback_resources(container, context.runtime_spec, runner_name)
         try:
             container = fill_in_value(container, context.metadata)
@@ -574,12 +575,12 @@ def _fill_fallback_resources(container: dict[str, Any], runtime_spec: Mapping[st
         (c for c in runtime_spec.get("containers") or () if isinstance(c, Mapping) and c.get("name") == runner_name),
         None,
     )
-    fallback = _mapping(_mapping(legacy).get("resources"))
+    fallback = as_mapping(as_mapping(legacy).get("resources"))
     if not fallback:
         return
     resources: dict[str, Any] = container.setdefault("resources", {})
     for kind in ("requests", "limits"):
-        extra = _mapping(fallback.get(kind))
+        extra = as_mapping(fallback.get(kind))
         if not extra:
             continue
         current: dict[str, Any] = resources.setdefault(kind, {})
@@ -598,10 +599,10 @@ def _inject_model(context: _Context, container: dict[str, Any]) -> None:
 
 
 def _inject_parallelism(container: dict[str, Any], worker_size: int) -> None:
-    resources = _mapping(container.get("resources"))
-    quantity = _mapping(resources.get("limits")).get(GPU_RESOURCE)
+    resources = as_mapping(container.get("resources"))
+    quantity = as_mapping(resources.get("limits")).get(GPU_RESOURCE)
     if quantity is None:
-        quantity = _mapping(resources.get("requests")).get(GPU_RESOURCE)
+        quantity = as_mapping(resources.get("requests")).get(GPU_RESOURCE)
     try:
         gpus = int(str(quantity))
     except ValueError:
@@ -696,7 +697,7 @@ def _deployment(
 ) -> dict[str, Any]:
     min_replicas = merged.get("minReplicas")
     replicas = max(min_replicas, 1) if type(min_replicas) is int else 1
-    strategy = _mapping(merged.get("deploymentStrategy")) or {
+    strategy = as_mapping(merged.get("deploymentStrategy")) or {
         "type": "RollingUpdate",
         "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
     }
@@ -810,10 +811,6 @@ def _router_rbac(context: _Context, name: str, labels: Mapping[str, str]) -> lis
 
 
 # ----------------------------------------------------------------------------------------------- small helpers
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _string_map(value: Any) -> dict[str, str]:

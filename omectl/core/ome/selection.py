@@ -25,6 +25,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
+from omectl.core.jsonish import as_mapping
 from omectl.core.ome.inheritance import ResolutionContext, RuntimeLookup
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeKind, RuntimeRef
 
@@ -126,10 +127,10 @@ class ModelRef:
 def model_ref(model: Mapping[str, Any]) -> ModelRef:
     """The `ModelRef` of a BaseModel or ClusterBaseModel object."""
     kind: ModelKind = CLUSTER_BASE_MODEL if model.get("kind") == CLUSTER_BASE_MODEL else BASE_MODEL
-    metadata = _mapping(model.get("metadata"))
-    spec = _mapping(model.get("spec"))
-    model_format = _mapping(spec.get("modelFormat"))
-    framework = _mapping(spec.get("modelFramework"))
+    metadata = as_mapping(model.get("metadata"))
+    spec = as_mapping(model.get("spec"))
+    model_format = as_mapping(spec.get("modelFormat"))
+    framework = as_mapping(spec.get("modelFramework"))
     framework_name = _text(framework.get("name"))
     return ModelRef(
         name=_text(metadata.get("name")) or "",
@@ -150,12 +151,12 @@ def resolve_model(isvc: Mapping[str, Any], lookup: ModelLookup) -> ModelRef | No
     ClusterBaseModel. None for an InferenceService without `spec.model` that names a runtime (it follows the
     runtime's live spec). Raises ModelError when the model is missing or disabled, or when
     the InferenceService names neither a model nor a runtime."""
-    name = _text(_mapping(_spec(isvc).get("model")).get("name"))
+    name = _text(as_mapping(_spec(isvc).get("model")).get("name"))
     if name is None:
         if named_runtime(isvc) is not None:
             return None
         raise ModelError(MODEL_RECONCILE_ERROR, MODEL_REFERENCE_REQUIRED)
-    namespace = _text(_mapping(isvc.get("metadata")).get("namespace")) or ""
+    namespace = _text(as_mapping(isvc.get("metadata")).get("namespace")) or ""
     model = lookup.get(BASE_MODEL, namespace, name)
     if model is None:
         model = lookup.get(CLUSTER_BASE_MODEL, "", name)
@@ -163,14 +164,14 @@ def resolve_model(isvc: Mapping[str, Any], lookup: ModelLookup) -> ModelRef | No
         raise ModelError(
             MODEL_RECONCILE_ERROR, f"No BaseModel or ClusterBaseModel with the name: {name}", BASE_MODEL_NOT_FOUND
         )
-    if _mapping(model.get("spec")).get("disabled") is True:
+    if as_mapping(model.get("spec")).get("disabled") is True:
         raise ModelError(MODEL_RECONCILE_ERROR, f"specified base model {name} is disabled", BASE_MODEL_DISABLED)
     return model_ref(model)
 
 
 def named_runtime(isvc: Mapping[str, Any]) -> str | None:
     """`spec.runtime.name`, or None when the InferenceService leaves the choice to automatic selection."""
-    return _text(_mapping(_spec(isvc).get("runtime")).get("name"))
+    return _text(as_mapping(_spec(isvc).get("runtime")).get("name"))
 
 
 def required_accelerator_classes(isvc: Mapping[str, Any]) -> frozenset[str]:
@@ -178,10 +179,10 @@ def required_accelerator_classes(isvc: Mapping[str, Any]) -> frozenset[str]:
     annotation, `spec.acceleratorSelector`, and the engine's and decoder's `acceleratorOverride`)."""
     spec = _spec(isvc)
     sources = (
-        _mapping(_mapping(isvc.get("metadata")).get("annotations")).get(ACCELERATOR_CLASS_ANNOTATION),
-        _mapping(spec.get("acceleratorSelector")).get("acceleratorClass"),
-        _mapping(_mapping(spec.get("engine")).get("acceleratorOverride")).get("acceleratorClass"),
-        _mapping(_mapping(spec.get("decoder")).get("acceleratorOverride")).get("acceleratorClass"),
+        as_mapping(as_mapping(isvc.get("metadata")).get("annotations")).get(ACCELERATOR_CLASS_ANNOTATION),
+        as_mapping(spec.get("acceleratorSelector")).get("acceleratorClass"),
+        as_mapping(as_mapping(spec.get("engine")).get("acceleratorOverride")).get("acceleratorClass"),
+        as_mapping(as_mapping(spec.get("decoder")).get("acceleratorOverride")).get("acceleratorClass"),
     )
     return frozenset(value for value in sources if isinstance(value, str) and value)
 
@@ -211,7 +212,7 @@ def size_in_range(size: float | str, size_range: Mapping[str, Any] | None) -> bo
 
 
 def _bounds(size_range: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
-    size_range = _mapping(size_range)
+    size_range = as_mapping(size_range)
     return _text(size_range.get("min")), _text(size_range.get("max"))
 
 
@@ -313,7 +314,7 @@ def format_mismatches(model: ModelRef, supported_format: Mapping[str, Any]) -> l
     )
     _compare_optional(reasons, "quantization", model.quantization, _text(supported_format.get("quantization")))
 
-    model_format = _mapping(supported_format.get("modelFormat"))
+    model_format = as_mapping(supported_format.get("modelFormat"))
     format_name = _text(model_format.get("name"))
     if format_name is None:
         reasons.append("supported format has no modelFormat")
@@ -322,7 +323,7 @@ def format_mismatches(model: ModelRef, supported_format: Mapping[str, Any]) -> l
     else:
         _compare_versions_into(reasons, "format", model.format_version, model_format)
 
-    framework = _mapping(supported_format.get("modelFramework"))
+    framework = as_mapping(supported_format.get("modelFramework"))
     framework_name = _text(framework.get("name"))
     if framework_name is not None and model.framework_name is not None:
         if framework_name != model.framework_name:
@@ -378,7 +379,7 @@ def incompatibility(spec: Mapping[str, Any], model: ModelRef, accelerator_classe
     if spec.get("disabled") is True:
         return RUNTIME_DISABLED_REASON
     if accelerator_classes:
-        offered = _mapping(spec.get("acceleratorRequirements")).get("acceleratorClasses")
+        offered = as_mapping(spec.get("acceleratorRequirements")).get("acceleratorClasses")
         offered_set = set(offered) if isinstance(offered, list) else set()
         if not set(accelerator_classes) <= offered_set:
             return ACCELERATOR_CLASS_REASON
@@ -391,8 +392,8 @@ def incompatibility(spec: Mapping[str, Any], model: ModelRef, accelerator_classe
             details = "; ".join(", ".join(reasons) for reasons in per_format)
         return f"model format '{model_format_label(model)}' not in supported formats: {details}"
     size_range = spec.get("modelSizeRange")
-    if model.parameter_size is not None and not size_in_range(model.parameter_size, _mapping(size_range)):
-        low, high = _bounds(_mapping(size_range))
+    if model.parameter_size is not None and not size_in_range(model.parameter_size, as_mapping(size_range)):
+        low, high = _bounds(as_mapping(size_range))
         return (
             f"model size {model.parameter_size} is outside supported range "
             f"[{low or 'unbounded'}, {high or 'unbounded'}]"
@@ -460,8 +461,8 @@ def format_score(model: ModelRef, supported_format: Mapping[str, Any]) -> int:
     """`weight * priority` of the format match plus that of the framework match (when both sides name a framework),
     for a format that matches the model. Priority is 1 when unset."""
     priority = _integer(supported_format.get("priority"), DEFAULT_PRIORITY)
-    score = _weight(_mapping(supported_format.get("modelFormat")), ZERO_FORMAT_WEIGHT) * priority
-    framework = _mapping(supported_format.get("modelFramework"))
+    score = _weight(as_mapping(supported_format.get("modelFormat")), ZERO_FORMAT_WEIGHT) * priority
+    framework = as_mapping(supported_format.get("modelFramework"))
     if _text(framework.get("name")) is not None and model.framework_name is not None:
         score += _weight(framework, ZERO_FRAMEWORK_WEIGHT) * priority
     return score
@@ -487,7 +488,7 @@ def select_runtime(
     namespaced = cluster = 0
     size = parse_size(model.parameter_size) if model.parameter_size is not None else None
     for kind, runtime in candidates:
-        metadata = _mapping(runtime.get("metadata"))
+        metadata = as_mapping(runtime.get("metadata"))
         name = _text(metadata.get("name")) or ""
         if kind == SERVING_RUNTIME:
             if (_text(metadata.get("namespace")) or "") != isvc_namespace:
@@ -497,7 +498,7 @@ def select_runtime(
         else:
             cluster += 1
             ref = RuntimeRef(CLUSTER_SERVING_RUNTIME, "", name)
-        spec = _mapping(runtime.get("spec"))
+        spec = as_mapping(runtime.get("spec"))
         reason = incompatibility(spec, model, accelerator_classes)
         if reason is not None:
             excluded.append(f"{name} ({reason})")
@@ -510,7 +511,7 @@ def select_runtime(
         if score <= 0:
             excluded.append(f"{name} (score {score} is not positive)")
             continue
-        distance = _size_distance(size, _mapping(spec.get("modelSizeRange"))) if size is not None else 0.0
+        distance = _size_distance(size, as_mapping(spec.get("modelSizeRange"))) if size is not None else 0.0
         key = (kind == CLUSTER_SERVING_RUNTIME, -score, distance, name)
         ranked.append((key, SelectedRuntime(ref, runtime, spec, score, supported_format)))
     if ranked:
@@ -554,7 +555,7 @@ def event_for_named_runtime_failure(
     broken chain (`chain_broken`, also a missing pinned revision) under `autoSync: false` or a pinned
     `spec.runtime.revision`: `RuntimePinError`. Otherwise `RuntimeValidationError`. Both of the latter read
     `Runtime <rt> does not support model <model>: <error>`."""
-    model_name = model_name or _text(_mapping(_spec(isvc).get("model")).get("name"))
+    model_name = model_name or _text(as_mapping(_spec(isvc).get("model")).get("name"))
     if model_name is None:
         return RUNTIME_FETCH_ERROR, str(error)
     message = f"Runtime {runtime_name} does not support model {model_name}: {error}"
@@ -575,7 +576,7 @@ def event_for_model_error(error: ModelError) -> tuple[str, str]:
 
 def is_pinned(isvc: Mapping[str, Any]) -> bool:
     """Whether the InferenceService keeps a snapshot: `spec.runtime.autoSync: false` or a `spec.runtime.revision`."""
-    runtime = _mapping(_spec(isvc).get("runtime"))
+    runtime = as_mapping(_spec(isvc).get("runtime"))
     return runtime.get("autoSync") is False or _text(runtime.get("revision")) is not None
 
 
@@ -584,11 +585,7 @@ def is_pinned(isvc: Mapping[str, Any]) -> bool:
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(obj.get("spec"))
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return as_mapping(obj.get("spec"))
 
 
 def _text(value: Any) -> str | None:

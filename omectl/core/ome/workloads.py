@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from omectl.core.jsonish import as_mapping
+
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 
 DEPLOYMENT = ("apps", "Deployment")
@@ -46,20 +48,20 @@ def workload_shape(obj: Mapping[str, Any]) -> WorkloadShape | None:
     """The scheduling shape of a Deployment, LeaderWorkerSet or KServe InferenceService; None for other kinds."""
     group = str(obj.get("apiVersion") or "").rpartition("/")[0]
     kind = (group, obj.get("kind"))
-    spec = _mapping(obj.get("spec"))
+    spec = as_mapping(obj.get("spec"))
     if kind == DEPLOYMENT:
-        pod = _mapping(_mapping(spec.get("template")).get("spec"))
+        pod = as_mapping(as_mapping(spec.get("template")).get("spec"))
         return WorkloadShape(_count(spec.get("replicas"), 1), (pod_shape(pod),))
     if kind == LEADER_WORKER_SET:
-        template = _mapping(spec.get("leaderWorkerTemplate"))
-        worker = _mapping(_mapping(template.get("workerTemplate")).get("spec"))
+        template = as_mapping(spec.get("leaderWorkerTemplate"))
+        worker = as_mapping(as_mapping(template.get("workerTemplate")).get("spec"))
         leader_template = template.get("leaderTemplate")
-        leader = _mapping(_mapping(leader_template).get("spec")) if leader_template else worker
+        leader = as_mapping(as_mapping(leader_template).get("spec")) if leader_template else worker
         size = max(_count(template.get("size"), 1), 1)
         worker_shape = pod_shape(worker)
         return WorkloadShape(_count(spec.get("replicas"), 1), (pod_shape(leader), *[worker_shape] * (size - 1)))
     if kind == KSERVE_INFERENCE_SERVICE:
-        predictor = _mapping(spec.get("predictor"))
+        predictor = as_mapping(spec.get("predictor"))
         containers = [c for c in _list(predictor.get("containers")) if isinstance(c, Mapping)]
         if isinstance(predictor.get("model"), Mapping):
             containers.insert(0, predictor["model"])
@@ -87,7 +89,7 @@ def gpu_requests(workload: Mapping[str, Any]) -> dict[str, int]:
 
 
 def pod_shape(pod_spec: Mapping[str, Any]) -> PodShape:
-    selector = _mapping(pod_spec.get("nodeSelector"))
+    selector = as_mapping(pod_spec.get("nodeSelector"))
     return PodShape(
         tuple(sorted((str(k), str(v)) for k, v in selector.items())),
         pod_gpu_requests(pod_spec),
@@ -107,9 +109,9 @@ def pod_gpu_requests(pod_spec: Mapping[str, Any]) -> Requests:
 
 
 def _container_gpus(container: Any) -> dict[str, int]:
-    resources = _mapping(_mapping(container).get("resources"))
-    requests = _mapping(resources.get("requests"))
-    limits = _mapping(resources.get("limits"))
+    resources = as_mapping(as_mapping(container).get("resources"))
+    requests = as_mapping(resources.get("requests"))
+    limits = as_mapping(resources.get("limits"))
     out: dict[str, int] = {}
     for resource in {*requests, *limits}:
         if is_gpu_resource(resource):
@@ -152,10 +154,6 @@ def parse_count(quantity: Any) -> int:
 
 def _count(value: Any, default: int) -> int:
     return value if type(value) is int and value >= 0 else default
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _list(value: Any) -> list[Any]:
