@@ -30,15 +30,14 @@ from typing import Any, Final, cast
 from omectl.controller.aim import caching as aim_caching
 from omectl.controller.aim import models as aim_models
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
-from omectl.controller.aim.service import PVC_NOT_UPDATED, ConfigEvents, _now, with_propagated_labels
+from omectl.controller.aim.service import ConfigEvents, _now, apply_propagated, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
-from omectl.controller.runtime.apply import RENDER_HASH, apply_render, live_object, object_hash
+from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.resolution import Resolution, resolve
 from omectl.core.conditions import stamp_all
-from omectl.kube.client import KubeAPIError
-from omectl.kube.errors import Invalid, NotFound
+from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import CONFIG_MAPS, JOBS, PERSISTENT_VOLUME_CLAIMS, ResourceRef
 from omectl.kube.writer import write_status
@@ -119,16 +118,11 @@ class AimConsumerReconciler:
         meta = rendered["metadata"]
         namespace = str(meta.get("namespace") or "")
         live = await self.live(cluster, rendered["kind"], namespace, meta["name"])
-        obj = with_propagated_labels(parent, rendered, live, config)
-        try:
-            applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
-        except KubeAPIError as exc:
-            if not tolerate_invalid or not isinstance(exc, Invalid):
-                raise
-            cluster.record_event(dict(parent), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
-            return live
+        applied, wrote = await apply_propagated(
+            cluster, parent, rendered, live, config, resource, tolerate_invalid=tolerate_invalid
+        )
         self.writes += wrote
-        return dict(applied)
+        return None if applied is None else dict(applied)
 
     async def apply_job(
         self, cluster: AimWatch, parent: Mapping[str, Any], rendered: dict[str, Any], config: Mapping[str, Any]

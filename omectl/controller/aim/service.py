@@ -65,7 +65,6 @@ from omectl.core.aim.status import (
     runtime_config_error,
 )
 from omectl.core.conditions import by_type, stamped
-from omectl.kube.client import KubeAPIError
 from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import (
@@ -177,6 +176,32 @@ def with_propagated_labels(
         meta.pop("labels", None)
     out["metadata"] = meta
     return out
+
+
+async def apply_propagated(
+    cluster: ClusterView,
+    parent: Mapping[str, Any],
+    rendered: dict[str, Any],
+    live: Mapping[str, Any] | None,
+    config: Mapping[str, Any],
+    resource: ResourceRef,
+    *,
+    tolerate_invalid: bool = False,
+) -> tuple[Mapping[str, Any] | None, bool]:
+    """One child of an AIM object (an AIMService's or another consumer's) server-side applied with the parent's labels
+    propagated against `live`, unless the cluster holds this render: (the live or written object, written).
+
+    `tolerate_invalid`: a child whose change the API server refuses (a bound claim's spec is mostly immutable) is
+    kept as it is, with a Warning event on the parent saying why it differs."""
+    obj = with_propagated_labels(parent, rendered, live, config)
+    try:
+        return await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
+    except Invalid as exc:
+        if not tolerate_invalid:
+            raise
+        name = rendered["metadata"]["name"]
+        cluster.record_event(dict(parent), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {name}: {exc}")
+        return live, False
 
 
 class ConfigEvents:
@@ -291,15 +316,9 @@ class AimServiceReconciler:
         meta = rendered["metadata"]
         namespace = meta.get("namespace", "")
         live = await self._live(cluster, resource, namespace, meta["name"])
-        obj = with_propagated_labels(service, rendered, live, config)
-        try:
-            applied, wrote = await apply_render(cluster.client, resource, obj, live, field_manager=FIELD_MANAGER)
-        except KubeAPIError as exc:
-            if not tolerate_invalid or not isinstance(exc, Invalid):
-                raise
-            # a bound claim's spec is mostly immutable: keep serving from it and say why it differs
-            cluster.record_event(dict(service), "Warning", PVC_NOT_UPDATED, f"{rendered['kind']} {meta['name']}: {exc}")
-            return live
+        applied, wrote = await apply_propagated(
+            cluster, service, rendered, live, config, resource, tolerate_invalid=tolerate_invalid
+        )
         self.writes += wrote
         return applied
 
