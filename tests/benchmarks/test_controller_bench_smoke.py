@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks import cli_startup, engine_rollout, fleet_convergence, fleet_scale, ha_ownership, resolver
+from benchmarks import cli_startup, engine_rollout, fleet_convergence, fleet_scale, ha_ownership, resilience, resolver
 from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,3 +149,14 @@ def test_ha_ownership_quick_run_reports_every_figure_and_leaves_the_readme(tmp_p
         "handover": 1,
     }
     assert (ha_ownership.README.read_text() if ha_ownership.README.exists() else None) == readme_before
+
+
+def test_resilience_quick_run_reports_every_figure_and_leaves_the_readme(tmp_path: Path) -> None:
+    readme_before = resilience.README.read_text() if resilience.README.exists() else None
+    results = run_quick("benchmarks.resilience", tmp_path / "resilience.json", timeout=300)
+
+    assert_every_figure_positive(results, resilience.FIGURES, resilience.TARGETS)
+    assert len(results["samples"]["throttled"]) == 1
+    # every edit made during the partition reached both healthy clusters
+    assert len(results["samples"]["partition_rollouts"]) == results["sizes"]["partition_rollouts"] >= 2
+    assert (resilience.README.read_text() if resilience.README.exists() else None) == readme_before
