@@ -8,17 +8,20 @@ were started with the same replica id.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import math
 import os
 import re
 import secrets
 import socket
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.errors import Conflict, Forbidden, NotFound
+from omectl.kube.informer import Clock
 from omectl.kube.resources import LEASES, NAMESPACES
 
 __all__ = [
@@ -27,9 +30,11 @@ __all__ = [
     "MODE_ANNOTATION",
     "PID_ANNOTATION",
     "Holder",
+    "LeaseClock",
     "LeaseRecord",
     "LeaseTimings",
     "Leases",
+    "SystemClock",
     "default_replica_id",
     "describe_holder",
     "micro_time",
@@ -38,6 +43,29 @@ __all__ = [
 ]
 
 JITTER_FACTOR = 1.2  # client-go's leaderelection.JitterFactor
+
+
+class LeaseClock(Clock, Protocol):
+    """The informer's clock (monotonic time for deadlines and expiry, and sleeping) plus the wall clock that Lease
+    times (`renewTime`, `acquireTime`) are written and judged in. Tests pass one that moves only when told."""
+
+    def time(self) -> float: ...
+
+
+class SystemClock:
+    """Real time: `time.time`, `time.monotonic` and `asyncio.sleep` (usable outside an event loop, unlike the
+    informer's loop clock: `may_write` and `status` are plain calls)."""
+
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
 HOST_ANNOTATION = "omectl.io/holder-host"
 PID_ANNOTATION = "omectl.io/holder-pid"
 MODE_ANNOTATION = "omectl.io/holder-mode"  # "ha" (omectl run --ha) or "single"

@@ -60,7 +60,6 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -68,9 +67,11 @@ from typing import Any, Protocol
 from omectl.fleet.assignment import assign, rendezvous_weight
 from omectl.fleet.leases import (
     Holder,
+    LeaseClock,
     LeaseRecord,
     Leases,
     LeaseTimings,
+    SystemClock,
     default_replica_id,
     describe_holder,
     micro_time,
@@ -176,14 +177,14 @@ class Membership:
         *,
         namespace: str = DEFAULT_HA_NAMESPACE,
         timings: LeaseTimings | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: LeaseClock | None = None,
         owns_client: bool = False,
     ) -> None:
         self.client = client
         self.holder = holder
         self.timings = timings or LeaseTimings()
         self.leases = Leases(client, namespace, request_timeout=self.timings.renew_deadline / 2)
-        self.clock = clock
+        self.clock: LeaseClock = clock if clock is not None else SystemClock()
         self.owns_client = owns_client
         self.name = REPLICA_LEASE_PREFIX + holder.replica_id
         self.record: LeaseRecord | None = None
@@ -212,18 +213,18 @@ class Membership:
         labels = {LEASE_KIND_LABEL: "replica"}
         while True:
             current = await self.leases.get(self.name)
-            mono = time.monotonic()
+            mono = self.clock.monotonic()
             ours = current is None or not current.holder or current.holder == self.holder.identity
-            if current is not None and not ours and current.fresh(self.clock()):
+            if current is not None and not ours and current.fresh(self.clock.time()):
                 if first_seen is not None and first_seen[0] != current.resource_version:
                     raise ReplicaIdInUse(self.holder.replica_id, current)
                 if first_seen is None:
                     first_seen = (current.resource_version, mono)
                 if mono - first_seen[1] < current.duration_seconds:
-                    await asyncio.sleep(self.timings.retry_period)
+                    await self.clock.sleep(self.timings.retry_period)
                     continue
                 log.info("ha: replica id %s: taking the membership lease of %s over", self.name, current.holder)
-            stamp = self.clock()
+            stamp = self.clock.time()
             written = await self.leases.write(
                 self.name, self._spec(stamp, micro_time(stamp)), labels, current, self._notes(advertised or {})
             )
@@ -233,7 +234,7 @@ class Membership:
             first_seen = None  # another process wrote first: look again
 
     async def renew(self, advertised: dict[str, str]) -> None:
-        stamp = self.clock()
+        stamp = self.clock.time()
         previous = self.record
         acquired = previous.acquire_time if previous is not None else micro_time(stamp)
         labels = {LEASE_KIND_LABEL: "replica"}
@@ -249,7 +250,7 @@ class Membership:
     async def observe(self) -> dict[str, Replica]:
         """The live replicas (this one included), from the membership Leases."""
         records = await self.leases.list(f"{LEASE_KIND_LABEL}=replica")
-        now = self.clock()
+        now = self.clock.time()
         live = {
             replica.replica_id: replica
             for record in records.values()
@@ -325,14 +326,14 @@ class ShardCoordinator:
         namespace: str = DEFAULT_LEASE_NAMESPACE,
         timings: LeaseTimings | None = None,
         membership: Membership | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: LeaseClock | None = None,
     ) -> None:
         self.holder = holder
         self.identity = holder.identity
         self.namespace = namespace
         self.timings = timings or LeaseTimings()
         self.membership = membership
-        self.clock = clock
+        self.clock: LeaseClock = clock if clock is not None else SystemClock()
         self.members: dict[str, _Member] = {}
         self.held: dict[str, _Held] = {}
         self.releasing: set[str] = set()
@@ -395,7 +396,10 @@ class ShardCoordinator:
         """Whether this process may send a write to `cluster` now: it holds the Lease and the deadline is ahead."""
         held = self.held.get(cluster)
         return (
-            held is not None and not self._stopped and cluster not in self.draining and time.monotonic() < held.deadline
+            held is not None
+            and not self._stopped
+            and cluster not in self.draining
+            and self.clock.monotonic() < held.deadline
         )
 
     @contextlib.contextmanager
@@ -439,7 +443,7 @@ class ShardCoordinator:
 
     def _failed(self, member: _Member, exc: KubeError) -> None:
         if member.failing_since is None:
-            member.failing_since = time.monotonic()
+            member.failing_since = self.clock.monotonic()
         member.last_error = str(exc)
 
     @staticmethod
@@ -450,7 +454,7 @@ class ShardCoordinator:
 
     def unreachable(self) -> set[str]:
         """The members this process has failed to reach for at least a renew deadline."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         return {
             name
             for name, m in self.members.items()
@@ -629,7 +633,7 @@ class ShardCoordinator:
             self._failed(member, exc)
             return
         self._reached(member)
-        now_mono = time.monotonic()
+        now_mono = self.clock.monotonic()
         self._observe(member, record, now_mono)
         if self.desired.get(cluster) != self.replica_id or self._closing:
             return
@@ -638,7 +642,7 @@ class ShardCoordinator:
         await self._acquire(cluster, member, record)
 
     async def _acquire(self, cluster: str, member: _Member, record: LeaseRecord | None) -> None:
-        stamp, stamp_mono = self.clock(), time.monotonic()
+        stamp, stamp_mono = self.clock.time(), self.clock.monotonic()
         transitions = 0 if record is None else record.transitions + (record.holder != self.identity)
         spec = self._spec(self.identity, stamp, micro_time(stamp), transitions, self.timings.lease_seconds)
         try:
@@ -674,7 +678,7 @@ class ShardCoordinator:
         member = self.members.get(cluster)
         if held is None or member is None:
             return
-        stamp, stamp_mono = self.clock(), time.monotonic()
+        stamp, stamp_mono = self.clock.time(), self.clock.monotonic()
         record = held.record
         spec = self._spec(self.identity, stamp, record.acquire_time, record.transitions, self.timings.lease_seconds)
         try:
@@ -696,7 +700,7 @@ class ShardCoordinator:
 
     def _check_deadline(self, cluster: str) -> None:
         held = self.held.get(cluster)
-        if held is not None and time.monotonic() >= held.deadline:
+        if held is not None and self.clock.monotonic() >= held.deadline:
             member = self.members.get(cluster)
             if member is not None:
                 # No good renewal for a renew deadline: unreached that long, however recent the first failure.
@@ -756,7 +760,7 @@ class ShardCoordinator:
             for _ in range(3):
                 if current is None or current.holder != self.identity:
                     return  # gone, or someone else's by now
-                stamp = self.clock()
+                stamp = self.clock.time()
                 spec = self._spec("", stamp, micro_time(stamp), current.transitions, 1)
                 if await member.leases.write(current.name, spec, current.labels, current) is not None:
                     return
@@ -786,10 +790,10 @@ class ShardCoordinator:
         watchdog = asyncio.create_task(self._watchdog(), name="ha-watchdog")
         try:
             while not self.failed.is_set():
-                started = time.monotonic()
+                started = self.clock.monotonic()
                 await self.run_round()
                 period = self.timings.retry_period * (1 + 0.2 * secrets.randbelow(1000) / 1000)
-                await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
+                await self.clock.sleep(max(0.0, period - (self.clock.monotonic() - started)))
         finally:
             watchdog.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -797,12 +801,12 @@ class ShardCoordinator:
 
     async def _watchdog(self) -> None:
         while True:
-            now = time.monotonic()
+            now = self.clock.monotonic()
             for cluster in list(self.held):
                 self._check_deadline(cluster)
             upcoming = [h.deadline for h in self.held.values()]
             wait = min([*upcoming, now + self.timings.retry_period]) - now
-            await asyncio.sleep(min(max(wait, 0.01), self.timings.retry_period))
+            await self.clock.sleep(min(max(wait, 0.01), self.timings.retry_period))
 
     async def close(self) -> None:
         """Hand every held cluster over, release its Lease and leave the membership (call once stopped)."""

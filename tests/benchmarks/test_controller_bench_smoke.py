@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks import cli_startup, engine_rollout, fleet_convergence, fleet_scale, resolver
+from benchmarks import cli_startup, engine_rollout, fleet_convergence, fleet_scale, ha_ownership, resilience, resolver
 from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,3 +135,28 @@ def test_cli_startup_quick_run_reports_every_figure_and_leaves_the_readme(tmp_pa
     for name, (low, high) in results["spread"].items():
         assert low <= results["figures"][name] <= high, name
     assert (cli_startup.README.read_text() if cli_startup.README.exists() else None) == readme_before
+
+
+def test_ha_ownership_quick_run_reports_every_figure_and_leaves_the_readme(tmp_path: Path) -> None:
+    readme_before = ha_ownership.README.read_text() if ha_ownership.README.exists() else None
+    results = run_quick("benchmarks.ha_ownership", tmp_path / "ha.json", timeout=180)
+
+    assert_every_figure_positive(results, ha_ownership.FIGURES, ha_ownership.TARGETS)
+    assert {name: len(values) for name, values in results["samples"].items()} == {
+        "takeover": 1,
+        "fence": 1,
+        "fence_late": 1,
+        "handover": 1,
+    }
+    assert (ha_ownership.README.read_text() if ha_ownership.README.exists() else None) == readme_before
+
+
+def test_resilience_quick_run_reports_every_figure_and_leaves_the_readme(tmp_path: Path) -> None:
+    readme_before = resilience.README.read_text() if resilience.README.exists() else None
+    results = run_quick("benchmarks.resilience", tmp_path / "resilience.json", timeout=300)
+
+    assert_every_figure_positive(results, resilience.FIGURES, resilience.TARGETS)
+    assert len(results["samples"]["throttled"]) == 1
+    # every edit made during the partition reached both healthy clusters
+    assert len(results["samples"]["partition_rollouts"]) == results["sizes"]["partition_rollouts"] >= 2
+    assert (resilience.README.read_text() if resilience.README.exists() else None) == readme_before

@@ -497,7 +497,11 @@ def test_tree_limit_bounds_each_node_and_says_how_many_more(kubeconfig: Path) ->
 def test_tree_fails_closed_when_a_list_is_forbidden(fleet: BackgroundFleet, kubeconfig: Path) -> None:
     server = fleet.fleet.servers[0]
     server.faults.fail_next(1, 403, method="GET", path_contains="/inferenceservices")
-    result = invoke("tree", "sglang-profile", "--kubeconfig", str(kubeconfig))
+    try:
+        result = invoke("tree", "sglang-profile", "--kubeconfig", str(kubeconfig))
+        assert not server.faults.rules, "the forbidden list was sent"
+    finally:
+        server.faults.clear()  # the module's fleet is shared: no fault outlives this test, even when it fails
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.startswith("error: cluster rt-1: cannot list inferenceservices: GET ")

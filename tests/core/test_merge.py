@@ -608,13 +608,85 @@ def assert_consistent(result: MergeResult) -> None:
 
 @settings(max_examples=120, deadline=None)
 @given(chains)
-def test_a_chains_spec_is_the_provenance_free_merge_of_its_parents_spec_and_the_child(
+def test_a_chains_provenance_names_each_leaf_of_its_spec_and_only_layers_of_the_chain(
     layers: list[tuple[str, Any]],
 ) -> None:
+    assert_consistent(merge_chain(layers))
+
+
+# Chains of up to four layers with the spec and the provenance written out: each rule of the module docstring
+# across more than one hop (an expectation computed by merging again would agree with any merge, right or wrong).
+LITERAL_CHAINS: dict[str, tuple[list[tuple[str, dict[str, Any]]], dict[str, Any], dict[str, str]]] = {
+    "a root alone drops its unset values": (
+        [("root", {"engineConfig": {"runner": {"name": "c", "image": "", "env": []}}, "disabled": None})],
+        {"engineConfig": {"runner": {"name": "c"}}},
+        {"engineConfig.runner.name": "root"},
+    ),
+    "a keyed list item is updated in place by every hop and new items are appended in order": (
+        [
+            ("root", {"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}),
+            ("mid", {"env": [{"name": "C", "value": "3"}, {"name": "A", "value": "10"}]}),
+            ("leaf", {"env": [{"name": "B", "valueFrom": {"k": "v"}}, {"name": "D", "value": "4"}]}),
+        ],
+        {
+            "env": [
+                {"name": "A", "value": "10"},
+                {"name": "B", "value": "2", "valueFrom": {"k": "v"}},
+                {"name": "C", "value": "3"},
+                {"name": "D", "value": "4"},
+            ]
+        },
+        {
+            "env[name=A].name": "mid",
+            "env[name=A].value": "mid",
+            "env[name=B].name": "leaf",
+            "env[name=B].value": "root",
+            "env[name=B].valueFrom.k": "leaf",
+            "env[name=C].name": "mid",
+            "env[name=C].value": "mid",
+            "env[name=D].name": "leaf",
+            "env[name=D].value": "leaf",
+        },
+    ),
+    "an atomic list is replaced whole, a later unset one keeps it": (
+        [
+            ("root", {"args": ["--a", "--b"], "command": ["python"]}),
+            ("mid", {"args": ["--c"]}),
+            ("leaf", {"args": [], "command": None}),
+        ],
+        {"args": ["--c"], "command": ["python"]},
+        {"args": "mid", "command": "root"},
+    ),
+    "false and 0 are values, unset values of every kind are not": (
+        [
+            ("root", {"disabled": True, "replicas": 3, "labels": {"team": "a"}, "image": "img:1"}),
+            ("mid", {"disabled": False, "replicas": 0, "labels": {}, "image": ""}),
+            ("leaf", {"labels": {"team": None, "tier": "gold"}}),
+        ],
+        {"disabled": False, "replicas": 0, "labels": {"team": "a", "tier": "gold"}, "image": "img:1"},
+        {"disabled": "mid", "replicas": "mid", "labels.team": "root", "labels.tier": "leaf", "image": "root"},
+    ),
+    "a value of another shape replaces the parent's, and the next hop merges into it": (
+        [
+            ("root", {"x": "scalar", "resources": {"limits": {"cpu": "1"}}}),
+            ("mid", {"x": {"a": 1}, "resources": "none"}),
+            ("mid2", {"x": {"b": 2}}),
+            ("leaf", {"resources": {"requests": {"nvidia.com/gpu": "1"}}}),
+        ],
+        {"x": {"a": 1, "b": 2}, "resources": {"requests": {"nvidia.com/gpu": "1"}}},
+        {"x.a": "mid", "x.b": "mid2", 'resources.requests["nvidia.com/gpu"]': "leaf"},
+    ),
+}
+
+
+@pytest.mark.parametrize(("layers", "spec", "provenance"), LITERAL_CHAINS.values(), ids=list(LITERAL_CHAINS))
+def test_a_chain_merges_to_the_spec_and_provenance_written_out(
+    layers: list[tuple[str, dict[str, Any]]], spec: dict[str, Any], provenance: dict[str, str]
+) -> None:
     result = merge_chain(layers)
-    assert_consistent(result)
-    if len(layers) > 1:
-        assert result.spec == merge_spec(merge_chain(layers[:-1]).spec, layers[-1][1])
+    assert result.spec == spec
+    assert result.provenance == provenance
+    assert result.chain == tuple(name for name, _ in layers)
 
 
 def test_a_chain_of_three_merges_root_first_with_each_field_owned_by_its_last_setter() -> None:

@@ -2,8 +2,9 @@
 
 One embedded cluster with the AIM, KServe and Gateway API CRDs, the workload simulator (AMD GPU nodes) and the
 controller. The spec's samples live in `deploy/samples/aim/`; scenarios that would collide on the spec's names run in
-namespaces of their own (the samples' namespace rewritten). Tests run in file order: the first needs a cluster with
-no cluster-wide `default` config.
+namespaces of their own (the samples' namespace rewritten). Tests run in any order (pytest-randomly): the one
+cluster-wide object they share, the `default` AIMClusterRuntimeConfig, is set by each test that depends on it
+(applied from its sample, or deleted by the test that needs none).
 """
 
 from __future__ import annotations

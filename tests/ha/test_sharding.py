@@ -1,9 +1,11 @@
 """Ownership and sharding: the balanced assignment, and each member's ownership Lease acquired, renewed, refused,
 expired, fenced, handed over and deleted, over real HTTP.
 
-Rounds are driven by hand (`run_round`), so each step's effect is checked before the next. Every member cluster is
-its own embedded API server (its Lease lives in it); `--ha` membership Leases live in a separate `hub`. All are
-reached through `ClusterClient`, like any cluster.
+Rounds are driven by hand (`run_round`), so each step's effect is checked before the next, on fake time
+(`LeaseTime`): expiry, renew deadlines and fencing are checked at the instant they fall, whatever the load on the
+machine, and client-go's default timings cost nothing. Every member cluster is its own embedded API server (its
+Lease lives in it); `--ha` membership Leases live in a separate `hub`. All are reached through `ClusterClient`,
+like any cluster.
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ import asyncio
 import math
 import random
 import socket
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 import yaml
 
+from omectl.controller.runtime.queue import FakeClock
 from omectl.fleet.leases import REPLICA_ID_MAX, Holder, Leases, describe_holder
 from omectl.fleet.sharding import (
     LEASE_NAME,
@@ -42,8 +44,8 @@ from omectl.sim.apiserver.server import EmbeddedAPIServer
 
 NS = "omectl-system"
 LEASE = ("coordination.k8s.io", "leases")
-# Lease durations are whole seconds; 1 s leases keep the expiry tests short.
-FAST = LeaseTimings(lease_duration=1.0, renew_deadline=0.6, retry_period=0.2)
+# client-go's defaults (15 s leases, a 10 s renew deadline, a round every 2 s): on fake time they cost nothing.
+TIMINGS = LeaseTimings()
 CLUSTERS = ["c0", "c1", "c2", "c3"]
 
 
@@ -154,12 +156,49 @@ class Recorder:
         self.events.append(("lost", cluster))
 
 
+class LeaseTime(FakeClock):
+    """The `LeaseClock` of a test's coordinators and memberships: the queue's fake monotonic time, and the wall
+    clock at the same instant after a fixed epoch; both move only on `advance`."""
+
+    EPOCH = 1_800_000_000.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._slept = asyncio.Event()
+
+    def time(self) -> float:
+        return self.EPOCH + self.now()
+
+    def monotonic(self) -> float:
+        return self.now()
+
+    async def sleep(self, seconds: float) -> None:  # type: ignore[override]  # the LeaseClock's coroutine form
+        waiting = super().sleep(seconds)
+        self._slept.set()
+        await waiting
+
+    async def until_asleep_or_done(self, task: asyncio.Task[object]) -> None:
+        """Until `task` has finished or waits on this clock (its requests, real I/O, run meanwhile)."""
+        while not task.done() and not self.sleepers:
+            self._slept.clear()
+            slept = asyncio.ensure_future(self._slept.wait())
+            await asyncio.wait([task, slept], return_when=asyncio.FIRST_COMPLETED)
+            slept.cancel()
+
+
 @dataclass
 class World:
     hub: EmbeddedAPIServer
     members: dict[str, EmbeddedAPIServer]
     tmp: Path
+    clock: LeaseTime = field(default_factory=LeaseTime)
     made: list[ShardCoordinator] = field(default_factory=list)
+
+    async def tick(self, *coordinators: ShardCoordinator, seconds: float = TIMINGS.retry_period) -> None:
+        """A retry period passes, then each coordinator runs its round."""
+        self.clock.advance(seconds)
+        for coordinator in coordinators:
+            await coordinator.run_round()
 
     def lease(self, cluster: str) -> LeaseRecord | None:
         obj = self.members[cluster].api.store.get(LEASE, NS, LEASE_NAME)
@@ -179,17 +218,17 @@ class World:
         clusters: list[str] = CLUSTERS,
         *,
         ha: bool = False,
-        timings: LeaseTimings = FAST,
+        timings: LeaseTimings = TIMINGS,
         holder: Holder | None = None,
     ) -> tuple[ShardCoordinator, Recorder]:
         holder = holder or Holder.for_this_process(replica, ha=ha)
         membership = None
         if ha:
             membership = Membership(
-                await self.client(self.hub), holder, namespace=NS, timings=timings, owns_client=True
+                await self.client(self.hub), holder, namespace=NS, timings=timings, clock=self.clock, owns_client=True
             )
             await membership.claim()
-        coordinator = ShardCoordinator(holder, namespace=NS, timings=timings, membership=membership)
+        coordinator = ShardCoordinator(holder, namespace=NS, timings=timings, membership=membership, clock=self.clock)
         for cluster in clusters:
             coordinator.add_member(cluster, await self.client(self.members[cluster]))
         recorder = Recorder()
@@ -231,16 +270,6 @@ async def settle(coordinators: list[ShardCoordinator], rounds: int = 4) -> None:
                 await task
 
 
-async def rounds_until(coordinator: ShardCoordinator, check: Callable[[], bool], timeout: float) -> float:
-    """Run rounds (a retry period apart) until `check`; the seconds it took."""
-    started = time.monotonic()
-    while not check():
-        assert time.monotonic() - started < timeout, f"not within {timeout} s"
-        await coordinator.run_round()
-        await asyncio.sleep(coordinator.timings.retry_period)
-    return time.monotonic() - started
-
-
 async def test_a_single_process_takes_every_members_lease_and_renews_it(world: World) -> None:
     a, events = await world.coordinator("a")
     await a.run_round()
@@ -249,12 +278,11 @@ async def test_a_single_process_takes_every_members_lease_and_renews_it(world: W
     assert events.events == [("acquired", c) for c in CLUSTERS]
     first = world.lease("c0")
     assert first is not None
-    assert (first.holder, first.duration_seconds, first.transitions) == (a.identity, 1, 0)
+    assert (first.holder, first.duration_seconds, first.transitions) == (a.identity, 15, 0)
     assert first.labels == {"omectl.io/ha-lease": "cluster", "omectl.io/cluster-name": "c0"}
     assert first.annotations["omectl.io/holder-host"] == a.holder.host
     assert first.annotations["omectl.io/holder-pid"] == str(a.holder.pid)
-    await asyncio.sleep(0.01)
-    await a.run_round()
+    await world.tick(a)
     renewed = world.lease("c0")
     assert renewed is not None
     assert renewed.renew_time > first.renew_time and renewed.acquire_time == first.acquire_time
@@ -267,9 +295,8 @@ async def test_a_second_process_refuses_clusters_whose_holder_is_alive(world: Wo
     b, b_events = await world.coordinator("host-b")
     await b.run_round()
     assert not b.settled()  # a holder seen once may be dead: not judged yet
-    while not b.settled():  # the holder renews: it is alive
-        await a.run_round()
-        await b.run_round()
+    await world.tick(a, b)  # the holder renews: it is alive
+    assert b.settled()
     assert b.owned() == [] and b_events.events == []
     refused = b.refused()
     assert sorted(refused) == CLUSTERS
@@ -283,21 +310,22 @@ async def test_a_second_process_refuses_clusters_whose_holder_is_alive(world: Wo
     assert world.holders() == dict.fromkeys(CLUSTERS, a.identity)  # a is untouched
     # an --ha replica beside it uses the same Lease, and is told to have the holder run --ha
     c, _ = await world.coordinator("host-c", ha=True)
-    while not c.refused():
-        await a.run_round()
-        await c.run_round()
+    await c.run_round()
+    assert sorted(c.refused()) == CLUSTERS
     assert "restart it with --ha" in next(iter(c.refused().values()))
     assert world.holders() == dict.fromkeys(CLUSTERS, a.identity)
 
 
 async def test_a_dead_holders_clusters_are_taken_only_after_a_full_lease_duration_unchanged(world: World) -> None:
     a, _ = await world.coordinator("a")
-    await a.run_round()
-    died = time.monotonic()  # a neither renews nor releases from here on
+    await a.run_round()  # a neither renews nor releases from here on
     b, _ = await world.coordinator("b")
-    took = await rounds_until(b, lambda: b.owned() == CLUSTERS, 1.0 + 1.5)
-    took = time.monotonic() - died
-    assert took >= 1.0  # never before the holder's lease ran out on b's clock
+    await b.run_round()
+    first_seen = world.clock.now()
+    while world.clock.now() - first_seen < TIMINGS.lease_duration:
+        assert b.owned() == [], world.clock.now() - first_seen  # never before the lease ran out on b's clock
+        await world.tick(b)
+    assert b.owned() == CLUSTERS  # the first round once it has
     for c in CLUSTERS:
         record = world.lease(c)
         assert record is not None and record.holder == b.identity and record.transitions == 1
@@ -309,13 +337,13 @@ async def test_a_holder_that_cannot_reach_a_member_fences_itself_and_says_so(wor
     a, events = await world.coordinator("a", ["c0"])
     await a.run_round()
     assert a.may_write("c0")
-    acquired = time.monotonic()
+    renewed = world.clock.now()  # the acquisition: the last renewal
     await world.members["c0"].partition()  # the Lease lives in the member: no renewal without reaching it
-    while a.may_write("c0"):
-        await a.run_round()
-        await asyncio.sleep(0.05)
-    fenced = time.monotonic() - acquired
-    assert 0.5 <= fenced <= 0.6 + 0.3, fenced  # the renew deadline (0.6 s) after the last renewal
+    while world.clock.now() + TIMINGS.retry_period < renewed + TIMINGS.renew_deadline:
+        await world.tick(a)
+        assert a.may_write("c0") and a.owned() == ["c0"], world.clock.now() - renewed  # failing, not yet fenced
+    world.clock.advance(renewed + TIMINGS.renew_deadline - world.clock.now())
+    assert not a.may_write("c0")  # fenced at the renew deadline itself, before any round notices
     await a.run_round()
     assert ("lost", "c0") in events.events and a.owned() == []
     assert a.unreachable() == {"c0"}  # published in an --ha replica's membership, so another takes it
@@ -392,20 +420,28 @@ async def test_a_second_process_with_a_live_replica_id_is_refused(world: World) 
     a, _ = await world.coordinator("replica-1", ha=True)
     await a.run_round()
     again = Holder.for_this_process("replica-1", ha=True)
-    membership = Membership(await world.client(world.hub), again, namespace=NS, timings=FAST, owns_client=True)
+    membership = Membership(
+        await world.client(world.hub), again, namespace=NS, timings=TIMINGS, clock=world.clock, owns_client=True
+    )
     claim = asyncio.create_task(membership.claim())
-    while not claim.done():
-        await a.run_round()  # a renews: its holder is alive
-        await asyncio.sleep(FAST.retry_period)
+    await world.clock.until_asleep_or_done(claim)
+    assert not claim.done()  # a fresh Lease of another process, seen once: watched for a lease duration
+    world.clock.advance(TIMINGS.retry_period / 2)
+    await a.run_round()  # a renews while the claim sleeps: its holder is alive
+    world.clock.advance(TIMINGS.retry_period / 2)
+    await world.clock.until_asleep_or_done(claim)
     with pytest.raises(ReplicaIdInUse, match=f'replica id "replica-1" is in use by a live process: {a.identity} '):
         claim.result()
     await membership.leave()
     # a replica that died leaves its membership Lease behind; a new process with the id takes it once it is stale
-    stale = Membership(await world.client(world.hub), again, namespace=NS, timings=FAST, owns_client=True)
-    await asyncio.sleep(FAST.lease_duration)
-    started = time.monotonic()
-    await stale.claim()
-    assert time.monotonic() - started < FAST.retry_period
+    stale = Membership(
+        await world.client(world.hub), again, namespace=NS, timings=TIMINGS, clock=world.clock, owns_client=True
+    )
+    world.clock.advance(TIMINGS.lease_duration)
+    stale_claim = asyncio.create_task(stale.claim())
+    await world.clock.until_asleep_or_done(stale_claim)
+    assert stale_claim.done() and world.clock.sleepers == 0  # taken at once: no retry period waited
+    await stale_claim
     obj = world.hub.api.store.get(LEASE, NS, REPLICA_LEASE_PREFIX + "replica-1")
     assert obj is not None and obj["spec"]["holderIdentity"] == again.identity
     await stale.leave()
@@ -422,16 +458,20 @@ async def test_a_cluster_its_owner_cannot_reach_goes_to_a_replica_that_can(world
     config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{free_port()}"
     path.write_text(yaml.safe_dump(config))
     a.add_member(victim, await ClusterClient.from_kubeconfig(path, name=victim))
-    started = time.monotonic()
-    while world.holders().get(victim) != b.identity:
-        assert time.monotonic() - started < 0.6 + 1.0 + 2.0, "never taken over"
-        await a.run_round()
-        await b.run_round()
-        await asyncio.sleep(FAST.retry_period)
-    took = time.monotonic() - started
-    print(f"{victim}: unreachable from its owner, taken by the other replica after {took:.2f} s")
+    started = world.clock.now()
+    await a.run_round()
+    await b.run_round()
+    while world.clock.now() - started < TIMINGS.renew_deadline:
+        assert victim not in a.unreachable() and world.holders()[victim] == a.identity  # not judged yet
+        await world.tick(a, b)
+    assert victim in a.unreachable()  # a renew deadline of failures
+    # b takes it once a's Lease, no longer renewed, has stood unchanged for a lease duration on b's clock
+    for _ in range(math.ceil(TIMINGS.lease_duration / TIMINGS.retry_period) + 1):
+        if world.holders().get(victim) == b.identity:
+            break
+        await world.tick(a, b)
+    assert world.holders().get(victim) == b.identity, "never taken over"
     assert victim in a.unreachable() and a.desired[victim] == "b"
-    assert took >= FAST.renew_deadline  # a declares it unreachable only after a renew deadline
 
 
 async def test_writes_are_fenced_and_a_release_waits_for_those_in_flight(world: World) -> None:

@@ -2,7 +2,8 @@
 render (`workload.differences`), nothing lost or duplicated, the controller healthy.
 
 Everything runs on the test's event loop (clusters, controller, assertions); waits are on store commits with
-deadlines. Timings are printed (`pytest -s`) and asserted against the bounds in the README of this directory.
+deadlines (how long to wait before calling something missing, not bounds on its time). Timings are printed
+(`pytest -s`); benchmarks/resilience.py measures the throttled rollout's.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from tests.resilience.workload import (
     CRDS,
     DEPLOYMENTS,
     ISVCS_PER_NAMESPACE,
-    MixedFleet,
     apply_all,
     images,
     mixed_fleet,
+    throttled_rollout_faults,
     until,
     workload_documents,
 )
@@ -52,15 +53,6 @@ async def test_watches_dropped_repeatedly_during_a_rollout_and_410_on_resume(tmp
         await fleet.healthy()
 
 
-def _throttled_rollout_faults(fleet: MixedFleet) -> None:
-    first, second, third = fleet.servers
-    # 429 + Retry-After on the first engine writes of one cluster; bursts of 500 and 503 on the others' writes
-    first.faults.fail_next(4, 429, method="PATCH", path_contains="/deployments/", retry_after=1)
-    second.faults.fail_next(6, 500, method="PATCH")
-    third.faults.fail_next(6, 503, method="PATCH", retry_after=None)
-    third.faults.fail_next(3, 503, method="PUT", path_contains="/status")
-
-
 async def test_429_with_retry_after_and_5xx_bursts_on_writes(tmp_path: Path) -> None:
     """Retry-After is honoured: no object is written again before the server's Retry-After has passed; and every
     refused write is retried until it succeeds (the convergence time is printed, not bounded: a test under load
@@ -68,7 +60,7 @@ async def test_429_with_retry_after_and_5xx_bursts_on_writes(tmp_path: Path) -> 
     async with mixed_fleet(tmp_path, "tw-") as fleet:
         first = fleet.servers[0]
         seq = first.request_log.records(0)[-1].seq + 1 if first.request_log.records(0) else 0
-        _throttled_rollout_faults(fleet)
+        throttled_rollout_faults(fleet.servers)
         started = time.monotonic()
         await fleet.rollout("sglang:throttled")
         await fleet.converged(30)

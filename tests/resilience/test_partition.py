@@ -19,9 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from omectl.sim.apiserver.server import EmbeddedAPIServer
-from omectl.sim.apiserver.store import WatchEvent
-from tests.resilience.workload import DEPLOYMENTS, ISVCS_PER_NAMESPACE, images, mixed_fleet, until
+from tests.resilience.workload import ISVCS_PER_NAMESPACE, RolloutClock, images, mixed_fleet, until
 
 pytestmark = pytest.mark.xdist_group("resilience-partition")
 PARTITION_SECONDS = 60.0
@@ -30,34 +28,12 @@ HEAL_BOUND = 40.0  # the informers' reconnect backoff is capped at 30 s (client-
 ENGINES = 2 * ISVCS_PER_NAMESPACE
 
 
-class RolloutClock:
-    """Commit times of engine Deployments per image, on one cluster."""
-
-    def __init__(self, server: EmbeddedAPIServer) -> None:
-        self.server = server
-        self.done: dict[str, float] = {}
-        self.seen: dict[str, set[str]] = {}
-        server.api.store.listeners.append(self._on_commit)
-
-    def _on_commit(self, event: WatchEvent) -> None:
-        if event.key != DEPLOYMENTS or event.type == "DELETED":
-            return
-        image = event.obj["spec"]["template"]["spec"]["containers"][0]["image"]
-        names = self.seen.setdefault(image, set())
-        names.add(f"{event.obj['metadata']['namespace']}/{event.obj['metadata']['name']}")
-        if len(names) == ENGINES and image not in self.done:
-            self.done[image] = time.monotonic()
-
-    def close(self) -> None:
-        self.server.api.store.listeners.remove(self._on_commit)
-
-
 async def test_a_cluster_partitioned_for_60_s_does_not_slow_the_others_and_converges_after_healing(
     tmp_path: Path,
 ) -> None:
     async with mixed_fleet(tmp_path, "pt-") as fleet:
         cut, *healthy = fleet.servers
-        clocks = {s.name: RolloutClock(s) for s in healthy}
+        clocks = {s.name: RolloutClock(s, ENGINES) for s in healthy}
         latencies: list[float] = []
         await cut.partition()
         partitioned_at = time.monotonic()

@@ -353,6 +353,43 @@ def images(server: EmbeddedAPIServer) -> Counter[str]:
     )
 
 
+# --- faults and rollout times ------------------------------------------------------------------------------------
+
+
+def throttled_rollout_faults(servers: list[EmbeddedAPIServer]) -> None:
+    """429 + Retry-After on the first engine writes of one cluster; bursts of 500 and 503 on the others' writes
+    (tests/resilience/test_faults.py checks what the controller does; benchmarks/resilience.py times it)."""
+    first, second, third = servers
+    first.faults.fail_next(4, 429, method="PATCH", path_contains="/deployments/", retry_after=1)
+    second.faults.fail_next(6, 500, method="PATCH")
+    third.faults.fail_next(6, 503, method="PATCH", retry_after=None)
+    third.faults.fail_next(3, 503, method="PUT", path_contains="/status")
+
+
+class RolloutClock:
+    """Commit times of engine Deployments per image, on one cluster: `done[image]` is the monotonic instant the
+    last of its `engines` engine Deployments was committed carrying `image`."""
+
+    def __init__(self, server: EmbeddedAPIServer, engines: int) -> None:
+        self.server = server
+        self.engines = engines
+        self.done: dict[str, float] = {}
+        self.seen: dict[str, set[str]] = {}
+        server.api.store.listeners.append(self._on_commit)
+
+    def _on_commit(self, event: WatchEvent) -> None:
+        if event.key != DEPLOYMENTS or event.type == "DELETED":
+            return
+        image = event.obj["spec"]["template"]["spec"]["containers"][0]["image"]
+        names = self.seen.setdefault(image, set())
+        names.add(f"{event.obj['metadata']['namespace']}/{event.obj['metadata']['name']}")
+        if len(names) == self.engines and image not in self.done:
+            self.done[image] = time.monotonic()
+
+    def close(self) -> None:
+        self.server.api.store.listeners.remove(self._on_commit)
+
+
 # --- waiting ---------------------------------------------------------------------------------------------------
 
 
