@@ -377,10 +377,11 @@ SCENARIOS = [
     ),
     Scenario(
         "pod-template-defaults",
-        "the container of a Deployment's pod template as stored",
+        "a Deployment as stored: its defaults, its pod template's and its container's",
         (
             step("apply", "-f", "-", input=dump(deployment("defaults", ENGINE))),
             step("get", "deployment", "defaults", "-o", "jsonpath={.spec.template.spec.containers[0]}"),
+            step("get", "deployment", "defaults", "-o", "jsonpath={.spec}"),
         ),
     ),
     Scenario(
@@ -733,14 +734,6 @@ SCENARIOS = [
 
 # Differences that stay, each with its reason (docs/fidelity.md shows them).
 KNOWN: dict[str, str] = {
-    "pod-template-defaults": (
-        "Open: kube-apiserver defaults a pod template's fields from its Go types (a container's `imagePullPolicy`, "
-        "`terminationMessagePath` and `terminationMessagePolicy`, `resources: {}`; the pod's `restartPolicy`, "
-        "`dnsPolicy`, `schedulerName`, ...); the embedded server stores the template as written. omectl's controller "
-        "writes Deployments with server-side apply and decides whether to write from the hash of its own render (an "
-        "annotation), never from the stored template, so its e2e suite passes against both servers; a test that "
-        "reads a stored template field omectl did not write sees the difference."
-    ),
     "explain-builtin": (
         "Open: the embedded server's `/openapi/v3` documents describe CRD kinds only, so `kubectl explain` finds no "
         "field of a built-in kind; kube-apiserver publishes the schema of every built-in, with its descriptions. The "

@@ -20,6 +20,7 @@ from omectl.sim.admission.config import default_webhook_configuration, validate_
 from omectl.sim.admission.dispatch import WebhookDispatcher
 from omectl.sim.admission.match import AdmissionAttributes
 from omectl.sim.apiserver import errors
+from omectl.sim.apiserver.builtin_defaults import apply_builtin_defaults
 from omectl.sim.apiserver.builtin_schemas import builtin_schema
 from omectl.sim.apiserver.cel import BLOCKING_KINDS, blocked_error
 from omectl.sim.apiserver.clock import now_rfc3339
@@ -320,7 +321,9 @@ class ClusterAPI:
         """
         schema = self.schema_for(rt)
         if schema is None:
-            # A built-in kind: only its fields are checked (its defaults and values are the server's own rules).
+            # A built-in kind: its fields are checked against its schema, its defaults are the Go types' own
+            if defaults:
+                apply_builtin_defaults(rt.group, rt.kind, obj)
             schema = builtin_schema(rt.group, rt.version, rt.kind)
             if schema is None:
                 return []
@@ -347,6 +350,8 @@ class ClusterAPI:
         schema = self.schema_for(rt)
         if schema is not None:
             schema.apply_defaults(obj)
+        else:
+            apply_builtin_defaults(rt.group, rt.kind, obj)
         return obj
 
     def _validate(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:

@@ -1,0 +1,153 @@
+"""The defaults kube-apiserver gives the pod templates of the built-in workloads it serves (Pod, Deployment, Job),
+and those workloads' own fields, before it validates and stores them.
+
+The real server decodes into its Go types and runs their defaulting functions, so an object is stored, and
+answered, with fields its writer never sent: a container's `imagePullPolicy` (Always for an untagged or `:latest`
+image, else IfNotPresent), `terminationMessagePath` and `terminationMessagePolicy`, `resources: {}`, a port's
+`protocol`; a pod's `restartPolicy`, `dnsPolicy`, `schedulerName`, `securityContext: {}` and
+`terminationGracePeriodSeconds`; a Deployment's `replicas`, `strategy`, `revisionHistoryLimit` and
+`progressDeadlineSeconds`; a Job's `parallelism`, `completions`, `backoffLimit`, `completionMode`, `suspend` and
+`podReplacementPolicy`. The same happens here, in place, only where a field is absent: a value the writer set is
+never changed. An applied configuration is not defaulted, its merged result is (api.py), so an applier never owns
+a default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+_POD_DEFAULTS: dict[str, Any] = {
+    "restartPolicy": "Always",
+    "terminationGracePeriodSeconds": 30,
+    "dnsPolicy": "ClusterFirst",
+    "securityContext": {},
+    "schedulerName": "default-scheduler",
+}
+_PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
+_VOLUME_MODES = ("configMap", "secret", "projected", "downwardAPI")
+_DEFAULT_MODE = 0o644
+
+
+def apply_builtin_defaults(group: str, kind: str, obj: Obj) -> None:
+    """Fill the defaults of a built-in workload in place; other kinds are left alone."""
+    defaulting = _KINDS.get((group, kind))
+    if defaulting is not None:
+        defaulting(obj)
+
+
+def image_pull_policy(image: str) -> str:
+    """Always for an image without a tag or tagged `latest`, else IfNotPresent (a digest counts as a tag)."""
+    last = image.rsplit("/", 1)[-1]
+    if "@" in last:
+        return "IfNotPresent"
+    _, colon, tag = last.partition(":")
+    return "Always" if not colon or tag == "latest" else "IfNotPresent"
+
+
+def _section(obj: Obj, key: str) -> Obj | None:
+    value = obj.get(key)
+    return value if isinstance(value, dict) else None
+
+
+def _fill(obj: Obj, defaults: dict[str, Any]) -> None:
+    for key, value in defaults.items():
+        if obj.get(key) is None or obj.get(key) == "":
+            obj[key] = dict(value) if isinstance(value, dict) else value
+
+
+def _pod_spec(pod: Obj) -> None:
+    _fill(pod, _POD_DEFAULTS)
+    for field in _CONTAINER_LISTS:
+        for container in pod.get(field) or []:
+            if isinstance(container, dict):
+                _container(container)
+    for volume in pod.get("volumes") or []:
+        if isinstance(volume, dict):
+            _volume(volume)
+
+
+def _container(container: Obj) -> None:
+    image = container.get("image")
+    if not container.get("imagePullPolicy") and isinstance(image, str) and image:
+        container["imagePullPolicy"] = image_pull_policy(image)
+    _fill(container, {"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"})
+    if container.get("resources") is None:
+        container["resources"] = {}
+    for port in container.get("ports") or []:
+        if isinstance(port, dict):
+            _fill(port, {"protocol": "TCP"})
+    for entry in container.get("env") or []:
+        value_from = _section(entry, "valueFrom") if isinstance(entry, dict) else None
+        field_ref = _section(value_from, "fieldRef") if value_from is not None else None
+        if field_ref is not None:
+            _fill(field_ref, {"apiVersion": "v1"})
+    for name in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = _section(container, name)
+        if probe is not None:
+            _probe(probe)
+
+
+def _probe(probe: Obj) -> None:
+    _fill(probe, _PROBE_DEFAULTS)
+    http_get = _section(probe, "httpGet")
+    if http_get is not None:
+        _fill(http_get, {"path": "/", "scheme": "HTTP"})
+
+
+def _volume(volume: Obj) -> None:
+    for source in _VOLUME_MODES:
+        section = _section(volume, source)
+        if section is not None:
+            _fill(section, {"defaultMode": _DEFAULT_MODE})
+
+
+def _template(owner: Obj) -> None:
+    spec = _section(owner, "spec")
+    template = _section(spec, "template") if spec is not None else None
+    pod = _section(template, "spec") if template is not None else None
+    if pod is not None:
+        _pod_spec(pod)
+
+
+def _pod(obj: Obj) -> None:
+    spec = _section(obj, "spec")
+    if spec is not None:
+        _pod_spec(spec)
+        _fill(spec, {"enableServiceLinks": True})
+
+
+def _deployment(obj: Obj) -> None:
+    _template(obj)
+    spec = _section(obj, "spec")
+    if spec is None:
+        return
+    _fill(spec, {"replicas": 1, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600})
+    strategy = spec.setdefault("strategy", {})
+    if isinstance(strategy, dict):
+        _fill(strategy, {"type": "RollingUpdate"})
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            if isinstance(rolling, dict):
+                _fill(rolling, {"maxUnavailable": "25%", "maxSurge": "25%"})
+
+
+def _job(obj: Obj) -> None:
+    _template(obj)
+    spec = _section(obj, "spec")
+    if spec is None:
+        return
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    _fill(spec, {"parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed", "suspend": False})
+    _fill(spec, {"podReplacementPolicy": "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"})
+
+
+_KINDS: dict[tuple[str, str], Callable[[Obj], None]] = {
+    ("", "Pod"): _pod,
+    ("apps", "Deployment"): _deployment,
+    ("batch", "Job"): _job,
+}

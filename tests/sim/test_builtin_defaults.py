@@ -1,0 +1,113 @@
+"""Built-in workloads are stored with kube-apiserver's defaults, never overriding what the writer set."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from omectl.sim.apiserver.builtin_defaults import apply_builtin_defaults, image_pull_policy
+
+
+@pytest.mark.parametrize(
+    ("image", "policy"),
+    [
+        ("nginx", "Always"),
+        ("nginx:latest", "Always"),
+        ("registry.example:5000/team/engine", "Always"),
+        ("registry.example:5000/team/engine:v1", "IfNotPresent"),
+        ("vllm/vllm-openai:v0.9.0", "IfNotPresent"),
+        ("repo/img@sha256:" + "0" * 64, "IfNotPresent"),
+    ],
+)
+def test_the_pull_policy_follows_the_tag(image: str, policy: str) -> None:
+    assert image_pull_policy(image) == policy
+
+
+def deployment(container: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"spec": {**spec, "template": {"spec": {"containers": [container]}}}}
+
+
+def test_a_deployment_gets_every_default_of_its_own_its_pod_and_its_container() -> None:
+    obj = deployment({"name": "e", "image": "vllm/vllm-openai:v0.9.0", "ports": [{"containerPort": 8080}]})
+    apply_builtin_defaults("apps", "Deployment", obj)
+    assert obj == {
+        "spec": {
+            "replicas": 1,
+            "revisionHistoryLimit": 10,
+            "progressDeadlineSeconds": 600,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "e",
+                            "image": "vllm/vllm-openai:v0.9.0",
+                            "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                            "imagePullPolicy": "IfNotPresent",
+                            "terminationMessagePath": "/dev/termination-log",
+                            "terminationMessagePolicy": "File",
+                            "resources": {},
+                        }
+                    ],
+                    "restartPolicy": "Always",
+                    "terminationGracePeriodSeconds": 30,
+                    "dnsPolicy": "ClusterFirst",
+                    "securityContext": {},
+                    "schedulerName": "default-scheduler",
+                }
+            },
+        }
+    }
+
+
+def test_what_the_writer_set_is_kept() -> None:
+    container = {"name": "e", "image": "i:latest", "imagePullPolicy": "Never", "resources": {"limits": {"cpu": "1"}}}
+    obj = deployment(container, replicas=0, strategy={"type": "Recreate"})
+    apply_builtin_defaults("apps", "Deployment", obj)
+    assert obj["spec"]["replicas"] == 0
+    assert obj["spec"]["strategy"] == {"type": "Recreate"}  # no rollingUpdate for Recreate
+    (stored,) = obj["spec"]["template"]["spec"]["containers"]
+    assert (stored["imagePullPolicy"], stored["resources"]) == ("Never", {"limits": {"cpu": "1"}})
+
+
+def test_defaulting_twice_changes_nothing_more() -> None:
+    obj = deployment({"name": "e", "image": "i", "livenessProbe": {"httpGet": {"port": 80}}})
+    apply_builtin_defaults("apps", "Deployment", obj)
+    once = copy.deepcopy(obj)
+    apply_builtin_defaults("apps", "Deployment", obj)
+    assert obj == once
+    probe = obj["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]
+    assert probe == {
+        "httpGet": {"port": 80, "path": "/", "scheme": "HTTP"},
+        "timeoutSeconds": 1,
+        "periodSeconds": 10,
+        "successThreshold": 1,
+        "failureThreshold": 3,
+    }
+
+
+def test_a_job_and_a_pod() -> None:
+    job: dict[str, Any] = {"spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}}
+    apply_builtin_defaults("batch", "Job", job)
+    spec = job["spec"]
+    assert (spec["completions"], spec["parallelism"], spec["backoffLimit"]) == (1, 1, 6)
+    assert (spec["completionMode"], spec["suspend"], spec["podReplacementPolicy"]) == (
+        "NonIndexed",
+        False,
+        "TerminatingOrFailed",
+    )
+    assert spec["template"]["spec"]["restartPolicy"] == "Never"
+    pod: dict[str, Any] = {
+        "spec": {"containers": [{"name": "c", "image": "i"}], "volumes": [{"name": "v", "configMap": {"name": "x"}}]}
+    }
+    apply_builtin_defaults("", "Pod", pod)
+    assert pod["spec"]["enableServiceLinks"] is True
+    assert pod["spec"]["volumes"][0]["configMap"]["defaultMode"] == 0o644
+
+
+def test_other_kinds_are_left_alone() -> None:
+    service = {"spec": {"ports": [{"port": 80}]}}
+    apply_builtin_defaults("", "Service", service)
+    assert service == {"spec": {"ports": [{"port": 80}]}}
