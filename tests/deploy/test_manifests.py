@@ -5,6 +5,7 @@ calls, the helper scripts work, and the kind targets stop at once without a Dock
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import re
 import shutil
@@ -23,6 +24,7 @@ from omectl.api import crdgen
 from omectl.fleet.providers import registration_from_secret
 from omectl.kube import resources
 from omectl.settings import Settings
+from omectl.sim.apiserver.builtin_defaults import apply_builtin_defaults
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from tests.support import Kubectl, kubectl_path
 
@@ -460,13 +462,15 @@ def test_apply_k_dev_overlay_is_accepted_by_a_simulated_hub(empty_hub: Kubectl) 
     assert hub.run(f"--context={HUB}", "get", "crd", "-o", "jsonpath={.items[*].metadata.resourceVersion}").stdout == (
         versions
     )
-    # The objects are stored as rendered.
+    # The objects are stored as rendered, with the defaults kube-apiserver gives them.
     for name in crds:
         hub.run(f"--context={HUB}", "wait", "--for=condition=Established", f"crd/{name}", "--timeout=20s")
     live = json.loads(
         hub.run(f"--context={HUB}", "-n", "omectl-system", "get", "deploy", "omectl-controller", "-o", "json").stdout
     )
-    assert live["spec"]["template"]["spec"]["containers"][0]["env"] == container(rendered)["env"]
+    defaulted = copy.deepcopy(controller(rendered))
+    apply_builtin_defaults("apps", "Deployment", defaulted)
+    assert live["spec"]["template"]["spec"]["containers"][0]["env"] == container([defaulted])["env"]
     secret = json.loads(
         hub.run(f"--context={HUB}", "-n", "omectl-system", "get", "secret", "omectl-member-token", "-o", "json").stdout
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -46,6 +47,7 @@ from omectl.core.ome.merge import merge_chain
 from omectl.core.ome.render import render_workloads
 from omectl.core.ome.selection import check_runtime_supports, lookup_named_runtime, named_runtime, resolve_model
 from omectl.settings import Settings
+from omectl.sim.apiserver.builtin_defaults import apply_builtin_defaults
 from omectl.sim.apiserver.server import EmbeddedAPIServer
 from omectl.sim.apiserver.store import WatchEvent
 from omectl.sim.fleet import EmbeddedFleet, apply_document
@@ -295,7 +297,7 @@ def differences(server: EmbeddedAPIServer) -> list[str]:
                 problems.append(f"{where}: render hash {digest} != expected {object_hash(obj)}")
             if (live["metadata"].get("labels") or {}) != (obj["metadata"].get("labels") or {}):
                 problems.append(f"{where}: labels {live['metadata'].get('labels')} != {obj['metadata'].get('labels')}")
-            if obj["kind"] == "Deployment" and live.get("spec") != obj.get("spec"):
+            if obj["kind"] == "Deployment" and live.get("spec") != _as_stored(obj).get("spec"):
                 problems.append(f"{where}: spec differs from the render")
         owner_key = ISVCS if kind == "InferenceService" else AIM_SERVICES_KEY
         owner = store.get(owner_key, ns, name)
@@ -314,6 +316,13 @@ def differences(server: EmbeddedAPIServer) -> list[str]:
                 f"{server.name} ServingRuntime {runtime['metadata']['name']}: not Resolved at its generation"
             )
     return problems
+
+
+def _as_stored(rendered: dict[str, Any]) -> dict[str, Any]:
+    """A rendered Deployment as the API server stores it: with the defaults it gives every Deployment."""
+    stored = copy.deepcopy(rendered)
+    apply_builtin_defaults("apps", "Deployment", stored)
+    return stored
 
 
 def duplicates(server: EmbeddedAPIServer, expected: list[Expected]) -> list[str]:
