@@ -109,3 +109,71 @@ def test_upstreams_helm_values_example_applies_and_is_stored_unchanged(env: Env,
     stored = env.get(plural, "helm-example", ns)
     assert stored is not None
     assert stored["spec"] == example["spec"]
+
+
+# --- gatewayRef: the Gateway API's patterns, refused as kube-apiserver refuses them ----------------------------
+
+NAMESPACE_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+SECTION_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+KIND_PATTERN = "^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
+GROUP_PATTERN = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+
+GATEWAY_REF_PLACES = {
+    "runtime config": ("AIMClusterRuntimeConfig", None, ("routing",)),
+    "service routing": ("AIMService", "gw-refs", ("routing",)),
+    "service inline config": ("AIMService", "gw-refs", ("runtimeConfig", "routing")),
+}
+
+
+def with_gateway_ref(place: str, name: str, ref: dict[str, Any]) -> dict[str, Any]:
+    kind, ns, path = GATEWAY_REF_PLACES[place]
+    spec: dict[str, Any] = {"gatewayRef": {"name": "gw", **ref}}
+    for key in reversed(path):
+        spec = {key: spec}
+    if kind == "AIMService":
+        spec["model"] = {"image": "registry.example/qwen:1"}
+    version = f"{aim.GROUP}/{aim.V1ALPHA1 if kind.endswith('RuntimeConfig') else aim.V1ALPHA2}"
+    meta = {"name": name, **({"namespace": ns} if ns else {})}
+    return {"apiVersion": version, "kind": kind, "metadata": meta, "spec": spec}
+
+
+@pytest.mark.parametrize("place", list(GATEWAY_REF_PLACES))
+def test_a_gateway_ref_namespace_that_is_no_dns_label_is_refused_with_kube_apiservers_message(
+    env: Env, place: str
+) -> None:
+    env.apply(namespace("gw-refs"))
+    doc = with_gateway_ref(place, "bad-ns", {"namespace": "Bad_NS"})
+    field = ".".join(("spec", *GATEWAY_REF_PLACES[place][2], "gatewayRef", "namespace"))
+    proc = env.run("apply", "-f", "-", stdin=yaml.safe_dump(doc))
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f'The {doc["kind"]} "bad-ns" is invalid: {field}: Invalid value: "Bad_NS": '
+        f"{field} in body should match '{NAMESPACE_PATTERN}'\n"
+    )
+    assert env.get(f"{doc['kind'].lower()}s", "bad-ns", doc["metadata"].get("namespace")) is None
+
+
+@pytest.mark.parametrize("place", list(GATEWAY_REF_PLACES))
+def test_every_gateway_api_pattern_of_a_gateway_ref_is_enforced(env: Env, place: str) -> None:
+    env.apply(namespace("gw-refs"))
+    doc = with_gateway_ref(place, "bad-ref", {"kind": "", "sectionName": "HTTP_1", "group": "Bad_Group"})
+    field = ".".join(("spec", *GATEWAY_REF_PLACES[place][2], "gatewayRef"))
+    proc = env.run("apply", "-f", "-", stdin=yaml.safe_dump(doc))
+    assert proc.returncode == 1
+    header, *causes = proc.stderr.splitlines()
+    assert header == f'The {doc["kind"]} "bad-ref" is invalid: '
+    assert sorted(causes) == [
+        f"* {field}.group: Invalid value: \"Bad_Group\": {field}.group in body should match '{GROUP_PATTERN}'",
+        f'* {field}.kind: Invalid value: "": {field}.kind in body should be at least 1 chars long',
+        f"* {field}.kind: Invalid value: \"\": {field}.kind in body should match '{KIND_PATTERN}'",
+        f'* {field}.sectionName: Invalid value: "HTTP_1": {field}.sectionName in body should match '
+        f"'{SECTION_NAME_PATTERN}'",
+    ]
+    # what the patterns allow: an empty group (the core group), a listener name with dots, any Kind
+    ok = with_gateway_ref(
+        place, "good-ref", {"group": "", "kind": "Gateway", "namespace": "kgateway-system", "sectionName": "http.a-1"}
+    )
+    env.apply(ok)
+    stored = env.get(f"{ok['kind'].lower()}s", "good-ref", ok["metadata"].get("namespace"))
+    assert stored is not None and stored["spec"] == ok["spec"]
