@@ -9,6 +9,7 @@ header). A kind we serve only at v1alpha2 gets upstream's v1alpha1 document at t
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from omectl.api import aim, crdgen
+from omectl.controller.runtime.queue import WorkKey
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
 
@@ -177,3 +179,43 @@ def test_every_gateway_api_pattern_of_a_gateway_ref_is_enforced(env: Env, place:
     env.apply(ok)
     stored = env.get(f"{ok['kind'].lower()}s", "good-ref", ok["metadata"].get("namespace"))
     assert stored is not None and stored["spec"] == ok["spec"]
+
+
+# --- a model with no spec: upstream's scaffold sample ---------------------------------------------------------
+
+
+def work_key(kind: str, namespace: str | None, name: str) -> WorkKey:
+    return WorkKey(CLUSTER, f"{aim.GROUP}/{kind}", namespace or "", name)
+
+
+@pytest.mark.parametrize(
+    ("sample", "ns"), [("aim_v1alpha1_aimmodel.yaml", "scaffold"), ("aim_v1alpha1_aimclustermodel.yaml", None)]
+)
+def test_upstreams_scaffold_model_fails_once_with_a_reason_and_one_warning_event(
+    env: Env, caplog: pytest.LogCaptureFixture, sample: str, ns: str | None
+) -> None:
+    doc = upstream_doc(f"config/samples/{sample}")
+    assert doc["spec"] is None, "the scaffold has an empty spec"
+    kind, name = doc["kind"], doc["metadata"]["name"]
+    plural = f"{kind.lower()}s"
+    caplog.set_level(logging.DEBUG)
+    if ns:
+        env.apply(namespace(ns))
+    env.k("apply", *(["-n", ns] if ns else []), "-f", "-", stdin=yaml.safe_dump(doc))
+    status = until(lambda: env.status(plural, name, ns).get("status"), f"{kind} {name} gets a status")
+    assert status == "Failed"
+    ready = next(c for c in env.status(plural, name, ns)["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ImageNotSpecified")
+    assert ready["message"] == f"{kind} '{name}' has no spec.image: there is nothing to discover"
+    events = until(lambda: env.events(ns or "default", name, "ImageNotSpecified"), f"the Warning event of {name}")
+    assert [(e["type"], e.get("count", 1)) for e in events] == [("Warning", 1)]
+    # the reconcile succeeded: nothing to retry, no error counted, no traceback logged
+    app = env.fleet.app
+    assert app is not None
+    assert app.controller.queue.num_requeues(work_key(kind, ns, name)) == 0
+    assert name not in (app.controller.clusters[CLUSTER].health.last_reconcile_error or "")
+    assert [r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING] == []
+    # a later write reconciles it again without another event
+    env.k("annotate", kind.lower(), name, *(["-n", ns] if ns else []), "touched=1")
+    until(lambda: app.reconcilers.aim_consumers.reconciles[(CLUSTER, kind, ns or "", name)] >= 2, "a re-reconcile")
+    assert len(env.events(ns or "default", name, "ImageNotSpecified")) == 1
