@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from omectl.api import aim, crdgen
+from omectl.controller.aim.consumers_watch import CONSUMER_KEYS
 from omectl.controller.runtime.queue import WorkKey
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
@@ -219,3 +220,77 @@ def test_upstreams_scaffold_model_fails_once_with_a_reason_and_one_warning_event
     env.k("annotate", kind.lower(), name, *(["-n", ns] if ns else []), "touched=1")
     until(lambda: app.reconcilers.aim_consumers.reconciles[(CLUSTER, kind, ns or "", name)] >= 2, "a re-reconcile")
     assert len(env.events(ns or "default", name, "ImageNotSpecified")) == 1
+
+
+# --- aim.eai.amd.com/reconciliation-paused: "true" -----------------------------------------------------------
+
+PAUSED = "aim.eai.amd.com/reconciliation-paused"
+RECONCILED: dict[str, tuple[bool, dict[str, Any]]] = {
+    "AIMService": (True, {"model": {"image": "registry.example/qwen:1"}}),
+    "AIMModel": (True, {"image": "registry.example/qwen:1", "discovery": {"enabled": False}}),
+    "AIMClusterModel": (False, {"image": "registry.example/qwen:1", "discovery": {"enabled": False}}),
+    "AIMProfile": (True, {"modelName": "m"}),
+    "AIMClusterProfile": (False, {"modelName": "m"}),
+    "AIMProfileSet": (True, {"modelName": "m"}),
+    "AIMProfileCache": (True, {"profileName": "p"}),
+    "AIMArtifact": (True, {"sourceUri": "hf://org/repo", "size": "1Gi"}),
+    "AIMClusterModelSource": (False, {"models": []}),
+}
+"""Every AIM kind the controller reconciles: namespaced, and a spec it accepts."""
+
+
+def test_every_reconciled_aim_kind_is_listed() -> None:
+    assert set(RECONCILED) == {"AIMService", *CONSUMER_KEYS.values()}
+
+
+@pytest.mark.parametrize("kind", list(RECONCILED))
+def test_a_paused_object_is_left_alone_status_included_until_the_annotation_goes(
+    env: Env, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    namespaced, spec = RECONCILED[kind]
+    ns = "paused" if namespaced else None
+    name = f"paused-{kind.lower()}"
+    plural = f"{kind.lower()}s"
+    where = ["-n", ns] if ns else []
+    version = next(d.versions for d in crdgen.CRDS if d.group == aim.GROUP and d.kind == kind)[0]
+    meta: dict[str, Any] = {"name": name, "annotations": {PAUSED: "true"}, **({"namespace": ns} if ns else {})}
+    doc = {"apiVersion": f"{aim.GROUP}/{version}", "kind": kind, "metadata": meta, "spec": spec}
+    app = env.fleet.app
+    assert app is not None
+    key = str(work_key(kind, ns, name))
+
+    def skips() -> int:
+        return sum(
+            1 for r in caplog.records if r.getMessage() == f"{key}: reconciliation paused by its {PAUSED} annotation"
+        )
+
+    def reconciles() -> int:
+        if kind == "AIMService":
+            return app.reconcilers.aim.reconciles[(CLUSTER, ns or "", name)]
+        return app.reconcilers.aim_consumers.reconciles[(CLUSTER, kind, ns or "", name)]
+
+    caplog.set_level(logging.DEBUG)
+    if ns:
+        env.apply(namespace(ns))
+    env.apply(doc)
+    until(skips, f"the controller skips the paused {kind}")
+    assert reconciles() == 0
+    assert env.status(plural, name, ns) == {}, "a paused object gets no status"
+    # removing the annotation resumes
+    env.k("annotate", kind.lower(), name, *where, f"{PAUSED}-")
+    status = until(lambda: env.status(plural, name, ns), f"{kind} reconciled once unpaused")
+    generation = status["observedGeneration"]
+    # paused again, a spec change is not reconciled: the status stays the previous generation's
+    env.k("annotate", kind.lower(), name, *where, f"{PAUSED}=true")
+    until(skips, "the re-paused object skipped")
+    before = skips()
+    env.k("patch", kind.lower(), name, *where, "--type=merge", "-p", '{"spec":{"runtimeConfigName":"default"}}')
+    until(lambda: skips() > before, "the spec change skipped")
+    stored = env.get(plural, name, ns)
+    assert stored is not None and stored["metadata"]["generation"] > generation
+    assert stored["status"]["observedGeneration"] == generation
+    env.k("annotate", kind.lower(), name, *where, f"{PAUSED}-")
+    until(
+        lambda: env.status(plural, name, ns).get("observedGeneration") == stored["metadata"]["generation"],
+        "the spec change reconciled once unpaused",
+    )
