@@ -294,3 +294,43 @@ def test_a_paused_object_is_left_alone_status_included_until_the_annotation_goes
         lambda: env.status(plural, name, ns).get("observedGeneration") == stored["metadata"]["generation"],
         "the spec change reconciled once unpaused",
     )
+
+
+# --- an AIMService with no spec: upstream's scaffold sample --------------------------------------------------
+
+
+def test_upstreams_scaffold_service_is_admitted_and_fails_naming_the_missing_model(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    doc = upstream_doc("config/samples/aim_v1alpha1_aimservice.yaml")
+    assert doc["spec"] is None, "the scaffold has an empty spec"
+    name, ns = doc["metadata"]["name"], "scaffold-svc"
+    caplog.set_level(logging.DEBUG)
+    env.apply(namespace(ns))
+    env.k("apply", "-n", ns, "-f", "-", stdin=yaml.safe_dump(doc))  # admitted, as upstream's CRD makes spec optional
+    status = until(lambda: env.status("aimservices", name, ns), f"AIMService {name} gets a status")
+    assert status["status"] == "Failed"
+    conditions = {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+    assert conditions["ModelReady"] == ("False", "ModelNotFound", "no model specified in service spec")
+    assert conditions["Ready"] == ("False", "ModelNotFound", "no model specified in service spec")
+    events = until(lambda: env.events(ns, name, "ModelNotFound"), f"the Warning event of {name}")
+    assert [(e["type"], e.get("count", 1)) for e in events] == [("Warning", 1)]
+    assert env.get("inferenceservices.serving.kserve.io", name, ns) is None, "nothing to serve, nothing applied"
+    app = env.fleet.app
+    assert app is not None
+    assert app.controller.queue.num_requeues(WorkKey(CLUSTER, "aim.eai.amd.com/AIMService", ns, name)) == 0
+    assert [r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING] == []
+    # a spec without its model is refused by the schema, naming the field
+    proc = env.run("apply", "-n", ns, "-f", "-", stdin=yaml.safe_dump({**doc, "spec": {"replicas": 1}}))
+    assert proc.returncode == 1
+    assert proc.stderr == f'The AIMService "{name}" is invalid: spec.model: Required value\n'
+    # naming a model later (the immutability rule applies once it is set) serves it
+    env.k("patch", "aimservice", name, "-n", ns, "--type=merge", "-p", '{"spec":{"model":{"image":"example/m:1"}}}')
+    until(
+        lambda: env.get("inferenceservices.serving.kserve.io", name, ns), "the InferenceService once a model is named"
+    )
+    until(
+        lambda: "ModelReady" not in {c["type"] for c in env.status("aimservices", name, ns)["conditions"]},
+        "ModelReady gone",
+    )
+    assert len(env.events(ns, name, "ModelNotFound")) == 1
