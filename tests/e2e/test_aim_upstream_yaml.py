@@ -334,3 +334,62 @@ def test_upstreams_scaffold_service_is_admitted_and_fails_naming_the_missing_mod
         "ModelReady gone",
     )
     assert len(env.events(ns, name, "ModelNotFound")) == 1
+
+
+# --- AIM_ENGINE_ARGS: deep-merged across the cluster config, the namespace config and the service ---------------
+
+
+def engine_args(value: dict[str, Any]) -> list[dict[str, str]]:
+    return [{"name": "AIM_ENGINE_ARGS", "value": json.dumps(value)}]
+
+
+def test_engine_args_of_the_cluster_config_namespace_config_and_service_deep_merge(env: Env) -> None:
+    ns, config = "engine-args", "engine-args"
+    env.apply(
+        namespace(ns),
+        {
+            "apiVersion": V1,
+            "kind": "AIMClusterRuntimeConfig",
+            "metadata": {"name": config},
+            "spec": {"env": engine_args({"tensor-parallel-size": 1, "max-model-len": 4096, "kv": {"block": 16}})},
+        },
+        {
+            "apiVersion": V1,
+            "kind": "AIMRuntimeConfig",
+            "metadata": {"name": config, "namespace": ns},
+            "spec": {"env": engine_args({"gpu-memory-utilization": 0.9, "kv": {"dtype": "fp8"}})},
+        },
+    )
+
+    def service(**spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": f"{aim.GROUP}/{aim.V1ALPHA2}",
+            "kind": "AIMService",
+            "metadata": {"name": "merged", "namespace": ns},
+            "spec": {"model": {"image": "registry.example/qwen:1"}, "runtimeConfigName": config, **spec},
+        }
+
+    def engine_args_of_the_inference_service() -> list[str]:
+        isvc = env.get("inferenceservices.serving.kserve.io", "merged", ns)
+        (container,) = isvc["spec"]["predictor"]["containers"] if isvc else [{}]
+        return [e.get("value") for e in container.get("env") or [] if e["name"] == "AIM_ENGINE_ARGS"]
+
+    # the example: the service wins per key, the namespace over the cluster, nested objects recurse; written
+    # as upstream's Go writes it (encoding/json: keys sorted, no spaces)
+    env.apply(service(env=engine_args({"tensor-parallel-size": 2, "max-model-len": 8192})))
+    want = [
+        '{"gpu-memory-utilization":0.9,"kv":{"block":16,"dtype":"fp8"},"max-model-len":8192,"tensor-parallel-size":2}'
+    ]
+    until(lambda: engine_args_of_the_inference_service() == want, f"AIM_ENGINE_ARGS {want}")
+    # the inline config is a layer between the namespace config and the service's own env
+    env.apply(
+        service(
+            runtimeConfig={"env": engine_args({"max-model-len": 2048, "kv": {"block": 32}, "enforce-eager": True})},
+            env=engine_args({"tensor-parallel-size": 2}),
+        )
+    )
+    want = [
+        '{"enforce-eager":true,"gpu-memory-utilization":0.9,"kv":{"block":32,"dtype":"fp8"},"max-model-len":2048,'
+        '"tensor-parallel-size":2}'
+    ]
+    until(lambda: engine_args_of_the_inference_service() == want, f"AIM_ENGINE_ARGS {want}")
