@@ -91,6 +91,11 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     with running_fleet(tmp_path_factory.mktemp("aimup"), 1, "aimup-", simulator=simulator) as fleet:
         env = Env(fleet)
         env.apply(namespace("aim-system"))
+        # admission as on a cluster with omectl installed: the AIM webhooks are there before anything is applied
+        until(
+            lambda: "aimservice" in env.k("get", "validatingwebhookconfigurations", "-o", "yaml"),
+            "the AIM validating webhooks installed",
+        )
         yield env
 
 
