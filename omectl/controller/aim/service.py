@@ -9,7 +9,9 @@ One reconcile of an AIMService:
    `ConfigValid=False` (reason `ReferenceNotFound`), a Warning event, nothing applied, and `RetryLater` (backoff;
    the config's creation queues the service at once, see `aim_watch`).
 3. The implicit `default` missing: `RuntimeConfigReady=True` / `DefaultConfigNotFound`, and one Normal event on the
-   first reconcile that finds it missing only.
+   first reconcile that finds it missing only. A service that names no model (the CRD allows one without a spec):
+   status `Failed`, `ModelReady=False` / `ModelNotFound` (upstream's reason and message), one Warning event,
+   nothing applied and nothing retried.
 4. Apply the KServe InferenceService, the model-cache PVC when `spec.storage.size` asks for one, and the HTTPRoute
    when routing is enabled and its path renders. Labels are propagated from the service
    (`omectl.core.aim.labels`): keys we propagated before are read from the live child's annotation, so a label the
@@ -39,7 +41,7 @@ from omectl.controller.runtime.queue import RetryLater
 from omectl.controller.runtime.view import ClusterView
 from omectl.core.aim.artifacts import mount_artifacts
 from omectl.core.aim.caches import render_profile_cache
-from omectl.core.aim.kserve import render_inference_service, render_model_cache_pvc
+from omectl.core.aim.kserve import names_model, render_inference_service, render_model_cache_pvc
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, propagate_to_object, read_propagated_keys
 from omectl.core.aim.meta import AIM_SERVICE_KIND
 from omectl.core.aim.resolution import (
@@ -55,11 +57,13 @@ from omectl.core.aim.routing import RoutingPlan, plan_routing
 from omectl.core.aim.status import (
     HTTP_ROUTE_READY,
     INFERENCE_SERVICE_READY,
+    MODEL_READY,
     READY,
     Component,
     RollUp,
     http_route_component,
     inference_service_component,
+    no_model_component,
     roll_up,
     runtime_config_component,
     runtime_config_error,
@@ -82,7 +86,7 @@ log = logging.getLogger(__name__)
 
 AIM_SERVICE_API_VERSION: Final = f"{AIM_SERVICES.group}/{AIM_SERVICES.version}"
 OWN_CONDITIONS: Final = frozenset(
-    {RUNTIME_CONFIG_READY, INFERENCE_SERVICE_READY, HTTP_ROUTE_READY, CONFIG_VALID, READY}
+    {RUNTIME_CONFIG_READY, MODEL_READY, INFERENCE_SERVICE_READY, HTTP_ROUTE_READY, CONFIG_VALID, READY}
 )
 """Condition types the reconciler owns: rewritten every reconcile; others on the status are kept."""
 PVC_NOT_UPDATED: Final = "ModelCachePVCNotUpdated"
@@ -263,6 +267,16 @@ class AimServiceReconciler:
 
         event_key = (cluster.name, str(meta.get("uid") or f"{namespace}/{name}"))
         self.config_events.note_default(cluster, service, resolution, previous, event_key)
+
+        if not names_model(service):
+            # an invalid spec (the CRD allows a service without one): Failed and one Warning event until a model is
+            # named, nothing applied, nothing to retry
+            model = no_model_component()
+            rolled = roll_up([*components, model], config_error=config_error, previous_conditions=previous)
+            if by_type(previous).get(MODEL_READY, {}).get("reason") != model.reason:
+                cluster.record_event(service, "Warning", model.reason, model.message)
+            await self._write_status(cluster, service, rolled, resolution, None)
+            return
 
         config = resolution.config
         pvc = render_model_cache_pvc(service, config)

@@ -6,9 +6,10 @@ download Job's env); the spec is silent, so upstream's merge applies.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final
+
+from omectl.core.aim import gojson
 
 ENGINE_ARGS: Final = "AIM_ENGINE_ARGS"
 
@@ -16,7 +17,8 @@ ENGINE_ARGS: Final = "AIM_ENGINE_ARGS"
 def merge_engine_args(lower: Mapping[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
     """The upper entry, its `value` deep-merged over the lower's when both are JSON objects (the upper wins per
     key, nested objects recurse); an empty value takes the other side's; anything else keeps the upper verbatim.
-    The merged object is written as Go's encoding/json would: keys sorted, no spaces."""
+    The merged object is written as upstream's Go writes it (`gojson`: keys sorted, no spaces, numbers as
+    float64)."""
     below, above = lower.get("value"), upper.get("value")
     if "valueFrom" in upper or "valueFrom" in lower or not isinstance(below, str) or not isinstance(above, str):
         return upper
@@ -28,12 +30,12 @@ def merge_engine_args(lower: Mapping[str, Any], upper: dict[str, Any]) -> dict[s
     if below_obj is None or above_obj is None:
         return upper
     merged = _deep_merge(below_obj, above_obj)
-    return {**upper, "value": json.dumps(merged, sort_keys=True, separators=(",", ":"))}
+    return {**upper, "value": gojson.marshal(merged)}
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text)
+        value = gojson.unmarshal(text)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

@@ -57,6 +57,12 @@ def model_cache_pvc_name(service: Mapping[str, Any]) -> str:
     return f"{name_of(service)}-model-cache"
 
 
+def names_model(service: Mapping[str, Any]) -> bool:
+    """Whether the service names a model (`spec.model.name` or `spec.model.image`); the CRD allows one with no spec."""
+    model = as_mapping(_spec(service).get("model"))
+    return any(isinstance(model.get(key), str) and model.get(key) for key in ("name", "image"))
+
+
 def model_image(service: Mapping[str, Any], resolved_image: str | None = None) -> str:
     """The serving image: `resolved_image` > `spec.model.image` > the placeholder for `spec.model.name`."""
     if resolved_image:

@@ -3,7 +3,8 @@ aim-engine does.
 
 Components and their condition `<Component>Ready`: `RuntimeConfig` (`runtime_config_component`),
 `InferenceService` (`inference_service_component`), `HTTPRoute` (`http_route_component`; none when routing is
-disabled). Each is in one of upstream's states; the condition is True iff the state is `Ready`.
+disabled), and `Model` only for a service that names no model (`no_model_component`, Failed). Each is in one of
+upstream's states; the condition is True iff the state is `Ready`.
 
 `status.status` (`Pending|Starting|Running|Degraded|Failed`): `Failed` when the configuration is invalid (an
 explicit runtime config that does not exist); else each component's state maps to a service status
@@ -38,6 +39,11 @@ ComponentState = Literal["Failed", "NotAvailable", "Degraded", "Pending", "Start
 ServiceStatus = Literal["Pending", "Starting", "Running", "Degraded", "Failed"]
 
 RUNTIME_CONFIG: Final = "RuntimeConfig"
+MODEL: Final = "Model"
+MODEL_READY: Final = "ModelReady"
+MODEL_NOT_FOUND: Final = "ModelNotFound"
+NO_MODEL_MESSAGE: Final = "no model specified in service spec"
+"""Upstream's reason and message for a service that names no model (an invalid spec: Failed until it is fixed)."""
 INFERENCE_SERVICE: Final = "InferenceService"
 HTTP_ROUTE: Final = "HTTPRoute"
 INFERENCE_SERVICE_READY: Final = "InferenceServiceReady"
@@ -135,6 +141,11 @@ def runtime_config_error(resolution: Resolution) -> ConfigError | None:
         return None
     ready = next(c for c in resolution.conditions if c["type"] == RUNTIME_CONFIG_READY)
     return ConfigError(REFERENCE_NOT_FOUND, ready["message"])
+
+
+def no_model_component() -> Component:
+    """The `Model` component of a service that names no model: Failed / `ModelNotFound`, upstream's message."""
+    return Component(MODEL, "Failed", MODEL_NOT_FOUND, NO_MODEL_MESSAGE)
 
 
 def http_route_component(plan: RoutingPlan, live_route: Mapping[str, Any] | None) -> Component | None:

@@ -1,0 +1,51 @@
+"""Upstream AIM Engine's own documents and schema parts (tests/fixtures/upstream/aim, commit in its SOURCE) against
+ours: its Helm values example read by our typed models without losing a field (they drop unknown fields, so a field
+upstream has and ours lacks would vanish), and its gatewayRef constraints on every gatewayRef of ours."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from omectl.api import aim, crdgen
+from tests.api.test_crds import schema_nodes
+from tests.api.test_upstream_aim_crds import compared, upstream_crds, v1alpha1_spec
+
+UPSTREAM = Path(__file__).resolve().parents[1] / "fixtures" / "upstream" / "aim"
+
+
+def test_the_helm_values_example_is_a_runtime_config_spec_field_for_field() -> None:
+    example = yaml.safe_load((UPSTREAM / "helm" / "clusterruntimeconfig-values-example.yaml").read_text())
+    assert example["kind"] == "AIMClusterRuntimeConfig"
+    assert aim.RuntimeConfigSpec.model_validate(example["spec"]).to_dict() == example["spec"]
+    assert aim.AIMClusterRuntimeConfig.model_validate(example).to_dict()["spec"]["model"] == {"autoDiscovery": True}
+
+
+def test_every_gateway_ref_of_ours_carries_upstreams_gateway_api_constraints() -> None:
+    """Every gatewayRef in every AIM CRD and version of ours (runtime configs, an AIMService's routing and inline
+    config) has the constraints of upstream's runtime-config gatewayRef, field by field, but the schema defaults of
+    group and kind (none on ours: test_upstream_aim_crds' DELIBERATE)."""
+    upstream_spec = v1alpha1_spec(upstream_crds()["AIMClusterRuntimeConfig"])
+    assert upstream_spec is not None
+    upstream = {p: node for p, node in schema_nodes(upstream_spec, ".spec") if ".gatewayRef" in p}
+    expected = {p.split(".gatewayRef")[1]: _without_default(compared(n, p)) for p, n in upstream.items()}
+    assert {".namespace", ".sectionName", ".kind", ".group"} <= set(expected)
+    seen = 0
+    for definition in crdgen.CRDS:
+        if definition.group != aim.GROUP:
+            continue
+        for version in crdgen.build_crd(definition)["spec"]["versions"]:
+            spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            nodes = dict(schema_nodes(spec, ".spec"))
+            for ref in (p for p in nodes if p.endswith(".gatewayRef")):
+                seen += 1
+                ours = {p[len(ref) :]: compared(n, p) for p, n in nodes.items() if p.startswith(ref)}
+                where = f"{definition.kind} {version['name']} {ref}"
+                assert ours == expected, where
+    assert seen >= 6, "both runtime configs at two versions, and the AIMService's routing and inline config"
+
+
+def _without_default(found: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in found.items() if k != "default"}
