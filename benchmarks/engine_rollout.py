@@ -570,7 +570,9 @@ class Bench:
 
     def progress(self, phase: str, text: str) -> None:
         details = self.phases[phase]
-        notes = cpu_notes(details, "controller_process_cpu_cores", "controller process cpu")
+        # this process's CPU: the controller's, or in a same-writes phase (the controller stopped) the client's
+        who = "client process cpu" if phase.startswith("same_writes") else "controller process cpu"
+        notes = cpu_notes(details, "controller_process_cpu_cores", who)
         if details.get("deadline_hit"):
             notes.append("stopped at the deadline")
         print_phase(phase, text, notes, width=7)
