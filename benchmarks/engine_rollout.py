@@ -4,13 +4,15 @@
 --clusters 4` (one process serving the 4 embedded API servers, with `deploy/crds/` applied), and runs the controller
 in this process as `ControllerApp`. On each cluster it creates the samples' ClusterBaseModel and `sglang-profile`
 ClusterServingRuntime, a ServingRuntime child of the profile in each namespace, then 500 InferenceServices naming
-that child (autoSync), and times until every engine Deployment is rendered. It measures the servers' raw update
-rate against those Deployments (one PUT each from concurrent aiohttp clients in this process), then merge-patches
-the profile's runner image and times until every engine Deployment in the controller's informer cache carries the
-new image, counting the API writes it took (applies, Deployment updates seen by watch, InferenceService status
-writes, ControllerRevisions). It prints progress and a final table, writes `benchmarks/results/engine_rollout.json`
-and rewrites its section in `benchmarks/README.md`. `--quick` runs small counts (the smoke test) and leaves the
-README alone; `--profile` runs the controller under cProfile during the profile edit and prints its hot spots.
+that child (autoSync), and times until every engine Deployment is rendered. Then, 3 times, it merge-patches the
+profile's runner image and times until every engine Deployment in the controller's informer cache carries the new
+image, counting the API writes it took (applies, Deployment updates seen by watch, InferenceService status writes,
+ControllerRevisions). With the controller stopped, a plain aiohttp client then makes the same writes the controller
+made (recorded as it sent them), 3 times for the render and 3 for the edit: the baselines of the two rates. Each
+figure is the median of its rounds, printed with their range. It prints progress and a final table; a full run writes
+`benchmarks/results/engine_rollout.json` and rewrites its section in `benchmarks/README.md`. `--quick` runs small
+counts (the smoke test) and leaves both alone, as do `--profile` (the controller under cProfile during the first
+edit, its hot spots printed) and `--no-readme`; `--out` writes the results JSON where it says.
 """
 
 from __future__ import annotations
@@ -56,7 +58,6 @@ from benchmarks.common import (
     write_results,
 )
 from benchmarks.fleet_convergence import (
-    RAW_CLIENTS,
     SETUP_CLIENTS,
     USER_AGENT,
     Fleet,
@@ -67,11 +68,15 @@ from benchmarks.fleet_convergence import (
     run_concurrently,
     wait_idle,
 )
+from benchmarks.output import not_written_note, results_path
+from benchmarks.repeats import ROUNDS, median_and_spread
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.controller.ome.watch import OmeWatch
+from omectl.controller.ome.watch import ISVC_LABEL, OmeWatch
 from omectl.controller.runtime.apply import RENDER_HASH
 from omectl.core.ome.render import component_name
+from omectl.kube.client import PATCH_CONTENT_TYPES, ClusterClient
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.settings import Settings
 
 DEFAULT_OUT = RESULTS_DIR / "engine_rollout.json"
@@ -84,10 +89,12 @@ APPS_PATH = "/apis/apps/v1"
 RUNNER = "ome-container"  # the runner container of the sample profile
 NEW_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-cu129-amd64"
 PROBE_ANNOTATION = "bench.omectl.io/probe"
-ROLLOUT_TARGET = 0.5  # the rollout reaches >= 50% of the raw update rate
+SAME_WRITES_TARGET = 0.5  # the controller reaches >= 50% of the rate of the same writes made by a plain client
+SAME_WRITES_CLIENTS = 32  # the plain client's connections
 
 TARGETS: dict[str, tuple[str, float]] = {
-    "edit_vs_raw": (">=", ROLLOUT_TARGET),
+    "render_vs_same_writes": (">=", SAME_WRITES_TARGET),
+    "edit_vs_same_writes": (">=", SAME_WRITES_TARGET),
     "deployment_updates_per_isvc": ("==", 1.0),
 }
 # Every figure of a run: name -> (unit, label). Each one is a positive number in the results file.
@@ -95,10 +102,12 @@ FIGURES: dict[str, tuple[str, str]] = {
     "inference_services": ("", "autoSync InferenceServices (the profile edit reaches them all)"),
     "render_s": ("s", "render: from the first create until every engine Deployment has the profile's image"),
     "render_isvcs_per_s": ("/s", "render: InferenceServices rendered/s"),
-    "raw_updates_per_s": ("/s", "raw PUT rate of the servers (one per engine Deployment)"),
+    "same_writes_render_per_s": ("/s", "the same writes by a plain client: InferenceServices created/s"),
+    "render_vs_same_writes": ("", "render: rendered/s ÷ the same writes' rate"),
     "edit_rollout_s": ("s", "profile edit: until every engine Deployment has the new image"),
     "edit_isvcs_per_s": ("/s", "profile edit: Deployments rolled out/s"),
-    "edit_vs_raw": ("", "profile edit: rolled out/s ÷ raw updates/s"),
+    "same_writes_edit_per_s": ("/s", "the same writes by a plain client: InferenceServices rolled out/s"),
+    "edit_vs_same_writes": ("", "profile edit: rolled out/s ÷ the same writes' rate"),
     "deployment_updates_per_isvc": ("", "profile edit: Deployment updates (watch events) per InferenceService"),
     "api_writes_per_isvc": ("", "profile edit: all API writes per InferenceService"),
 }
@@ -133,6 +142,8 @@ ISVC = sample("isvc.yaml")
 PROFILE_NAME: str = PROFILE["metadata"]["name"]
 CHILD_NAME: str = RUNTIME["metadata"]["name"]
 OLD_IMAGE: str = PROFILE["spec"]["engineConfig"]["runner"]["image"]
+# The profile's image in each edit round: every round is a real change of every engine Deployment.
+EDIT_IMAGES = (NEW_IMAGE, OLD_IMAGE, NEW_IMAGE)
 
 
 def runtime_object(namespace: str) -> dict[str, Any]:
@@ -303,7 +314,73 @@ class Rollout:
         return self.last_at - started, False
 
 
-# --- HTTP set-up, the raw baseline, server-side checks -----------------------------------------------------------
+# --- the controller's writes, recorded for the same-writes baseline ---------------------------------------------
+
+IsvcWrites = dict[str, dict[str, Any]]  # "Deployment" / "Service": the apply body; "status": the status PUT body
+
+
+class WriteRecorder:
+    """The controller's own writes as it sent them, the last of each kind per InferenceService: the server-side
+    applies of its engine Deployment and Service and its status write. The same-writes baseline replays them."""
+
+    def __init__(self) -> None:
+        self.writes: dict[IsvcKey, IsvcWrites] = {}
+
+    def _applied(self, cluster: str, kind: str, body: Mapping[str, Any]) -> None:
+        meta = body["metadata"]
+        isvc = (meta.get("labels") or {}).get(ISVC_LABEL)
+        if isvc and kind in ("Deployment", "Service"):
+            self.writes.setdefault((cluster, meta["namespace"], isvc), {})[kind] = copy.deepcopy(dict(body))
+
+    def _status(self, cluster: str, path: str, body: Any) -> None:
+        if path.endswith("/status") and "/inferenceservices/" in path and isinstance(body, dict):
+            meta = body["metadata"]
+            self.writes.setdefault((cluster, meta["namespace"], meta["name"]), {})["status"] = copy.deepcopy(body)
+
+    @contextlib.contextmanager
+    def recording(self) -> Any:
+        """Record while the block runs (the controller's `ClusterClient` methods wrapped, then restored)."""
+        apply_bytes, request = ClusterClient.apply_bytes, ClusterClient.request
+        recorder = self
+
+        async def recorded_apply(client: ClusterClient, ref: Any, body: Mapping[str, Any], **kwargs: Any) -> bytes:
+            recorder._applied(client.name, ref.kind, body)
+            return await apply_bytes(client, ref, body, **kwargs)
+
+        async def recorded_request(client: ClusterClient, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+            if method.upper() == "PUT":
+                recorder._status(client.name, path, kwargs.get("body"))
+            return await request(client, method, path, **kwargs)
+
+        ClusterClient.apply_bytes = recorded_apply  # type: ignore[method-assign]
+        ClusterClient.request = recorded_request  # type: ignore[method-assign]
+        try:
+            yield self
+        finally:
+            ClusterClient.apply_bytes = apply_bytes  # type: ignore[method-assign]
+            ClusterClient.request = request  # type: ignore[method-assign]
+
+
+def with_runner_image(body: Mapping[str, Any], image: str) -> dict[str, Any]:
+    obj = copy.deepcopy(dict(body))
+    for container in obj["spec"]["template"]["spec"]["containers"]:
+        if container.get("name") == RUNNER:
+            container["image"] = image
+    return obj
+
+
+def with_annotation(body: dict[str, Any], key: str, value: str) -> dict[str, Any]:
+    meta = body["metadata"]
+    meta["annotations"] = {**(meta.get("annotations") or {}), key: value}
+    return body
+
+
+Request = tuple[str, str, bytes, str]  # method, URL, body, Content-Type
+APPLY_QUERY = f"?fieldManager={FIELD_MANAGER}&force=true"
+APPLY = PATCH_CONTENT_TYPES["apply"]
+
+
+# --- HTTP set-up, the raw baseline, the same-writes baseline, server-side checks ---------------------------------
 
 
 class EngineFleet(Fleet):
@@ -391,6 +468,85 @@ class EngineFleet(Fleet):
         await asyncio.gather(*(client() for _ in range(clients)))
         return len(requests) - errors, time.perf_counter() - started, errors
 
+    async def live_isvc_versions(self) -> dict[IsvcKey, str]:
+        """(cluster, namespace, name) -> resourceVersion of every InferenceService (a status write carries it)."""
+        lists = await asyncio.gather(
+            *(self.call("GET", f"{url}{OME_PATH}/inferenceservices") for url in self.urls.values())
+        )
+        return {
+            (cluster, item["metadata"]["namespace"], item["metadata"]["name"]): item["metadata"]["resourceVersion"]
+            for cluster, listed in zip(self.urls, lists, strict=True)
+            for item in listed["items"]
+        }
+
+    async def same_writes_jobs(
+        self, recorded: dict[IsvcKey, IsvcWrites], kinds: tuple[str, ...], mark: str, *, rename: bool, image: str | None
+    ) -> list[list[Request]]:
+        """Per InferenceService, the requests its reconcile made, in its order: the applies of `kinds` (renamed
+        `<name>-<mark>`, so created anew, with `rename`; with the runner image `image` when given), then its status
+        write (a real change: `status.runtime.hash` set to `mark`) against the live resourceVersion."""
+        versions = await self.live_isvc_versions()
+        jobs: list[list[Request]] = []
+        for key, writes in recorded.items():
+            cluster, namespace, name = key
+            url = self.urls[cluster]
+            job: list[Request] = []
+            for kind in kinds:
+                body = copy.deepcopy(writes[kind])
+                if image is not None and kind == "Deployment":
+                    body = with_runner_image(body, image)
+                body = with_annotation(body, RENDER_HASH, mark)
+                if rename:
+                    body["metadata"]["name"] = f"{body['metadata']['name']}-{mark}"
+                target = body["metadata"]["name"]
+                path = (
+                    f"{APPS_PATH}/namespaces/{namespace}/deployments/{target}"
+                    if kind == "Deployment"
+                    else f"/api/v1/namespaces/{namespace}/services/{target}"
+                )
+                job.append(("PATCH", f"{url}{path}{APPLY_QUERY}", orjson.dumps(body), APPLY))
+            status_body = copy.deepcopy(writes["status"])
+            status_body["metadata"]["resourceVersion"] = versions[key]
+            status_body["status"] = dict(status_body.get("status") or {})
+            status_body["status"]["runtime"] = {**(status_body["status"].get("runtime") or {}), "hash": mark}
+            status_path = f"{OME_PATH}/namespaces/{namespace}/inferenceservices/{name}/status"
+            job.append(
+                (
+                    "PUT",
+                    f"{url}{status_path}?fieldManager={FIELD_MANAGER}",
+                    orjson.dumps(status_body),
+                    "application/json",
+                )
+            )
+            jobs.append(job)
+        return jobs
+
+    async def send_jobs(self, jobs: list[list[Request]], clients: int) -> tuple[int, float, int]:
+        """Each job's requests in order, `clients` jobs at a time: (jobs done without an error, seconds, errors)."""
+        errors = 0
+        failed_jobs = 0
+        next_job = 0
+
+        async def client() -> None:
+            nonlocal errors, failed_jobs, next_job
+            while next_job < len(jobs):
+                job = jobs[next_job]
+                next_job += 1
+                ok = True
+                for method, url, body, content_type in job:
+                    async with self.session.request(
+                        method, url, data=body, **self.auth.options(url, content_type)
+                    ) as resp:
+                        await resp.read()
+                        if resp.status >= 300:
+                            errors += 1
+                            ok = False
+                failed_jobs += not ok
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        return len(jobs) - failed_jobs, time.perf_counter() - started, errors
+
 
 # --- the run -----------------------------------------------------------------------------------------------------
 
@@ -408,16 +564,20 @@ class Bench:
         self.workdir = workdir
         self.profile = cProfile.Profile() if profile else None
         self.figures: dict[str, float] = {}
+        self.spread: dict[str, list[float]] = {}
         self.phases: dict[str, dict[str, Any]] = {}
+        self.recorder = WriteRecorder()
 
     def progress(self, phase: str, text: str) -> None:
         details = self.phases[phase]
-        notes = cpu_notes(details, "controller_process_cpu_cores", "controller process cpu")
+        # this process's CPU: the controller's, or in a same-writes phase (the controller stopped) the client's
+        who = "client process cpu" if phase.startswith("same_writes") else "controller process cpu"
+        notes = cpu_notes(details, "controller_process_cpu_cores", who)
         if details.get("deadline_hit"):
             notes.append("stopped at the deadline")
         print_phase(phase, text, notes, width=7)
 
-    async def run(self, raw_clients: int) -> None:
+    async def run(self, clients: int) -> None:
         sizes = self.sizes
         isvcs = isvc_keys(sizes, list(self.server.urls))
         self.figures["inference_services"] = float(len(isvcs))
@@ -432,12 +592,30 @@ class Bench:
             # The controller starts on the empty fleet and sees every object arrive by watch (as fleet_convergence).
             await app.wait_synced(sizes.phase_deadline_s)
             rollout = Rollout(app, isvcs)
-            await self._phase_render(app, rollout, isvcs)
-            await self._phase_raw(app, rollout, raw_clients)
-            await self._phase_edit(app, rollout)
+            with self.recorder.recording():
+                await self._phase_render(app, rollout, isvcs)
+                edits = [await self._phase_edit(app, rollout, index) for index in range(len(EDIT_IMAGES))]
         finally:
             await app.stop()
-        self.figures["edit_vs_raw"] = round(self.figures["edit_isvcs_per_s"] / self.figures["raw_updates_per_s"], 3)
+        # The same writes by a plain client, with no controller running, on the same clusters.
+        render_rates = [await self._phase_same_writes("render", index, clients) for index in range(ROUNDS)]
+        edit_rates = [await self._phase_same_writes("edit", index, clients) for index in range(ROUNDS)]
+        render_rate = self.figures["render_isvcs_per_s"]
+        rounds: list[dict[str, float]] = [  # round i: the i-th edit beside the i-th same-writes run
+            {
+                **edit,
+                "same_writes_render_per_s": render,
+                "render_vs_same_writes": round(render_rate / render, 3),
+                "same_writes_edit_per_s": rolled,
+                "edit_vs_same_writes": round(edit["edit_isvcs_per_s"] / rolled, 3),
+            }
+            for edit, render, rolled in zip(edits, render_rates, edit_rates, strict=True)
+        ]
+        figures, spread = median_and_spread(rounds, rounds[0])
+        self.figures.update(figures)
+        self.spread.update(spread)
+        for name in ("inference_services", "render_s", "render_isvcs_per_s"):  # the InferenceServices: created once
+            self.spread[name] = [self.figures[name], self.figures[name]]
 
     async def _measure(
         self, app: ControllerApp, rollout: Rollout, phase: str, image: str, what: str, action: Callable[[], Any]
@@ -449,7 +627,7 @@ class Bench:
         rollout.reset_counts()
         before = {**engine_counts(app), **rollout.counts()}
         rollout.expect(image)
-        profiling = self.profile is not None and phase == "edit"
+        profiling = self.profile is not None and phase == "edit_1"
         if profiling:
             assert self.profile is not None
             self.profile.enable()
@@ -493,6 +671,7 @@ class Bench:
             )
 
         details = await self._measure(app, rollout, "render", OLD_IMAGE, "engine Deployments rendered", create)
+        # the status writes are queued behind the applies: the recorder holds every one once the queue is idle
         self.phases["render"] = details
         self.figures["render_s"] = details["elapsed_s"]
         self.figures["render_isvcs_per_s"] = details["per_s"]
@@ -502,40 +681,45 @@ class Bench:
             f"{details['elapsed_s']:.2f} s after the first create, {details['engine_applies']} applies",
         )
 
-    async def _phase_raw(self, app: ControllerApp, rollout: Rollout, clients: int) -> None:
-        await wait_idle(app, self.sizes.phase_deadline_s)
-        rollout.reset_counts()
-        before = {**engine_counts(app), **rollout.counts()}
+    async def _phase_same_writes(self, kind: str, index: int, clients: int) -> float:
+        """The writes the controller made per InferenceService, by a plain client: on a render each engine
+        Deployment and Service applied as the controller rendered them (under new names, so created) and the
+        status written; on an edit each engine Deployment applied with a new runner image and the status written.
+        Returns InferenceServices/s."""
+        phase = f"same_writes_{kind}_{index + 1}"
+        mark = f"sw{kind[0]}{index + 1}"
+        render = kind == "render"
+        jobs = await self.fleet.same_writes_jobs(
+            self.recorder.writes,
+            ("Deployment", "Service") if render else ("Deployment",),
+            mark,
+            rename=render,
+            image=None if render else f"{NEW_IMAGE}-{mark}",
+        )
         meter = Meter(self.server)
-        writes, elapsed, errors = await self.fleet.raw_updates(clients)
-        cpu = meter.read()
-        await wait_idle(app, self.sizes.phase_deadline_s)
-        # Every PUT is streamed back to the controller: wait (bounded) until its informers have seen them all, so
-        # that any reconcile they could cause has been queued and counted.
-        all_seen = await rollout.wait_modified(writes, self.sizes.phase_deadline_s)
-        await wait_idle(app, self.sizes.phase_deadline_s)
-        rate = writes / elapsed
-        counts = delta({**engine_counts(app), **rollout.counts()}, before)
-        self.phases["raw"] = {
-            **cpu,
+        done, elapsed, errors = await self.fleet.send_jobs(jobs, clients)
+        rate = done / elapsed
+        self.phases[phase] = {
+            **meter.read(),
             "clients": clients,
-            "writes": writes,
+            "inference_services": len(jobs),
+            "requests": sum(len(job) for job in jobs),
             "errors": errors,
             "elapsed_s": round(elapsed, 3),
             "per_s": round(rate, 1),
-            "controller_saw_every_update": all_seen,
-            **counts,
-            "deployment_modified_per_deployment": rollout.per_deployment(),
         }
-        self.figures["raw_updates_per_s"] = round(rate, 1)
         self.progress(
-            "raw",
-            f"{writes} PUT from {clients} clients in {elapsed:.2f} s = {rate:,.0f}/s; controller: "
-            f"{counts['engine_applies']} applies, {counts['reconciles']} reconciles",
+            phase,
+            f"{done}/{len(jobs)} InferenceServices, {self.phases[phase]['requests']} requests from {clients} "
+            f"clients in {elapsed:.2f} s = {rate:,.0f}/s",
         )
+        return round(rate, 1)
 
-    async def _phase_edit(self, app: ControllerApp, rollout: Rollout) -> None:
-        patch = {"spec": {"engineConfig": {"runner": {"image": NEW_IMAGE}}}}
+    async def _phase_edit(self, app: ControllerApp, rollout: Rollout, index: int) -> dict[str, float]:
+        """One profile edit to `EDIT_IMAGES[index]`; its figures (the round's)."""
+        image = EDIT_IMAGES[index]
+        phase = f"edit_{index + 1}"
+        patch = {"spec": {"engineConfig": {"runner": {"image": image}}}}
 
         async def edit() -> None:
             await asyncio.gather(
@@ -550,26 +734,28 @@ class Bench:
                 )
             )
 
-        details = await self._measure(app, rollout, "edit", NEW_IMAGE, "engine Deployments on the new image", edit)
+        details = await self._measure(app, rollout, phase, image, "engine Deployments on the new image", edit)
         total = len(rollout.keys)
         writes = details["engine_applies"] + details["isvc_modified_events"] + details["controller_revisions_created"]
         details["api_writes"] = writes
-        self.phases["edit"] = details
-        self.figures["edit_rollout_s"] = details["elapsed_s"]
-        self.figures["edit_isvcs_per_s"] = details["per_s"]
-        self.figures["deployment_updates_per_isvc"] = round(details["deployment_modified_events"] / total, 3)
-        self.figures["api_writes_per_isvc"] = round(writes / total, 3)
+        self.phases[phase] = details
         per = details["deployment_modified_per_deployment"]
         self.progress(
-            "edit",
+            phase,
             f"{details['verified_on_server']}/{total} on the new image (server-side check) in "
             f"{details['elapsed_s']:.2f} s = {details['per_s']:,.0f}/s; {details['engine_applies']} applies, "
             f"Deployment updates per Deployment {per['min']}..{per['max']}, {details['isvc_modified_events']} "
             f"status writes, {details['controller_revisions_created']} revisions",
         )
+        return {
+            "edit_rollout_s": details["elapsed_s"],
+            "edit_isvcs_per_s": details["per_s"],
+            "deployment_updates_per_isvc": round(details["deployment_modified_events"] / total, 3),
+            "api_writes_per_isvc": round(writes / total, 3),
+        }
 
 
-def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool, real: str | None) -> dict[str, Any]:
+def run_benchmark(sizes: Sizes, quick: bool, clients: int, profile: bool, real: str | None) -> dict[str, Any]:
     """The phases against the embedded servers, then (with `real`, the real server's versions) the same phases
     against real kube-apiservers + etcd started the same way (`dev up --real`), in the same run."""
     total = sizes.clusters * sizes.isvcs_per_cluster
@@ -581,14 +767,14 @@ def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool, re
     machine = machine_info()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="omectl-bench-engine-") as tmp:
-        bench = run_fleet(sizes, Path(tmp) / "embedded", raw_clients, profile, real=False)
+        bench = run_fleet(sizes, Path(tmp) / "embedded", clients, profile, real=False)
         real_bench = None
         if real is not None:
             print(f"the same phases against {sizes.clusters} real clusters: {real} (`dev up --real`)", flush=True)
-            real_bench = run_fleet(sizes, Path(tmp) / "real", raw_clients, False, real=True)
+            real_bench = run_fleet(sizes, Path(tmp) / "real", clients, False, real=True)
     if bench.profile is not None:
         for order in ("cumulative", "tottime"):
-            print(f"\n=== controller process, profile edit phase: top 30 by {order} ===", flush=True)
+            print(f"\n=== controller process, first profile edit: top 30 by {order} ===", flush=True)
             pstats.Stats(bench.profile, stream=sys.stdout).sort_stats(order).print_stats(30)
     results: dict[str, Any] = {
         **run_header("engine_rollout", quick, started),
@@ -597,10 +783,12 @@ def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool, re
             "servers": f"one `python -m omectl dev up --clusters {sizes.clusters}` process",
             "controller": "ControllerApp in the benchmark process (defaults: concurrency 16, tracing to a file; "
             "webhooks not installed)",
-            "raw_clients": raw_clients,
+            "same_writes_clients": clients,
         },
         "sizes": asdict(sizes),
+        "repeats": ROUNDS,
         "figures": bench.figures,
+        "spread": bench.spread,
         "units": units_of(FIGURES),
         "targets": evaluate_targets(bench.figures, quick, TARGETS),
         "phases": bench.phases,
@@ -612,6 +800,7 @@ def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool, re
             "layout": f"one `python -m omectl dev up --real --clusters {sizes.clusters}` process: an etcd and a "
             "kube-apiserver per cluster",
             "figures": real_bench.figures,
+            "spread": real_bench.spread,
             "targets": evaluate_targets(real_bench.figures, quick, TARGETS),
             "embedded_over_real": {
                 name: round(value / real_bench.figures[name], 3)
@@ -623,7 +812,7 @@ def run_benchmark(sizes: Sizes, quick: bool, raw_clients: int, profile: bool, re
     return results
 
 
-def run_fleet(sizes: Sizes, workdir: Path, raw_clients: int, profile: bool, *, real: bool) -> Bench:
+def run_fleet(sizes: Sizes, workdir: Path, clients: int, profile: bool, *, real: bool) -> Bench:
     workdir.mkdir(parents=True)
     with FleetProcess(workdir, sizes.clusters, real=real) as server:
 
@@ -634,7 +823,7 @@ def run_fleet(sizes: Sizes, workdir: Path, raw_clients: int, profile: bool, *, r
                 connector=connector, timeout=timeout, headers={"User-Agent": USER_AGENT}
             ) as session:
                 bench = Bench(sizes, server, EngineFleet(server.urls, session, server.auth), workdir, profile)
-                await bench.run(raw_clients)
+                await bench.run(clients)
                 return bench
 
         gc.collect()
@@ -663,8 +852,10 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         target = results["targets"].get(name)
         wanted = f"{target['op']} {target['target']:.2f}" if target else ""
         verdict = ("PASS" if target["pass"] else "FAIL") if target else ""
+        low, high = results["spread"][name]
+        shown = _shown(value, unit) if low == high else f"{_shown(value, unit)} ({_shown(low, '')}-{_shown(high, '')})"
         if real is None:
-            rows.append((label, _shown(value, unit), wanted, verdict))
+            rows.append((label, shown, wanted, verdict))
             continue
         real_value = real["figures"].get(name)
         real_target = real["targets"].get(name)
@@ -672,7 +863,7 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
             verdict += f" (real: {'PASS' if real_target['pass'] else 'FAIL'})"
         ratio = real["embedded_over_real"].get(name)
         real_shown = _shown(real_value, unit) if real_value else ""
-        rows.append((label, _shown(value, unit), real_shown, f"{ratio:.2f}x" if ratio else "", wanted, verdict))
+        rows.append((label, shown, real_shown, f"{ratio:.2f}x" if ratio else "", wanted, verdict))
     return rows
 
 
@@ -690,14 +881,14 @@ README_INTRO = """## Engine rollout
 
 **Layout.** As in the fleet-convergence benchmark: the 4 simulated clusters are served by one `python -m omectl dev
 up --clusters 4` process (with `deploy/crds/` applied); the controller runs in the benchmark process as
-`ControllerApp` with its default settings (16 workers, spans to a trace file), minus the admission webhooks; the raw
-baseline's clients run in the benchmark process too, so both rates are measured with the same split of cores, in
-the same run, against the same 2,000 engine Deployments.
+`ControllerApp` with its default settings (16 workers, spans to a trace file), minus the admission webhooks; the
+same-writes baseline's client runs in the benchmark process too (after the controller stopped), so both rates are
+measured with the same split of cores, in the same run, against the same 2,000 engine Deployments.
 
 **Beside real kube-apiservers.** Where `make envtest` has built them (`--real auto`, the default), the same phases
 run after the embedded fleet, in the same run, against `omectl dev up --real --clusters 4` (an etcd and a
 kube-apiserver per cluster, on the same two cores), with the same controller settings, clients and counts. The
-comparison that matters is each fleet's rolled out/s ÷ its own raw PUT rate: a controller that keeps up with a fast
+comparison that matters is each fleet's rate ÷ its own same-writes rate: a controller that keeps up with a fast
 fake may not keep up with a real server, and the other way round.
 
 **Phases** (each bounded by a deadline, each printing progress such as `1234/2000 engine Deployments rendered`):
@@ -708,15 +899,18 @@ fake may not keep up with a real server, and the other way round.
    InferenceServices per cluster (2,000 in all, spread over the namespaces) like `isvc.yaml`, each naming its
    namespace's child runtime (autoSync, the default), from 32 concurrent clients: **render** is the time from the
    first create until every engine Deployment `<isvc>-engine` is in the controller's cache with the profile's image.
-2. **raw**: every engine Deployment gets one `PUT` with a new `bench.omectl.io/probe` annotation (a real change: one
-   new resourceVersion and one watch event each), built from a list taken just before (untimed) so each carries the
-   live resourceVersion, from 16 concurrent aiohttp clients (the controller's worker count) spread over the 4
-   clusters. **raw PUT rate** = 2,000 / time to the last response. The controller sees those events; the PUT keeps
-   the `omectl.io/render-hash` annotation and changes no status, so it writes nothing
-   (`phases.raw.engine_applies` and `phases.raw.reconciles` are 0).
-3. **profile edit**: a merge patch of the profile's `spec.engineConfig.runner.image` on the 4 clusters at once;
-   timed until every engine Deployment in the controller's cache runs the new image. **rolled out/s** = 2,000 /
-   time from the edit to the last Deployment; the target is rolled out/s >= 50% of the raw rate.
+2. **profile edit**, 3 rounds: a merge patch of the profile's `spec.engineConfig.runner.image` on the 4 clusters at
+   once (a new image, back to the old one, the new one again); timed until every engine Deployment in the
+   controller's cache runs the round's image. **rolled out/s** = 2,000 / time from the edit to the last Deployment.
+3. **the same writes** (the baselines), 3 rounds each, after the controller stopped: the controller's own requests
+   were recorded as it sent them (its last server-side apply of each engine Deployment and Service, its last status
+   write of each InferenceService), and a plain aiohttp client with 32 connections sends, per InferenceService and
+   in the controller's order, the same requests: for the render, the Deployment's and the Service's server-side
+   applies under new names (so created, as on a render) and the status write; for the edit, the Deployment's
+   apply with a new runner image (a real rollout) and the status write. Each status write is a real change,
+   against a resourceVersion listed just before (untimed). The targets: rendered/s and rolled out/s >= 50% of the
+   same writes' rates. Each figure is the median of its 3 rounds, its range in brackets (the render itself runs
+   once: the InferenceServices are created once).
 
 **The observable.** An informer caches only what the API server lists or streams, so a Deployment counts once the
 server committed the new spec and streamed it back (the watch delivery is included). After each phase the servers
@@ -733,11 +927,11 @@ writes + revisions) / 2,000.
 def markdown_table(results: dict[str, Any]) -> str:
     machine = results["machine"]
     phases = results["phases"]
-    edit = phases["edit"]
+    edit = phases["edit_1"]
     per = edit["deployment_modified_per_deployment"]
     cpu = ", ".join(
         f"{name} {phases[name]['server_cpu_cores']:.2f} / {phases[name]['controller_process_cpu_cores']:.2f}"
-        for name in ("render", "raw", "edit")
+        for name in ("render", "edit_1", "same_writes_render_1", "same_writes_edit_1")
     )
     total = int(results["figures"]["inference_services"])
     lines = [
@@ -746,28 +940,27 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
         f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}, {machine['platform']}; "
-        f"servers: {results['layout']['servers']}; controller: {results['layout']['controller']}; raw baseline: "
-        f"{results['layout']['raw_clients']} concurrent aiohttp clients in the benchmark process.",
+        f"servers: {results['layout']['servers']}; controller: {results['layout']['controller']}; same writes: "
+        f"{results['layout']['same_writes_clients']} concurrent aiohttp connections in the benchmark process.",
         "",
-        f"CPU per phase in cores, server process / controller process: {cpu}; 1-minute load average before the run: "
-        f"{machine['load_average_1m_before']}. Profile edit: {edit['engine_applies']} applies, Deployment updates per "
-        f"Deployment {per['min']} to {per['max']} ({per['total']} in all), {edit['isvc_modified_events']} "
+        f"CPU per phase in cores, server process / benchmark process: {cpu}; 1-minute load average before the run: "
+        f"{machine['load_average_1m_before']}. First profile edit: {edit['engine_applies']} applies, Deployment "
+        f"updates per Deployment {per['min']} to {per['max']} ({per['total']} in all), {edit['isvc_modified_events']} "
         f"InferenceService status writes, {edit['controller_revisions_created']} ControllerRevisions created, "
         f"{edit['reconciles']} reconciles. Render: {phases['render']['engine_applies']} applies (Deployments and "
-        f"Services), {phases['render']['reconciles']} reconciles. Raw phase: the controller made "
-        f"{phases['raw']['engine_applies']} applies and {phases['raw']['reconciles']} reconciles. "
-        f"Checked on the servers: render {phases['render']['verified_on_server']}, "
-        f"edit {edit['verified_on_server']} of {total}.",
+        f"Services), {phases['render']['reconciles']} reconciles. Checked on the servers: render "
+        f"{phases['render']['verified_on_server']}, first edit {edit['verified_on_server']} of {total}.",
     ]
     real = results.get("real_server")
     if real is not None:
-        real_edit = real["phases"]["edit"]
+        real_edit = real["phases"]["edit_1"]
         lines += [
             "",
             f"Real servers: {real['server']}; {real['layout']}; the same controller, clients and counts, after the "
             f"embedded fleet, in the same run. Checked on the servers: render "
-            f"{real['phases']['render']['verified_on_server']}, edit {real_edit['verified_on_server']} of {total}; "
-            f"profile edit: {real_edit['engine_applies']} applies, {real_edit['reconciles']} reconciles.",
+            f"{real['phases']['render']['verified_on_server']}, first edit {real_edit['verified_on_server']} of "
+            f"{total}; first profile edit: {real_edit['engine_applies']} applies, {real_edit['reconciles']} "
+            "reconciles.",
         ]
     return "\n".join(lines)
 
@@ -778,9 +971,14 @@ def markdown_table(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.engine_rollout", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small counts (the smoke test); the README is untouched")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results JSON (default {DEFAULT_OUT})")
     parser.add_argument(
-        "--raw-clients", type=int, default=RAW_CLIENTS, help=f"concurrent raw writers (default {RAW_CLIENTS})"
+        "--out", type=Path, help=f"results JSON (default: {DEFAULT_OUT}, on a run that rewrites the README only)"
+    )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=SAME_WRITES_CLIENTS,
+        help=f"connections of the same-writes client (default {SAME_WRITES_CLIENTS})",
     )
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite the table in the README")
     parser.add_argument("--profile", action="store_true", help="cProfile the controller process in the edit phase")
@@ -790,10 +988,17 @@ def main(argv: list[str] | None = None) -> int:
     if error:
         print(error, file=sys.stderr)
         return 1
-    results = run_benchmark(QUICK if args.quick else FULL, args.quick, args.raw_clients, args.profile, real)
+    if args.clients < 1:
+        parser.error("--clients must be at least 1")
+    results = run_benchmark(QUICK if args.quick else FULL, args.quick, args.clients, args.profile, real)
     print("\n" + format_table(results), flush=True)
-    write_results(args.out, results)
-    if not args.quick and not args.no_readme and not args.profile:
+    rewrites_readme = not args.quick and not args.no_readme and not args.profile
+    out = results_path(args.out, DEFAULT_OUT, rewrites_readme=rewrites_readme)
+    if out is not None:
+        write_results(out, results)
+    else:
+        print(not_written_note(), flush=True)
+    if rewrites_readme:
         rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=True)
         print(f"table rewritten in {README}", flush=True)
     return 0

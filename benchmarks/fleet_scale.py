@@ -23,8 +23,9 @@ then `omectl run` is stopped and the kopf peer (`benchmarks/peers/kopf_runtime_s
 --standalone --all-namespaces` process per cluster) runs step 5 on the same clusters: omectl/kopf ratios of
 convergence time, CPU seconds and RSS. Each figure's growth from the smallest to the largest fleet is compared with
 linear growth, and drawn (with the ratios) to `benchmarks/results/fleet_scale.png` with matplotlib (the `bench`
-extra). Results go to `benchmarks/results/fleet_scale.json` and a section of `benchmarks/README.md`.
-`--quick` runs tiny counts on fleets of 1 and 2 (the smoke test) and leaves the README alone.
+extra). A full run writes `benchmarks/results/fleet_scale.json` (the plot beside it) and a section of
+`benchmarks/README.md`; `--quick` runs tiny counts on fleets of 1 and 2 (the smoke test) and, as `--no-readme`
+does, leaves both alone; `--out` writes the results JSON and the plot where it says.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from benchmarks.common import (
 from benchmarks.engine_rollout import ISVC as ISVC_SAMPLE
 from benchmarks.engine_rollout import MODEL, NEW_IMAGE, OLD_IMAGE, PROFILE, PROFILE_NAME, RUNTIME, EngineFleet
 from benchmarks.fleet_convergence import RAW_CLIENTS, SETUP_CLIENTS, USER_AGENT, FleetProcess, run_concurrently
+from benchmarks.output import not_written_note, results_path
 from omectl.cli.dev import write_registrations
 from omectl.core.ome.render import component_name
 
@@ -1178,7 +1180,11 @@ def draw_plot(results: dict[str, Any], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fleet_scale", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts on 1 and 2 clusters; README untouched")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results JSON (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help=f"results JSON, the plot beside it (default: {DEFAULT_OUT}, on a run that rewrites the README only)",
+    )
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite the section in the README")
     parser.add_argument("--sizes", help="fleet sizes, comma-separated (default 1,4,10; quick 1,2)")
     args = parser.parse_args(argv)
@@ -1190,11 +1196,16 @@ def main(argv: list[str] | None = None) -> int:
         sizes = Sizes(fleets, *list(asdict(sizes).values())[1:])
     results = run_benchmark(sizes, args.quick)
     print("\n" + text_table(table_rows(results)), flush=True)
-    write_results(args.out, results)
-    plot = args.out.with_suffix(".png")
+    rewrites_readme = not args.quick and not args.no_readme
+    out = results_path(args.out, DEFAULT_OUT, rewrites_readme=rewrites_readme)
+    if out is None:
+        print(not_written_note(), flush=True)
+        return 0
+    write_results(out, results)
+    plot = out.with_suffix(".png")
     if len(sizes.fleets) > 1:
         draw_plot(results, plot)
-    if not args.quick and not args.no_readme:
+    if rewrites_readme:
         relative = os.path.relpath(plot, README.parent)
         rewrite_readme_section(README, markdown_section(results, relative), README_BEGIN, README_END, True)
         print(f"section rewritten in {README}", flush=True)

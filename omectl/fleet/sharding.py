@@ -846,19 +846,20 @@ class Fenced(KubeConnectionError):
 def fence_writes(client: ClusterClient, coordinator: ShardCoordinator, cluster: str) -> None:
     """Send this client's writes (every method but GET) through `coordinator.writing(cluster)`.
 
-    `ClusterClient.request` is where every call of the client goes (get, create, replace, patch, delete, the
-    writer's status PUTs, events), so the instance's `request` is wrapped: refused once the Lease is not held,
-    counted in flight so a graceful release can wait for the answers.
+    `ClusterClient.request_bytes` is where every call of the client goes (get, create, replace, patch, delete, the
+    undecoded server-side applies, the writer's status PUTs, events: `request` calls it too), so the instance's
+    `request_bytes` is wrapped: refused once the Lease is not held, counted in flight so a graceful release can wait
+    for the answers.
     """
-    send = client.request
+    send = client.request_bytes
 
-    async def request(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    async def request_bytes(method: str, path: str, **kwargs: Any) -> bytes:
         if method.upper() == "GET":
             return await send(method, path, **kwargs)
         with coordinator.writing(cluster):
             return await send(method, path, **kwargs)
 
-    setattr(client, "request", request)  # noqa: B010 - an instance attribute shadowing the method
+    setattr(client, "request_bytes", request_bytes)  # noqa: B010 - an instance attribute shadowing the method
 
 
 # --- the provider seen by the controller -------------------------------------------------------------------

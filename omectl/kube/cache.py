@@ -1,7 +1,8 @@
 """`ObjectCache`: an informer's store of plain dicts keyed by (namespace, name), with named secondary indexes.
 
-Objects are stored as decoded (minus `metadata.managedFields`) and handed out as they are: reads never copy, so
-callers must treat every returned dict as read-only and build a new dict to change anything.
+Objects are stored as the informer's transform left them and handed out as they are: reads never copy, so
+callers must treat every returned dict as read-only and build a new dict to change anything. Each object is held
+once, in a map of namespace -> name -> object; an index holds keys, not objects.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ class ObjectCache:
     """The objects of one kind in one cluster, as the informer last saw them."""
 
     def __init__(self) -> None:
-        self._objects: dict[ObjectKey, dict[str, Any]] = {}
         self._by_namespace: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> name -> object
+        self._count = 0
         self._index_funcs: dict[str, IndexFunc] = {}
         # index name -> index value -> keys of the objects carrying that value
         self._indexes: dict[str, dict[str, set[ObjectKey]]] = {}
@@ -46,8 +47,8 @@ class ObjectCache:
         self._index_funcs[name] = fn
         self._indexes[name] = {}
         self._filed[name] = {}
-        for key, obj in self._objects.items():
-            self._file(name, fn, key, obj)
+        for obj in self._all():
+            self._file(name, fn, object_key(obj), obj)
 
     def by_index(self, name: str, value: str) -> list[dict[str, Any]]:
         """The objects whose index function returned `value` (in no particular order)."""
@@ -55,7 +56,7 @@ class ObjectCache:
             keys = self._indexes[name].get(value, ())
         except KeyError:
             raise KeyError(f"no index named {name!r}; registered: {sorted(self._index_funcs)}") from None
-        return [self._objects[k] for k in keys]
+        return [self._by_namespace[namespace][name] for namespace, name in keys]
 
     def index_values(self, name: str) -> list[str]:
         """Every value the index currently holds at least one object under."""
@@ -86,9 +87,11 @@ class ObjectCache:
         """Store `obj` (taking ownership of it: `managedFields` is removed in place); returns the previous one."""
         obj["metadata"].pop("managedFields", None)
         key = object_key(obj)
-        old = self._objects.get(key)
-        self._objects[key] = obj
-        self._by_namespace.setdefault(key[0], {})[key[1]] = obj
+        names = self._by_namespace.setdefault(key[0], {})
+        old = names.get(key[1])
+        names[key[1]] = obj
+        if old is None:
+            self._count += 1
         for name, fn in self._index_funcs.items():
             if old is not None:
                 self._unfile(name, key)
@@ -98,10 +101,10 @@ class ObjectCache:
     def delete(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         """Remove an object; returns it, or None when it was not cached."""
         key = (namespace or "", name)
-        old = self._objects.pop(key, None)
+        names = self._by_namespace.get(key[0])
+        old = names.pop(name, None) if names is not None else None
         if old is not None:
-            names = self._by_namespace[key[0]]
-            del names[name]
+            self._count -= 1
             if not names:
                 del self._by_namespace[key[0]]
             for index_name in self._index_funcs:
@@ -111,21 +114,25 @@ class ObjectCache:
     # --- reads -------------------------------------------------------------------------------------------
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
-        return self._objects.get((namespace or "", name))
+        names = self._by_namespace.get(namespace or "")
+        return names.get(name) if names is not None else None
 
     def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
         if namespace is None:
-            return list(self._objects.values())
+            return self._all()
         return list(self._by_namespace.get(namespace, {}).values())
 
+    def _all(self) -> builtins.list[dict[str, Any]]:
+        return [obj for names in self._by_namespace.values() for obj in names.values()]
+
     def object_keys(self) -> builtins.list[ObjectKey]:
-        return list(self._objects)
+        return [(namespace, name) for namespace, names in self._by_namespace.items() for name in names]
 
     def __len__(self) -> int:
-        return len(self._objects)
+        return self._count
 
     def __contains__(self, key: object) -> bool:
-        return key in self._objects
+        return isinstance(key, tuple) and len(key) == 2 and self.get(*key) is not None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(list(self._objects.values()))
+        return iter(self._all())

@@ -358,6 +358,28 @@ class ClusterClient:
     ) -> dict[str, Any]:
         """One call; the decoded JSON answer for 2xx, else `KubeAPIError`. A dict or list body is sent as JSON."""
         method = method.upper()
+        raw = await self.request_bytes(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+        if not raw:
+            return {}
+        try:
+            decoded = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise KubeError(self.name, f"{method} {path}: answer is not JSON: {raw[:200]!r}") from exc
+        return decoded if isinstance(decoded, dict) else {"items": decoded}
+
+    async def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> bytes:
+        """`request` without decoding the answer: its bytes for 2xx, else `KubeAPIError` (decoding a large answer
+        is a cost a caller that does not read it should not pay)."""
+        method = method.upper()
         data = _encode_body(body)
         url = self._url(path, query)
         client_timeout = aiohttp.ClientTimeout(
@@ -383,13 +405,7 @@ class ClusterClient:
                 continue
             break
         if 200 <= status < 300:
-            if not raw:
-                return {}
-            try:
-                decoded = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise KubeError(self.name, f"{method} {path}: answer is not JSON: {raw[:200]!r}") from exc
-            return decoded if isinstance(decoded, dict) else {"items": decoded}
+            return raw
         raise self._api_error(method, path, status, raw, resp_headers)
 
     async def watch(
@@ -541,6 +557,20 @@ class ClusterClient:
             query=self._write_query(field_manager, dry_run, force),
             body=patch,
             content_type=content_type,
+        )
+
+    async def apply_bytes(
+        self, ref: ResourceRef, body: Mapping[str, Any], *, field_manager: str, force: bool = True
+    ) -> bytes:
+        """Server-side apply `body` (its metadata names it); the server's answer undecoded."""
+        name = body["metadata"]["name"]
+        ns = self._namespace_for(ref, body["metadata"].get("namespace") or None, body)
+        return await self.request_bytes(
+            "PATCH",
+            ref.path(ns, name),
+            query=self._write_query(field_manager, False, force),
+            body=body,
+            content_type=PATCH_CONTENT_TYPES["apply"],
         )
 
     async def delete(

@@ -1,5 +1,8 @@
 """Smoke tests of the controller benchmarks: a `--quick` run of each completes and reports every figure as a positive
-number, with a pass/fail verdict per target, and leaves the README alone (no timing assertions)."""
+number, with a pass/fail verdict per target, and leaves the README alone (no timing assertions). Where a benchmark
+repeats its figures, each is the median of its rounds and lies within their spread, and the counts the controller's
+work must satisfy (one apply per engine per edit, the same number of requests in a baseline as the controller made)
+are checked; a run without `--out` writes no results file."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from benchmarks import cli_startup, engine_rollout, fleet_convergence, fleet_scale, ha_ownership, resilience, resolver
 from omectl.envtest import BinariesMissing, find_binaries
@@ -34,6 +38,14 @@ def run_quick(module: str, out: Path, timeout: float) -> dict[str, Any]:
     return results
 
 
+def assert_within_spread(results: dict[str, Any], rounds: int) -> None:
+    """Each figure is the median of `rounds` rounds: it lies within the [lowest, highest] the run reports."""
+    assert results["repeats"] == rounds
+    assert set(results["spread"]) == set(results["figures"])
+    for name, (low, high) in results["spread"].items():
+        assert low <= results["figures"][name] <= high, f"{name}: {results['figures'][name]} not in [{low}, {high}]"
+
+
 def assert_every_figure_positive(results: dict[str, Any], figures: dict[str, Any], targets: dict[str, Any]) -> None:
     assert results["mode"] == "quick"
     assert set(results["figures"]) == set(figures)
@@ -53,8 +65,35 @@ def test_resolver_quick_run_reports_every_figure_as_a_positive_number_and_leaves
     results = run_quick("benchmarks.resolver", tmp_path / "resolver.json", timeout=120)
 
     assert_every_figure_positive(results, resolver.FIGURES, resolver.TARGETS)
+    assert_within_spread(results, 3)
     assert results["phases"]["warm_resolve"]["samples"] > 0
+    figures = results["figures"]
+    assert figures["warm_resolve_us"] < figures["cold_resolve_us"]  # a hit merges nothing
+    assert figures["edit_resolve_us"] < figures["edit_first_resolve_us"]  # one layer merged, not five
+    what_if = results["phases"][resolver.WHAT_IF]
+    assert "NullSerializer())" in what_if["note"]  # the what-if's second level keeps aiocache's default timeout
+    for name in ("cold", "edit", "edit_first"):  # each what-if figure beside the default resolver's, same round
+        default = results["phases"][f"{name}_resolve"]["median_us"]
+        expected = what_if[f"{name}_resolve_median_us"] / default
+        assert what_if[f"{name}_over_default"] == pytest.approx(expected, rel=0.01, abs=0.002), name
     assert (resolver.README.read_text() if resolver.README.exists() else None) == readme_before
+
+
+def test_a_run_without_out_writes_no_results_file_when_it_leaves_the_readme(tmp_path: Path) -> None:
+    committed = resolver.DEFAULT_OUT
+    before = committed.read_bytes() if committed.exists() else None
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.resolver", "--quick"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "results JSON not written" in proc.stdout
+    assert (committed.read_bytes() if committed.exists() else None) == before
 
 
 def test_fleet_convergence_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_readme(
@@ -79,6 +118,7 @@ def test_engine_rollout_quick_run_reports_every_figure_as_a_positive_number_and_
     results = run_quick("benchmarks.engine_rollout", tmp_path / "engine.json", timeout=300)
 
     assert_every_figure_positive(results, engine_rollout.FIGURES, engine_rollout.TARGETS)
+    assert_within_spread(results, 3)
     isvcs = int(results["figures"]["inference_services"])
     assert_rollout_phases(results["phases"], isvcs)
     try:
@@ -95,13 +135,22 @@ def test_engine_rollout_quick_run_reports_every_figure_as_a_positive_number_and_
 
 
 def assert_rollout_phases(phases: dict[str, Any], isvcs: int) -> None:
-    for phase in ("render", "edit"):
+    edits = [f"edit_{i}" for i in (1, 2, 3)]
+    for phase in ("render", *edits):
         assert not phases[phase]["deadline_hit"], phase
         assert phases[phase]["verified_on_server"] == isvcs, phase
-    raw = phases["raw"]
-    assert raw["errors"] == 0 and raw["writes"] == isvcs
-    assert raw["engine_applies"] == 0  # the controller does not fight the raw updates
-    assert phases["edit"]["deployment_modified_per_deployment"]["min"] >= 1
+    # a new InferenceService: its engine Deployment and Service applied, its status written once
+    assert phases["render"]["engine_applies"] == 2 * isvcs
+    assert phases["render"]["isvc_modified_events"] == isvcs
+    for phase in edits:  # an edit: one apply per engine Deployment, nothing else re-applied
+        assert phases[phase]["engine_applies"] == isvcs, phase
+        assert phases[phase]["deployment_modified_per_deployment"]["min"] >= 1, phase
+    # the baselines make the writes the controller made, per InferenceService: 2 applies + status, apply + status
+    for kind, requests in (("render", 3), ("edit", 2)):
+        for i in (1, 2, 3):
+            baseline = phases[f"same_writes_{kind}_{i}"]
+            assert baseline["errors"] == 0, baseline
+            assert (baseline["inference_services"], baseline["requests"]) == (isvcs, requests * isvcs), baseline
 
 
 def test_fleet_scale_quick_run_reports_every_figure_as_a_positive_number_draws_the_plot_and_leaves_the_readme(
@@ -160,3 +209,26 @@ def test_resilience_quick_run_reports_every_figure_and_leaves_the_readme(tmp_pat
     # every edit made during the partition reached both healthy clusters
     assert len(results["samples"]["partition_rollouts"]) == results["sizes"]["partition_rollouts"] >= 2
     assert (resilience.README.read_text() if resilience.README.exists() else None) == readme_before
+
+
+def test_cache_memory_reports_each_kind_and_the_rendered_workloads_cached_below_their_json(tmp_path: Path) -> None:
+    out = tmp_path / "memory.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.cache_memory", "--isvcs", "10", "--namespaces", "2", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    kinds = {row["kind"]: row for row in orjson.loads(out.read_bytes())["kinds"]}
+    assert {"InferenceService", "ServingRuntime", "Deployment", "Service"} <= set(kinds)
+    assert kinds["InferenceService"]["objects"] == kinds["Deployment"]["objects"] == kinds["Service"]["objects"] == 10
+    for kind, row in kinds.items():
+        assert 0 < row["cached_bytes"] <= row["decoded_bytes"], kind  # a transform never adds
+    # rendered by the controller, cached without their spec or anything no reader reads (with their whole metadata
+    # and status, as before the transforms of issue 15: a Deployment 0.74 of its JSON, a Service 1.6)
+    assert kinds["Deployment"]["cached_bytes"] < 0.5 * kinds["Deployment"]["json_bytes"], kinds["Deployment"]
+    assert kinds["Service"]["cached_bytes"] < kinds["Service"]["json_bytes"], kinds["Service"]

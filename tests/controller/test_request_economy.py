@@ -1,6 +1,7 @@
 """What the controller asks the API server for while it renders and rolls out: with its informers synced, a
 rendered object it has not seen is applied without a GET first (the miss already says "absent"), and an edit that
-changes a render is one apply per object, with no read before it."""
+changes a render is one apply per object, with no read before it. A new InferenceService costs three requests:
+its Deployment applied, its Service applied, its status written."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from omectl.sim.apiserver.requestlog import RequestRecord
-from tests.resilience.workload import mixed_fleet
+from tests.resilience.workload import apply_all, inference_service, mixed_fleet
 
 pytestmark = pytest.mark.xdist_group("e2e")
 RENDERED = {"deployments", "services", "leaderworkersets", "aimservices", "jobs", "httproutes"}
@@ -41,3 +42,22 @@ async def test_rendering_and_rolling_out_read_nothing_the_informers_hold(tmp_pat
         rollout = controller_calls(server.request_log.records(start))
         assert rollout[("patch", "deployments")] > 0, rollout
         assert not [call for call in rollout if call[0] == "get"], f"reads before the applies: {rollout}"
+
+
+async def test_a_new_inference_service_costs_two_applies_and_a_status_write(tmp_path: Path) -> None:
+    async with mixed_fleet(tmp_path, "rn-", count=1) as fleet:
+        server = fleet.servers[0]
+        start = server.request_log.total
+        await apply_all(server, [inference_service("isvc-new", "team-a")])
+        await fleet.converged(60)  # the status records the render: it was written after the applies
+        await fleet.healthy()
+        calls = [
+            (r.verb, r.resource, r.subresource, r.name, r.code)
+            for r in server.request_log.records(start)
+            if r.verb not in ("list", "watch") and "omectl" in r.user_agent.lower()
+        ]
+        assert calls == [
+            ("patch", "deployments", "", "isvc-new-engine", 201),
+            ("patch", "services", "", "isvc-new-engine", 201),
+            ("update", "inferenceservices", "status", "isvc-new", 200),
+        ]

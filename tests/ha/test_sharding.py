@@ -482,6 +482,8 @@ async def test_writes_are_fenced_and_a_release_waits_for_those_in_flight(world: 
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}}
     with pytest.raises(Fenced):
         await client.create(CONFIG_MAPS, configmap)  # not held yet: refused before it is sent
+    with pytest.raises(Fenced):
+        await client.apply_bytes(CONFIG_MAPS, configmap, field_manager="omectl")  # the undecoded apply as well
     assert not [r for r in member.request_log.records() if r.resource == "configmaps"]
     await a.run_round()
     await client.create(CONFIG_MAPS, configmap)

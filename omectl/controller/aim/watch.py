@@ -46,6 +46,7 @@ from omectl.kube.resources import (
     PERSISTENT_VOLUME_CLAIMS,
     ResourceRef,
 )
+from omectl.kube.transforms import metadata_and_status
 from omectl.tracing.spans import watch_event_context
 
 AIM_SERVICE_KEY: Final = "aim.eai.amd.com/AIMService"
@@ -116,8 +117,15 @@ class AimWatch(DomainView):
         self.consumers = ConsumerWatch(self)  # the v1alpha2 consumers and their children
 
     def _child_informer(self, resource: ResourceRef) -> Informer:
+        # the children's spec is what the service rendered: their readers (`_child_handler`, the status roll-up,
+        # label propagation, ownership) read their metadata and status only
         return Informer(
-            self.cluster.client, resource, label_selector=SERVICE_LABEL, handlers=[self._child_handler], optional=True
+            self.cluster.client,
+            resource,
+            label_selector=SERVICE_LABEL,
+            handlers=[self._child_handler],
+            optional=True,
+            transform=metadata_and_status,
         )
 
     @property

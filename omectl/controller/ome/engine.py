@@ -17,7 +17,14 @@ from typing import Any, NoReturn
 from omectl.controller.ome.resolver import ChainResolver
 from omectl.controller.ome.revisions import Revision, RevisionStore
 from omectl.controller.ome.watch import ISVC_STATUS_WORK, OmeWatch
-from omectl.controller.runtime.apply import FIELD_MANAGER, apply_render, live_object, object_hash
+from omectl.controller.runtime.apply import (
+    FIELD_MANAGER,
+    Applied,
+    apply_unless_held,
+    holds_render,
+    live_object,
+    object_hash,
+)
 from omectl.controller.runtime.queue import RetryLater, WorkKey
 from omectl.core.conditions import by_type, stamped
 from omectl.core.ome.engine_status import COMPONENT_CONDITIONS, READY, Readiness, readiness
@@ -115,21 +122,28 @@ class PendingStatus:
     runtime: Mapping[str, Any]
     drift: Mapping[str, Any]
     objects: list[dict[str, Any]]
-    applied: Mapping[tuple[str, str], Mapping[str, Any]]
-    """The workloads as the cluster answered the apply (or as cached when unchanged)."""
+    applied: Mapping[tuple[str, str], Applied]
+    """Each workload's apply: the cluster's answer (decoded only if read), or the cached object when unchanged."""
 
     def readiness(self, cluster: OmeWatch) -> Readiness:
+        namespaces = {(o["kind"], o["metadata"]["name"]): o["metadata"].get("namespace", "") for o in self.objects}
+
         def live(kind: str, name: str) -> Mapping[str, Any] | None:
             applied = self.applied.get((kind, name))
+            if applied is None:
+                return None
             cache = cluster.workload_cache(kind)
-            if applied is None or cache is None:
-                return applied
-            cached: Mapping[str, Any] | None = cache.get(applied["metadata"].get("namespace", ""), name)
+            cached: Mapping[str, Any] | None = cache.get(namespaces[(kind, name)], name) if cache else None
+            if cached is not None and holds_render(cached, applied.digest):
+                # the cache has seen this render applied (only this apply stamps its hash): it is at least as new
+                # as the apply's answer, which then needs no decoding
+                return cached
+            written = applied.object()
             if cached is None:
-                return applied
+                return written
             # the newer spec wins; for the same spec the cache has the newer status
-            newer = (applied["metadata"].get("generation") or 0) > (cached["metadata"].get("generation") or 0)
-            return applied if newer else cached
+            newer = (written["metadata"].get("generation") or 0) > (cached["metadata"].get("generation") or 0)
+            return written if newer else cached
 
         return readiness(self.objects, live)
 
@@ -183,7 +197,7 @@ class EngineReconciler:
         except RenderError as exc:
             cluster.record_event(isvc, "Warning", exc.reason, exc.message)
             return
-        applied: dict[tuple[str, str], Mapping[str, Any]] = {}
+        applied: dict[tuple[str, str], Applied] = {}
         for obj in objects:
             applied[(obj["kind"], obj["metadata"]["name"])] = await self._apply(cluster, obj)
         desired_runtime: dict[str, Any] = {"name": name, "kind": kind, "chain": chain}
@@ -193,7 +207,10 @@ class EngineReconciler:
             desired_runtime["hash"] = object_hash({"objects": objects})
 
         pending = PendingStatus(desired_runtime, drift, objects, applied)
-        if desired_isvc_status(isvc, desired_runtime, drift, pending.readiness(cluster)) is not None:
+        # After a write the status is decided when its work item runs, from the caches then (which have seen the
+        # apply by then, as a rule): deciding now would decode every apply answer.
+        wrote = any(a.wrote for a in applied.values())
+        if wrote or desired_isvc_status(isvc, desired_runtime, drift, pending.readiness(cluster)) is not None:
             # Workloads first: during a rollout every InferenceService's workloads are applied before any status
             # is written, so the status write (bookkeeping) waits in the low-priority lane of the queue.
             self.pending_status[(cluster.name, namespace, meta["name"])] = pending
@@ -288,8 +305,8 @@ class EngineReconciler:
             _condition("False", "UpToDate", f"pinned revision {chosen.name} is the live revision"),
         )
 
-    async def _apply(self, cluster: OmeWatch, obj: dict[str, Any]) -> Mapping[str, Any]:
-        """Apply one rendered object unless the cluster already holds this render; returns the live object."""
+    async def _apply(self, cluster: OmeWatch, obj: dict[str, Any]) -> Applied:
+        """Apply one rendered object unless the cluster already holds this render."""
         resource = _RESOURCES.get((obj.get("apiVersion", ""), obj.get("kind", "")))
         if resource is None:
             raise RenderError(f"omectl cannot apply {obj.get('apiVersion')} {obj.get('kind')}")
@@ -297,6 +314,6 @@ class EngineReconciler:
         live = await live_object(
             cluster.client, resource, cluster.workload_cache(obj["kind"]), meta.get("namespace", ""), meta["name"]
         )
-        applied, wrote = await apply_render(cluster.client, resource, obj, live)
-        self.writes += wrote
+        applied = await apply_unless_held(cluster.client, resource, obj, live)
+        self.writes += applied.wrote
         return applied

@@ -27,9 +27,10 @@ from omectl.controller.ome.lookup import (
     runtime_index,
 )
 from omectl.controller.ome.revisions import RevisionStore
-from omectl.controller.runtime.apply import child_status_changed
+from omectl.controller.runtime.apply import RENDER_HASH, child_status_changed
 from omectl.controller.runtime.queue import WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
+from omectl.core.ome.engine_status import AVAILABLE
 from omectl.core.ome.reach import Reach, reach
 from omectl.core.ome.runtimes import (
     CLUSTER_SERVING_RUNTIME,
@@ -52,7 +53,7 @@ from omectl.kube.resources import (
     SERVING_RUNTIMES,
     ResourceRef,
 )
-from omectl.kube.transforms import metadata_and_status
+from omectl.kube.transforms import condition_fields, rendered_object
 from omectl.tracing.spans import watch_event_context
 
 SR_KEY: Final = "ome.io/ServingRuntime"
@@ -82,6 +83,11 @@ def _chain_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None
     return any(annotations.get(k) != old_annotations.get(k) for k in watched)
 
 
+def _availability(status: Mapping[str, Any]) -> dict[str, Any]:
+    """What readiness reads of a workload's status: `observedGeneration` and the `Available` condition."""
+    return condition_fields(status, (AVAILABLE,))
+
+
 class OmeWatch(DomainView):
     """The OME informers of one cluster, their event handlers, and the cluster as the OME reconcilers see it."""
 
@@ -100,16 +106,16 @@ class OmeWatch(DomainView):
         self.cluster_base_models = Informer(client, CLUSTER_BASE_MODELS, handlers=[self._model_handler])
         # The workloads rendered for InferenceServices: their status becomes the InferenceService's readiness, and
         # the cache spares a GET per object when checking whether a render is already applied. Their spec is what
-        # the controller rendered, so the cache keeps only metadata and status. LeaderWorkerSet is a third-party
-        # CRD: a cluster without it simply has none.
-        workloads: dict[str, Any] = {
-            "label_selector": ISVC_LABEL,
-            "handlers": [self._workload_handler],
-            "transform": metadata_and_status,
-        }
-        self.deployments = Informer(client, DEPLOYMENTS, **workloads)
-        self.leader_worker_sets = Informer(client, LEADER_WORKER_SETS, optional=True, **workloads)
-        self.services = Informer(client, SERVICES, **workloads)
+        # the controller rendered, so the cache keeps what its readers read: the InferenceService label
+        # (`_workload_handler`), the render hash (`holds_render`), `generation`, and of a workload's status what
+        # readiness reads (`omectl.core.ome.engine_status`). LeaderWorkerSet is a third-party CRD: a cluster
+        # without it simply has none.
+        workloads: dict[str, Any] = {"label_selector": ISVC_LABEL, "handlers": [self._workload_handler]}
+        workload = rendered_object(labels=(ISVC_LABEL,), annotations=(RENDER_HASH,), status=_availability)
+        self.deployments = Informer(client, DEPLOYMENTS, transform=workload, **workloads)
+        self.leader_worker_sets = Informer(client, LEADER_WORKER_SETS, optional=True, transform=workload, **workloads)
+        service = rendered_object(labels=(ISVC_LABEL,), annotations=(RENDER_HASH,))  # its status: not read
+        self.services = Informer(client, SERVICES, transform=service, **workloads)
 
     def _informer(self, resource: ResourceRef, work_kind: str) -> Informer:
         informer = Informer(self.client, resource, handlers=[self._handler(work_kind)])

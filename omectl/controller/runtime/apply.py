@@ -29,6 +29,44 @@ def holds_render(live: Mapping[str, Any] | None, digest: str) -> bool:
     return live is not None and (live["metadata"].get("annotations") or {}).get(RENDER_HASH) == digest
 
 
+class Applied:
+    """One rendered object after `apply_unless_held`: either the live object that already held the render, or the
+    server's answer to the apply, decoded only when `object()` is first read."""
+
+    __slots__ = ("_answer", "_object", "digest", "wrote")
+
+    def __init__(self, digest: str, live: Mapping[str, Any] | None, answer: bytes | None) -> None:
+        self.digest = digest
+        self.wrote = answer is not None
+        self._object = live
+        self._answer = answer
+
+    def object(self) -> Mapping[str, Any]:
+        """The object as the cluster held it after this step (the apply's answer when it wrote)."""
+        if self._object is None:
+            answer, self._answer = self._answer, None
+            self._object = orjson.loads(answer) if answer else {}
+        return self._object
+
+
+async def apply_unless_held(
+    client: ClusterClient,
+    resource: ResourceRef,
+    obj: Mapping[str, Any],
+    live: Mapping[str, Any] | None,
+    *,
+    field_manager: str = FIELD_MANAGER,
+) -> Applied:
+    """`obj` server-side applied with its render hash unless `live` already holds it; the answer is not decoded."""
+    digest = object_hash(obj)
+    if live is not None and holds_render(live, digest):
+        return Applied(digest, live, None)
+    meta = obj["metadata"]
+    body = dict(obj, metadata=dict(meta, annotations={**(meta.get("annotations") or {}), RENDER_HASH: digest}))
+    answer = await client.apply_bytes(resource, body, field_manager=field_manager, force=True)
+    return Applied(digest, None, answer)
+
+
 async def apply_render(
     client: ClusterClient,
     resource: ResourceRef,
@@ -38,21 +76,8 @@ async def apply_render(
     field_manager: str = FIELD_MANAGER,
 ) -> tuple[Mapping[str, Any], bool]:
     """`obj` server-side applied with its render hash unless `live` already holds it: (the object, written)."""
-    digest = object_hash(obj)
-    if live is not None and holds_render(live, digest):
-        return live, False
-    meta = obj["metadata"]
-    body = dict(obj, metadata=dict(meta, annotations={**(meta.get("annotations") or {}), RENDER_HASH: digest}))
-    written: Mapping[str, Any] = await client.patch(
-        resource,
-        meta["name"],
-        body,
-        namespace=meta.get("namespace") or None,
-        patch_type="apply",
-        field_manager=field_manager,
-        force=True,
-    )
-    return written, True
+    applied = await apply_unless_held(client, resource, obj, live, field_manager=field_manager)
+    return applied.object(), applied.wrote
 
 
 async def live_object(

@@ -24,6 +24,7 @@ from typing import Any, Final
 from omectl.core.jsonish import as_mapping
 
 __all__ = [
+    "AVAILABLE",
     "COMPONENT_CONDITIONS",
     "READY",
     "WORKLOAD_KINDS",
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 READY: Final = "Ready"
+AVAILABLE: Final = "Available"  # the workload condition a component's readiness mirrors
 COMPONENT_CONDITIONS: Final = {"engine": "EngineReady", "decoder": "DecoderReady", "router": "RouterReady"}
 WORKLOAD_KINDS: Final = frozenset({"Deployment", "LeaderWorkerSet"})
 COMPONENT_LABEL: Final = "component"
@@ -119,7 +121,7 @@ def _component_condition(component: str, workload: Mapping[str, Any] | None) -> 
     if isinstance(generation, int) and (not isinstance(observed, int) or observed < generation):
         return initializing
     for condition in status.get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == "Available":
+        if isinstance(condition, Mapping) and condition.get("type") == AVAILABLE:
             return {
                 "type": condition_type,
                 "status": str(condition.get("status") or "Unknown"),
