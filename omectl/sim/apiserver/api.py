@@ -23,6 +23,7 @@ from omectl.sim.apiserver import errors
 from omectl.sim.apiserver.builtin_defaults import apply_builtin_defaults
 from omectl.sim.apiserver.builtin_schemas import builtin_schema
 from omectl.sim.apiserver.cel import BLOCKING_KINDS, blocked_error
+from omectl.sim.apiserver.cel_check import rule_compile_errors
 from omectl.sim.apiserver.clock import now_rfc3339
 from omectl.sim.apiserver.core_rules import (
     api_approval_errors,
@@ -377,6 +378,7 @@ class ClusterAPI:
                     errs += rule_errors
         if rt.storage_key == CRD_KEY:
             errs += validate_crd(obj)
+            errs += rule_compile_errors(obj, old)
             errs += api_approval_errors(obj, old)
         elif rt.storage_key == WEBHOOK_KEY:
             errs += validate_webhook_configuration(obj)
