@@ -698,7 +698,9 @@ class ClusterAPI:
                 )
         if rt.generation and _spec_changed(live, new):
             meta["generation"] = int(live_meta.get("generation", 0) or 0) + 1
-        if subresource == "":
+        if subresource == "" or (subresource == "status" and rt.schema is not None):
+            # A custom resource's status write validates the whole object too (the status strategy's
+            # ValidateStatusUpdate and its CEL rules), an unchanged spec ratcheted.
             for warning in self._validate(rt, new, live):
                 if warning not in warnings:
                     warnings.append(warning)
