@@ -350,3 +350,15 @@ async def test_a_status_write_is_checked_by_the_rules_transitions_included(raw: 
     assert denied.body["message"] == (
         'Widget.example.com "w" is invalid: status.phase: Invalid value: "string": Done only after Running'
     )
+
+
+def test_a_rule_names_escaped_properties_by_their_escaped_names() -> None:
+    v = validator(
+        {
+            "type": "object",
+            "properties": {"namespace": {"type": "string"}, "a-b": {"type": "string"}, "x": {"type": "string"}},
+            "x-kubernetes-validations": [{"rule": "self.__namespace__ == self.a__dash__b", "message": "same"}],
+        }
+    )
+    assert errors(v, {"namespace": "n", "a-b": "n"}) == []
+    assert errors(v, {"namespace": "n", "a-b": "m"}) == ['spec: Invalid value: "object": same']

@@ -164,3 +164,12 @@ async def test_a_crd_whose_rule_does_not_compile_is_refused_with_422(raw: RawCli
     )
     assert denied.body["details"]["causes"][0]["field"] == f"{SPEC_PATH}[0].rule"
     assert (await raw.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/bads.cel.example.com")).status == 404
+
+
+def test_errors_that_follow_from_an_undefined_field_are_not_reported_and_a_select_on_a_string_is() -> None:
+    rule = "self.b.c.d == 1 && self.a.x == 'y'"
+    (text,) = texts([{"rule": rule}])
+    assert text.endswith(
+        f"compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | {rule}\n | ....^\n"
+        f"ERROR: <input>:1:26: type 'string' does not support field selection\n | {rule}\n | {'.' * 25}^"
+    )

@@ -33,6 +33,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional, ext_strings
 
 from omectl.sim.apiserver import cel_library as library
+from omectl.sim.apiserver.cel_types import escaped_value, renames
 from omectl.sim.apiserver.errors import FieldError
 
 BLOCKED_DETAIL = (
@@ -45,6 +46,7 @@ BLOCKING_KINDS = frozenset(("TypeInvalid", "NotSupported", "TooLong", "TooMany")
 
 _ENV: Any = None
 _OLD_SELF_PREFIX = "cel.bind(oldSelf, __oldSelfPresent ? optional.of(__oldSelf) : optional.none(), "
+_SELECT_ON_SCALAR = re.compile(r"expression of type '([^']*)' cannot be the operand of a select operation")
 _COMPILE_ERROR = re.compile(r"^(ERROR: <input>:)(\d+):(\d+): (.*)$")
 
 
@@ -106,6 +108,10 @@ class CompileError(Exception):
 def compile_message(text: str) -> str:
     """cel-go's words for a compile error (the position and snippet are the rule's own, not the wrapper's)."""
     text = text.removeprefix("INVALID_ARGUMENT: ").split(" [INVALID_ARGUMENT]")[0]
+    # cel-go reports neither the errors that follow from an earlier one nor a select on a scalar in C++'s words.
+    blocks = [b for b in text.split("\nERROR: ") if "'*error*'" not in b]
+    text = "\nERROR: ".join(blocks)
+    text = _SELECT_ON_SCALAR.sub(r"type '\1' does not support field selection", text)
     if not text.startswith("ERROR: <input>:1:") or _OLD_SELF_PREFIX not in text:
         return text
     lines = text.split("\n")
@@ -255,11 +261,13 @@ _ABSENT = object()
 class _RuleNode:
     """The rules of one schema node and the children that have rules at or below them."""
 
-    __slots__ = ("additional", "items", "list_keys", "list_type", "properties", "rules", "type_label")
+    __slots__ = ("additional", "escaping", "items", "list_keys", "list_type", "properties", "rules", "type_label")
 
     def __init__(self, raw: dict[str, Any]) -> None:
         self.rules = [Rule.build(r) for r in raw.get("x-kubernetes-validations") or () if isinstance(r, dict)]
         self.type_label = str(raw.get("type") or "")
+        # The schema, when a rule here names some property below by its escaped name.
+        self.escaping: dict[str, Any] | None = raw if self.rules and renames(raw) else None
         self.list_type = str(raw.get("x-kubernetes-list-type") or "atomic")
         self.list_keys = tuple(raw.get("x-kubernetes-list-map-keys") or ())
         self.properties: dict[str, _RuleNode] = {}
@@ -378,9 +386,15 @@ def _check_rules(
     root: bool,
 ) -> None:
     field_path = path or "<nil>"
-    variables: dict[str, Any] = {"self": _root_view(value) if root else value, "__oldSelfPresent": False}
+    seen = _root_view(value) if root else value
+    if node.escaping is not None:
+        seen = escaped_value(node.escaping, seen)
+    variables: dict[str, Any] = {"self": seen, "__oldSelfPresent": False}
     if old is not _ABSENT:
-        variables["oldSelf"] = variables["__oldSelf"] = _root_view(old) if root else old
+        seen_old = _root_view(old) if root else old
+        if node.escaping is not None:
+            seen_old = escaped_value(node.escaping, seen_old)
+        variables["oldSelf"] = variables["__oldSelf"] = seen_old
         variables["__oldSelfPresent"] = True
     unchanged = old is not _ABSENT and old == value
     for rule in node.rules:

@@ -225,3 +225,36 @@ def _nests(schema: dict[str, Any]) -> bool:
     return schema.get("type") == "array" or (
         schema.get("type") == "object" and isinstance(schema.get("additionalProperties"), dict)
     )
+
+
+def renames(schema: Any) -> bool:
+    """Whether a rule sees some property below this node under another name (`namespace` as `__namespace__`)."""
+    if not isinstance(schema, dict):
+        return False
+    for name, sub in (schema.get("properties") or {}).items():
+        if escape(name) not in (None, name) or renames(sub):
+            return True
+    return renames(schema.get("additionalProperties")) or renames(schema.get("items"))
+
+
+def escaped_value(schema: Any, value: Any) -> Any:
+    """A value with its object properties named as rules name them; a name no rule can name stays as it is."""
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        if properties:
+            out: dict[str, Any] = {}
+            for key, sub in value.items():
+                if key in properties:
+                    out[escape(key) or key] = escaped_value(properties[key], sub)
+                else:
+                    out[key] = sub
+            return out
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, dict):
+            return {key: escaped_value(additional, sub) for key, sub in value.items()}
+        return value
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [escaped_value(schema["items"], item) for item in value]
+    return value
