@@ -362,3 +362,28 @@ def test_a_rule_names_escaped_properties_by_their_escaped_names() -> None:
     )
     assert errors(v, {"namespace": "n", "a-b": "n"}) == []
     assert errors(v, {"namespace": "n", "a-b": "m"}) == ['spec: Invalid value: "object": same']
+
+
+def test_formatted_strings_are_timestamps_durations_and_bytes_to_a_rule() -> None:
+    v = validator(
+        {
+            "type": "object",
+            "properties": {
+                "ts": {"type": "string", "format": "date-time"},
+                "day": {"type": "string", "format": "date"},
+                "dur": {"type": "string", "format": "duration"},
+                "b": {"type": "string", "format": "byte"},
+            },
+            "x-kubernetes-validations": [
+                {"rule": "!has(self.ts) || self.ts > timestamp('2020-01-01T00:00:00Z')", "message": "after 2020"},
+                {"rule": "!has(self.day) || self.day.getFullYear() == 2024", "message": "in 2024"},
+                {"rule": "!has(self.dur) || self.dur < duration('1h')", "message": "under an hour"},
+                {"rule": "!has(self.b) || self.b.size() == 2", "message": "two bytes"},
+            ],
+        }
+    )
+    assert errors(v, {"ts": "2021-05-01T00:00:00Z", "day": "2024-02-29", "dur": "30m", "b": "YWI="}) == []
+    assert errors(v, {"ts": "2019-05-01T00:00:00Z"}) == ['spec: Invalid value: "object": after 2020']
+    assert errors(v, {"day": "2023-01-01"}) == ['spec: Invalid value: "object": in 2024']
+    assert errors(v, {"dur": "1h30m"}) == ['spec: Invalid value: "object": under an hour']
+    assert errors(v, {"b": "YWJj"}) == ['spec: Invalid value: "object": two bytes']

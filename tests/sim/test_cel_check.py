@@ -121,7 +121,7 @@ def test_a_message_expression_that_does_not_compile_is_reported_at_its_own_field
 
 
 def test_an_optional_old_self_rule_reports_its_own_columns() -> None:
-    (text,) = texts([{"rule": "self.nope == 1", "optionalOldSelf": True}])
+    text, _ = texts([{"rule": "self.nope == 1", "optionalOldSelf": True}])
     assert text.endswith("compilation failed: ERROR: <input>:1:5: undefined field 'nope'\n | self.nope == 1\n | ....^")
     assert '"OptionalOldSelf":true}' in text
 
@@ -172,4 +172,16 @@ def test_errors_that_follow_from_an_undefined_field_are_not_reported_and_a_selec
     assert text.endswith(
         f"compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | {rule}\n | ....^\n"
         f"ERROR: <input>:1:26: type 'string' does not support field selection\n | {rule}\n | {'.' * 25}^"
+    )
+
+
+def test_optional_old_self_on_a_rule_that_does_not_use_old_self_is_refused() -> None:
+    assert texts([{"rule": "self.a == 'x'", "optionalOldSelf": True}]) == [
+        f"{SPEC_PATH}[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+    ]
+    (compile_error, not_used) = texts([{"rule": "oldSelf.hasValue() || self.nope", "optionalOldSelf": True}])
+    assert compile_error.startswith(f"{SPEC_PATH}[0].rule: ")
+    assert (
+        not_used
+        == f"{SPEC_PATH}[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
     )

@@ -33,7 +33,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional, ext_strings
 
 from omectl.sim.apiserver import cel_library as library
-from omectl.sim.apiserver.cel_types import escaped_value, renames
+from omectl.sim.apiserver.cel_types import cel_value, converts
 from omectl.sim.apiserver.errors import FieldError
 
 BLOCKED_DETAIL = (
@@ -261,13 +261,13 @@ _ABSENT = object()
 class _RuleNode:
     """The rules of one schema node and the children that have rules at or below them."""
 
-    __slots__ = ("additional", "escaping", "items", "list_keys", "list_type", "properties", "rules", "type_label")
+    __slots__ = ("additional", "converting", "items", "list_keys", "list_type", "properties", "rules", "type_label")
 
     def __init__(self, raw: dict[str, Any]) -> None:
         self.rules = [Rule.build(r) for r in raw.get("x-kubernetes-validations") or () if isinstance(r, dict)]
         self.type_label = str(raw.get("type") or "")
-        # The schema, when a rule here names some property below by its escaped name.
-        self.escaping: dict[str, Any] | None = raw if self.rules and renames(raw) else None
+        # The schema, when a rule here sees some value below otherwise than stored (cel_types.cel_value).
+        self.converting: dict[str, Any] | None = raw if self.rules and converts(raw) else None
         self.list_type = str(raw.get("x-kubernetes-list-type") or "atomic")
         self.list_keys = tuple(raw.get("x-kubernetes-list-map-keys") or ())
         self.properties: dict[str, _RuleNode] = {}
@@ -387,13 +387,13 @@ def _check_rules(
 ) -> None:
     field_path = path or "<nil>"
     seen = _root_view(value) if root else value
-    if node.escaping is not None:
-        seen = escaped_value(node.escaping, seen)
+    if node.converting is not None:
+        seen = cel_value(node.converting, seen)
     variables: dict[str, Any] = {"self": seen, "__oldSelfPresent": False}
     if old is not _ABSENT:
         seen_old = _root_view(old) if root else old
-        if node.escaping is not None:
-            seen_old = escaped_value(node.escaping, seen_old)
+        if node.converting is not None:
+            seen_old = cel_value(node.converting, seen_old)
         variables["oldSelf"] = variables["__oldSelf"] = seen_old
         variables["__oldSelfPresent"] = True
     unchanged = old is not _ABSENT and old == value

@@ -24,6 +24,7 @@ from omectl.sim.apiserver import cel_library as library
 from omectl.sim.apiserver.cel_types import DeclaredTypes
 from omectl.sim.apiserver.errors import FieldError
 
+_NO_OLD_SELF = "may not be set if oldSelf is not used in rule"
 _UNDEFINED_FIELD = re.compile(r"undefined field '([^']*)' not found in struct '[^']*'")
 
 
@@ -97,6 +98,7 @@ def _schema_errors(schema_json: bytes) -> tuple[tuple[str, str, str, str], ...]:
                 continue
             at = f"{path}.x-kubernetes-validations[{index}]"
             rule = str(raw.get("rule") or "")
+            detail = ""
             if rule.strip():
                 detail = _check(env, cel_runtime.with_optional_old_self(rule, raw), cel.Type.BOOL)
                 if detail:
@@ -110,6 +112,9 @@ def _schema_errors(schema_json: bytes) -> tuple[tuple[str, str, str, str], ...]:
                     bad_type = "messageExpression must evaluate to a string"
                     text = bad_type if detail == "type" else f"messageExpression compilation failed: {detail}"
                     found.append((f"{at}.messageExpression", text, _go_rule(raw), message_expression))
+            if raw.get("optionalOldSelf") is True and (detail or not re.search(r"\boldSelf\b", rule)):
+                # A rule that does not compile does not use oldSelf either.
+                found.append((f"{at}.optionalOldSelf", _NO_OLD_SELF, "true", rule))
     return tuple(found)
 
 

@@ -4,23 +4,25 @@ them when the CRD is written (`undefined field 'x'`, `found no matching overload
 apiextensions-apiserver derives a declared type from each structural schema node (`SchemaDeclType`): `object` with
 properties is an object type whose fields are the properties (escaped, see `escape`), `object` with
 `additionalProperties` is `map(string, T)`, `array` is `list(T)`, `integer` `int`, `number` `double`, `boolean`
-`bool`, `string` `string`, `x-kubernetes-int-or-string` `dyn`; a property without a type is not declared at all,
-and the resource root (and each embedded resource) always declares `apiVersion`, `kind` and `metadata` with only
-`name` and `generateName`. Object types become protobuf messages here (the CEL checker resolves their fields);
-what protobuf cannot nest (a list of lists, a map of lists) becomes `google.protobuf.ListValue` / `Struct` / `Value`,
-which the checker treats as `list(dyn)` / `map(string, dyn)` / `dyn`.
-
-Not modelled: `format` (kube-apiserver declares `date-time` strings as timestamps, `duration` as durations and
-`byte` as bytes; they are strings here).
+`bool`, `string` `string` (with `format: date-time` or `date` a `timestamp`, `duration` a `duration`, `byte`
+`bytes`, and the values converted so at evaluation), `x-kubernetes-int-or-string` `dyn`; a property without a
+type is not declared at all, and the resource root (and each embedded resource) always declares `apiVersion`,
+`kind` and `metadata` with only `name` and `generateName`. Object types become protobuf messages here (the CEL
+checker resolves their fields); what protobuf cannot nest (a list of lists, a map of lists) becomes
+`google.protobuf.ListValue` / `Struct` / `Value`, which the checker treats as `list(dyn)` / `map(string, dyn)` /
+`dyn`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import datetime
 import re
 from typing import Any
 
 from cel_expr_python import cel
-from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool, duration_pb2, struct_pb2, timestamp_pb2
 
 _F = descriptor_pb2.FieldDescriptorProto
 
@@ -55,6 +57,13 @@ _ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__sl
 
 _SCALARS = {"integer": _F.TYPE_INT64, "number": _F.TYPE_DOUBLE, "boolean": _F.TYPE_BOOL, "string": _F.TYPE_STRING}
 _CEL_SCALARS = {"integer": cel.Type.INT, "number": cel.Type.DOUBLE, "boolean": cel.Type.BOOL, "string": cel.Type.STRING}
+# string formats with a CEL type of their own: (the CEL type, the protobuf field type, its message)
+_FORMATS = {
+    "date-time": (cel.Type.TIMESTAMP, _F.TYPE_MESSAGE, ".google.protobuf.Timestamp"),
+    "date": (cel.Type.TIMESTAMP, _F.TYPE_MESSAGE, ".google.protobuf.Timestamp"),
+    "duration": (cel.Type.DURATION, _F.TYPE_MESSAGE, ".google.protobuf.Duration"),
+    "byte": (cel.Type.BYTES, _F.TYPE_BYTES, ""),
+}
 _DYN = ".google.protobuf.Value"
 _DYN_LIST = ".google.protobuf.ListValue"
 _DYN_MAP = ".google.protobuf.Struct"
@@ -111,11 +120,19 @@ class DeclaredTypes:
     def __init__(self, package: str) -> None:
         self.package = package
         self.pool = descriptor_pool.DescriptorPool()
-        wkt = descriptor_pb2.FileDescriptorProto()
-        struct_pb2.DESCRIPTOR.CopyToProto(wkt)
-        self.pool.Add(wkt)
+        for module in (struct_pb2, timestamp_pb2, duration_pb2):
+            wkt = descriptor_pb2.FileDescriptorProto()
+            module.DESCRIPTOR.CopyToProto(wkt)
+            self.pool.Add(wkt)
         self._file = descriptor_pb2.FileDescriptorProto(
-            name=f"{package}.proto", package=package, syntax="proto3", dependency=["google/protobuf/struct.proto"]
+            name=f"{package}.proto",
+            package=package,
+            syntax="proto3",
+            dependency=[
+                "google/protobuf/struct.proto",
+                "google/protobuf/timestamp.proto",
+                "google/protobuf/duration.proto",
+            ],
         )
         self._names: set[str] = set()
         self._sealed = False
@@ -127,6 +144,8 @@ class DeclaredTypes:
         if schema.get("x-kubernetes-int-or-string") or not _declared(schema):
             return cel.Type.DYN
         kind = schema.get("type")
+        if kind == "string" and schema.get("format") in _FORMATS:
+            return _FORMATS[schema["format"]][0]
         if kind in _CEL_SCALARS:
             return _CEL_SCALARS[kind]
         if kind == "array":
@@ -168,6 +187,8 @@ class DeclaredTypes:
         kind = schema.get("type")
         if schema.get("x-kubernetes-int-or-string"):
             field.type, field.type_name = _F.TYPE_MESSAGE, _DYN
+        elif kind == "string" and schema.get("format") in _FORMATS:
+            _, field.type, field.type_name = _FORMATS[schema["format"]]
         elif kind in _SCALARS:
             field.type = _SCALARS[kind]
         elif kind == "array":
@@ -201,6 +222,8 @@ class DeclaredTypes:
             schema = _with_type_and_object_meta(schema)
         if schema.get("x-kubernetes-int-or-string"):
             field.type, field.type_name = _F.TYPE_MESSAGE, _DYN
+        elif kind == "string" and schema.get("format") in _FORMATS:
+            _, field.type, field.type_name = _FORMATS[schema["format"]]
         elif kind in _SCALARS:
             field.type = _SCALARS[kind]
         else:
@@ -227,34 +250,89 @@ def _nests(schema: dict[str, Any]) -> bool:
     )
 
 
-def renames(schema: Any) -> bool:
-    """Whether a rule sees some property below this node under another name (`namespace` as `__namespace__`)."""
+def converts(schema: Any) -> bool:
+    """Whether a rule sees some value below this node otherwise than stored: a property under another name
+    (`namespace` as `__namespace__`), or a string of a format with a CEL type (`date-time` as a timestamp)."""
     if not isinstance(schema, dict):
         return False
+    if schema.get("type") == "string" and schema.get("format") in _FORMATS:
+        return True
     for name, sub in (schema.get("properties") or {}).items():
-        if escape(name) not in (None, name) or renames(sub):
+        if escape(name) not in (None, name) or converts(sub):
             return True
-    return renames(schema.get("additionalProperties")) or renames(schema.get("items"))
+    return converts(schema.get("additionalProperties")) or converts(schema.get("items"))
 
 
-def escaped_value(schema: Any, value: Any) -> Any:
-    """A value with its object properties named as rules name them; a name no rule can name stays as it is."""
+_GO_DURATION = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h|d|w)")
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 604800.0,
+}
+
+
+def _formatted(fmt: str, text: str) -> Any:
+    """A formatted string as the CEL value kube-apiserver gives a rule; the string itself when it does not parse."""
+    try:
+        if fmt == "date-time":
+            stamp = datetime.datetime.fromisoformat(text)
+            return _timestamp(stamp if stamp.tzinfo else stamp.replace(tzinfo=datetime.UTC))
+        if fmt == "date":
+            day = datetime.date.fromisoformat(text)
+            return _timestamp(datetime.datetime.combine(day, datetime.time(), datetime.UTC))
+        if fmt == "byte":
+            return base64.b64decode(text, validate=True)
+    except (ValueError, binascii.Error):
+        return text
+    sign, body = (-1, text[1:]) if text.startswith("-") else (1, text.removeprefix("+"))
+    pos, seconds = 0, 0.0
+    while pos < len(body):
+        match = _GO_DURATION.match(body, pos)
+        if match is None or match.group(1) in ("", "."):
+            return text
+        seconds += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if not body:
+        return text
+    duration = duration_pb2.Duration()
+    duration.FromTimedelta(datetime.timedelta(seconds=sign * seconds))
+    return duration
+
+
+def _timestamp(stamp: datetime.datetime) -> Any:
+    """As a protobuf message: the CEL runtime takes a nested timestamp or duration only in that form."""
+    message = timestamp_pb2.Timestamp()
+    message.FromDatetime(stamp)
+    return message
+
+
+def cel_value(schema: Any, value: Any) -> Any:
+    """A value as a rule sees it: object properties named as rules name them (a name no rule can name stays as it
+    is), formatted strings as timestamps, durations or bytes."""
     if not isinstance(schema, dict):
         return value
+    if isinstance(value, str) and schema.get("type") == "string" and schema.get("format") in _FORMATS:
+        return _formatted(schema["format"], value)
     if isinstance(value, dict):
         properties = schema.get("properties") or {}
         if properties:
             out: dict[str, Any] = {}
             for key, sub in value.items():
                 if key in properties:
-                    out[escape(key) or key] = escaped_value(properties[key], sub)
+                    out[escape(key) or key] = cel_value(properties[key], sub)
                 else:
                     out[key] = sub
             return out
         additional = schema.get("additionalProperties")
         if isinstance(additional, dict):
-            return {key: escaped_value(additional, sub) for key, sub in value.items()}
+            return {key: cel_value(additional, sub) for key, sub in value.items()}
         return value
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [escaped_value(schema["items"], item) for item in value]
+        return [cel_value(schema["items"], item) for item in value]
     return value
