@@ -326,7 +326,8 @@ def status_crd() -> dict[str, Any]:
                 "x-kubernetes-validations": [
                     {"rule": "self != 'Done' || oldSelf == 'Running'", "message": "Done only after Running"}
                 ],
-            }
+            },
+            "count": {"type": "integer", "maximum": 5},
         },
     }
     return crd
@@ -341,6 +342,13 @@ async def test_a_status_write_is_checked_by_the_rules_transitions_included(raw: 
     bad = await raw.patch(f"{path}/w/status", {"status": {"phase": "Bad"}}, merge)
     assert bad.status == 422
     assert bad.body["message"] == 'Widget.example.com "w" is invalid: status: Invalid value: "object": not Bad'
+    # The schema checks status alone on a status write, its messages' paths relative to status (as kube-apiserver).
+    over = await raw.patch(f"{path}/w/status", {"status": {"count": 9}}, merge)
+    assert over.status == 422
+    assert over.body["message"] == (
+        'Widget.example.com "w" is invalid: status.count: Invalid value: 9: count in body should be less than or '
+        "equal to 5"
+    )
     assert (await raw.patch(f"{path}/w/status", {"status": {"phase": "Done"}}, merge)).status == 200
     assert (await raw.patch(f"{path}/w/status", {"status": {"phase": "Running"}}, merge)).status == 200
     assert (await raw.patch(f"{path}/w/status", {"status": {"phase": "Done"}}, merge)).status == 200

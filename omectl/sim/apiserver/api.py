@@ -355,7 +355,9 @@ class ClusterAPI:
             apply_builtin_defaults(rt.group, rt.kind, obj)
         return obj
 
-    def _validate(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
+    def _validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str = ""
+    ) -> list[str]:
         """422 Invalid with every field error; returns warnings (validation rules ratcheted on an update)."""
         meta = obj["metadata"]
         name = meta.get("name", "")
@@ -368,7 +370,7 @@ class ClusterAPI:
         schema = self.schema_for(rt)
         warnings: list[str] = []
         if schema is not None:
-            errs += schema.validate(obj)
+            errs += schema.validate_status(obj) if subresource == "status" else schema.validate(obj)
             rules = schema.rules
             if rules is not None:
                 if any(e.kind in BLOCKING_KINDS for e in errs):
@@ -699,9 +701,9 @@ class ClusterAPI:
         if rt.generation and _spec_changed(live, new):
             meta["generation"] = int(live_meta.get("generation", 0) or 0) + 1
         if subresource == "" or (subresource == "status" and rt.schema is not None):
-            # A custom resource's status write validates the whole object too (the status strategy's
-            # ValidateStatusUpdate and its CEL rules), an unchanged spec ratcheted.
-            for warning in self._validate(rt, new, live):
+            # A custom resource's status write validates its status against the schema and the whole object
+            # against the rules (the status strategy's ValidateStatusUpdate), an unchanged spec ratcheted.
+            for warning in self._validate(rt, new, live, subresource):
                 if warning not in warnings:
                     warnings.append(warning)
         if not apply_manager:
