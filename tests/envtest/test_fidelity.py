@@ -206,6 +206,24 @@ def cel_compile_crd() -> dict[str, Any]:
     )
 
 
+def cel_shape_crd() -> dict[str, Any]:
+    """A CRD whose validation entries are malformed: no rule, a message with a line break, an unknown reason, a
+    fieldPath outside the schema (and a rule that does not compile, not reported while those are)."""
+    spec = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.nope == 1"},
+            {"rule": "  "},
+            {"rule": "true", "message": "two\nlines"},
+            {"rule": "true", "reason": "FieldValueOdd"},
+            {"rule": "true", "fieldPath": ".missing"},
+            {"rule": "true", "fieldPath": ".a"},
+        ],
+        "properties": {"a": {"type": "string", "maxLength": 10}},
+    }
+    return _cel_crd("celshapes", "Celshape", {"type": "object", "properties": {"spec": spec}})
+
+
 def cel_status_crd() -> dict[str, Any]:
     """A CRD with rules calling the Kubernetes CEL libraries, an optionalOldSelf rule, and rules on status."""
 
@@ -406,10 +424,13 @@ SCENARIOS = [
     ),
     Scenario(
         "cel-rule-compile",
-        "a CRD whose validation rules do not type-check is refused, each rule with cel-go's compile error",
+        "a CRD whose validation rules do not type-check is refused, each rule with cel-go's compile error; one "
+        "whose validation entries are malformed (no rule, a message with a line break, an unknown reason, a "
+        "fieldPath outside the schema) is refused for those alone",
         (
             step("apply", "-f", "-", input=dump(cel_compile_crd())),
             step("get", "crd", "celcompiles.cel.example.com"),
+            step("apply", "-f", "-", input=dump(cel_shape_crd())),
         ),
     ),
     Scenario(

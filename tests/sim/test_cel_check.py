@@ -185,3 +185,23 @@ def test_optional_old_self_on_a_rule_that_does_not_use_old_self_is_refused() -> 
         not_used
         == f"{SPEC_PATH}[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
     )
+
+
+def test_an_entry_of_the_wrong_shape_is_reported_and_then_nothing_is_compiled() -> None:
+    assert texts(
+        [
+            {"rule": "self.nope == 1"},
+            {"rule": "  "},
+            {"rule": "true", "message": "two\nlines"},
+            {"rule": "true", "reason": "FieldValueOdd"},
+            {"rule": "true", "fieldPath": ".missing"},
+            {"rule": "true", "fieldPath": ".lst[0].x"},
+            {"rule": "true", "fieldPath": ".m['any.key']"},
+        ]
+    ) == [
+        f"{SPEC_PATH}[1].rule: Required value: rule is not specified",
+        f'{SPEC_PATH}[2].message: Invalid value: "two\\nlines": must not contain line breaks',
+        f'{SPEC_PATH}[3].reason: Unsupported value: "FieldValueOdd": supported values: "FieldValueDuplicate", '
+        '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"',
+        f'{SPEC_PATH}[4].fieldPath: Invalid value: ".missing": must be a valid path',
+    ]

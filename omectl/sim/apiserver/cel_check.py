@@ -7,6 +7,8 @@ Go prints the struct. On an update a rule text the old CRD already had is not re
 pre-existing expressions). The path is `spec.validation.openAPIV3Schema` when every version has the same schema
 (the internal API then holds one top-level schema), else `spec.versions[i].schema.openAPIV3Schema`.
 
+The checks on each entry's shape (cel_rule_shape.py) come first: while one fails, nothing is compiled.
+
 Not modelled: the cost estimate (a rule whose worst-case cost exceeds the budget is refused by kube-apiserver).
 """
 
@@ -21,6 +23,7 @@ from cel_expr_python import cel
 
 from omectl.sim.apiserver import cel as cel_runtime
 from omectl.sim.apiserver import cel_library as library
+from omectl.sim.apiserver.cel_rule_shape import rule_shape_errors
 from omectl.sim.apiserver.cel_types import DeclaredTypes
 from omectl.sim.apiserver.errors import FieldError
 
@@ -49,6 +52,10 @@ def rule_compile_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> list
     errors: list[FieldError] = []
     for path, schema in targets:
         if not isinstance(schema, dict):
+            continue
+        shape = rule_shape_errors(schema, path)
+        if shape:
+            errors.extend(shape)
             continue
         for found in _schema_errors(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)):
             field, detail, raw, text = found
