@@ -129,3 +129,25 @@ async def test_kubectl_shows_why_a_crd_with_a_rule_that_does_not_compile_is_refu
         " | self.modle.name == 'x'\n"
         " | ....^"
     )
+
+
+async def test_kubectl_shows_a_status_rules_message_on_a_status_patch(kubectl: Kubectl) -> None:
+    crd = yaml.safe_load(yaml.safe_dump(CRD))
+    version = crd["spec"]["versions"][0]
+    version["subresources"] = {"status": {}}
+    version["schema"]["openAPIV3Schema"]["properties"]["status"] = {
+        "type": "object",
+        "properties": {"ready": {"type": "integer"}},
+        "x-kubernetes-validations": [
+            {"rule": "!has(self.ready) || self.ready >= 0", "message": "ready may not be negative"}
+        ],
+    }
+    await kubectl.arun("apply", "-f", "-", input=yaml.safe_dump(crd))
+    await kubectl.arun("wait", "--for=condition=Established", "crd/celmodels.cel.example.com", "--timeout=30s")
+    await kubectl.arun("create", "-f", "-", input=model("st", model={"name": "m"}))
+    status = ("patch", "celmodel", "st", "--subresource=status", "--type=merge", "-p")
+    assert await denied(kubectl, *status, '{"status":{"ready":-1}}') == (
+        'The Celmodel "st" is invalid: status: Invalid value: "object": ready may not be negative'
+    )
+    _, out, _ = await kubectl.arun(*status, '{"status":{"ready":1}}')
+    assert out.strip() == "celmodel.cel.example.com/st patched"
