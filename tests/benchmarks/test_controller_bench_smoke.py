@@ -12,7 +12,16 @@ from typing import Any
 
 import orjson
 
-from benchmarks import cli_startup, engine_rollout, fleet_convergence, fleet_scale, ha_ownership, resilience, resolver
+from benchmarks import (
+    cel_rules,
+    cli_startup,
+    engine_rollout,
+    fleet_convergence,
+    fleet_scale,
+    ha_ownership,
+    resilience,
+    resolver,
+)
 from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,3 +169,11 @@ def test_resilience_quick_run_reports_every_figure_and_leaves_the_readme(tmp_pat
     # every edit made during the partition reached both healthy clusters
     assert len(results["samples"]["partition_rollouts"]) == results["sizes"]["partition_rollouts"] >= 2
     assert (resilience.README.read_text() if resilience.README.exists() else None) == readme_before
+
+
+def test_cel_rules_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_readme(tmp_path: Path) -> None:
+    readme_before = cel_rules.README.read_text() if cel_rules.README.exists() else None
+    results = run_quick("benchmarks.cel_rules", tmp_path / "cel_rules.json", timeout=120)
+
+    assert_every_figure_positive(results, cel_rules.FIGURES, cel_rules.TARGETS)
+    assert (cel_rules.README.read_text() if cel_rules.README.exists() else None) == readme_before
