@@ -86,7 +86,7 @@ def run_benchmark(counts: dict[str, int], quick: bool) -> dict[str, Any]:
     schema = _schema()
     compile_rules: Callable[[], Any] = lambda: cel.RuleValidator(cel._RuleNode.build(schema))  # noqa: E731
     schema_json = cel_check.orjson.dumps(schema, option=cel_check.orjson.OPT_SORT_KEYS)
-    type_check: Callable[[], Any] = lambda: cel_check._schema_errors.__wrapped__(schema_json)  # noqa: E731
+    type_check: Callable[[], Any] = lambda: cel_check._schema_errors.__wrapped__(schema_json, "")  # noqa: E731
     assert type_check() == (), "the pinned CRD's rules must type-check"
     validator = cel.RuleValidator.build(schema)
     assert validator is not None

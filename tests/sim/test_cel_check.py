@@ -205,3 +205,8 @@ def test_an_entry_of_the_wrong_shape_is_reported_and_then_nothing_is_compiled() 
         '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"',
         f'{SPEC_PATH}[4].fieldPath: Invalid value: ".missing": must be a valid path',
     ]
+
+
+def test_optional_old_self_is_judged_by_the_rule_even_when_its_message_expression_is_wrong() -> None:
+    rule = {"rule": "oldSelf.hasValue() || self.a == 'x'", "optionalOldSelf": True, "messageExpression": "1"}
+    assert [e.split(": ")[0] for e in texts([rule])] == [f"{SPEC_PATH}[0].messageExpression"]

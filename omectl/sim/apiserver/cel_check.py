@@ -51,17 +51,9 @@ def rule_compile_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> list
     )
     errors: list[FieldError] = []
     for path, schema in targets:
-        if not isinstance(schema, dict):
-            continue
-        shape = rule_shape_errors(schema, path)
-        if shape:
-            errors.extend(shape)
-            continue
-        for found in _schema_errors(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)):
-            field, detail, raw, text = found
-            if text in preexisting:
-                continue
-            errors.append(FieldError("Invalid", f"{path}{field}", detail, raw_value=raw))
+        if isinstance(schema, dict):
+            found = _schema_errors(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS), path)
+            errors.extend(error for error, expression in found if expression not in preexisting)
     return errors
 
 
@@ -72,7 +64,7 @@ def _expressions(crd: dict[str, Any]) -> frozenset[str]:
         if isinstance(node, dict):
             for rule in node.get("x-kubernetes-validations") or ():
                 if isinstance(rule, dict):
-                    found.update(str(rule.get(k) or "") for k in ("rule", "messageExpression"))
+                    found.update(str(rule[k]) for k in ("rule", "messageExpression") if rule.get(k))
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -84,19 +76,31 @@ def _expressions(crd: dict[str, Any]) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _schema_errors(schema_json: bytes) -> tuple[tuple[str, str, str, str], ...]:
-    """(path under the schema, detail, Go value, the expression) per rule that does not compile; cached by schema."""
+def _schema_errors(schema_json: bytes, path: str) -> tuple[tuple[FieldError, str | None], ...]:
+    """Each error with the expression it is about (None: not one an update may keep); cached by schema."""
     schema = orjson.loads(schema_json)
+    shape = rule_shape_errors(schema, path)
+    if shape:
+        return tuple((error, None) for error in shape)
+    return tuple(
+        (FieldError("Invalid", f"{path}{field}", detail, raw_value=raw), expression)
+        for field, detail, raw, expression in _compile_errors(schema)
+    )
+
+
+def _compile_errors(schema: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(path under the schema, detail, Go value, the expression) per rule or messageExpression that does not
+    compile."""
     types = DeclaredTypes("selfType")
     library.add_types(types.pool)
     nodes: list[tuple[str, dict[str, Any], Any]] = []
     _collect(schema, "", types, nodes, resource_root=True)
     if not nodes:
-        return ()
+        return []
     try:
         types.seal()
     except TypeError:
-        return ()  # a schema protobuf cannot declare (e.g. two properties with one JSON name): not checked
+        return []  # a schema protobuf cannot declare (e.g. two properties with one JSON name): not checked
     found: list[tuple[str, str, str, str]] = []
     for path, node, self_type in nodes:
         env = cel_runtime.typed_env(types.pool, self_type)
@@ -105,12 +109,12 @@ def _schema_errors(schema_json: bytes) -> tuple[tuple[str, str, str, str], ...]:
                 continue
             at = f"{path}.x-kubernetes-validations[{index}]"
             rule = str(raw.get("rule") or "")
-            detail = ""
+            rule_detail = ""
             if rule.strip():
-                detail = _check(env, cel_runtime.with_optional_old_self(rule, raw), cel.Type.BOOL)
-                if detail:
+                rule_detail = _check(env, cel_runtime.with_optional_old_self(rule, raw), cel.Type.BOOL)
+                if rule_detail:
                     bad_type = "cel expression must evaluate to a bool"
-                    text = bad_type if detail == "type" else f"compilation failed: {detail}"
+                    text = bad_type if rule_detail == "type" else f"compilation failed: {rule_detail}"
                     found.append((f"{at}.rule", text, _go_rule(raw), rule))
             message_expression = str(raw.get("messageExpression") or "")
             if message_expression.strip():
@@ -119,10 +123,10 @@ def _schema_errors(schema_json: bytes) -> tuple[tuple[str, str, str, str], ...]:
                     bad_type = "messageExpression must evaluate to a string"
                     text = bad_type if detail == "type" else f"messageExpression compilation failed: {detail}"
                     found.append((f"{at}.messageExpression", text, _go_rule(raw), message_expression))
-            if raw.get("optionalOldSelf") is True and (detail or not re.search(r"\boldSelf\b", rule)):
+            if raw.get("optionalOldSelf") is True and (rule_detail or not re.search(r"\boldSelf\b", rule)):
                 # A rule that does not compile does not use oldSelf either.
                 found.append((f"{at}.optionalOldSelf", _NO_OLD_SELF, "true", rule))
-    return tuple(found)
+    return found
 
 
 def _check(env: Any, expression: str, want: Any) -> str:
