@@ -303,6 +303,22 @@ def test_an_optional_old_self_rule_runs_on_create_with_old_self_none() -> None:
         ("l", {"type": "array", "items": {"type": "integer"}}, "self.isSorted() && self.sum() < 10", [1, 2, 3], [3, 1]),
         ("l", {"type": "array", "items": {"type": "integer"}}, "self.min() == 1 && self.max() == 3", [3, 1, 2], [2]),
         ("f", {"type": "string"}, "self.find('[0-9]+') == '42' && self.findAll('[a-z]').size() == 2", "a42b7", "a7b"),
+        ("ip", {"type": "string"}, "isIP(self) && ip(self).family() == 4 && !ip(self).isLoopback()", "10.0.0.1", "::1"),
+        ("ip", {"type": "string"}, "isIP(self)", "fe80::1", "::ffff:1.2.3.4"),
+        (
+            "net",
+            {"type": "string"},
+            "isCIDR(self) && cidr('10.0.0.0/8').containsCIDR(self)",
+            "10.2.0.0/16",
+            "11.0.0.0/8",
+        ),
+        (
+            "net",
+            {"type": "string"},
+            "cidr(self).containsIP('10.1.2.3') && cidr(self).prefixLength() == 8",
+            "10.0.0.0/8",
+            "10.0.0.0/16",
+        ),
     ],
 )
 def test_the_kubernetes_cel_libraries_evaluate(

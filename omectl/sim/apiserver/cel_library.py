@@ -3,17 +3,21 @@
 Lists (`isSorted`, `sum`, `min`, `max`), regex (`find`, `findAll`), URLs (`url`, `isURL`,
 `getScheme`, `getHost`, `getHostname`, `getPort`, `getEscapedPath`, `getQuery`) and quantities (`quantity`,
 `isQuantity`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`, `add`, `sub`, `isLessThan`,
-`isGreaterThan`, `compareTo`). A URL and a quantity are protobuf messages holding their text (`kubernetes.URL`,
-`kubernetes.Quantity`). The list functions are declared over `list(dyn)`, so the checker accepts them on any list
-(kube-apiserver refuses `sum` on a list of strings when the CRD is written; here it fails when evaluated).
+`isGreaterThan`, `compareTo`), IPs (`ip`, `isIP`, `family`, `isUnspecified`, `isLoopback`,
+`isLinkLocalMulticast`, `isLinkLocalUnicast`, `isGlobalUnicast`) and CIDRs (`cidr`, `isCIDR`, `containsIP`,
+`containsCIDR`, `ip`, `masked`, `prefixLength`). A URL, a quantity, an IP and a CIDR are protobuf messages holding
+their text (`kubernetes.URL`, `kubernetes.Quantity`, `kubernetes.IP`, `kubernetes.CIDR`). The list functions are
+declared over `list(dyn)`, so the checker accepts them on any list (kube-apiserver refuses `sum` on a list of
+strings when the CRD is written; here it fails when evaluated).
 
 Not modelled: lists' `indexOf` and `lastIndexOf` (the strings extension's own `indexOf` cannot be overloaded
-here), IP and CIDR, format, semver, authz; regexes are Python's `re`, close to RE2 for the patterns rules use.
+here), `ip.isCanonical`, format, semver, authz; regexes are Python's `re`, close to RE2 for the patterns rules use.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import math
 import re
 from decimal import Decimal, InvalidOperation
@@ -49,7 +53,7 @@ _INT64_MAX = (1 << 63) - 1
 
 def _file() -> descriptor_pb2.FileDescriptorProto:
     file = descriptor_pb2.FileDescriptorProto(name="kubernetes_cel.proto", package="kubernetes", syntax="proto3")
-    for name in ("Quantity", "URL"):
+    for name in ("Quantity", "URL", "IP", "CIDR"):
         message = file.message_type.add(name=name)
         message.field.add(name="value", number=1, type=_F.TYPE_STRING, label=_F.LABEL_OPTIONAL)
     return file
@@ -69,11 +73,86 @@ def pool() -> Any:
 
 
 @functools.cache
-def _classes() -> tuple[Any, Any]:
-    return (
-        message_factory.GetMessageClass(pool().FindMessageTypeByName("kubernetes.Quantity")),
-        message_factory.GetMessageClass(pool().FindMessageTypeByName("kubernetes.URL")),
+def _classes() -> tuple[Any, Any, Any, Any]:
+    quantity, url, ip, cidr = (
+        message_factory.GetMessageClass(pool().FindMessageTypeByName(f"kubernetes.{name}"))
+        for name in ("Quantity", "URL", "IP", "CIDR")
     )
+    return quantity, url, ip, cidr
+
+
+# -- IPs and CIDRs ---------------------------------------------------------------------------------------------
+
+
+def _parse_ip(text: str) -> Any:
+    """Go's netip.ParseAddr as the library uses it: no zone, no IPv4-mapped IPv6 address."""
+    address = ipaddress.ip_address(text)
+    if isinstance(address, ipaddress.IPv6Address) and (address.ipv4_mapped is not None or "%" in text):
+        raise ValueError("IPv4-mapped IPv6 addresses and zones are not allowed")
+    return address
+
+
+def _ip(text: str) -> Any:
+    try:
+        _parse_ip(text)
+    except ValueError as error:
+        raise ValueError(f"IP Address {text!r} parse error during conversion from string: {error}") from error
+    return _classes()[2](value=text)
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        _parse_ip(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_cidr(text: str) -> Any:
+    address, _, prefix = text.partition("/")
+    _parse_ip(address)
+    if not prefix.isdigit():
+        raise ValueError(f"network address parse error during conversion from string: {text!r}")
+    return ipaddress.ip_interface(text)
+
+
+def _cidr(text: str) -> Any:
+    _parse_cidr(text)
+    return _classes()[3](value=text)
+
+
+def _is_cidr(text: str) -> bool:
+    try:
+        _parse_cidr(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_link_local_multicast(ip: Any) -> bool:
+    address = _parse_ip(ip.value)
+    return address in ipaddress.ip_network("224.0.0.0/24" if address.version == 4 else "ff02::/16")
+
+
+def _is_global_unicast(ip: Any) -> bool:
+    """Go's netip.Addr.IsGlobalUnicast: not unspecified, loopback, multicast, link-local or the IPv4 broadcast."""
+    address = _parse_ip(ip.value)
+    broadcast = address.version == 4 and address == ipaddress.IPv4Address("255.255.255.255")
+    return not (
+        address.is_unspecified or address.is_loopback or address.is_multicast or address.is_link_local or broadcast
+    )
+
+
+def _contains_ip(cidr: Any, ip: Any) -> bool:
+    network = _parse_cidr(cidr.value).network
+    address = _parse_ip(ip if isinstance(ip, str) else ip.value)
+    return address.version == network.version and address in network
+
+
+def _contains_cidr(cidr: Any, other: Any) -> bool:
+    network = _parse_cidr(cidr.value).network
+    inner = _parse_cidr(other if isinstance(other, str) else other.value).network
+    return bool(inner.version == network.version and inner.subnet_of(network))
 
 
 # -- quantities ------------------------------------------------------------------------------------------------
@@ -186,7 +265,8 @@ def _max(items: list[Any]) -> Any:
 
 
 def _member(name: str, result: Any, params: list[Any], impl: Any) -> Any:
-    return cel.Overload(f"{name}_{len(params)}_{id(impl)}", result, params, is_member=True, impl=impl)
+    overload_id = f"{name}_" + "_".join(re.sub(r"\W", "", p.name()) for p in params)
+    return cel.Overload(overload_id, result, params, is_member=True, impl=impl)
 
 
 @functools.cache
@@ -195,6 +275,8 @@ def declarations() -> list[Any]:
     dyn, string, integer = cel.Type.DYN, cel.Type.STRING, cel.Type.INT
     dyn_list = cel.Type.List(dyn)
     quantity, url = cel.Type("kubernetes.Quantity"), cel.Type("kubernetes.URL")
+    ip, cidr = cel.Type("kubernetes.IP"), cel.Type("kubernetes.CIDR")
+    boolean = cel.Type.BOOL
     groups: dict[str, list[Any]] = {
         "isSorted": [_member("isSorted", cel.Type.BOOL, [dyn_list], lambda items: items == sorted(items))],
         "sum": [_member("sum", dyn, [dyn_list], _sum)],
@@ -246,5 +328,30 @@ def declarations() -> list[Any]:
             _member("isGreaterThan", cel.Type.BOOL, [quantity, quantity], lambda a, b: _compare(a, b) > 0)
         ],
         "compareTo": [_member("compareTo", integer, [quantity, quantity], _compare)],
+        "ip": [
+            cel.Overload("string_to_ip", ip, [string], impl=_ip),
+            _member("ip", ip, [cidr], lambda c: _classes()[2](value=str(_parse_cidr(c.value).ip))),
+        ],
+        "isIP": [cel.Overload("is_ip_string", boolean, [string], impl=_is_ip)],
+        "family": [_member("family", integer, [ip], lambda a: _parse_ip(a.value).version)],
+        "isUnspecified": [_member("isUnspecified", boolean, [ip], lambda a: _parse_ip(a.value).is_unspecified)],
+        "isLoopback": [_member("isLoopback", boolean, [ip], lambda a: _parse_ip(a.value).is_loopback)],
+        "isLinkLocalMulticast": [_member("isLinkLocalMulticast", boolean, [ip], _is_link_local_multicast)],
+        "isLinkLocalUnicast": [
+            _member("isLinkLocalUnicast", boolean, [ip], lambda a: _parse_ip(a.value).is_link_local)
+        ],
+        "isGlobalUnicast": [_member("isGlobalUnicast", boolean, [ip], _is_global_unicast)],
+        "cidr": [cel.Overload("string_to_cidr", cidr, [string], impl=_cidr)],
+        "isCIDR": [cel.Overload("is_cidr_string", boolean, [string], impl=_is_cidr)],
+        "containsIP": [
+            _member("containsIP", boolean, [cidr, ip], _contains_ip),
+            _member("containsIP", boolean, [cidr, string], _contains_ip),
+        ],
+        "containsCIDR": [
+            _member("containsCIDR", boolean, [cidr, cidr], _contains_cidr),
+            _member("containsCIDR", boolean, [cidr, string], _contains_cidr),
+        ],
+        "masked": [_member("masked", cidr, [cidr], lambda c: _classes()[3](value=str(_parse_cidr(c.value).network)))],
+        "prefixLength": [_member("prefixLength", integer, [cidr], lambda c: _parse_cidr(c.value).network.prefixlen)],
     }
     return [cel.FunctionDecl(name, overloads) for name, overloads in groups.items()]
