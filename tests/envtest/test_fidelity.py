@@ -245,6 +245,10 @@ def cel_status_crd() -> dict[str, Any]:
             "l": rule("array", "self.isSorted() && self.sum() < 10", "sorted, sum under 10"),
             "f": rule("string", "self.find('[0-9]+') == '42'", "first number 42"),
             "o": rule("string", "oldSelf.hasValue() || self == 'first'", "created as first", optionalOldSelf=True),
+            "ip": rule(
+                "string", "isIP(self) && ip(self).family() == 4 && !ip(self).isLoopback()", "IPv4, not loopback"
+            ),
+            "net": rule("string", "isCIDR(self) && cidr('10.0.0.0/8').containsCIDR(self)", "inside 10.0.0.0/8"),
             "ts": {
                 "type": "string",
                 "format": "date-time",
@@ -301,6 +305,8 @@ def celstatus(name: str, **spec: Any) -> dict[str, Any]:
         "l": [1, 2, 3],
         "f": "ab42cd7",
         "o": "first",
+        "ip": "10.0.0.1",
+        "net": "10.2.0.0/16",
         "ts": "2021-05-01T00:00:00Z",
         "dur": "30m",
     }
@@ -435,9 +441,9 @@ SCENARIOS = [
     ),
     Scenario(
         "cel-libraries-and-status",
-        "validation rules calling the Kubernetes CEL libraries (quantity, URL, lists, regex), date-time and duration "
-        "strings as timestamps and durations, an optionalOldSelf rule on create and update, and rules and the schema "
-        "on status through the status subresource, a transition rule included",
+        "validation rules calling the Kubernetes CEL libraries (quantity, URL, lists, regex, IP, CIDR), date-time "
+        "and duration strings as timestamps and durations, an optionalOldSelf rule on create and update, and rules "
+        "and the schema on status through the status subresource, a transition rule included",
         (
             step("apply", "-f", "-", input=dump(cel_status_crd())),
             step("wait", "--for=condition=Established", "crd/celstatuses.cel.example.com", "--timeout=30s"),
@@ -447,6 +453,9 @@ SCENARIOS = [
             step("create", "-f", "-", input=dump(celstatus("s-l", l=[3, 1]))),
             step("create", "-f", "-", input=dump(celstatus("s-f", f="a7b"))),
             step("create", "-f", "-", input=dump(celstatus("s-o", o="second"))),
+            step("create", "-f", "-", input=dump(celstatus("s-ip", ip="127.0.0.1"))),
+            step("create", "-f", "-", input=dump(celstatus("s-ip6", ip="::ffff:1.2.3.4"))),
+            step("create", "-f", "-", input=dump(celstatus("s-net", net="11.0.0.0/8"))),
             step("create", "-f", "-", input=dump(celstatus("s-ts", ts="2019-05-01T00:00:00Z"))),
             step("create", "-f", "-", input=dump(celstatus("s-dur", dur="1h30m"))),
             step("patch", "celstatus", "s1", "--type=merge", "-p", '{"spec":{"o":"changed"}}'),
