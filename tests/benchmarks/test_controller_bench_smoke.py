@@ -16,7 +16,16 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks import cli_startup, engine_rollout, fleet_convergence, fleet_scale, ha_ownership, resilience, resolver
+from benchmarks import (
+    cel_rules,
+    cli_startup,
+    engine_rollout,
+    fleet_convergence,
+    fleet_scale,
+    ha_ownership,
+    resilience,
+    resolver,
+)
 from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,3 +241,11 @@ def test_cache_memory_reports_each_kind_and_the_rendered_workloads_cached_below_
     # and status, as before the transforms of issue 15: a Deployment 0.74 of its JSON, a Service 1.6)
     assert kinds["Deployment"]["cached_bytes"] < 0.5 * kinds["Deployment"]["json_bytes"], kinds["Deployment"]
     assert kinds["Service"]["cached_bytes"] < kinds["Service"]["json_bytes"], kinds["Service"]
+
+
+def test_cel_rules_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_readme(tmp_path: Path) -> None:
+    readme_before = cel_rules.README.read_text() if cel_rules.README.exists() else None
+    results = run_quick("benchmarks.cel_rules", tmp_path / "cel_rules.json", timeout=120)
+
+    assert_every_figure_positive(results, cel_rules.FIGURES, cel_rules.TARGETS)
+    assert (cel_rules.README.read_text() if cel_rules.README.exists() else None) == readme_before

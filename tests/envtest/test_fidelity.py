@@ -173,6 +173,151 @@ def celrule(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "cel.example.com/v1", "kind": "Celrule", "metadata": {"name": name}, "spec": spec}
 
 
+def cel_compile_crd() -> dict[str, Any]:
+    """A CRD whose rules do not type-check: an undefined field, a syntax error, a type mismatch, an unknown function,
+    a rule that is not a bool, a messageExpression that is not a string, and metadata beyond name at the root."""
+    spec = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.nope == 1"},
+            {"rule": "self.a ==", "message": "syntax"},
+            {"rule": "self.m.x == 1"},
+            {"rule": "self.a.frob()"},
+            {"rule": "self.a"},
+            {"rule": "true", "messageExpression": "1"},
+            {"rule": "self.a.size() > 0 && self.__namespace__ != 'x'", "messageExpression": "self.a + 1"},
+            {"rule": "oldSelf.hasValue() || self.pu.foo == 1", "optionalOldSelf": True},
+        ],
+        "properties": {
+            "a": {"type": "string", "maxLength": 10},
+            "namespace": {"type": "string", "maxLength": 10},
+            "m": {"type": "object", "maxProperties": 5, "additionalProperties": {"type": "string", "maxLength": 10}},
+            "pu": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    }
+    return _cel_crd(
+        "celcompiles",
+        "Celcompile",
+        {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.metadata.labels.size() > 0"}],
+            "properties": {"spec": spec},
+        },
+    )
+
+
+def cel_shape_crd() -> dict[str, Any]:
+    """A CRD whose validation entries are malformed: no rule, a message with a line break, an unknown reason, a
+    fieldPath outside the schema (and a rule that does not compile, not reported while those are)."""
+    spec = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.nope == 1"},
+            {"rule": "  "},
+            {"rule": "true", "message": "two\nlines"},
+            {"rule": "true", "reason": "FieldValueOdd"},
+            {"rule": "true", "fieldPath": ".missing"},
+            {"rule": "true", "fieldPath": ".a"},
+        ],
+        "properties": {"a": {"type": "string", "maxLength": 10}},
+    }
+    return _cel_crd("celshapes", "Celshape", {"type": "object", "properties": {"spec": spec}})
+
+
+def cel_status_crd() -> dict[str, Any]:
+    """A CRD with rules calling the Kubernetes CEL libraries, an optionalOldSelf rule, and rules on status."""
+
+    def rule(kind: str, text: str, message: str, **extra: Any) -> dict[str, Any]:
+        limit = {"maxItems": 5} if kind == "array" else {"maxLength": 40}
+        items = {"items": {"type": "integer"}} if kind == "array" else {}
+        return {
+            "type": kind,
+            **limit,
+            **items,
+            "x-kubernetes-validations": [{"rule": text, "message": message, **extra}],
+        }
+
+    spec = {
+        "type": "object",
+        "properties": {
+            "q": rule("string", "isQuantity(self) && quantity(self).isLessThan(quantity('10Gi'))", "q under 10Gi"),
+            "u": rule("string", "isURL(self) && url(self).getScheme() == 'https'", "https URL"),
+            "l": rule("array", "self.isSorted() && self.sum() < 10", "sorted, sum under 10"),
+            "f": rule("string", "self.find('[0-9]+') == '42'", "first number 42"),
+            "o": rule("string", "oldSelf.hasValue() || self == 'first'", "created as first", optionalOldSelf=True),
+            "ip": rule(
+                "string", "isIP(self) && ip(self).family() == 4 && !ip(self).isLoopback()", "IPv4, not loopback"
+            ),
+            "net": rule("string", "isCIDR(self) && cidr('10.0.0.0/8').containsCIDR(self)", "inside 10.0.0.0/8"),
+            "ts": {
+                "type": "string",
+                "format": "date-time",
+                "x-kubernetes-validations": [
+                    {"rule": "self > timestamp('2020-01-01T00:00:00Z')", "message": "after 2020"}
+                ],
+            },
+            "dur": {
+                "type": "string",
+                "format": "duration",
+                "x-kubernetes-validations": [{"rule": "self < duration('1h')", "message": "under an hour"}],
+            },
+        },
+    }
+    status = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "!has(self.phase) || self.phase != 'Bad'", "message": "phase may not be Bad"}
+        ],
+        "properties": {
+            "phase": {
+                "type": "string",
+                "maxLength": 20,
+                "x-kubernetes-validations": [
+                    {"rule": "self != 'Done' || oldSelf == 'Running'", "message": "Done only after Running"}
+                ],
+            },
+            "count": {"type": "integer", "maximum": 5},
+        },
+    }
+    crd = _cel_crd("celstatuses", "Celstatus", {"type": "object", "properties": {"spec": spec, "status": status}})
+    crd["spec"]["versions"][0]["subresources"] = {"status": {}}
+    return crd
+
+
+def _cel_crd(plural: str, kind: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.cel.example.com"},
+        "spec": {
+            "group": "cel.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}],
+        },
+    }
+
+
+def celstatus(name: str, **spec: Any) -> dict[str, Any]:
+    good = {
+        "q": "1Gi",
+        "u": "https://x.example/p?a=1",
+        "l": [1, 2, 3],
+        "f": "ab42cd7",
+        "o": "first",
+        "ip": "10.0.0.1",
+        "net": "10.2.0.0/16",
+        "ts": "2021-05-01T00:00:00Z",
+        "dur": "30m",
+    }
+    return {
+        "apiVersion": "cel.example.com/v1",
+        "kind": "Celstatus",
+        "metadata": {"name": name},
+        "spec": {**good, **spec},
+    }
+
+
 EVENT_TIME = {
     "eventTime": "2026-01-01T00:00:00.000000Z",
     "reportingComponent": "fidelity",
@@ -281,6 +426,60 @@ SCENARIOS = [
             step("create", "-f", "-", input=dump(celrule("c-items", b="bee", tags=["bad", "t-2", "bad3"]))),
             step("patch", "celrule", "c-ok", "--type=merge", "-p", '{"spec":{"a":"back","b":null}}'),
             step("get", "celrule", "c-ok", "-o", "jsonpath={.spec}"),
+        ),
+    ),
+    Scenario(
+        "cel-rule-compile",
+        "a CRD whose validation rules do not type-check is refused, each rule with cel-go's compile error; one "
+        "whose validation entries are malformed (no rule, a message with a line break, an unknown reason, a "
+        "fieldPath outside the schema) is refused for those alone",
+        (
+            step("apply", "-f", "-", input=dump(cel_compile_crd())),
+            step("get", "crd", "celcompiles.cel.example.com"),
+            step("apply", "-f", "-", input=dump(cel_shape_crd())),
+        ),
+    ),
+    Scenario(
+        "cel-libraries-and-status",
+        "validation rules calling the Kubernetes CEL libraries (quantity, URL, lists, regex, IP, CIDR), date-time "
+        "and duration strings as timestamps and durations, an optionalOldSelf rule on create and update, and rules "
+        "and the schema on status through the status subresource, a transition rule included",
+        (
+            step("apply", "-f", "-", input=dump(cel_status_crd())),
+            step("wait", "--for=condition=Established", "crd/celstatuses.cel.example.com", "--timeout=30s"),
+            step("create", "-f", "-", input=dump(celstatus("s1"))),
+            step("create", "-f", "-", input=dump(celstatus("s-q", q="20Gi"))),
+            step("create", "-f", "-", input=dump(celstatus("s-u", u="http://x.example/"))),
+            step("create", "-f", "-", input=dump(celstatus("s-l", l=[3, 1]))),
+            step("create", "-f", "-", input=dump(celstatus("s-f", f="a7b"))),
+            step("create", "-f", "-", input=dump(celstatus("s-o", o="second"))),
+            step("create", "-f", "-", input=dump(celstatus("s-ip", ip="127.0.0.1"))),
+            step("create", "-f", "-", input=dump(celstatus("s-ip6", ip="::ffff:1.2.3.4"))),
+            step("create", "-f", "-", input=dump(celstatus("s-net", net="11.0.0.0/8"))),
+            step("create", "-f", "-", input=dump(celstatus("s-ts", ts="2019-05-01T00:00:00Z"))),
+            step("create", "-f", "-", input=dump(celstatus("s-dur", dur="1h30m"))),
+            step("patch", "celstatus", "s1", "--type=merge", "-p", '{"spec":{"o":"changed"}}'),
+            step(
+                "patch", "celstatus", "s1", "--subresource=status", "--type=merge", "-p", '{"status":{"phase":"Bad"}}'
+            ),
+            step("patch", "celstatus", "s1", "--subresource=status", "--type=merge", "-p", '{"status":{"count":9}}'),
+            step(
+                "patch", "celstatus", "s1", "--subresource=status", "--type=merge", "-p", '{"status":{"phase":"Done"}}'
+            ),
+            step(
+                "patch",
+                "celstatus",
+                "s1",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                '{"status":{"phase":"Running"}}',
+            ),
+            step(
+                "patch", "celstatus", "s1", "--subresource=status", "--type=merge", "-p", '{"status":{"phase":"Done"}}'
+            ),
+            step("patch", "celstatus", "s1", "--type=merge", "-p", '{"spec":{"o":"again"}}'),
+            step("get", "celstatus", "s1", "-o", "jsonpath={.spec.o} {.status.phase}"),
         ),
     ),
     Scenario(

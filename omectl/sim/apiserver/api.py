@@ -23,6 +23,7 @@ from omectl.sim.apiserver import errors
 from omectl.sim.apiserver.builtin_defaults import apply_builtin_defaults
 from omectl.sim.apiserver.builtin_schemas import builtin_schema
 from omectl.sim.apiserver.cel import BLOCKING_KINDS, blocked_error
+from omectl.sim.apiserver.cel_check import rule_compile_errors
 from omectl.sim.apiserver.clock import now_rfc3339
 from omectl.sim.apiserver.core_rules import (
     api_approval_errors,
@@ -354,7 +355,9 @@ class ClusterAPI:
             apply_builtin_defaults(rt.group, rt.kind, obj)
         return obj
 
-    def _validate(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
+    def _validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str = ""
+    ) -> list[str]:
         """422 Invalid with every field error; returns warnings (validation rules ratcheted on an update)."""
         meta = obj["metadata"]
         name = meta.get("name", "")
@@ -367,7 +370,7 @@ class ClusterAPI:
         schema = self.schema_for(rt)
         warnings: list[str] = []
         if schema is not None:
-            errs += schema.validate(obj)
+            errs += schema.validate_status(obj) if subresource == "status" else schema.validate(obj)
             rules = schema.rules
             if rules is not None:
                 if any(e.kind in BLOCKING_KINDS for e in errs):
@@ -377,6 +380,7 @@ class ClusterAPI:
                     errs += rule_errors
         if rt.storage_key == CRD_KEY:
             errs += validate_crd(obj)
+            errs += rule_compile_errors(obj, old)
             errs += api_approval_errors(obj, old)
         elif rt.storage_key == WEBHOOK_KEY:
             errs += validate_webhook_configuration(obj)
@@ -696,8 +700,10 @@ class ClusterAPI:
                 )
         if rt.generation and _spec_changed(live, new):
             meta["generation"] = int(live_meta.get("generation", 0) or 0) + 1
-        if subresource == "":
-            for warning in self._validate(rt, new, live):
+        if subresource == "" or (subresource == "status" and rt.schema is not None):
+            # A custom resource's status write validates its status against the schema and the whole object
+            # against the rules (the status strategy's ValidateStatusUpdate), an unchanged spec ratcheted.
+            for warning in self._validate(rt, new, live, subresource):
                 if warning not in warnings:
                     warnings.append(warning)
         if not apply_manager:

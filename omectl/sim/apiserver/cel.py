@@ -23,13 +23,17 @@ not when the CRD is created), `optionalOldSelf`, cost budgets, and date-time str
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_encoders, ext_math, ext_optional, ext_strings
+from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional, ext_strings
 
+from omectl.sim.apiserver import cel_library as library
+from omectl.sim.apiserver.cel_types import cel_value, converts
 from omectl.sim.apiserver.errors import FieldError
 
 BLOCKED_DETAIL = (
@@ -41,25 +45,82 @@ BLOCKED_DETAIL = (
 BLOCKING_KINDS = frozenset(("TypeInvalid", "NotSupported", "TooLong", "TooMany"))
 
 _ENV: Any = None
+_OLD_SELF_PREFIX = "cel.bind(oldSelf, __oldSelfPresent ? optional.of(__oldSelf) : optional.none(), "
+_SELECT_ON_SCALAR = re.compile(r"expression of type '([^']*)' cannot be the operand of a select operation")
+_COMPILE_ERROR = re.compile(r"^(ERROR: <input>:)(\d+):(\d+): (.*)$")
+
+
+def _extensions() -> list[Any]:
+    return [
+        ext_strings.ExtStrings(),
+        ext_math.ExtMath(),
+        ext_optional.ExtOptional(),
+        ext_encoders.ExtEncoders(),
+        ext_bindings.ExtBindings(),
+    ]
 
 
 def _env() -> Any:
     global _ENV
     if _ENV is None:
         _ENV = cel.NewEnv(
-            variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN},
-            extensions=[
-                ext_strings.ExtStrings(),
-                ext_math.ExtMath(),
-                ext_optional.ExtOptional(),
-                ext_encoders.ExtEncoders(),
-            ],
+            descriptor_pool=library.pool(),
+            variables={
+                "self": cel.Type.DYN,
+                "oldSelf": cel.Type.DYN,
+                "__oldSelf": cel.Type.DYN,
+                "__oldSelfPresent": cel.Type.BOOL,
+            },
+            extensions=_extensions(),
+            functions=library.declarations(),
         )
     return _ENV
 
 
+def typed_env(pool: Any, self_type: Any) -> Any:
+    """An environment where `self` and `oldSelf` have a schema node's declared type (CRD write checks).
+
+    `pool` must hold the Kubernetes library's message types too (`library.add_types`)."""
+    return cel.NewEnv(
+        descriptor_pool=pool,
+        variables={
+            "self": self_type,
+            "oldSelf": self_type,
+            "__oldSelf": self_type,
+            "__oldSelfPresent": cel.Type.BOOL,
+        },
+        extensions=_extensions(),
+        functions=library.declarations(),
+    )
+
+
+def with_optional_old_self(rule: str, raw: dict[str, Any]) -> str:
+    """The expression to compile for a rule: with `optionalOldSelf`, `oldSelf` is an optional (none when absent)."""
+    if raw.get("optionalOldSelf") is True:
+        return f"{_OLD_SELF_PREFIX}{rule})"
+    return rule
+
+
 class CompileError(Exception):
     """A rule or messageExpression that CEL cannot compile."""
+
+
+def compile_message(text: str) -> str:
+    """cel-go's words for a compile error (the position and snippet are the rule's own, not the wrapper's)."""
+    text = text.removeprefix("INVALID_ARGUMENT: ").split(" [INVALID_ARGUMENT]")[0]
+    # cel-go reports neither the errors that follow from an earlier one nor a select on a scalar in C++'s words.
+    blocks = [b for b in text.split("\nERROR: ") if "'*error*'" not in b]
+    text = "\nERROR: ".join(blocks)
+    text = _SELECT_ON_SCALAR.sub(r"type '\1' does not support field selection", text)
+    if not text.startswith("ERROR: <input>:1:") or _OLD_SELF_PREFIX not in text:
+        return text
+    lines = text.split("\n")
+    match = _COMPILE_ERROR.match(lines[0])
+    if match is None:
+        return text
+    column = max(1, int(match.group(3)) - len(_OLD_SELF_PREFIX))
+    snippet = lines[1].removeprefix(" | ").removeprefix(_OLD_SELF_PREFIX)[:-1] if len(lines) > 1 else ""
+    return f"{match.group(1)}1:{column}: {match.group(4)}\n | {snippet}\n | {'.' * (column - 1)}^"
 
 
 def compile_expression(expression: str) -> Any:
@@ -67,7 +128,7 @@ def compile_expression(expression: str) -> Any:
     try:
         return _env().compile(expression)
     except RuntimeError as exc:
-        raise CompileError(str(exc).removeprefix("INVALID_ARGUMENT: ").split(" [INVALID_ARGUMENT]")[0]) from exc
+        raise CompileError(compile_message(str(exc))) from exc
 
 
 class EvalError(Exception):
@@ -143,6 +204,7 @@ class Rule:
     program: Any
     message_program: Any
     uses_old_self: bool
+    optional_old_self: bool = False
     compile_error: str = ""
 
     @classmethod
@@ -158,10 +220,11 @@ class Rule:
             program=None,
             message_program=None,
             uses_old_self=re.search(r"\boldSelf\b", text) is not None,
+            optional_old_self=raw.get("optionalOldSelf") is True,
         )
         if text.strip():
             try:
-                rule.program = compile_expression(text)
+                rule.program = compile_expression(with_optional_old_self(text, raw))
             except CompileError as exc:
                 rule.compile_error = str(exc)
         message_expression = str(raw.get("messageExpression") or "")
@@ -198,11 +261,13 @@ _ABSENT = object()
 class _RuleNode:
     """The rules of one schema node and the children that have rules at or below them."""
 
-    __slots__ = ("additional", "items", "list_keys", "list_type", "properties", "rules", "type_label")
+    __slots__ = ("additional", "converting", "items", "list_keys", "list_type", "properties", "rules", "type_label")
 
     def __init__(self, raw: dict[str, Any]) -> None:
         self.rules = [Rule.build(r) for r in raw.get("x-kubernetes-validations") or () if isinstance(r, dict)]
         self.type_label = str(raw.get("type") or "")
+        # The schema, when a rule here sees some value below otherwise than stored (cel_types.cel_value).
+        self.converting: dict[str, Any] | None = raw if self.rules and converts(raw) else None
         self.list_type = str(raw.get("x-kubernetes-list-type") or "atomic")
         self.list_keys = tuple(raw.get("x-kubernetes-list-map-keys") or ())
         self.properties: dict[str, _RuleNode] = {}
@@ -233,9 +298,8 @@ class RuleValidator:
 
     @classmethod
     def build(cls, openapi_v3_schema: dict[str, Any] | None) -> RuleValidator | None:
-        """None when the schema has no rules (nothing to evaluate on a write)."""
-        root = _RuleNode.build(openapi_v3_schema or {})
-        return cls(root) if root is not None else None
+        """None when the schema has no rules (nothing to evaluate on a write); one per schema in the process."""
+        return _built(orjson.dumps(openapi_v3_schema or {}, option=orjson.OPT_SORT_KEYS))
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> tuple[list[FieldError], list[str]]:
         """Errors and (ratcheted) warnings for a write of `obj` over `old` (None on create)."""
@@ -243,6 +307,13 @@ class RuleValidator:
         warnings: list[str] = []
         _walk(self._root, obj, _ABSENT if old is None else old, "", errors, warnings, root=True)
         return errors, warnings
+
+
+@functools.lru_cache(maxsize=512)
+def _built(schema_json: bytes) -> RuleValidator | None:
+    """Compiled once per distinct schema: every simulated cluster with the same CRD version shares the programs."""
+    root = _RuleNode.build(orjson.loads(schema_json))
+    return RuleValidator(root) if root is not None else None
 
 
 def _root_view(obj: Any) -> Any:
@@ -315,9 +386,16 @@ def _check_rules(
     root: bool,
 ) -> None:
     field_path = path or "<nil>"
-    variables: dict[str, Any] = {"self": _root_view(value) if root else value}
+    seen = _root_view(value) if root else value
+    if node.converting is not None:
+        seen = cel_value(node.converting, seen)
+    variables: dict[str, Any] = {"self": seen, "__oldSelfPresent": False}
     if old is not _ABSENT:
-        variables["oldSelf"] = _root_view(old) if root else old
+        seen_old = _root_view(old) if root else old
+        if node.converting is not None:
+            seen_old = cel_value(node.converting, seen_old)
+        variables["oldSelf"] = variables["__oldSelf"] = seen_old
+        variables["__oldSelfPresent"] = True
     unchanged = old is not _ABSENT and old == value
     for rule in node.rules:
         if rule.compile_error:
@@ -327,7 +405,7 @@ def _check_rules(
             continue
         if rule.program is None:
             continue
-        if rule.uses_old_self and old is _ABSENT:
+        if rule.uses_old_self and old is _ABSENT and not rule.optional_old_self:
             continue
         try:
             result = evaluate(rule.program, variables)

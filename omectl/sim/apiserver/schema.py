@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import datetime
 import ipaddress
 import re
@@ -380,6 +381,19 @@ class StructuralSchema:
         if self._root.list_checks_below:
             _validate_list_types(obj, self._root, "", errors)
         return errors
+
+    def validate_status(self, obj: dict[str, Any]) -> list[FieldError]:
+        """What a /status write checks: only `status`, against its own schema, the messages' paths relative to it
+        (`count in body ...` at `status.count`), as the status strategy's validator does."""
+        node = self._root.child("status")
+        status = obj.get("status")
+        if node is None or status is None:
+            return []
+        errors: list[FieldError] = []
+        _validate(status, node, "", errors)
+        if node.list_checks_below:
+            _validate_list_types(status, node, "", errors)
+        return [dataclasses.replace(e, field=f"status.{e.field}" if e.field else "status") for e in errors]
 
     # -- helpers for server-side apply ----------------------------------------------------------------------
 
