@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
+    README,
     RESULTS_DIR,
     ROOT,
     evaluate_targets,
@@ -132,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run_benchmark(2 if args.quick else 7, args.quick)
     section = None if args.quick else markdown_table(results)
-    publish(args.out, results, figure_rows(results, FIGURES, spread_text(results)), section, (README_BEGIN, README_END))
+    rows = figure_rows(results, FIGURES, spread_text(results))
+    publish(args.out, results, rows, section, README, (README_BEGIN, README_END))
     return 0
 
 

@@ -152,15 +152,20 @@ def markdown_rows(rows: Iterable[Sequence[str]], header: Sequence[str] = TABLE_H
 
 
 def publish(
-    out: Path, results: dict[str, Any], rows: Sequence[Sequence[str]], section: str | None, markers: tuple[str, str]
+    out: Path,
+    results: dict[str, Any],
+    rows: Sequence[Sequence[str]],
+    section: str | None,
+    readme: Path,
+    markers: tuple[str, str],
 ) -> None:
     """A run's end: print its table, write its results file and, with a `section` (a full run), rewrite that
-    section of benchmarks/README.md between `markers`."""
+    section of `readme` between `markers`."""
     print(text_table(rows), flush=True)
     write_results(out, results)
     if section is not None:
-        rewrite_readme_section(README, section, *markers, append_missing=True)
-        print(f"section rewritten in {README}", flush=True)
+        rewrite_readme_section(readme, section, *markers, append_missing=True)
+        print(f"section rewritten in {readme}", flush=True)
 
 
 def rewrite_readme_section(path: Path, section: str, begin_marker: str, end_marker: str, append_missing: bool) -> bool:

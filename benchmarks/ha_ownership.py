@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
+    README,
     RESULTS_DIR,
     evaluate_targets,
     figure_rows,
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run_benchmark(1 if args.quick else 5, args.quick)
     section = None if args.quick else markdown_table(results)
-    publish(args.out, results, figure_rows(results, FIGURES), section, (README_BEGIN, README_END))
+    publish(args.out, results, figure_rows(results, FIGURES), section, README, (README_BEGIN, README_END))
     return 0
 
 

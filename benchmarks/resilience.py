@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
+    README,
     RESULTS_DIR,
     evaluate_targets,
     figure_rows,
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("omectl").setLevel(logging.ERROR)  # the faults make the controller warn, as they should
     results = run_benchmark(1 if args.quick else 3, 6.0 if args.quick else 30.0, args.quick)
     section = None if args.quick else markdown_table(results)
-    publish(args.out, results, figure_rows(results, FIGURES), section, (README_BEGIN, README_END))
+    publish(args.out, results, figure_rows(results, FIGURES), section, README, (README_BEGIN, README_END))
     return 0
 
 
