@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,13 @@ from benchmarks.common import (
     RESULTS_DIR,
     ROOT,
     evaluate_targets,
+    figure_rows,
     machine_info,
     markdown_rows,
-    rewrite_readme_section,
+    measured_on,
+    publish,
     run_header,
-    text_table,
     units_of,
-    write_results,
 )
 
 DEFAULT_OUT = RESULTS_DIR / "cli_startup.json"
@@ -88,19 +89,18 @@ def run_benchmark(repeats: int, quick: bool) -> dict[str, Any]:
     }
 
 
-def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    rows = []
-    for name, (unit, label) in FIGURES.items():
+def spread_text(results: dict[str, Any]) -> Callable[[str, float, str], str]:
+    """A figure's median with the fastest and slowest run in brackets."""
+
+    def text(name: str, value: float, unit: str) -> str:
         low, high = results["spread"][name]
-        target = results["targets"].get(name)
-        wanted = f"{target['op']} {target['target']}" if target else ""
-        verdict = ("PASS" if target["pass"] else "FAIL") if target else ""
-        rows.append((label, f"{results['figures'][name]:.3f} {unit} ({low:.3f}-{high:.3f})", wanted, verdict))
-    return rows
+        return f"{value:.3f} {unit} ({low:.3f}-{high:.3f})"
+
+    return text
 
 
 def markdown_table(results: dict[str, Any]) -> str:
-    machine = results["machine"]
+
     return "\n".join(
         [
             "## CLI start-up",
@@ -119,10 +119,9 @@ def markdown_table(results: dict[str, Any]) -> str:
             "Before the lazy commands each of these cost 1.3-1.6 s on this machine (every command module, and with "
             "them the client, the controller and the API models, were imported for any command).",
             "",
-            *markdown_rows(table_rows(results)),
+            *markdown_rows(figure_rows(results, FIGURES, spread_text(results))),
             "",
-            f"Measured {results['timestamp']} on {machine['cpu_count']} CPUs, {machine['implementation']} "
-            f"{machine['python']}; 1-minute load average before the run: {machine['load_average_1m_before']}.",
+            measured_on(results),
         ]
     )
 
@@ -133,11 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results JSON (default {DEFAULT_OUT})")
     args = parser.parse_args(argv)
     results = run_benchmark(2 if args.quick else 7, args.quick)
-    print(text_table(table_rows(results)), flush=True)
-    write_results(args.out, results)
-    if not args.quick:
-        rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=True)
-        print(f"section rewritten in {README}", flush=True)
+    section = None if args.quick else markdown_table(results)
+    rows = figure_rows(results, FIGURES, spread_text(results))
+    publish(args.out, results, rows, section, README, (README_BEGIN, README_END))
     return 0
 
 

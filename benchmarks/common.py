@@ -16,7 +16,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -110,6 +110,36 @@ def text_table(rows: Sequence[Sequence[str]], header: Sequence[str] = TABLE_HEAD
     return "\n".join(lines)
 
 
+def figure_rows(
+    results: dict[str, Any],
+    figures: dict[str, tuple[str, str]],
+    value_text: Callable[[str, float, str], str] | None = None,
+) -> list[tuple[str, str, str, str]]:
+    """One table row per figure of a `FIGURES` table (name -> (unit, label)): the label, the value and its unit
+    (`value_text(name, value, unit)`, else three decimals), the target as `op target` and PASS or FAIL; the last two
+    are blank for a figure without a target."""
+    rows = []
+    for name, (unit, label) in figures.items():
+        value = results["figures"][name]
+        shown = value_text(name, value, unit) if value_text is not None else f"{value:.3f} {unit}"
+        target = results["targets"].get(name)
+        wanted = f"{target['op']} {target['target']}" if target else ""
+        verdict = ("PASS" if target["pass"] else "FAIL") if target else ""
+        rows.append((label, shown, wanted, verdict))
+    return rows
+
+
+def measured_on(results: dict[str, Any]) -> str:
+    """The README's last line: when (and in which mode, for how long) the figures were measured, on what machine
+    and under what load."""
+    machine = results["machine"]
+    return (
+        f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
+        f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}; 1-minute load average "
+        f"before the run: {machine['load_average_1m_before']}."
+    )
+
+
 def markdown_rows(rows: Iterable[Sequence[str]], header: Sequence[str] = TABLE_HEADER) -> list[str]:
     """The README table's lines: header, alignment row (the value columns between the label and the last two
     columns right-aligned), one line per row."""
@@ -119,6 +149,23 @@ def markdown_rows(rows: Iterable[Sequence[str]], header: Sequence[str] = TABLE_H
         "|" + "|".join(alignment) + "|",
         *("| " + " | ".join(row) + " |" for row in rows),
     ]
+
+
+def publish(
+    out: Path,
+    results: dict[str, Any],
+    rows: Sequence[Sequence[str]],
+    section: str | None,
+    readme: Path,
+    markers: tuple[str, str],
+) -> None:
+    """A run's end: print its table, write its results file and, with a `section` (a full run), rewrite that
+    section of `readme` between `markers`."""
+    print(text_table(rows), flush=True)
+    write_results(out, results)
+    if section is not None:
+        rewrite_readme_section(readme, section, *markers, append_missing=True)
+        print(f"section rewritten in {readme}", flush=True)
 
 
 def rewrite_readme_section(path: Path, section: str, begin_marker: str, end_marker: str, append_missing: bool) -> bool:

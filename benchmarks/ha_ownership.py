@@ -31,13 +31,13 @@ from benchmarks.common import (
     README,
     RESULTS_DIR,
     evaluate_targets,
+    figure_rows,
     machine_info,
     markdown_rows,
-    rewrite_readme_section,
+    measured_on,
+    publish,
     run_header,
-    text_table,
     units_of,
-    write_results,
 )
 from omectl.fleet.leases import Holder, LeaseTimings
 from omectl.fleet.sharding import Membership, Replica, ShardCoordinator
@@ -260,18 +260,8 @@ def run_benchmark(repeats: int, quick: bool) -> dict[str, Any]:
     }
 
 
-def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    rows = []
-    for name, (unit, label) in FIGURES.items():
-        target = results["targets"].get(name)
-        wanted = f"{target['op']} {target['target']}" if target else ""
-        verdict = ("PASS" if target["pass"] else "FAIL") if target else ""
-        rows.append((label, f"{results['figures'][name]:.3f} {unit}", wanted, verdict))
-    return rows
-
-
 def markdown_table(results: dict[str, Any]) -> str:
-    machine, timings = results["machine"], results["timings"]
+    timings = results["timings"]
     return "\n".join(
         [
             "## HA ownership",
@@ -291,11 +281,9 @@ def markdown_table(results: dict[str, Any]) -> str:
             f"Medians and the slowest of {results['repeats']} interleaved repeats. tests/ha/ checks the behaviour "
             "(on fake time in tests/ha/test_sharding.py); the times are these figures, not test assertions.",
             "",
-            *markdown_rows(table_rows(results)),
+            *markdown_rows(figure_rows(results, FIGURES)),
             "",
-            f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
-            f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}; 1-minute load average "
-            f"before the run: {machine['load_average_1m_before']}.",
+            measured_on(results),
         ]
     )
 
@@ -306,11 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results JSON (default {DEFAULT_OUT})")
     args = parser.parse_args(argv)
     results = run_benchmark(1 if args.quick else 5, args.quick)
-    print(text_table(table_rows(results)), flush=True)
-    write_results(args.out, results)
-    if not args.quick:
-        rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=True)
-        print(f"section rewritten in {README}", flush=True)
+    section = None if args.quick else markdown_table(results)
+    publish(args.out, results, figure_rows(results, FIGURES), section, README, (README_BEGIN, README_END))
     return 0
 
 

@@ -37,13 +37,13 @@ from benchmarks.common import (
     README,
     RESULTS_DIR,
     evaluate_targets,
+    figure_rows,
     machine_info,
     markdown_rows,
-    rewrite_readme_section,
+    measured_on,
+    publish,
     run_header,
-    text_table,
     units_of,
-    write_results,
 )
 from tests.resilience.workload import (
     ISVCS_PER_NAMESPACE,
@@ -160,18 +160,8 @@ def run_benchmark(repeats: int, partition_seconds: float, quick: bool) -> dict[s
     }
 
 
-def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    rows = []
-    for name, (unit, label) in FIGURES.items():
-        target = results["targets"].get(name)
-        wanted = f"{target['op']} {target['target']}" if target else ""
-        verdict = ("PASS" if target["pass"] else "FAIL") if target else ""
-        rows.append((label, f"{results['figures'][name]:.3f} {unit}", wanted, verdict))
-    return rows
-
-
 def markdown_table(results: dict[str, Any]) -> str:
-    machine, sizes = results["machine"], results["sizes"]
+    sizes = results["sizes"]
     return "\n".join(
         [
             "## Rollouts under API-server faults",
@@ -189,11 +179,9 @@ def markdown_table(results: dict[str, Any]) -> str:
             f"engine Deployment ({sizes['partition_rollouts']} rollouts); then the healed cluster's convergence. "
             "tests/resilience/ checks the behaviour; the times are these figures, not test assertions.",
             "",
-            *markdown_rows(table_rows(results)),
+            *markdown_rows(figure_rows(results, FIGURES)),
             "",
-            f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
-            f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}; 1-minute load average "
-            f"before the run: {machine['load_average_1m_before']}.",
+            measured_on(results),
         ]
     )
 
@@ -205,11 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.getLogger("omectl").setLevel(logging.ERROR)  # the faults make the controller warn, as they should
     results = run_benchmark(1 if args.quick else 3, 6.0 if args.quick else 30.0, args.quick)
-    print(text_table(table_rows(results)), flush=True)
-    write_results(args.out, results)
-    if not args.quick:
-        rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=True)
-        print(f"section rewritten in {README}", flush=True)
+    section = None if args.quick else markdown_table(results)
+    publish(args.out, results, figure_rows(results, FIGURES), section, README, (README_BEGIN, README_END))
     return 0
 
 

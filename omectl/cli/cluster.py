@@ -17,7 +17,8 @@ import typer
 from omectl.cli.progress import gather_with_progress, progress
 from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, watch
 from omectl.cli.selectors import SELECTOR_OPTION, LabelSelector, parse_selector
-from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_from_env, clusters_dir_to_read
+from omectl.cli.targets import CLUSTERS_DIR_OPTION
+from omectl.fleet.providers import DirectoryProvider, clusters_dir_from_env, clusters_dir_to_read
 from omectl.fleet.registration import (
     ClusterRegistration,
     RegistrationError,
@@ -36,13 +37,6 @@ if TYPE_CHECKING:
 
 cluster_app = typer.Typer(no_args_is_help=True, help="Register, list, remove, check and clean fleet clusters.")
 
-CLUSTERS_DIR_OPTION = typer.Option(
-    None,
-    "--clusters-dir",
-    envvar=CLUSTERS_DIR_ENV,
-    help="Directory of ClusterRegistration files (default: ./clusters).",
-    show_default=False,
-)
 LEASE_NAMESPACE_OPTION = typer.Option(
     "omectl-system",
     "--lease-namespace",

@@ -19,16 +19,19 @@ from omectl.cli.errors import CommandError
 from omectl.cli.progress import gather_with_progress
 from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records, refuse_name
 from omectl.cli.runtime import (
-    CLUSTER_OPTION,
-    CLUSTERS_DIR_OPTION,
-    CONTEXT_OPTION,
-    KUBECONFIG_OPTION,
-    TIMEOUT_OPTION,
     ClusterTarget,
     _fail,
     _registered_target,
     _registrations,
     _single_target,
+)
+from omectl.cli.targets import (
+    ALL_CLUSTERS_OPTION,
+    CLUSTER_OPTION,
+    CLUSTERS_DIR_OPTION,
+    CONTEXT_OPTION,
+    KUBECONFIG_OPTION,
+    TIMEOUT_OPTION,
 )
 from omectl.doctor.checks import FAIL, PASS, WARN, Context, Finding, run_checks
 from omectl.kube.client import ClusterClient
@@ -56,7 +59,7 @@ def doctor(
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     context: str | None = CONTEXT_OPTION,
     cluster: str | None = CLUSTER_OPTION,
-    all_clusters: bool = typer.Option(False, "--all-clusters", help="Every registered cluster (see --clusters-dir)."),
+    all_clusters: bool = ALL_CLUSTERS_OPTION,
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     strict: bool = typer.Option(False, "--strict", help="Exit 1 on a WARN too."),
     lease_namespace: str = typer.Option(

@@ -20,9 +20,7 @@ from omectl.cli.errors import CommandError
 from omectl.cli.progress import gather_with_progress
 from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, render, render_document, watch
 from omectl.cli.runtime import (
-    CLUSTERS_DIR_OPTION,
     EXIT_CLUSTER_FAILED,
-    TIMEOUT_OPTION,
     ClusterTarget,
     _fail,
     _registered_target,
@@ -30,6 +28,7 @@ from omectl.cli.runtime import (
     _with_client,
 )
 from omectl.cli.selectors import SELECTOR_OPTION, LabelSelector, parse_selector
+from omectl.cli.targets import CLUSTERS_DIR_OPTION, TIMEOUT_OPTION
 from omectl.core.ome.workloads import gpu_requests, is_gpu_resource, parse_count
 from omectl.kube.client import ClusterClient
 from omectl.kube.errors import NotFound

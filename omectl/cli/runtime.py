@@ -26,6 +26,7 @@ from rich.console import Console
 
 from omectl.cli.errors import CommandError
 from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records
+from omectl.cli.targets import CLUSTER_OPTION, CLUSTERS_DIR_OPTION, CONTEXT_OPTION, KUBECONFIG_OPTION, TIMEOUT_OPTION
 from omectl.controller.ome.lookup import (
     INHERIT_INDEX,
     RUNTIME_INDEX,
@@ -39,7 +40,7 @@ from omectl.core.ome.inheritance import ChainError, resolve_chain, spec_layers
 from omectl.core.ome.merge import merge_chain
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
 from omectl.core.ome.selection import RuntimeValidation, lookup_named_runtime, named_runtime
-from omectl.fleet.providers import CLUSTERS_DIR_ENV, DirectoryProvider, clusters_dir_to_read
+from omectl.fleet.providers import DirectoryProvider, clusters_dir_to_read
 from omectl.fleet.registration import ClusterRegistration, RegistrationError, open_client
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient, KubeConfigError, KubeError
@@ -65,20 +66,6 @@ T = TypeVar("T")
 
 
 # --- options -----------------------------------------------------------------------------------------------
-
-KUBECONFIG_OPTION = typer.Option(
-    None, "--kubeconfig", help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).", show_default=False
-)
-CONTEXT_OPTION = typer.Option(None, "--context", help="Kubeconfig context (default: the current one).")
-CLUSTER_OPTION = typer.Option(None, "--cluster", help="Read this registered cluster (see `omectl cluster list`).")
-CLUSTERS_DIR_OPTION = typer.Option(
-    None,
-    "--clusters-dir",
-    envvar=CLUSTERS_DIR_ENV,
-    help="Directory of ClusterRegistration files (default: ./clusters).",
-    show_default=False,
-)
-TIMEOUT_OPTION = typer.Option(10.0, "--timeout", min=0.1, help="Seconds to wait for each request to a cluster.")
 
 
 # --- reading clusters --------------------------------------------------------------------------------------

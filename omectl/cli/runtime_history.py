@@ -22,18 +22,14 @@ import yaml
 from omectl.cli.errors import CommandError
 from omectl.cli.reports import OUTPUT_OPTION, Column, OutputFormat, emit, print_records
 from omectl.cli.runtime import (
-    CLUSTER_OPTION,
-    CLUSTERS_DIR_OPTION,
-    CONTEXT_OPTION,
     EXIT_CLUSTER_FAILED,
-    KUBECONFIG_OPTION,
-    TIMEOUT_OPTION,
     ClusterRead,
     _fail,
     _one_line,
     _single_target,
     _with_client,
 )
+from omectl.cli.targets import CLUSTER_OPTION, CLUSTERS_DIR_OPTION, CONTEXT_OPTION, KUBECONFIG_OPTION, TIMEOUT_OPTION
 from omectl.controller.ome.revisions import RUNTIME_KIND_LABEL, RUNTIME_LABEL, spec_hash
 from omectl.core.jsonish import as_mapping
 from omectl.core.ome.inheritance import ChainError, ResolutionContext, resolve_chain, spec_layers

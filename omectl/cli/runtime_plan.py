@@ -34,12 +34,7 @@ from omectl.cli.reports import DOCUMENT_OUTPUT_OPTION as OUTPUT_OPTION
 from omectl.cli.reports import DocumentFormat as OutputFormat
 from omectl.cli.reports import emit as _emit
 from omectl.cli.runtime import (
-    CLUSTER_OPTION,
-    CLUSTERS_DIR_OPTION,
-    CONTEXT_OPTION,
     EXIT_CLUSTER_FAILED,
-    KUBECONFIG_OPTION,
-    TIMEOUT_OPTION,
     ClusterRead,
     ClusterTarget,
     _fail,
@@ -49,6 +44,14 @@ from omectl.cli.runtime import (
     _runtime_label,
     _single_target,
     _with_client,
+)
+from omectl.cli.targets import (
+    ALL_CLUSTERS_OPTION,
+    CLUSTER_OPTION,
+    CLUSTERS_DIR_OPTION,
+    CONTEXT_OPTION,
+    KUBECONFIG_OPTION,
+    TIMEOUT_OPTION,
 )
 from omectl.controller.ome.revisions import revision_name, spec_hash
 from omectl.core.ome.inheritance import ChainError, resolve_chain
@@ -413,7 +416,7 @@ def plan(
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     context: str | None = CONTEXT_OPTION,
     cluster: str | None = CLUSTER_OPTION,
-    all_clusters: bool = typer.Option(False, "--all-clusters", help="Every registered cluster (see --clusters-dir)."),
+    all_clusters: bool = ALL_CLUSTERS_OPTION,
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
     timeout: float = TIMEOUT_OPTION,

@@ -26,14 +26,9 @@ from omectl.cli.errors import CommandError
 from omectl.cli.progress import gather_with_progress
 from omectl.cli.reports import OUTPUT_OPTION, OutputFormat, emit
 from omectl.cli.runtime import (
-    CLUSTER_OPTION,
-    CLUSTERS_DIR_OPTION,
-    CONTEXT_OPTION,
     DRIFT_CONDITION,
     EXIT_CLUSTER_FAILED,
     INHERITANCE_CONDITION,
-    KUBECONFIG_OPTION,
-    TIMEOUT_OPTION,
     ClusterRead,
     ClusterTarget,
     _condition,
@@ -48,6 +43,14 @@ from omectl.cli.runtime import (
     _runtime_label,
     _single_target,
     _with_client,
+)
+from omectl.cli.targets import (
+    ALL_CLUSTERS_OPTION,
+    CLUSTER_OPTION,
+    CLUSTERS_DIR_OPTION,
+    CONTEXT_OPTION,
+    KUBECONFIG_OPTION,
+    TIMEOUT_OPTION,
 )
 from omectl.core.jsonish import as_mapping
 from omectl.core.ome.inheritance import ChainError, ResolutionContext, inherit_from, resolve_chain
@@ -387,7 +390,7 @@ def tree(
     kubeconfig: Path | None = KUBECONFIG_OPTION,
     context: str | None = CONTEXT_OPTION,
     cluster: str | None = CLUSTER_OPTION,
-    all_clusters: bool = typer.Option(False, "--all-clusters", help="Every registered cluster (see --clusters-dir)."),
+    all_clusters: bool = ALL_CLUSTERS_OPTION,
     clusters_dir: Path | None = CLUSTERS_DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
     timeout: float = TIMEOUT_OPTION,

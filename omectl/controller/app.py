@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import logging
 import os
 import time
@@ -25,6 +24,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from omectl.background import BackgroundTasks
 from omectl.controller.aim.consumers import AimConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS as AIM_CONSUMER_KEYS
 from omectl.controller.aim.service import AimServiceReconciler
@@ -186,8 +186,7 @@ class ControllerApp:
         self.failed = asyncio.Event()
         self._webhook_started = False
         self._stopping = False
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._spawned: set[asyncio.Task[Any]] = set()
+        self._tasks = BackgroundTasks("controller")
         self.ready = asyncio.Event()
         self.registry_batches = 0
         self._registry_applied = asyncio.Condition()
@@ -241,7 +240,7 @@ class ControllerApp:
             return
         self.webhook.register(name, lambda: self._admission(name))
         if change.kind == "changed" and name in self.keepers:  # rotated credentials: keep it with the new client
-            self._spawn(self._restart_keeper(name), f"webhooks-restart-{name}")
+            self._tasks.spawn(self._restart_keeper(name), f"webhooks-restart-{name}")
 
     async def _restart_keeper(self, cluster: str) -> None:
         keeper = self.keepers.pop(cluster, None)
@@ -249,11 +248,6 @@ class ControllerApp:
             await keeper.stop()
         if self.provider is not None and cluster in self.provider.coordinator.held:
             self.acquired(cluster)
-
-    def _spawn(self, coro: Any, name: str) -> None:
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._spawned.add(task)
-        task.add_done_callback(self._spawned.discard)
 
     async def _cluster_removed(self, cluster: ClusterRuntime) -> None:
         self.metrics.forget_cluster(cluster.name)
@@ -332,7 +326,7 @@ class ControllerApp:
     def lost(self, cluster: str) -> None:
         keeper = self.keepers.pop(cluster, None)
         if keeper is not None:
-            self._spawn(keeper.stop(), f"webhooks-stop-{cluster}")
+            self._tasks.spawn(keeper.stop(), f"webhooks-stop-{cluster}")
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -377,10 +371,10 @@ class ControllerApp:
         self.observer.start()
         self.controller.start_workers()
         await self._start_fleet_runtimes()
-        self._tasks.append(asyncio.create_task(self._follow_registry(), name="registry"))
-        self._tasks.append(asyncio.create_task(self._watch_failure(), name="ownership-failure"))
+        self._tasks.spawn(self._follow_registry(), "registry")
+        self._tasks.spawn(self._watch_failure(), "ownership-failure")
         if self.status_file is not None:
-            self._tasks.append(asyncio.create_task(self._write_status_periodically(), name="status-file"))
+            self._tasks.spawn(self._write_status_periodically(), "status-file")
 
     async def _start_fleet_runtimes(self) -> None:
         """The FleetRuntime applier (omectl.controller.fleet_runtimes) when the registry is a hub; not under --ha,
@@ -511,12 +505,7 @@ class ControllerApp:
         """Finish in-flight reconciles, stop clusters, hand every cluster over (webhook configurations re-pointed or
         deleted, Leases released), and only then stop the webhook server; flush spans."""
         self._stopping = True
-        for task in [*self._tasks, *self._spawned]:
-            task.cancel()
-        for task in [*self._tasks, *self._spawned]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await self._tasks.stop()
         if self.fleet_runtimes is not None:
             await self.fleet_runtimes.stop()
         await self.controller.stop()

@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from omectl.api.fleet import API_VERSION, KIND, template_problem
+from omectl.background import cancel_and_wait
 from omectl.controller.ome.revisions import spec_hash
 from omectl.controller.ome.watch import OmeWatch
 from omectl.controller.runtime.queue import Clock
@@ -258,11 +259,7 @@ class FleetRuntimeApplier:
         self._tasks.append(asyncio.create_task(self._resync(), name="fleet-runtimes-resync"))
 
     async def stop(self) -> None:
-        for task in [*self._tasks, *self._spawned, *self._timers.values()]:
-            task.cancel()
-        for task in [*self._tasks, *self._spawned, *self._timers.values()]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait([*self._tasks, *self._spawned, *self._timers.values()])
         self._tasks.clear()
         if self.owns_hub:
             await self.hub.close()

@@ -316,8 +316,17 @@ class _Parser:
         return self.bracket_item(content)
 
     def closing_bracket(self, start: int) -> int:
+        end = self.closing(start, "]")
+        if end < 0:
+            raise self.error("unterminated array")
+        return end
+
+    def closing(self, start: int, close: str, opening: str = "") -> int:
+        """The offset of the first `close` from `start` outside quotes and outside any `opening`...`close` pair
+        opened after `start`; -1 when there is none."""
         text = self.text
         quote = ""
+        depth = 0
         i = start
         while i < len(text):
             char = text[i]
@@ -328,10 +337,14 @@ class _Parser:
                     quote = ""
             elif char in "'\"":
                 quote = char
-            elif char == "]":
-                return i
+            elif char == opening:
+                depth += 1
+            elif char == close:
+                if depth == 0:
+                    return i
+                depth -= 1
             i += 1
-        raise self.error("unterminated array")
+        return -1
 
     def bracket_item(self, item: str) -> Step:
         if not item:
@@ -388,26 +401,8 @@ class _Parser:
     def filter(self) -> Step:
         text = self.text
         start = self.pos + 3
-        quote = ""
-        depth = 0
-        i = start
-        while i < len(text):
-            char = text[i]
-            if quote:
-                if char == "\\":
-                    i += 1
-                elif char == quote:
-                    quote = ""
-            elif char in "'\"":
-                quote = char
-            elif char == "(":
-                depth += 1
-            elif char == ")":
-                if depth == 0:
-                    break
-                depth -= 1
-            i += 1
-        else:
+        i = self.closing(start, ")", "(")
+        if i < 0:
             raise self.error("unterminated filter")
         if not text.startswith("]", i + 1):
             raise self.error("unclosed array, expected ']' after the filter")

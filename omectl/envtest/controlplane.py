@@ -35,6 +35,7 @@ import aiohttp
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from omectl.background import BackgroundTasks
 from omectl.envtest.binaries import EnvtestBinaries, find_binaries
 from omectl.sim.kubeconfig import KubeconfigEntry
 from omectl.tls import CertificateAuthority, client_ssl_context
@@ -147,7 +148,7 @@ class RealAPIServer:
         self.etcd: _Process | None = None
         self.apiserver: _Process | None = None
         self._crash: asyncio.Future[str] | None = None
-        self._watchers: list[asyncio.Task[None]] = []
+        self._watchers = BackgroundTasks(f"control plane {name}")
         self.started_in = 0.0  # seconds from start() to /readyz
 
     # --- what clients need -----------------------------------------------------------------------------
@@ -318,7 +319,7 @@ class RealAPIServer:
             if not process.stopping and self._crash is not None and not self._crash.done():
                 self._crash.set_result(f"cluster {self.name}: {process.crash_report()}")
 
-        self._watchers.append(asyncio.get_running_loop().create_task(watch(), name=f"{self.name}-{process.name}"))
+        self._watchers.spawn(watch(), f"{self.name}-{process.name}")
 
     async def wait_crashed(self) -> str:
         """Wait until etcd or kube-apiserver dies without being asked to; returns the report with the log tail."""
@@ -334,12 +335,7 @@ class RealAPIServer:
         for process in (self.apiserver, self.etcd):
             if process is not None:
                 await process.stop()
-        for task in self._watchers:
-            task.cancel()
-        for task in self._watchers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._watchers.clear()
+        await self._watchers.stop()
 
     async def __aenter__(self) -> RealAPIServer:
         return await self.start()

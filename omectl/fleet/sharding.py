@@ -64,6 +64,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from omectl.background import BackgroundTasks, alongside
 from omectl.fleet.assignment import assign, rendezvous_weight
 from omectl.fleet.leases import (
     Holder,
@@ -347,7 +348,7 @@ class ShardCoordinator:
         self.failure: Exception | None = None  # fatal: another process took this replica id
         self.failed = asyncio.Event()
         self._round = _Round()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = BackgroundTasks("ha")
         self._closing = False
         self._stopped = False
         self._in_flight: dict[str, int] = {}
@@ -781,23 +782,16 @@ class ShardCoordinator:
             log.warning("ha: deleting %s failed (it expires on its own): %s", record.name, exc)
 
     def _spawn(self, coro: Any, name: str) -> None:
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(coro, name)
 
     async def run(self) -> None:
         """Rounds every retry period (with client-go's jitter) and a watchdog that fences at each deadline."""
-        watchdog = asyncio.create_task(self._watchdog(), name="ha-watchdog")
-        try:
+        async with alongside(self._watchdog, "ha-watchdog"):
             while not self.failed.is_set():
                 started = self.clock.monotonic()
                 await self.run_round()
                 period = self.timings.retry_period * (1 + 0.2 * secrets.randbelow(1000) / 1000)
                 await self.clock.sleep(max(0.0, period - (self.clock.monotonic() - started)))
-        finally:
-            watchdog.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watchdog
 
     async def _watchdog(self) -> None:
         while True:
@@ -811,11 +805,8 @@ class ShardCoordinator:
     async def close(self) -> None:
         """Hand every held cluster over, release its Lease and leave the membership (call once stopped)."""
         self._closing = True
-        pending = list(self._tasks)
-        if pending:  # releases under way finish (they are bounded by the drain timeout)
-            await asyncio.wait(pending, timeout=self.timings.renew_deadline)
-        for task in list(self._tasks):
-            task.cancel()
+        # releases under way finish (they are bounded by the drain timeout); what is left then is cancelled
+        await self._tasks.stop(grace=self.timings.renew_deadline)
         if self.membership is not None and self.held:
             with contextlib.suppress(KubeError):
                 await self.membership.observe()  # the next owners as they are now, with their webhook URLs
@@ -896,7 +887,7 @@ class ShardedProvider:
         self._in_controller: dict[str, ClusterRegistration] = {}
         self._client_errors: dict[str, str] = {}
         self._outbox: asyncio.Queue[tuple[list[RegistryChange], asyncio.Future[None]]] = asyncio.Queue()
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._tasks = BackgroundTasks("ha registry")
         self._registry_seen = asyncio.Event()
         self._started = False
         coordinator.listeners.insert(0, self)
@@ -981,12 +972,12 @@ class ShardedProvider:
         if self._started:
             return
         self._started = True
-        self._tasks.append(asyncio.create_task(self._follow_inner(), name="ha-registry"))
+        self._tasks.spawn(self._follow_inner(), "ha-registry")
         await self._registry_seen.wait()
         coordinator = self.coordinator
         if coordinator.membership is not None:
             await coordinator.membership.claim(coordinator.advertise())
-        self._tasks.append(asyncio.create_task(coordinator.run(), name="ha-coordinator"))
+        self._tasks.spawn(coordinator.run(), "ha-coordinator")
         await coordinator.wait_rounds(1)
         if wait_settled:
             timings = coordinator.timings
@@ -1015,11 +1006,6 @@ class ShardedProvider:
                     done.set_result(None)
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await self._tasks.stop()
         await self.coordinator.close()
         await self.inner.close()

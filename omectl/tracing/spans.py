@@ -11,6 +11,7 @@ import hashlib
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import orjson
 from opentelemetry import context as otel_context
@@ -64,6 +65,14 @@ def watch_event_context(cluster: str, kind: str, ns: str | None, name: str, rv: 
     trace_id = int.from_bytes(digest[:16], "big") or 1  # an all-zero id would be invalid
     span_id = int.from_bytes(digest[16:24], "big") or 1
     return SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.DEFAULT))
+
+
+def object_event_context(cluster: str, kind: str, obj: Mapping[str, Any]) -> SpanContext:
+    """`watch_event_context` of a watch event about `obj`, from its metadata (absent fields count as empty)."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    return watch_event_context(cluster, kind, namespace, name, str(meta.get("resourceVersion") or ""))
 
 
 def record_error(span: Span, exc: BaseException) -> None:

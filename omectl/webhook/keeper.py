@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from omectl.background import alongside
 from omectl.kube.client import ClusterClient, KubeError
 from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
@@ -110,8 +111,7 @@ class WebhookKeeper:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"webhooks-{self.cluster}")
 
     async def _run(self) -> None:
-        informer = asyncio.create_task(self.informer.run(), name=f"webhooks-informer-{self.cluster}")
-        try:
+        async with alongside(self.informer.run, f"webhooks-informer-{self.cluster}"):
             self._dirty.set()  # the first install does not wait for the informer
             delay = RETRY[0]
             while True:
@@ -134,10 +134,6 @@ class WebhookKeeper:
                 if self.installed.is_set():
                     log.info("cluster %s: webhook configuration %s put back", self.cluster, WEBHOOK_CONFIGURATION_NAME)
                 self.installed.set()
-        finally:
-            informer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await informer
 
     async def _apply(self, config: dict[str, Any]) -> None:
         with self.writing():

@@ -266,8 +266,7 @@ async def settle(coordinators: list[ShardCoordinator], rounds: int = 4) -> None:
             await coordinator.run_round()
         await asyncio.sleep(0)  # let release tasks run
         for coordinator in coordinators:
-            for task in list(coordinator._tasks):
-                await task
+            await coordinator._tasks.idle()
 
 
 async def test_a_single_process_takes_every_members_lease_and_renews_it(world: World) -> None:

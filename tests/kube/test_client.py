@@ -325,7 +325,13 @@ print(json.dumps({
 """
 
 
-def exec_kubeconfig(server: EmbeddedAPIServer, script: Path, calls: Path, expires: str) -> dict[str, Any]:
+def exec_kubeconfig(
+    server: EmbeddedAPIServer, tmp_path: Path, expires: str, plugin: str | None = None
+) -> tuple[dict[str, Any], Path]:
+    """A kubeconfig whose user runs `plugin` (EXEC_PLUGIN by default) and the file each run of it is counted in."""
+    script = tmp_path / "plugin.py"
+    script.write_text(plugin or EXEC_PLUGIN)
+    calls = tmp_path / "calls"
     config = build_kubeconfig([server.kubeconfig_entry()])
     config["users"][0]["user"] = {
         "exec": {
@@ -340,7 +346,7 @@ def exec_kubeconfig(server: EmbeddedAPIServer, script: Path, calls: Path, expire
             "interactiveMode": "Never",
         }
     }
-    return config
+    return config, calls
 
 
 @pytest.mark.parametrize(
@@ -349,10 +355,7 @@ def exec_kubeconfig(server: EmbeddedAPIServer, script: Path, calls: Path, expire
 async def test_an_exec_credential_is_rerun_only_once_it_expires(
     server: EmbeddedAPIServer, tmp_path: Path, expires: str, runs_after_three_requests: int
 ) -> None:
-    script = tmp_path / "plugin.py"
-    script.write_text(EXEC_PLUGIN)
-    calls = tmp_path / "calls"
-    config = exec_kubeconfig(server, script, calls, expires)
+    config, calls = exec_kubeconfig(server, tmp_path, expires)
     async with await ClusterClient.from_kubeconfig(config_dict=config, name="exec") as kube:
         assert kube.configuration.api_key["BearerToken"] == f"Bearer {server.token}"
         for _ in range(3):
@@ -363,10 +366,7 @@ async def test_an_exec_credential_is_rerun_only_once_it_expires(
 async def test_a_401_re_runs_the_exec_plugin_once_and_retries_the_request(
     server: EmbeddedAPIServer, tmp_path: Path
 ) -> None:
-    script = tmp_path / "plugin.py"
-    script.write_text(EXEC_PLUGIN)
-    calls = tmp_path / "calls"
-    config = exec_kubeconfig(server, script, calls, "2999-01-01T00:00:00Z")  # never expires by itself
+    config, calls = exec_kubeconfig(server, tmp_path, "2999-01-01T00:00:00Z")  # never expires by itself
     async with await ClusterClient.from_kubeconfig(config_dict=config, name="exec") as kube:
         server.faults.fail_next(1, 401, method="GET", path_contains="/namespaces/default")
         assert (await kube.get(NAMESPACES, "default"))["metadata"]["name"] == "default"
@@ -375,3 +375,51 @@ async def test_a_401_re_runs_the_exec_plugin_once_and_retries_the_request(
             await kube.get(NAMESPACES, "default")
         assert refused.value.status == 401
     assert calls.read_text().count("call") == 3  # loading, then one refresh per 401 answered first
+
+
+async def test_a_watch_answered_401_re_runs_the_exec_plugin_so_the_next_watch_gets_through(
+    server: EmbeddedAPIServer, tmp_path: Path
+) -> None:
+    config, calls = exec_kubeconfig(server, tmp_path, "2999-01-01T00:00:00Z")  # never expires by itself
+    async with await ClusterClient.from_kubeconfig(config_dict=config, name="exec") as kube:
+        rv = (await kube.list(CONFIG_MAPS, "default"))["metadata"]["resourceVersion"]
+        query = {"resourceVersion": rv, "timeoutSeconds": "1"}
+        server.faults.fail_next(1, 401, method="GET", path_contains="/configmaps", include_watches=True)
+        with pytest.raises(KubeAPIError) as refused:  # a watch is not retried in place: its caller watches again
+            _ = [e async for e in kube.watch(CONFIG_MAPS.path("default"), query)]
+        assert refused.value.status == 401
+        assert str(refused.value).startswith("cluster exec: GET /api/v1/namespaces/default/configmaps (watch): 401")
+        assert calls.read_text().count("call") == 2  # loading, then the refresh the 401 asked for
+        await kube.create(CONFIG_MAPS, configmap("after"))
+        events = [e async for e in kube.watch(CONFIG_MAPS.path("default"), query)]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "after")]
+    assert calls.read_text().count("call") == 2
+
+
+FAILING_AFTER_FIRST_RUN = """
+import json, os, sys
+with open(os.environ["CALLS_FILE"], "a+") as calls:
+    calls.seek(0)
+    earlier = calls.read().count("call")
+    calls.write("call\\n")
+if earlier:
+    print("the identity provider is down", file=sys.stderr)
+    sys.exit(1)
+print(json.dumps({
+    "apiVersion": "client.authentication.k8s.io/v1",
+    "kind": "ExecCredential",
+    "status": {"token": os.environ["TOKEN"], "expirationTimestamp": os.environ["EXPIRES"]},
+}))
+"""
+
+
+async def test_an_exec_plugin_failing_on_refresh_is_a_kubeconfig_error_naming_the_cluster(
+    server: EmbeddedAPIServer, tmp_path: Path
+) -> None:
+    config, calls = exec_kubeconfig(server, tmp_path, "2999-01-01T00:00:00Z", FAILING_AFTER_FIRST_RUN)
+    async with await ClusterClient.from_kubeconfig(config_dict=config, name="exec") as kube:
+        server.faults.fail_next(1, 401, method="GET", path_contains="/namespaces/default")
+        with pytest.raises(KubeConfigError) as failed:
+            await kube.get(NAMESPACES, "default")
+    assert str(failed.value).startswith("cluster exec: exec credential plugin failed: ")
+    assert calls.read_text().count("call") == 2

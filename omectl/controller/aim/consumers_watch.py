@@ -59,7 +59,7 @@ from omectl.kube.resources import (
     PERSISTENT_VOLUME_CLAIMS,
     ResourceRef,
 )
-from omectl.tracing.spans import watch_event_context
+from omectl.tracing.spans import object_event_context
 
 if TYPE_CHECKING:
     from omectl.controller.aim.watch import AimWatch
@@ -200,14 +200,7 @@ class ConsumerWatch:
         self.cluster.enqueue(key, low_priority=low_priority, trigger=trigger)
 
     def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
-        meta = _metadata(obj)
-        return watch_event_context(
-            self.cluster.name,
-            kind,
-            str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""),
-            str(meta.get("resourceVersion") or ""),
-        )
+        return object_event_context(self.cluster.name, kind, obj)
 
     def _self_handler(self, kind: str) -> Any:
         def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:

@@ -47,7 +47,7 @@ from omectl.kube.resources import (
     ResourceRef,
 )
 from omectl.kube.transforms import metadata_and_status
-from omectl.tracing.spans import watch_event_context
+from omectl.tracing.spans import object_event_context
 
 AIM_SERVICE_KEY: Final = "aim.eai.amd.com/AIMService"
 """Work key kind of an AIMService reconcile."""
@@ -171,14 +171,7 @@ class AimWatch(DomainView):
                 self._enqueue(service_ns, str(_metadata(service)["name"]), trigger)
 
     def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
-        meta = _metadata(obj)
-        return watch_event_context(
-            self.cluster.name,
-            kind,
-            str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""),
-            str(meta.get("resourceVersion") or ""),
-        )
+        return object_event_context(self.cluster.name, kind, obj)
 
     def _service_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False

@@ -54,7 +54,7 @@ from omectl.kube.resources import (
     ResourceRef,
 )
 from omectl.kube.transforms import condition_fields, rendered_object
-from omectl.tracing.spans import watch_event_context
+from omectl.tracing.spans import object_event_context
 
 SR_KEY: Final = "ome.io/ServingRuntime"
 CSR_KEY: Final = "ome.io/ClusterServingRuntime"
@@ -157,9 +157,7 @@ class OmeWatch(DomainView):
         def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
             meta = obj["metadata"]
             namespace = meta.get("namespace", "")
-            trigger = watch_event_context(
-                self.name, work_kind, namespace, meta["name"], meta.get("resourceVersion", "")
-            )
+            trigger = object_event_context(self.name, work_kind, obj)
             relevant = event_type != "MODIFIED" or _chain_relevant_change(obj, old)
             if not relevant:
                 return  # our own status write (or a label edit) cannot change any chain
@@ -189,11 +187,7 @@ class OmeWatch(DomainView):
             return  # owner references let the API server collect the workloads
         if event_type == "MODIFIED" and old is not None and not _chain_relevant_change(obj, old):
             return
-        meta = obj["metadata"]
-        trigger = watch_event_context(
-            self.name, ISVC_KEY, meta.get("namespace", ""), meta["name"], meta.get("resourceVersion", "")
-        )
-        self._enqueue_isvc(obj, trigger, low_priority=initial)
+        self._enqueue_isvc(obj, object_event_context(self.name, ISVC_KEY, obj), low_priority=initial)
 
     def _workload_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool
@@ -207,19 +201,14 @@ class OmeWatch(DomainView):
         isvc_name = (meta.get("labels") or {}).get(ISVC_LABEL)
         isvc = self.inference_services.cache.get(meta.get("namespace", ""), isvc_name) if isvc_name else None
         if isvc is not None:
-            trigger = watch_event_context(
-                self.name, obj.get("kind", ""), meta.get("namespace", ""), meta["name"], meta.get("resourceVersion", "")
-            )
-            self._enqueue_isvc(isvc, trigger)
+            self._enqueue_isvc(isvc, object_event_context(self.name, obj.get("kind", ""), obj))
 
     def _model_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
         if initial or (event_type == "MODIFIED" and old is not None and not _chain_relevant_change(obj, old)):
             return
         meta = obj["metadata"]
         model_ns = meta.get("namespace")
-        trigger = watch_event_context(
-            self.name, obj.get("kind", ""), model_ns or "", meta["name"], meta.get("resourceVersion", "")
-        )
+        trigger = object_event_context(self.name, obj.get("kind", ""), obj)
         for isvc in self.inference_services.cache.by_index(MODEL_INDEX, meta["name"]):
             if model_ns and isvc["metadata"].get("namespace") != model_ns:
                 continue

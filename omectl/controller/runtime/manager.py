@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from omectl.background import BackgroundTasks
 from omectl.controller.runtime.queue import Result, RetryLater, WorkItem, WorkKey, WorkQueue, run_workers
 from omectl.controller.runtime.registry import DomainWatch, WorkKinds
 from omectl.controller.runtime.view import EventType
@@ -110,9 +111,9 @@ class ClusterRuntime:
         self.queue = queue
         self.health = ClusterHealth()
         self.recorder = EventRecorder(client, component="omectl")
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = BackgroundTasks(f"cluster {self.name}")
         self.crd_problems: list[str] = []
-        self._event_tasks: set[asyncio.Task[Any]] = set()
+        self._event_tasks = BackgroundTasks(f"cluster {self.name} events")
         self._event_writers = asyncio.Semaphore(EVENT_WRITERS)
         self.events_dropped = 0
         self.watches = kinds.watches(self)
@@ -140,9 +141,7 @@ class ClusterRuntime:
             self.events_dropped += 1
             log.debug("cluster %s: event backlog full; dropped %s %s", self.name, type_, reason)
             return
-        task = asyncio.get_running_loop().create_task(self._record_event(obj, type_, reason, message))
-        self._event_tasks.add(task)
-        task.add_done_callback(self._event_tasks.discard)
+        self._event_tasks.spawn(self._record_event(obj, type_, reason, message), f"event-{self.name}-{reason}")
 
     async def _record_event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         async with self._event_writers:
@@ -150,11 +149,9 @@ class ClusterRuntime:
 
     async def start(self) -> None:
         for informer in self.informers:
-            self._tasks.append(
-                asyncio.create_task(informer.run(), name=f"informer-{self.name}-{informer.resource.plural}")
-            )
-        self._tasks.append(asyncio.create_task(self._watch_health(), name=f"health-{self.name}"))
-        self._tasks.append(asyncio.create_task(self._check_runtime_crds(), name=f"crd-check-{self.name}"))
+            self._tasks.spawn(informer.run(), f"informer-{self.name}-{informer.resource.plural}")
+        self._tasks.spawn(self._watch_health(), f"health-{self.name}")
+        self._tasks.spawn(self._check_runtime_crds(), f"crd-check-{self.name}")
 
     async def _check_runtime_crds(self) -> None:
         """Say once, at start, when the runtime CRDs are upstream OME's (no status subresource)."""
@@ -180,14 +177,8 @@ class ClusterRuntime:
         self.health.synced = True
 
     async def stop(self) -> None:
-        if self._event_tasks:
-            await asyncio.wait(self._event_tasks, timeout=5)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await self._event_tasks.stop(grace=5)  # the events recorded so far are written, if the server answers
+        await self._tasks.stop()
         await self.client.close()
 
     def status(self) -> dict[str, Any]:
@@ -224,7 +215,8 @@ class FleetController:
         self.on_cluster_added: list[Any] = []
         self.on_cluster_removed: list[Any] = []
         self.metrics: ControllerMetrics | None = None  # set by ControllerApp; one observation per reconcile
-        self._workers: asyncio.Task[None] | None = None
+        self._workers = BackgroundTasks("workers")
+        self._workers_started = False
 
     # --- clusters --------------------------------------------------------------------------------------
 
@@ -268,19 +260,18 @@ class FleetController:
     # --- running ---------------------------------------------------------------------------------------
 
     def start_workers(self) -> None:
-        if self._workers is None:
-            self._workers = asyncio.create_task(run_workers(self.queue, self.process, self.concurrency), name="workers")
+        if not self._workers_started:
+            self._workers_started = True
+            self._workers.spawn(run_workers(self.queue, self.process, self.concurrency), "workers")
 
     async def stop(self) -> None:
         """Finish in-flight reconciles, then stop every cluster."""
         self.queue.shutdown()
-        if self._workers is not None:
+        if self._workers_started:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(self.queue.drain(), 10)
-            self._workers.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._workers
-            self._workers = None
+            await self._workers.stop()
+            self._workers_started = False
         for name in list(self.clusters):
             await self.remove_cluster(name)
 
