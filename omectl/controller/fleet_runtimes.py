@@ -53,6 +53,8 @@ from omectl.core.fleet_runtimes import (
     FAILED,
     FLEET_RUNTIME_LABEL,
     PENDING,
+    REQUEST_ANNOTATIONS,
+    ROLLBACK_TO_ANNOTATION,
     ROLLED_BACK,
     SUCCEEDED,
     ClusterGate,
@@ -62,6 +64,7 @@ from omectl.core.fleet_runtimes import (
     Event,
     RolloutState,
     WavePlan,
+    act_on,
     combine,
     copy_owner,
     copy_revision,
@@ -70,9 +73,12 @@ from omectl.core.fleet_runtimes import (
     desired_copy,
     due_clusters,
     engine_state,
+    max_unavailable,
     next_revision,
+    pending_requests,
     placed_clusters,
     plan_waves,
+    request_tokens,
     revisions_to_prune,
     roll_up,
     start_rollout,
@@ -139,6 +145,12 @@ class RolloutView:
     """The Progressing condition: (status, reason, message)."""
 
 
+def _requests(meta: Mapping[str, Any]) -> tuple[str | None, ...]:
+    """The request annotations of a FleetRuntime's metadata (a change is a request: reconcile)."""
+    annotations = meta.get("annotations") or {}
+    return tuple(annotations.get(a) for a in (*REQUEST_ANNOTATIONS.values(), ROLLBACK_TO_ANNOTATION))
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -180,6 +192,7 @@ class FleetRuntimeApplier:
         self._template_names: dict[str, set[str]] = {}  # template name -> FleetRuntimes applying one of that name
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
+        self._retrying: set[str] = set()  # FleetRuntimes with a retry pending (`_retry_once`)
         self.passes = 0  # reconcile passes ended (each over the dirty FleetRuntimes, or all of them)
         self.clock: Clock = clock if clock is not None else WallClock()
         self.recorder = EventRecorder(hub, component="omectl-fleet")
@@ -204,8 +217,10 @@ class FleetRuntimeApplier:
         meta = obj["metadata"]
         if event == "MODIFIED" and old is not None:
             old_meta = old.get("metadata") or {}
-            if meta.get("generation") == old_meta.get("generation") and meta.get("deletionTimestamp") == old_meta.get(
-                "deletionTimestamp"
+            if (
+                meta.get("generation") == old_meta.get("generation")
+                and meta.get("deletionTimestamp") == old_meta.get("deletionTimestamp")
+                and _requests(meta) == _requests(old_meta)
             ):
                 return  # our own status write
         self.mark(meta["name"])
@@ -301,6 +316,21 @@ class FleetRuntimeApplier:
         await asyncio.sleep(2.0)
         self.mark(name)
 
+    def _retry_once(self, name: str) -> None:
+        """Reconcile `name` again in 2 s, once however many of its copies could not be written: a member that comes
+        back sends no event the applier would see (its copy did not change)."""
+        if name in self._retrying:
+            return
+        self._retrying.add(name)
+
+        async def retry() -> None:
+            try:
+                await self._retry(name)
+            finally:
+                self._retrying.discard(name)
+
+        self._spawn(retry())
+
     # --- one FleetRuntime ----------------------------------------------------------------------------------
 
     async def reconcile(self, name: str) -> None:
@@ -366,17 +396,27 @@ class FleetRuntimeApplier:
         events: list[Event] = []
         if state is None and status.get("phase") == SUCCEEDED and status.get("revision") == revision:
             # waves turned on for the revision every cluster has: nothing to roll
-            state = RolloutState(revision, digest, revision, digest, len(plan) - 1, SUCCEEDED, now)
+            tokens = request_tokens(fr["metadata"].get("annotations") or {})
+            state = RolloutState(revision, digest, revision, digest, len(plan) - 1, SUCCEEDED, now, requests=tokens)
         if state is None or state.revision != revision or state.hash != digest:
             settled = None
             if state is None and status.get("phase") == SUCCEEDED and status.get("revision") is not None:
                 number = int(status["revision"])
                 found = self._hash_of(name, number)
                 settled = (number, found) if found else None
-            state, events = start_rollout(state, revision, digest, now, settled=settled)
+            annotations = fr["metadata"].get("annotations") or {}
+            state, events = start_rollout(state, revision, digest, now, settled=settled, annotations=annotations)
+        paused = bool(rollout.get("paused"))
+        promote = rolling_back = False
+        for request in pending_requests(fr["metadata"].get("annotations") or {}, state):
+            target = self._rollback_target(name, spec, state, request.to) if request.kind == "rollback" else None
+            state, said, go = act_on(state, plan, request, paused=paused, target=target)
+            events += said
+            promote = promote or (go and request.kind == "promote")
+            rolling_back = rolling_back or (go and request.kind == "rollback")
+        why = "a rollback was requested" if rolling_back else f"revision {state.revision} failed its gate"
         stable_spec = self._spec_of(name, spec, state.stable_hash)
         wake_in: float | None = None
-        rolling_back = False
         while True:
             results, gates = await self._apply_waves(name, spec, stable_spec, state, plan, previous)
             current = plan[min(state.wave, len(plan) - 1)].clusters
@@ -385,13 +425,16 @@ class FleetRuntimeApplier:
                 plan,
                 [gates[c] for c in current],
                 now,
-                paused=bool(rollout.get("paused")),
+                paused=paused,
                 auto_rollback=bool(rollout.get("autoRollback")),
+                max_unavailable=max_unavailable(rollout.get("maxUnavailableClusters"), len(current)),
+                promote=promote,
             )
+            promote = False  # the current wave only: the next one has its own gate
             events += moved.events
             state, wake_in = moved.state, moved.wake_in
             if rolling_back:
-                state = replace(state, message=rolled_back_message(state, plan, results))
+                state = replace(state, message=rolled_back_message(state, plan, results, why))
                 events.append(("Warning", "RolledBack", state.message))
                 break
             if moved.roll_back:
@@ -429,6 +472,22 @@ class FleetRuntimeApplier:
         for type_, reason, message in events:
             log.info("FleetRuntime %s: %s: %s", fr["metadata"]["name"], reason, message)
             await self.recorder.record(fr, type_, reason, message, api_version=API_VERSION, kind=KIND)
+
+    def _rollback_target(
+        self, owner: str, spec: Mapping[str, Any], state: RolloutState, to: int | None
+    ) -> tuple[int, str] | None:
+        """The revision a rollback request goes back to, (number, hash), when its template is kept: `to` by its
+        number now (`omectl rollout history`), or the stable revision."""
+        if to is None:
+            if state.stable_revision is None or not state.stable_hash:
+                return None
+            found: tuple[int, str] = (state.stable_revision, state.stable_hash)
+        else:
+            digest = self._hash_of(owner, to)
+            if digest is None:
+                return None
+            found = (to, digest)
+        return found if self._spec_of(owner, spec, found[1]) is not None else None
 
     def _hash_of(self, owner: str, number: int) -> str | None:
         return next((h for h, n in (self._revisions.get(owner) or {}).values() if n == number), None)
@@ -641,7 +700,8 @@ class FleetRuntimeApplier:
             return ClusterResult(cluster.name, APPLIED, revision, gens)
         except KubeAPIError as exc:
             return ClusterResult(cluster.name, FAILED, message=_one_line(exc))
-        except KubeError as exc:  # unreachable, or fenced (its Lease is being handed over)
+        except KubeError as exc:  # unreachable, or fenced (its Lease is being handed over): tried again soon
+            self._retry_once(owner)
             return ClusterResult(cluster.name, PENDING, message=_one_line(exc))
 
     # --- revisions -----------------------------------------------------------------------------------------
@@ -876,14 +936,17 @@ def build_status(
     return out
 
 
-def rolled_back_message(state: RolloutState, plan: Sequence[WavePlan], results: Mapping[str, ClusterResult]) -> str:
+def rolled_back_message(
+    state: RolloutState, plan: Sequence[WavePlan], results: Mapping[str, ClusterResult], why: str = ""
+) -> str:
     """What a rollback did: the clusters given the stable revision again (last wave first), and those it could not
-    reach yet (they get it when they can: a rolled-back rollout keeps applying the stable revision)."""
+    reach yet (they get it when they can: a rolled-back rollout keeps applying the stable revision); `why` it did
+    (default: the rollout's revision failed its gate)."""
     changed = list(reversed(due_clusters(state, plan)))
     done = [c for c in changed if results[c].phase == APPLIED and results[c].revision == state.stable_revision]
     message = (
         f"revision {state.stable_revision} re-applied to {', '.join(done) or 'no cluster'} "
-        f"after revision {state.revision} failed its gate"
+        f"after {why or f'revision {state.revision} failed its gate'}"
     )
     missed = [c for c in changed if c not in done]
     return f"{message}; not yet to {', '.join(missed)}" if missed else message
@@ -896,6 +959,7 @@ _PROGRESSING_REASONS = {
     "Succeeded": (False, "RolloutSucceeded"),
     "Failed": (False, "ProgressDeadlineExceeded"),
     "RolledBack": (False, "RolledBack"),
+    "Aborted": (False, "RolloutAborted"),
 }
 
 

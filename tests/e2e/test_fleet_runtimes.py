@@ -14,7 +14,10 @@ from rolled wave by wave, each wave gated by those engines; a revision whose eng
 nodeSelector matches no node) fails its wave at the deadline and is rolled back; pause holds a wave; a new edit
 mid-rollout starts again from wave 1; a new applier (nothing in memory, as after a restart) goes on from the
 status mid-wave; a member partitioned away in its wave holds the gate until the deadline; a template whose chain
-would break in a wave's cluster fails that wave with the chain error.
+would break in a wave's cluster fails that wave with the chain error. Requests (annotations, as `omectl rollout`
+writes them): promote skips a gate, abort stops the rollout where it is, rollback re-applies the stable revision
+to the changed clusters (the last wave's first) or, `rollback-to`, a kept revision; `maxUnavailableClusters` lets a
+wave pass with a member unreachable.
 """
 
 from __future__ import annotations
@@ -654,3 +657,101 @@ def test_a_chain_that_breaks_in_a_waves_cluster_fails_that_wave_with_the_chain_e
     assert 'inherit-from parent "no-such-base" not found' in failed
     assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))  # the apply was refused
     assert ready(hub, "fr-2", "follows") and ready(hub, "fr-3", "follows")
+
+
+def annotate(hub: Hub, name: str, **annotations: str | None) -> None:
+    """A request, as `omectl rollout` makes it: `kubectl annotate --overwrite` of the FleetRuntime (None: remove)."""
+    keys = {f"fleet.omectl.io/{key.replace('_', '-')}": value for key, value in annotations.items()}
+    pairs = [f"{key}={value}" if value is not None else f"{key}-" for key, value in keys.items()]
+    hub.k(HUB, "annotate", "--overwrite", "fleetruntime", name, *pairs)
+
+
+def test_promote_skips_a_gate_abort_stops_and_a_rollback_reverses_the_changed_waves(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v9"), rollout=rolled()))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    # Promote: the lab wave's soak is skipped, the rest wave starts without the clock moving.
+    annotate(hub, "profile", promote="p1")
+    status = wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+    assert status["rollout"]["requests"]["promote"] == "p1"
+    assert revision_of(hub, "fr-3") == str(start + 1)
+    # Abort: the rollout stops where it is; the changed clusters keep the revision, past any deadline too.
+    annotate(hub, "profile", abort="a1")
+    status = wait_rollout(hub, "profile", start + 1, "Aborted", ["Succeeded", "Aborted"])
+    assert status["phase"] == "Aborted"
+    assert status["rollout"]["message"] == (
+        f"aborted at wave 2 (rest): the clusters of waves 1-2 keep revision {start + 1}, later waves keep what they had"
+    )
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "RolloutAborted")
+    hub.advance(3600)
+    hub.reconciled()
+    assert hub.status("profile")["rollout"]["phase"] == "Aborted"
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start + 1), str(start + 1))
+    # The same abort token again is not a new request; a promote of an aborted rollout is refused.
+    annotate(hub, "profile", promote="p2")
+    until(lambda: "RequestRefused" in dict(events(hub, "profile")[seen:]), "the refused promote")
+    assert dict(events(hub, "profile")[seen:])["RequestRefused"] == (
+        f"promote refused: the rollout of revision {start + 1} is Aborted"
+    )
+    # Rollback: the stable revision back to the changed clusters, the last wave's first.
+    annotate(hub, "profile", rollback="r1", rollback_to=None)
+    status = wait_rollout(hub, "profile", start + 1, "RolledBack", ["RolledBack", "RolledBack"])
+    assert status["rollout"]["message"] == f"revision {start} re-applied to fr-3, fr-2 after a rollback was requested"
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))
+    assert image_of(hub.get("fr-3", "clusterservingruntime", "sglang-profile")) == "sglang:v1"
+    assert status["rollout"]["requests"] == {"abort": "a1", "promote": "p2", "rollback": "r1"}  # each acted on
+    until(lambda: ready(hub, "fr-2", "follows") and ready(hub, "fr-3", "follows"), "the engines Ready at the stable")
+    reasons = [r for r, _ in events(hub, "profile")[seen:]]
+    assert reasons[-3:] == ["RequestRefused", "RollbackRequested", "RolledBack"] and "Promoted" in reasons
+
+
+def test_a_rollback_to_a_kept_revision_and_to_one_that_is_not(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    for step, image in enumerate(("sglang:v10", "sglang:v11"), start=1):
+        hub.apply(HUB, fleet_runtime("profile", profile(image), rollout=rolled()))
+        wait_rollout(hub, "profile", start + step, "Soaking", ["Soaking", "Pending"])
+        hub.advance(60)
+        wait_rollout(hub, "profile", start + step, "Soaking", ["Succeeded", "Soaking"])
+        hub.advance(60)
+        wait_rollout(hub, "profile", start + step, "Succeeded", ["Succeeded", "Succeeded"])
+    assert image_of(hub.get("fr-3", "clusterservingruntime", "sglang-profile")) == "sglang:v11"
+    annotate(hub, "profile", rollback="to-999", rollback_to="999")
+    until(lambda: "RequestRefused" in dict(events(hub, "profile")[seen:]), "the refused rollback")
+    assert dict(events(hub, "profile")[seen:])["RequestRefused"] == "rollback refused: revision 999 is no longer kept"
+    assert hub.status("profile")["rollout"]["phase"] == "Succeeded"
+    # Back past the stable revision (start + 1) to the one before it: sglang:v1, revision `start`.
+    annotate(hub, "profile", rollback="to-start", rollback_to=str(start))
+    status = wait_rollout(hub, "profile", start + 2, "RolledBack", ["RolledBack", "RolledBack"])
+    assert status["rollout"]["stableRevision"] == start
+    assert status["rollout"]["message"] == f"revision {start} re-applied to fr-3, fr-2 after a rollback was requested"
+    assert [image_of(hub.get(c, "clusterservingruntime", "sglang-profile")) for c in ("fr-2", "fr-3")] == [
+        "sglang:v1",
+        "sglang:v1",
+    ]
+
+
+def test_max_unavailable_clusters_lets_a_wave_pass_without_an_unreachable_member(engines: Hub) -> None:
+    hub = engines
+    start, _ = settled(hub)
+    (fr3,) = [s for s in hub.bg.fleet.servers if s.name == "fr-3"]
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v12"), rollout=rolled(maxUnavailableClusters=1)))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    hub.bg.run(fr3.partition())
+    try:
+        hub.advance(60)  # the rest wave (fr-3 alone) starts; fr-3 cannot be written, and 1 cluster may be so
+        status = wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+        assert hub.clusters("profile")["fr-3"]["phase"] == "Pending"
+        hub.advance(60)
+        status = wait_rollout(hub, "profile", start + 1, "Succeeded", ["Succeeded", "Succeeded"])
+        assert status["applied"] == 1
+    finally:
+        hub.bg.run(fr3.heal())
+    # Reachable again: fr-3 gets the revision the rollout left everywhere else.
+    until(lambda: revision_of(hub, "fr-3") == str(start + 1), "fr-3 at the new revision once reachable")
+    try:
+        until(lambda: ready(hub, "fr-3", "follows"), "fr-3's engine Ready at it", timeout=60)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {isvc_status(hub, 'fr-3', 'follows')}") from None
