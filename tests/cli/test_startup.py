@@ -59,7 +59,18 @@ def imported_by(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
     return report["code"], set(report["modules"])
 
 
-@pytest.mark.parametrize("args", [("--help",), ("runtime", "--help"), ("cluster", "list"), ("version",)], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("runtime", "--help"),
+        ("rollout", "--help"),
+        ("rollout", "status", "--help"),
+        ("cluster", "list"),
+        ("version",),
+    ],
+    ids=" ".join,
+)
 def test_help_and_local_commands_import_no_heavy_module(tmp_path: Path, args: tuple[str, ...]) -> None:
     code, modules = imported_by(tmp_path, *args)
     assert code in (0, None)

@@ -24,6 +24,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -755,3 +759,109 @@ def test_max_unavailable_clusters_lets_a_wave_pass_without_an_unreachable_member
         until(lambda: ready(hub, "fr-3", "follows"), "fr-3's engine Ready at it", timeout=60)
     except AssertionError as exc:
         raise AssertionError(f"{exc}: {isvc_status(hub, 'fr-3', 'follows')}") from None
+
+
+def omectl_argv(hub: Hub, *args: str) -> list[str]:
+    """The installed `omectl` binary, talking to the hub through the tests' kubeconfig."""
+    binary = str(Path(sys.executable).parent / "omectl")
+    return [binary, *args, "--kubeconfig", str(hub.kubectl.kubeconfig), "--context", HUB]
+
+
+def omectl(hub: Hub, *args: str, code: int = 0) -> str:
+    proc = subprocess.run(omectl_argv(hub, *args), capture_output=True, text=True, env=hub.kubectl.env(), timeout=60)
+    assert proc.returncode == code, f"omectl {' '.join(args)}: {proc.returncode}\n{proc.stderr}{proc.stdout}"
+    return proc.stdout if code == 0 else proc.stderr
+
+
+def kubectl_ome(hub: Hub, *args: str) -> str:
+    """`kubectl ome ...`: the same entry point found by kubectl as its plugin `kubectl-ome` on PATH."""
+    env = hub.kubectl.env()
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    argv = [hub.kubectl.binary, "ome", *args, "--kubeconfig", str(hub.kubectl.kubeconfig), "--context", HUB]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_rollout_cli_shows_and_steers_a_rollout_as_omectl_and_as_kubectl_ome(engines: Hub) -> None:
+    hub = engines
+    start, _ = settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v13"), rollout=rolled()))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    report = json.loads(omectl(hub, "rollout", "status", "profile", "-o", "json"))
+    assert [(w["name"], w["phase"]) for w in report["waves"]] == [("lab", "Soaking"), ("rest", "Pending")]
+    assert (report["revision"], report["rollout"]["stableRevision"]) == (start + 1, start)
+    text = kubectl_ome(hub, "rollout", "status", "profile").splitlines()
+    assert text[0] == f"fleetruntime.fleet.omectl.io/profile: revision {start + 1} Soaking, stable {start}"
+    # fr-2 reaches 2 engines, one pinned: 1 of 1 gated engine Ready is a full bar; the rest wave has not started.
+    assert text[1].split() == [
+        "wave",
+        "1",
+        "lab",
+        "Soaking",
+        "[####################]",
+        "1/1",
+        "revision",
+        str(start + 1),
+        "fr-2",
+    ]
+    assert text[2].split() == ["wave", "2", "rest", "Pending", "[....................]", "0/0", "-", "fr-3"]
+    assert text[3] == "wave 1 (lab): every engine ready at revision " + str(start + 1) + "; soaking for 60s"
+    assert text[5].split()[:5] == ["CLUSTER", "WAVE", "WAVE", "PHASE", "PHASE"]
+
+    assert kubectl_ome(hub, "rollout", "pause", "profile") == "fleetruntime.fleet.omectl.io/profile paused\n"
+    wait_rollout(hub, "profile", start + 1, "Paused", ["Paused", "Pending"])
+    assert omectl(hub, "rollout", "resume", "profile") == "fleetruntime.fleet.omectl.io/profile resumed\n"
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    assert omectl(hub, "rollout", "promote", "profile") == "fleetruntime.fleet.omectl.io/profile promote requested\n"
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+
+    rows = json.loads(omectl(hub, "rollout", "history", "profile", "-o", "json"))["revisions"]
+    assert [r["revision"] for r in rows] == sorted((r["revision"] for r in rows), reverse=True)
+    assert (rows[0]["revision"], rows[0]["current"], rows[0]["image"]) == (start + 1, True, "sglang:v13")
+    assert [r["revision"] for r in rows if r["stable"]] == [start]
+    table = omectl(hub, "rollout", "history", "profile").splitlines()
+    assert table[0].split() == ["REVISION", "NAME", "HASH", "CURRENT", "STABLE", "IMAGE"]
+    error = omectl(hub, "rollout", "rollback", "profile", "--to", "99999", code=1)
+    assert (
+        error.startswith("error: revision 99999 of fleetruntime profile is not kept (kept: ") and error.count("\n") == 1
+    )
+
+    assert omectl(hub, "rollout", "abort", "profile") == "fleetruntime.fleet.omectl.io/profile abort requested\n"
+    wait_rollout(hub, "profile", start + 1, "Aborted", ["Succeeded", "Aborted"])
+    said = omectl(hub, "rollout", "rollback", "profile")
+    assert said == "fleetruntime.fleet.omectl.io/profile rollback to the stable revision requested\n"
+    status = wait_rollout(hub, "profile", start + 1, "RolledBack", ["RolledBack", "RolledBack"])
+    assert status["rollout"]["message"] == f"revision {start} re-applied to fr-3, fr-2 after a rollback was requested"
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))
+
+
+def test_the_rollout_cli_refuses_what_it_cannot_do_in_one_line(engines: Hub) -> None:
+    hub = engines
+    settled(hub)  # profile without waves
+    assert omectl(hub, "rollout", "status", "nope", code=1) == 'error: fleetruntime "nope" not found (cluster fr-1)\n'
+    assert omectl(hub, "rollout", "promote", "profile", code=1) == (
+        "error: fleetruntime profile has no spec.rollout.waves: nothing to promote\n"
+    )
+
+
+def test_rollout_status_watch_redraws_until_interrupted(engines: Hub) -> None:
+    hub = engines
+    settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v1"), rollout=rolled()))
+    wait_rollout(hub, "profile", hub.status("profile")["revision"], "Succeeded", ["Succeeded", "Succeeded"])
+    argv = omectl_argv(hub, "rollout", "status", "profile", "--watch", "--interval", "0.2")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hub.kubectl.env())
+    try:
+        assert proc.stdout is not None
+        headlines = 0
+        while headlines < 2:  # two frames, one after the other (a pipe gets every frame)
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read() if proc.stderr else "no output"
+            headlines += line.startswith("fleetruntime.fleet.omectl.io/profile: revision ")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
