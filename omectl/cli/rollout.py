@@ -2,7 +2,8 @@
 (docs/fleet-rollouts.md).
 
 `status` reads the FleetRuntime's status (one progress bar per wave, a row per cluster; `--watch` redraws it);
-`history` lists its revisions (the ControllerRevisions in the hub namespace); `pause` and `resume` set
+`plan -f` shows what an edit would re-render per wave (omectl.cli.rollout_plan); `history` lists its revisions
+(the ControllerRevisions in the hub namespace); `pause` and `resume` set
 `spec.rollout.paused`; `promote`, `abort` and `rollback [--to N]` write a request annotation with a fresh token
 (`omectl.core.fleet_runtimes.REQUEST_ANNOTATIONS`), which the controller acts on once. Every command talks to the
 hub only (`--kubeconfig`, `--context`); the controller does the rest. Importing this module costs typer and the
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
+from omectl.cli.lazy import LazyCommand, LazyGroup
 from omectl.cli.reports import DOCUMENT_OUTPUT_OPTION, OUTPUT_OPTION, Column, DocumentFormat, OutputFormat
 from omectl.core.fleet_runtimes import (
     ABORT_ANNOTATION,
@@ -35,10 +37,25 @@ __all__ = ["progress_bar", "rollout_app", "status_report"]
 
 T = TypeVar("T")
 
+
+class RolloutCommands(LazyGroup):
+    """`omectl rollout`: `plan` (which reads the members, through `runtime plan`) loads only when it runs."""
+
+    lazy = {
+        "plan": LazyCommand(
+            "omectl.cli.rollout_plan",
+            "plan",
+            "Before applying a FleetRuntime edit: per wave, what each of its clusters would re-render (as `runtime "
+            "plan`). Nothing is written. Exits as kubectl diff: 0 nothing changes, 1 something changes, 2 an error.",
+        ),
+    }
+
+
 rollout_app = typer.Typer(
+    cls=RolloutCommands,
     no_args_is_help=True,
-    help="Watch and steer the wave rollout of a FleetRuntime in the hub: status, history, pause, resume, promote, "
-    "abort, rollback.",
+    help="Watch and steer the wave rollout of a FleetRuntime in the hub: status, plan, history, pause, resume, "
+    "promote, abort, rollback.",
 )
 
 KIND = "fleetruntime.fleet.omectl.io"

@@ -865,3 +865,47 @@ def test_rollout_status_watch_redraws_until_interrupted(engines: Hub) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_rollout_plan_shows_what_each_wave_would_re_render_and_writes_nothing(engines: Hub, tmp_path: Path) -> None:
+    hub = engines
+    start, _ = settled(hub)
+    edited = tmp_path / "profile-v14.yaml"
+    edited.write_text(yaml.safe_dump(fleet_runtime("profile", profile("sglang:v14"), rollout=rolled())))
+    proc = subprocess.run(
+        omectl_argv(hub, "rollout", "plan", "profile", "-f", str(edited), "-o", "json"),
+        capture_output=True,
+        text=True,
+        env=hub.kubectl.env(),
+        timeout=60,
+    )
+    assert proc.returncode == 1, proc.stderr  # as kubectl diff: something would change
+    plan = json.loads(proc.stdout)
+    assert (plan["revision"], plan["errors"], plan["written"]) == (start + 1, [], False)
+    assert [(w["name"], [c["cluster"] for c in w["clusters"]]) for w in plan["waves"]] == [
+        ("lab", ["fr-2"]),
+        ("rest", ["fr-3"]),
+    ]
+    lab = {(e["name"], e["action"]) for e in plan["waves"][0]["clusters"][0]["inferenceServices"]}
+    assert lab == {("follows", "re-render"), ("pinned", "would drift")}
+    (rest,) = plan["waves"][1]["clusters"][0]["inferenceServices"]
+    assert (rest["name"], rest["action"]) == ("follows", "re-render")
+    assert any("sglang:v14" in diff for diff in rest["diff"].values())
+    text = omectl(hub, "rollout", "plan", "profile", "-f", str(edited), code=1)  # stderr: nothing on it
+    assert text == ""
+    table = subprocess.run(
+        omectl_argv(hub, "rollout", "plan", "profile", "-f", str(edited)),
+        capture_output=True,
+        text=True,
+        env=hub.kubectl.env(),
+        timeout=60,
+    ).stdout.splitlines()
+    assert table[0] == f"fleetruntime.fleet.omectl.io/profile: revision {start + 1} to 2 placed clusters"
+    assert table.index("wave 1 (lab):") < table.index("cluster fr-2:") < table.index("wave 2 (rest):")
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))  # nothing written
+    assert hub.status("profile")["revision"] == start
+    # A file that is not that FleetRuntime is an error (exit 2), in one line.
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(fleet_runtime("other", profile("x"))))
+    error = omectl(hub, "rollout", "plan", "profile", "-f", str(other), code=2)
+    assert error == f"error: {other}: the FleetRuntime is 'other', not 'profile'\n"
