@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from omectl.api.fleet import API_VERSION, KIND, template_problem
 from omectl.controller.ome.revisions import spec_hash
-from omectl.controller.ome.watch import OmeWatch
+from omectl.controller.ome.watch import CSR_KEY, SR_KEY, OmeWatch
 from omectl.controller.runtime.queue import Clock
 from omectl.core.conditions import transition_time
 from omectl.core.fleet_runtimes import (
@@ -109,8 +109,11 @@ from omectl.kube.resources import (
     ResourceRef,
 )
 from omectl.kube.writer import write_status
+from omectl.tracing.spans import rollout_span, watch_event_context
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext, Tracer
+
     from omectl.controller.ome.resolver import ChainResolver
     from omectl.controller.runtime.manager import ClusterRuntime, FleetController
     from omectl.fleet.registration import ClusterRegistration
@@ -119,6 +122,11 @@ log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 10  # ControllerRevisions kept per FleetRuntime (the newest; the current one always)
 RESYNC_SECONDS = 60.0  # every FleetRuntime is reconciled at least this often (a safety net for missed events)
+
+
+Transition = tuple[Event, list[tuple[str, "SpanContext"]], int]
+"""One transition of a reconcile: its event, the (cluster, watch event) of the copies written after it, the wave
+index it happened at."""
 
 
 class WallClock:
@@ -175,6 +183,7 @@ class FleetRuntimeApplier:
         owns_hub: bool = False,
         resync_seconds: float = RESYNC_SECONDS,
         clock: Clock | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.hub = hub
         self.namespace = namespace
@@ -200,6 +209,8 @@ class FleetRuntimeApplier:
         self._rollouts: dict[str, RolloutState] = {}  # as last written (the informer's copy may lag our write)
         self._rolling: dict[str, set[str]] = {}  # FleetRuntime -> clusters of its current wave (mid-rollout)
         self._timers: dict[str, asyncio.Task[Any]] = {}
+        self.tracer = tracer  # a span per rollout transition (omectl.tracing.spans.rollout_span), when set
+        self._written: list[tuple[str, SpanContext]] = []  # (cluster, watch event) of each copy the reconcile wrote
         controller.on_cluster_added.append(self._cluster_added)
         controller.on_cluster_removed.append(self._cluster_removed)
 
@@ -334,6 +345,7 @@ class FleetRuntimeApplier:
     # --- one FleetRuntime ----------------------------------------------------------------------------------
 
     async def reconcile(self, name: str) -> None:
+        self._written = []
         fr = self.informer.cache.get(None, name)
         if fr is None:
             self._forget(name)
@@ -417,8 +429,12 @@ class FleetRuntimeApplier:
         why = "a rollback was requested" if rolling_back else f"revision {state.revision} failed its gate"
         stable_spec = self._spec_of(name, spec, state.stable_hash)
         wake_in: float | None = None
+        transitions: list[Transition] = [(event, [], state.wave) for event in events]
         while True:
+            self._written = []
             results, gates = await self._apply_waves(name, spec, stable_spec, state, plan, previous)
+            if transitions:  # the copies written now are the last transition's doing
+                transitions[-1][1].extend(self._written)
             current = plan[min(state.wave, len(plan) - 1)].clusters
             moved = step(
                 state,
@@ -432,10 +448,12 @@ class FleetRuntimeApplier:
             )
             promote = False  # the current wave only: the next one has its own gate
             events += moved.events
+            transitions += [(event, [], moved.state.wave) for event in moved.events]
             state, wake_in = moved.state, moved.wake_in
             if rolling_back:
                 state = replace(state, message=rolled_back_message(state, plan, results, why))
                 events.append(("Warning", "RolledBack", state.message))
+                transitions.append((events[-1], [], state.wave))
                 break
             if moved.roll_back:
                 if stable_spec is None:
@@ -456,6 +474,7 @@ class FleetRuntimeApplier:
         await self._write_status(fr, revision, [results[c] for c in placed], None, view)
         if events:
             self._spawn(self._record(fr, events))
+            self._trace(name, state, plan, transitions)
         timer = self._timers.pop(name, None)
         if timer is not None:
             timer.cancel()
@@ -472,6 +491,35 @@ class FleetRuntimeApplier:
         for type_, reason, message in events:
             log.info("FleetRuntime %s: %s: %s", fr["metadata"]["name"], reason, message)
             await self.recorder.record(fr, type_, reason, message, api_version=API_VERSION, kind=KIND)
+
+    def _note_written(self, cluster: str, ref: ResourceRef, applied: Mapping[str, Any]) -> None:
+        """The member's watch event of a copy just written, as its reconciles will link to it (OmeWatch's key)."""
+        meta = applied.get("metadata") or {}
+        event = watch_event_context(
+            cluster,
+            SR_KEY if ref is SERVING_RUNTIMES else CSR_KEY,
+            meta.get("namespace", ""),
+            meta.get("name", ""),
+            meta.get("resourceVersion", ""),
+        )
+        self._written.append((cluster, event))
+
+    def _trace(self, name: str, state: RolloutState, plan: Sequence[WavePlan], transitions: list[Transition]) -> None:
+        """A span per transition of this reconcile, linked to the watch events of the copies it caused to be
+        written."""
+        if self.tracer is None:
+            return
+        for (_, reason, message), written, wave in transitions:
+            rollout_span(
+                self.tracer,
+                reason=reason,
+                fleet_runtime=name,
+                revision=state.revision,
+                wave=plan[min(wave, len(plan) - 1)].name if plan else "",
+                message=message,
+                clusters=sorted({cluster for cluster, _ in written}),
+                caused=[event for _, event in written],
+            )
 
     def _rollback_target(
         self, owner: str, spec: Mapping[str, Any], state: RolloutState, to: int | None
@@ -694,6 +742,7 @@ class FleetRuntimeApplier:
             applied = await cluster.client.patch(
                 ref, runtime, body, namespace or None, patch_type="apply", field_manager=FLEET_FIELD_MANAGER, force=True
             )
+            self._note_written(cluster.name, ref, applied)
             if decision.action == "correct":
                 log.info("FleetRuntime %s: cluster %s: %s: put back", owner, cluster.name, decision.message)
             gens = {namespace: int((applied.get("metadata") or {}).get("generation") or 0)}

@@ -45,6 +45,8 @@ from omectl.kube.field_managers import FLEET_FIELD_MANAGER
 from omectl.settings import Settings
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.sim.simulator import NodePool, SimulatorConfig
+from omectl.tracing.reader import TraceStore
+from omectl.tracing.spans import ATTR_FLEET_RUNTIME, ATTR_ROLLOUT_CLUSTERS, ATTR_ROLLOUT_REVISION, ATTR_ROLLOUT_WAVE
 from tests.support import Kubectl, kubectl_path
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("fleet-runtimes")]
@@ -909,3 +911,55 @@ def test_rollout_plan_shows_what_each_wave_would_re_render_and_writes_nothing(en
     other.write_text(yaml.safe_dump(fleet_runtime("other", profile("x"))))
     error = omectl(hub, "rollout", "plan", "profile", "-f", str(other), code=2)
     assert error == f"error: {other}: the FleetRuntime is 'other', not 'profile'\n"
+
+
+def test_a_wave_transition_is_a_span_linked_to_the_member_reconciles_it_caused(engines: Hub) -> None:
+    hub = engines
+    start, _ = settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v15"), rollout=rolled()))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    hub.advance(60)  # the lab wave passes: WaveStarted writes fr-3's copy
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+    trace_file = hub.app.settings.trace_file
+
+    def caused() -> tuple[Any, list[Any]] | None:
+        hub.app.tracing.force_flush()
+        store = TraceStore.load(trace_file)
+        started = [
+            s
+            for s in store.spans()
+            if s.name == "rollout WaveStarted"
+            and s.attributes.get(ATTR_FLEET_RUNTIME) == "profile"
+            and s.attributes.get(ATTR_ROLLOUT_REVISION) == start + 1
+        ]
+        if len(started) != 1:
+            return None
+        (wave,) = started
+        links = {(link.trace_id, link.span_id) for link in wave.links}
+        reconciles = [
+            r
+            for r in store.reconciles(cluster="fr-3", name="follows")
+            if links & {(link.trace_id, link.span_id) for link in r.links}
+        ]
+        return (wave, reconciles) if reconciles else None
+
+    wave, reconciles = until(caused, "a WaveStarted span linked to fr-3's reconcile of follows")
+    assert wave.attributes[ATTR_ROLLOUT_WAVE] == "rest" and wave.attributes[ATTR_ROLLOUT_CLUSTERS] == ["fr-3"]
+    assert wave.parent_span_id is None
+    # `omectl trace show` of that reconcile says which transition caused it.
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "omectl"),
+            "trace",
+            "show",
+            reconciles[0].trace_id,
+            "--file",
+            str(trace_file),
+        ],
+        capture_output=True,
+        text=True,
+        env={**hub.kubectl.env(), "COLUMNS": "400"},
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"caused by rollout WaveStarted fleetruntime/profile wave rest revision {start + 1}" in proc.stdout
