@@ -10,9 +10,9 @@ applies anything (`template_problem`).
 The model is the one source of the CRD YAML in `deploy/crds/hub/` (`omectl.api.crdgen`), with the conventions of
 `omectl.api.ome`: camelCase on the wire, optional fields default to `None`, schema defaults only where marked.
 
-What the controller acts on today: `template`, `namespaces`, `placement`, `driftPolicy`, and of `rollout` the
-waves with their gates, `paused` and `autoRollback`; `maxUnavailableClusters` is accepted and not acted on yet
-(docs/fleet-rollouts.md says what is planned).
+What the controller acts on: `template`, `namespaces`, `placement`, `driftPolicy`, and of `rollout` the waves with
+their gates, `maxUnavailableClusters`, `paused` and `autoRollback`; and the request annotations promote, abort and
+rollback (`omectl.core.fleet_runtimes.REQUEST_ANNOTATIONS`, docs/fleet-rollouts.md says why annotations).
 """
 
 from __future__ import annotations
@@ -115,7 +115,8 @@ class Rollout(_Object):
     """Ordered waves, each name once; clusters in no wave are applied after the last one (a wave named
     `remaining`, or `remaining-<n>` when a wave of the list has that name)."""
     max_unavailable_clusters: ome.IntOrString | None = None
-    """How many clusters of a wave may be unavailable (a number or a percentage; planned, not acted on yet)."""
+    """How many clusters of a wave may fail its gate while the wave still passes (a number, or a percentage of the
+    wave's clusters rounded down; default 0): they keep being applied, and do not hold the next wave."""
     paused: bool | None = None
     """Hold the rollout at its current wave."""
     auto_rollback: bool | None = None
@@ -160,7 +161,7 @@ class EngineCounts(_Object):
     """Pinned ones (`spec.runtime.autoSync: false` or a `spec.runtime.revision`): never moved, not gated on."""
 
 
-RolloutPhase = Literal["Pending", "Progressing", "Soaking", "Succeeded", "Failed", "RolledBack", "Paused"]
+RolloutPhase = Literal["Pending", "Progressing", "Soaking", "Succeeded", "Failed", "RolledBack", "Paused", "Aborted"]
 
 
 class ClusterStatus(_Object):
@@ -196,7 +197,8 @@ class WaveStatus(_Object):
     phase: RolloutPhase
     """Pending: not reached yet; Progressing: applied, its gate not passed yet; Soaking: every engine Ready at the
     revision, for `soakSeconds`; Succeeded: passed; Failed: its deadline passed; RolledBack: given the stable
-    revision again; Paused: held by `spec.rollout.paused`."""
+    revision again; Paused: held by `spec.rollout.paused`; Aborted: stopped by an abort request, its clusters
+    keep the revision."""
     clusters: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
     """The placed clusters of the wave."""
     revision: int | None = None
@@ -228,6 +230,9 @@ class RolloutStatus(_Object):
     """When its engines were all Ready at the revision: the soak counts from here."""
     message: str | None = None
     """What the rollout waits for, or why it stopped."""
+    requests: dict[str, str] | None = None
+    """The last promote, abort and rollback request acted on: kind -> the annotation's value (a request whose
+    value is here is not acted on again)."""
 
 
 class FleetRuntimeStatus(_Object):
@@ -245,14 +250,23 @@ class FleetRuntimeStatus(_Object):
     """How many of them are Applied at `revision`."""
     phase: (
         Literal[
-            "Pending", "Progressing", "Soaking", "Paused", "Succeeded", "Failed", "RolledBack", "Degraded", "Invalid"
+            "Pending",
+            "Progressing",
+            "Soaking",
+            "Paused",
+            "Succeeded",
+            "Failed",
+            "RolledBack",
+            "Aborted",
+            "Degraded",
+            "Invalid",
         ]
         | None
     ) = None
     """Succeeded: every placed cluster Applied; Progressing: some still Pending; Degraded: some in Conflict,
     Drifted or Failed; Invalid: the template cannot be applied; Pending: no cluster placed. With waves the
     rollout's phase: Progressing, Soaking, Paused, Succeeded (Degraded when a cluster is not as it should be),
-    Failed or RolledBack."""
+    Failed, RolledBack or Aborted."""
     rollout: RolloutStatus | None = None
     """With waves: the rollout of the current revision."""
     waves: list[WaveStatus] | None = Field(default=None, json_schema_extra=ome.list_map("name"))
@@ -260,7 +274,7 @@ class FleetRuntimeStatus(_Object):
     conditions: ConditionList
     """Ready: every placed cluster has the current revision. Progressing (with waves): True while a rollout goes
     on (WaveProgressing, WaveSoaking, RolloutPaused), False once it stopped (RolloutSucceeded,
-    ProgressDeadlineExceeded, RolledBack)."""
+    ProgressDeadlineExceeded, RolledBack, RolloutAborted)."""
 
 
 class FleetRuntime(ome.Resource):

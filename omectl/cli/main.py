@@ -61,7 +61,7 @@ class RuntimeCommands(LazyGroup):
 class Commands(LazyGroup):
     """The root group, and the error boundary of every command."""
 
-    order = ("run", "doctor", "version", "dev", "cluster", "trace", "fleet", "runtime", "completion")
+    order = ("run", "doctor", "version", "dev", "cluster", "trace", "fleet", "runtime", "rollout", "completion")
     lazy = {
         "run": LazyCommand("omectl.cli.run", "run", "Run the fleet controller against every registered cluster."),
         "doctor": LazyCommand(
@@ -77,6 +77,12 @@ class Commands(LazyGroup):
             "omectl.cli.trace", "trace_app", "Inspect the reconcile and merge traces omectl recorded."
         ),
         "fleet": LazyCommand("omectl.cli.fleet", "fleet_app", "The fleet at a glance: GPUs and engines per cluster."),
+        "rollout": LazyCommand(
+            "omectl.cli.rollout",
+            "rollout_app",
+            "Watch and steer the wave rollout of a FleetRuntime in the hub: status, plan, history, pause, resume, "
+            "promote, abort, rollback.",
+        ),
         "version": LazyCommand(
             "omectl.cli.meta",
             "version",

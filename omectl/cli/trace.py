@@ -29,6 +29,7 @@ from omectl.tracing.reader import MergeRecord, SpanRecord, TraceStore, object_of
 from omectl.tracing.setup import default_trace_file
 from omectl.tracing.spans import (
     ATTR_CLUSTER,
+    ATTR_FLEET_RUNTIME,
     ATTR_KIND,
     ATTR_MERGE_CACHE,
     ATTR_MERGE_CHAIN,
@@ -40,6 +41,8 @@ from omectl.tracing.spans import (
     ATTR_RESOURCE_VERSION,
     ATTR_RESULT,
     ATTR_RETRIES,
+    ATTR_ROLLOUT_REVISION,
+    ATTR_ROLLOUT_WAVE,
     RESULT_ERROR,
     RESULT_REQUEUE,
     RESULT_SUCCESS,
@@ -274,6 +277,15 @@ def _span_label(span: SpanRecord) -> str:
     return "  ".join(parts)
 
 
+def _rollout_label(span: SpanRecord) -> str:
+    """A rollout transition in one line: what happened, to which FleetRuntime, wave and revision, and its trace."""
+    a = span.attributes
+    return (
+        f"{span.name} fleetruntime/{a.get(ATTR_FLEET_RUNTIME, '-')} wave {a.get(ATTR_ROLLOUT_WAVE, '-')} "
+        f"revision {a.get(ATTR_ROLLOUT_REVISION, '-')} at {_time(span)} (trace {span.trace_id})"
+    )
+
+
 def _ms(milliseconds: float) -> str:
     return f"{milliseconds:.3f} ms" if milliseconds < 1 else f"{milliseconds:.1f} ms"
 
@@ -288,6 +300,9 @@ def _add_span(parent: Tree, store: TraceStore, span: SpanRecord) -> None:
     for link in span.links:
         kind = link.attributes.get("ot-span-reference-type", "link")
         node.add(f"[dim]↳ {escape(str(kind))} {link.trace_id}/{link.span_id}[/dim]")
+        if span.is_reconcile:
+            for cause in store.rollouts_linked_to(link):
+                node.add(f"[dim]↳ caused by[/dim] {escape(_rollout_label(cause))}")
     for event in span.events:
         offset_ms = (event.time_ns - span.start_ns) / 1e6
         details = " ".join(f"{key}={_short(value)}" for key, value in event.attributes.items())

@@ -392,6 +392,7 @@ class ControllerApp:
             self.provider.registrations,
             self.reconcilers.resolver,
             owns_hub=True,
+            tracer=self.tracing.tracer,
         )
         await self.fleet_runtimes.start()
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from omectl.api.fleet import API_VERSION, KIND, template_problem
 from omectl.background import cancel_and_wait
 from omectl.controller.ome.revisions import spec_hash
-from omectl.controller.ome.watch import OmeWatch
+from omectl.controller.ome.watch import CSR_KEY, SR_KEY, OmeWatch
 from omectl.controller.runtime.queue import Clock
 from omectl.core.conditions import transition_time
 from omectl.core.fleet_runtimes import (
@@ -54,6 +54,8 @@ from omectl.core.fleet_runtimes import (
     FAILED,
     FLEET_RUNTIME_LABEL,
     PENDING,
+    REQUEST_ANNOTATIONS,
+    ROLLBACK_TO_ANNOTATION,
     ROLLED_BACK,
     SUCCEEDED,
     ClusterGate,
@@ -63,6 +65,7 @@ from omectl.core.fleet_runtimes import (
     Event,
     RolloutState,
     WavePlan,
+    act_on,
     combine,
     copy_owner,
     copy_revision,
@@ -71,9 +74,12 @@ from omectl.core.fleet_runtimes import (
     desired_copy,
     due_clusters,
     engine_state,
+    max_unavailable,
     next_revision,
+    pending_requests,
     placed_clusters,
     plan_waves,
+    request_tokens,
     revisions_to_prune,
     roll_up,
     start_rollout,
@@ -104,8 +110,11 @@ from omectl.kube.resources import (
     ResourceRef,
 )
 from omectl.kube.writer import write_status
+from omectl.tracing.spans import rollout_span, watch_event_context
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext, Tracer
+
     from omectl.controller.ome.resolver import ChainResolver
     from omectl.controller.runtime.manager import ClusterRuntime, FleetController
     from omectl.fleet.registration import ClusterRegistration
@@ -114,6 +123,11 @@ log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 10  # ControllerRevisions kept per FleetRuntime (the newest; the current one always)
 RESYNC_SECONDS = 60.0  # every FleetRuntime is reconciled at least this often (a safety net for missed events)
+
+
+Transition = tuple[Event, list[tuple[str, "SpanContext"]], int]
+"""One transition of a reconcile: its event, the (cluster, watch event) of the copies written after it, the wave
+index it happened at."""
 
 
 class WallClock:
@@ -140,6 +154,12 @@ class RolloutView:
     """The Progressing condition: (status, reason, message)."""
 
 
+def _requests(meta: Mapping[str, Any]) -> tuple[str | None, ...]:
+    """The request annotations of a FleetRuntime's metadata (a change is a request: reconcile)."""
+    annotations = meta.get("annotations") or {}
+    return tuple(annotations.get(a) for a in (*REQUEST_ANNOTATIONS.values(), ROLLBACK_TO_ANNOTATION))
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -164,6 +184,7 @@ class FleetRuntimeApplier:
         owns_hub: bool = False,
         resync_seconds: float = RESYNC_SECONDS,
         clock: Clock | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.hub = hub
         self.namespace = namespace
@@ -181,6 +202,7 @@ class FleetRuntimeApplier:
         self._template_names: dict[str, set[str]] = {}  # template name -> FleetRuntimes applying one of that name
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
+        self._retrying: set[str] = set()  # FleetRuntimes with a retry pending (`_retry_once`)
         self.passes = 0  # reconcile passes ended (each over the dirty FleetRuntimes, or all of them)
         self.clock: Clock = clock if clock is not None else WallClock()
         self.recorder = EventRecorder(hub, component="omectl-fleet")
@@ -188,6 +210,8 @@ class FleetRuntimeApplier:
         self._rollouts: dict[str, RolloutState] = {}  # as last written (the informer's copy may lag our write)
         self._rolling: dict[str, set[str]] = {}  # FleetRuntime -> clusters of its current wave (mid-rollout)
         self._timers: dict[str, asyncio.Task[Any]] = {}
+        self.tracer = tracer  # a span per rollout transition (omectl.tracing.spans.rollout_span), when set
+        self._written: list[tuple[str, SpanContext]] = []  # (cluster, watch event) of each copy the reconcile wrote
         controller.on_cluster_added.append(self._cluster_added)
         controller.on_cluster_removed.append(self._cluster_removed)
 
@@ -205,8 +229,10 @@ class FleetRuntimeApplier:
         meta = obj["metadata"]
         if event == "MODIFIED" and old is not None:
             old_meta = old.get("metadata") or {}
-            if meta.get("generation") == old_meta.get("generation") and meta.get("deletionTimestamp") == old_meta.get(
-                "deletionTimestamp"
+            if (
+                meta.get("generation") == old_meta.get("generation")
+                and meta.get("deletionTimestamp") == old_meta.get("deletionTimestamp")
+                and _requests(meta) == _requests(old_meta)
             ):
                 return  # our own status write
         self.mark(meta["name"])
@@ -298,9 +324,25 @@ class FleetRuntimeApplier:
         await asyncio.sleep(2.0)
         self.mark(name)
 
+    def _retry_once(self, name: str) -> None:
+        """Reconcile `name` again in 2 s, once however many of its copies could not be written: a member that comes
+        back sends no event the applier would see (its copy did not change)."""
+        if name in self._retrying:
+            return
+        self._retrying.add(name)
+
+        async def retry() -> None:
+            try:
+                await self._retry(name)
+            finally:
+                self._retrying.discard(name)
+
+        self._spawn(retry())
+
     # --- one FleetRuntime ----------------------------------------------------------------------------------
 
     async def reconcile(self, name: str) -> None:
+        self._written = []
         fr = self.informer.cache.get(None, name)
         if fr is None:
             self._forget(name)
@@ -363,33 +405,52 @@ class FleetRuntimeApplier:
         events: list[Event] = []
         if state is None and status.get("phase") == SUCCEEDED and status.get("revision") == revision:
             # waves turned on for the revision every cluster has: nothing to roll
-            state = RolloutState(revision, digest, revision, digest, len(plan) - 1, SUCCEEDED, now)
+            tokens = request_tokens(fr["metadata"].get("annotations") or {})
+            state = RolloutState(revision, digest, revision, digest, len(plan) - 1, SUCCEEDED, now, requests=tokens)
         if state is None or state.revision != revision or state.hash != digest:
             settled = None
             if state is None and status.get("phase") == SUCCEEDED and status.get("revision") is not None:
                 number = int(status["revision"])
                 found = self._hash_of(name, number)
                 settled = (number, found) if found else None
-            state, events = start_rollout(state, revision, digest, now, settled=settled)
+            annotations = fr["metadata"].get("annotations") or {}
+            state, events = start_rollout(state, revision, digest, now, settled=settled, annotations=annotations)
+        paused = bool(rollout.get("paused"))
+        promote = rolling_back = False
+        for request in pending_requests(fr["metadata"].get("annotations") or {}, state):
+            target = self._rollback_target(name, spec, state, request.to) if request.kind == "rollback" else None
+            state, said, go = act_on(state, plan, request, paused=paused, target=target)
+            events += said
+            promote = promote or (go and request.kind == "promote")
+            rolling_back = rolling_back or (go and request.kind == "rollback")
+        why = "a rollback was requested" if rolling_back else f"revision {state.revision} failed its gate"
         stable_spec = self._spec_of(name, spec, state.stable_hash)
         wake_in: float | None = None
-        rolling_back = False
+        transitions: list[Transition] = [(event, [], state.wave) for event in events]
         while True:
+            self._written = []
             results, gates = await self._apply_waves(name, spec, stable_spec, state, plan, previous)
+            if transitions:  # the copies written now are the last transition's doing
+                transitions[-1][1].extend(self._written)
             current = plan[min(state.wave, len(plan) - 1)].clusters
             moved = step(
                 state,
                 plan,
                 [gates[c] for c in current],
                 now,
-                paused=bool(rollout.get("paused")),
+                paused=paused,
                 auto_rollback=bool(rollout.get("autoRollback")),
+                max_unavailable=max_unavailable(rollout.get("maxUnavailableClusters"), len(current)),
+                promote=promote,
             )
+            promote = False  # the current wave only: the next one has its own gate
             events += moved.events
+            transitions += [(event, [], moved.state.wave) for event in moved.events]
             state, wake_in = moved.state, moved.wake_in
             if rolling_back:
-                state = replace(state, message=rolled_back_message(state, plan, results))
+                state = replace(state, message=rolled_back_message(state, plan, results, why))
                 events.append(("Warning", "RolledBack", state.message))
+                transitions.append((events[-1], [], state.wave))
                 break
             if moved.roll_back:
                 if stable_spec is None:
@@ -410,6 +471,7 @@ class FleetRuntimeApplier:
         await self._write_status(fr, revision, [results[c] for c in placed], None, view)
         if events:
             self._spawn(self._record(fr, events))
+            self._trace(name, state, plan, transitions)
         timer = self._timers.pop(name, None)
         if timer is not None:
             timer.cancel()
@@ -426,6 +488,51 @@ class FleetRuntimeApplier:
         for type_, reason, message in events:
             log.info("FleetRuntime %s: %s: %s", fr["metadata"]["name"], reason, message)
             await self.recorder.record(fr, type_, reason, message, api_version=API_VERSION, kind=KIND)
+
+    def _note_written(self, cluster: str, ref: ResourceRef, applied: Mapping[str, Any]) -> None:
+        """The member's watch event of a copy just written, as its reconciles will link to it (OmeWatch's key)."""
+        meta = applied.get("metadata") or {}
+        event = watch_event_context(
+            cluster,
+            SR_KEY if ref is SERVING_RUNTIMES else CSR_KEY,
+            meta.get("namespace", ""),
+            meta.get("name", ""),
+            meta.get("resourceVersion", ""),
+        )
+        self._written.append((cluster, event))
+
+    def _trace(self, name: str, state: RolloutState, plan: Sequence[WavePlan], transitions: list[Transition]) -> None:
+        """A span per transition of this reconcile, linked to the watch events of the copies it caused to be
+        written."""
+        if self.tracer is None:
+            return
+        for (_, reason, message), written, wave in transitions:
+            rollout_span(
+                self.tracer,
+                reason=reason,
+                fleet_runtime=name,
+                revision=state.revision,
+                wave=plan[min(wave, len(plan) - 1)].name if plan else "",
+                message=message,
+                clusters=sorted({cluster for cluster, _ in written}),
+                caused=[event for _, event in written],
+            )
+
+    def _rollback_target(
+        self, owner: str, spec: Mapping[str, Any], state: RolloutState, to: int | None
+    ) -> tuple[int, str] | None:
+        """The revision a rollback request goes back to, (number, hash), when its template is kept: `to` by its
+        number now (`omectl rollout history`), or the stable revision."""
+        if to is None:
+            if state.stable_revision is None or not state.stable_hash:
+                return None
+            found: tuple[int, str] = (state.stable_revision, state.stable_hash)
+        else:
+            digest = self._hash_of(owner, to)
+            if digest is None:
+                return None
+            found = (to, digest)
+        return found if self._spec_of(owner, spec, found[1]) is not None else None
 
     def _hash_of(self, owner: str, number: int) -> str | None:
         return next((h for h, n in (self._revisions.get(owner) or {}).values() if n == number), None)
@@ -632,13 +739,15 @@ class FleetRuntimeApplier:
             applied = await cluster.client.patch(
                 ref, runtime, body, namespace or None, patch_type="apply", field_manager=FLEET_FIELD_MANAGER, force=True
             )
+            self._note_written(cluster.name, ref, applied)
             if decision.action == "correct":
                 log.info("FleetRuntime %s: cluster %s: %s: put back", owner, cluster.name, decision.message)
             gens = {namespace: int((applied.get("metadata") or {}).get("generation") or 0)}
             return ClusterResult(cluster.name, APPLIED, revision, gens)
         except KubeAPIError as exc:
             return ClusterResult(cluster.name, FAILED, message=_one_line(exc))
-        except KubeError as exc:  # unreachable, or fenced (its Lease is being handed over)
+        except KubeError as exc:  # unreachable, or fenced (its Lease is being handed over): tried again soon
+            self._retry_once(owner)
             return ClusterResult(cluster.name, PENDING, message=_one_line(exc))
 
     # --- revisions -----------------------------------------------------------------------------------------
@@ -873,14 +982,17 @@ def build_status(
     return out
 
 
-def rolled_back_message(state: RolloutState, plan: Sequence[WavePlan], results: Mapping[str, ClusterResult]) -> str:
+def rolled_back_message(
+    state: RolloutState, plan: Sequence[WavePlan], results: Mapping[str, ClusterResult], why: str = ""
+) -> str:
     """What a rollback did: the clusters given the stable revision again (last wave first), and those it could not
-    reach yet (they get it when they can: a rolled-back rollout keeps applying the stable revision)."""
+    reach yet (they get it when they can: a rolled-back rollout keeps applying the stable revision); `why` it did
+    (default: the rollout's revision failed its gate)."""
     changed = list(reversed(due_clusters(state, plan)))
     done = [c for c in changed if results[c].phase == APPLIED and results[c].revision == state.stable_revision]
     message = (
         f"revision {state.stable_revision} re-applied to {', '.join(done) or 'no cluster'} "
-        f"after revision {state.revision} failed its gate"
+        f"after {why or f'revision {state.revision} failed its gate'}"
     )
     missed = [c for c in changed if c not in done]
     return f"{message}; not yet to {', '.join(missed)}" if missed else message
@@ -893,6 +1005,7 @@ _PROGRESSING_REASONS = {
     "Succeeded": (False, "RolloutSucceeded"),
     "Failed": (False, "ProgressDeadlineExceeded"),
     "RolledBack": (False, "RolledBack"),
+    "Aborted": (False, "RolloutAborted"),
 }
 
 

@@ -26,6 +26,18 @@ FLEET_RUNTIME_LABEL: Final = "fleet.omectl.io/fleetruntime"
 MANAGED_BY_LABEL: Final = "fleet.omectl.io/managed-by"
 MANAGED_BY: Final = "omectl-fleet"
 REVISION_ANNOTATION: Final = "fleet.omectl.io/revision"
+PROMOTE_ANNOTATION: Final = "fleet.omectl.io/promote"
+ABORT_ANNOTATION: Final = "fleet.omectl.io/abort"
+ROLLBACK_ANNOTATION: Final = "fleet.omectl.io/rollback"
+ROLLBACK_TO_ANNOTATION: Final = "fleet.omectl.io/rollback-to"
+"""Requests on a FleetRuntime (`omectl rollout promote|abort|rollback`): each annotation's value is a token; a value
+the controller has not acted on yet is a new request, acted on once (the handled values go to `status.rollout`).
+`rollback-to` is read with a new `rollback` token: the revision to go back to (unset: the stable one)."""
+REQUEST_ANNOTATIONS: Final = {
+    "promote": PROMOTE_ANNOTATION,
+    "abort": ABORT_ANNOTATION,
+    "rollback": ROLLBACK_ANNOTATION,
+}
 
 Phase = Literal["Pending", "Applied", "Conflict", "Drifted", "Failed"]
 PENDING: Final = "Pending"
@@ -245,22 +257,30 @@ def roll_up(results: Sequence[ClusterResult], revision: int) -> RollUp:
 #        ▲               │  ▲ (an engine falls back: Progressing again, the soak starts over)        │ soakSeconds
 #        │               │  └──────────────────────────────────────────────────────────────────────┘
 #        │               ├─ progressDeadlineSeconds passed ──▶ Failed ──(autoRollback)──▶ RolledBack
-#        │               └─ spec.rollout.paused ──▶ Paused (held; the deadline starts again on resume)
+#        │               ├─ spec.rollout.paused ──▶ Paused (held; the deadline starts again on resume)
+#        │               ├─ a promote request: the gate (and soak) skipped, the next wave starts
+#        │               └─ an abort request ──▶ Aborted (the changed clusters keep the revision)
 #        │          wave 2 ... the last wave passes ──▶ Succeeded
+#        ├─ a rollback request (any phase but Pending) ──▶ RolledBack (the stable revision, or `rollback-to`)
 #        └─ a template edit in any phase starts again from wave 1 with the newest revision.
+#
+# A wave's gate tolerates `maxUnavailableClusters` of its clusters not passing (Rancher Fleet's maxUnavailable):
+# the wave passes when every other cluster does; the tolerated ones keep being applied in later reconciles.
 #
 # The clusters of the waves up to the current one get the revision being rolled out; those of later waves keep the
 # copy they have (the previous revision, or none). After a rollback the changed clusters get the stable revision:
 # the one the last rollout that Succeeded left everywhere.
 
-WavePhase = Literal["Pending", "Progressing", "Soaking", "Succeeded", "Failed", "RolledBack", "Paused"]
+WavePhase = Literal["Pending", "Progressing", "Soaking", "Succeeded", "Failed", "RolledBack", "Paused", "Aborted"]
 PROGRESSING: Final = "Progressing"
 SOAKING: Final = "Soaking"
 SUCCEEDED: Final = "Succeeded"
 ROLLED_BACK: Final = "RolledBack"
 PAUSED: Final = "Paused"
 ROLLOUT_FAILED: Final = "Failed"
+ABORTED: Final = "Aborted"
 ACTIVE_PHASES: Final = frozenset({PROGRESSING, SOAKING, PAUSED})
+DONE_PHASES: Final = frozenset({SUCCEEDED, ROLLOUT_FAILED, ROLLED_BACK, ABORTED})
 REMAINING_WAVE: Final = "remaining"
 """The name of the implicit last wave: the placed clusters no wave of `spec.rollout.waves` takes."""
 DEFAULT_PROGRESS_DEADLINE_SECONDS: Final = 600  # a wave without one (a Deployment's default)
@@ -409,6 +429,14 @@ class RolloutState:
     """When the current wave started (or resumed), in the clock's seconds since the epoch."""
     soak_start: float | None = None
     message: str = ""
+    requests: tuple[tuple[str, str], ...] = ()
+    """(kind, token) of the last request of each kind acted on (`REQUEST_ANNOTATIONS`), carried across rollouts."""
+
+    def handled(self, kind: str) -> str | None:
+        return dict(self.requests).get(kind)
+
+    def with_handled(self, kind: str, token: str) -> RolloutState:
+        return replace(self, requests=tuple(sorted({**dict(self.requests), kind: token}.items())))
 
     def to_dict(self, plan: Sequence[WavePlan]) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -426,6 +454,8 @@ class RolloutState:
             out["soakStartTime"] = _timestamp(self.soak_start)
         if self.message:
             out["message"] = self.message
+        if self.requests:
+            out["requests"] = dict(self.requests)
         return out
 
     @classmethod
@@ -441,8 +471,9 @@ class RolloutState:
                 wave_start=_parse_timestamp(str(data["waveStartTime"])),
                 soak_start=_parse_timestamp(str(data["soakStartTime"])) if data.get("soakStartTime") else None,
                 message=str(data.get("message") or ""),
+                requests=tuple(sorted((str(k), str(v)) for k, v in (data.get("requests") or {}).items())),
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
 
@@ -458,10 +489,18 @@ Event = tuple[Literal["Normal", "Warning"], str, str]
 
 
 def start_rollout(
-    old: RolloutState | None, revision: int, digest: str, now: float, *, settled: tuple[int, str] | None = None
+    old: RolloutState | None,
+    revision: int,
+    digest: str,
+    now: float,
+    *,
+    settled: tuple[int, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> tuple[RolloutState, list[Event]]:
     """A rollout of `revision` from wave 1. The stable revision: the old rollout's when it Succeeded, else the one
-    it had; without a rollout yet, `settled` (the revision every cluster had, when the status says so)."""
+    it had; without a rollout yet, `settled` (the revision every cluster had, when the status says so). The
+    requests acted on are the old rollout's; without one, those in `annotations` now count as acted on (a request
+    is for a rollout under way, not for one that had not started)."""
     stable: tuple[int | None, str | None]
     if old is not None:
         stable = (old.revision, old.hash) if old.phase == SUCCEEDED else (old.stable_revision, old.stable_hash)
@@ -477,7 +516,8 @@ def start_rollout(
         ]
     else:
         events = [("Normal", "RolloutStarted", f"rolling out revision {revision} from wave 1")]
-    state = RolloutState(revision, digest, stable[0], stable[1], 0, PROGRESSING, now)
+    requests = old.requests if old is not None else request_tokens(annotations or {})
+    state = RolloutState(revision, digest, stable[0], stable[1], 0, PROGRESSING, now, requests=requests)
     return state, events
 
 
@@ -501,9 +541,13 @@ def step(
     *,
     paused: bool,
     auto_rollback: bool,
+    max_unavailable: int = 0,
+    promote: bool = False,
 ) -> Step:
-    """The rollout's next state from the current wave's gates (one per cluster of the wave)."""
-    if state.phase in (SUCCEEDED, ROLLOUT_FAILED, ROLLED_BACK):
+    """The rollout's next state from the current wave's gates (one per cluster of the wave): up to
+    `max_unavailable` of them may fail while the wave passes; `promote` passes the wave now (a promote request;
+    the caller refuses one while paused)."""
+    if state.phase in DONE_PHASES:
         return Step(state, [])
     if not plan:
         return Step(replace(state, phase=SUCCEEDED, message="no cluster placed"), [])
@@ -519,9 +563,13 @@ def step(
         state = replace(state, phase=PROGRESSING, wave_start=now, soak_start=None)
         events.append(("Normal", "Resumed", f"resumed at {position}"))
     failing = [g for g in gates if not g.passing]
-    if not failing:
+    if promote:
+        events.append(("Normal", "Promoted", f"{position} promoted at revision {state.revision}: its gate skipped"))
+    elif len(failing) <= max_unavailable:
+        failing = []
+    if not failing or promote:
         soak_start = state.soak_start if state.soak_start is not None else now
-        if now - soak_start < wave.soak_seconds:
+        if now - soak_start < wave.soak_seconds and not promote:
             left = wave.soak_seconds - (now - soak_start)
             message = f"{position}: every engine ready at revision {state.revision}; soaking for {wave.soak_seconds:g}s"
             if state.phase != SOAKING:
@@ -540,6 +588,8 @@ def step(
         )
         return Step(advanced, events, advanced=True)
     why = failing[0].why
+    if max_unavailable:
+        why = f"{why} ({len(failing)} of {len(gates)} clusters not passing, maxUnavailableClusters {max_unavailable})"
     elapsed = now - state.wave_start
     if elapsed >= wave.progress_deadline_seconds:
         message = (
@@ -579,3 +629,112 @@ def wave_phases(state: RolloutState, plan: Sequence[WavePlan]) -> list[str]:
         else:
             phases.append(PENDING)
     return phases
+
+
+# --- requests ----------------------------------------------------------------------------------------------------
+
+
+def max_unavailable(value: int | str | None, clusters: int) -> int:
+    """`maxUnavailableClusters` as a count of a wave's `clusters`: a number, or a percentage of them rounded down
+    (as a Deployment's maxUnavailable is); 0 when unset or not a number."""
+    if value is None:
+        return 0
+    text = str(value).strip()
+    try:
+        if text.endswith("%"):
+            return max(0, math.floor(clusters * int(text[:-1]) / 100))
+        return max(0, int(text))
+    except ValueError:
+        return 0
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request read from the FleetRuntime's annotations that the rollout has not acted on yet."""
+
+    kind: Literal["promote", "abort", "rollback"]
+    token: str
+    to: int | None = None
+    """For a rollback: the revision `rollback-to` names (None: the stable revision)."""
+    problem: str = ""
+    """Why it cannot be read (a `rollback-to` that is not a revision number)."""
+
+
+def request_tokens(annotations: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The (kind, token) of each request annotation present (`RolloutState.requests`' form)."""
+    return tuple(sorted((k, annotations[a]) for k, a in REQUEST_ANNOTATIONS.items() if annotations.get(a)))
+
+
+def pending_requests(annotations: Mapping[str, str], state: RolloutState) -> list[Request]:
+    """The requests whose token differs from the last one acted on, in a fixed order: abort, rollback, promote (a
+    rollback after an abort is meant; a promote after either finds the rollout stopped)."""
+    out: list[Request] = []
+    for kind in ("abort", "rollback", "promote"):
+        token = annotations.get(REQUEST_ANNOTATIONS[kind])
+        if not token or token == state.handled(kind):
+            continue
+        if kind != "rollback":
+            out.append(Request(kind, token))
+            continue
+        to = annotations.get(ROLLBACK_TO_ANNOTATION)
+        if not to:
+            out.append(Request("rollback", token))
+        elif to.strip().isdigit() and int(to) > 0:
+            out.append(Request("rollback", token, int(to)))
+        else:
+            out.append(Request("rollback", token, problem=f"{ROLLBACK_TO_ANNOTATION} {to!r} is not a revision number"))
+    return out
+
+
+def _refused(state: RolloutState, request: Request, message: str) -> tuple[RolloutState, list[Event], bool]:
+    return state.with_handled(request.kind, request.token), [("Warning", "RequestRefused", message)], False
+
+
+def act_on(
+    state: RolloutState,
+    plan: Sequence[WavePlan],
+    request: Request,
+    *,
+    paused: bool,
+    target: tuple[int, str] | None = None,
+) -> tuple[RolloutState, list[Event], bool]:
+    """The rollout after an abort or a rollback request, its events, and whether the changed clusters are to get
+    the rollback's revision now: `target`, the (number, hash) of the revision `request.to` names, or of the stable
+    one without it; None when that revision is no longer kept. A promote is only checked here (`step` acts on
+    it): True when it may go on. Every request is marked handled, a refused one with a Warning event."""
+    position = f"wave {state.wave + 1} ({plan[min(state.wave, len(plan) - 1)].name})" if plan else "no wave"
+    if request.kind == "promote":
+        if state.phase in DONE_PHASES:
+            return _refused(
+                state, request, f"promote refused: the rollout of revision {state.revision} is {state.phase}"
+            )
+        if paused:
+            return _refused(state, request, f"promote refused: the rollout is paused at {position}; resume it first")
+        return state.with_handled(request.kind, request.token), [], True
+    if request.kind == "abort":
+        if state.phase in DONE_PHASES:
+            return _refused(state, request, f"abort refused: the rollout of revision {state.revision} is {state.phase}")
+        reached = "wave 1" if state.wave == 0 else f"waves 1-{state.wave + 1}"
+        message = (
+            f"aborted at {position}: the clusters of {reached} keep revision {state.revision}, "
+            "later waves keep what they had"
+        )
+        aborted = replace(state, phase=ABORTED, soak_start=None, message=message)
+        return aborted.with_handled(request.kind, request.token), [("Warning", "RolloutAborted", message)], False
+    if request.problem:
+        return _refused(state, request, f"rollback refused: {request.problem}")
+    number = request.to if request.to is not None else state.stable_revision
+    if number is None or (number == state.revision and request.to is None):
+        return _refused(state, request, f"rollback refused: no revision before {state.revision} to roll back to")
+    if number == state.revision:
+        return _refused(state, request, f"rollback refused: revision {number} is the one being rolled out")
+    if state.phase == ROLLED_BACK and number == state.stable_revision:
+        return _refused(state, request, f"rollback refused: already rolled back to revision {number}")
+    if target is None:
+        return _refused(state, request, f"rollback refused: revision {number} is no longer kept")
+    goal = target
+    message = f"rollback of revision {state.revision} to revision {goal[0]} requested at {position}"
+    back = replace(
+        state, phase=ROLLED_BACK, stable_revision=goal[0], stable_hash=goal[1], soak_start=None, message=message
+    )
+    return back.with_handled(request.kind, request.token), [("Normal", "RollbackRequested", message)], True

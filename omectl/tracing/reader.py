@@ -31,6 +31,7 @@ from omectl.tracing.spans import (
     ATTR_NAMESPACE,
     MERGE_SPAN_NAME,
     RECONCILE_SPAN_PREFIX,
+    ROLLOUT_SPAN_PREFIX,
     decode_layer_fields,
 )
 
@@ -239,6 +240,19 @@ class TraceStore:
 
     def span(self, trace_id: str, span_id: str) -> SpanRecord | None:
         return self._traces.get(trace_id, {}).get(span_id)
+
+    def rollouts_linked_to(self, link: LinkRecord) -> list[SpanRecord]:
+        """The rollout transitions (`rollout <Reason>` spans) that link the same context as `link` does: the
+        FleetRuntime transition whose copy write caused the watch event a reconcile links to."""
+        return sorted(
+            (
+                span
+                for span in self.spans()
+                if span.name.startswith(ROLLOUT_SPAN_PREFIX)
+                and any((o.trace_id, o.span_id) == (link.trace_id, link.span_id) for o in span.links)
+            ),
+            key=lambda span: span.start_ns,
+        )
 
     def find_trace(self, trace_id_or_prefix: str) -> str | None:
         """The trace id given, or the only one that starts with the given prefix."""

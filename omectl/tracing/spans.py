@@ -3,6 +3,11 @@
 A reconcile is a root span of its own (`reconcile <kind>`), linked, not parented, to the watch events that
 enqueued it. Watch events get no span; `watch_event_context` derives a deterministic, unsampled span context
 from the event's identity that the reconcile links to. Each merge of a runtime chain is a child span `merge`.
+
+A FleetRuntime rollout's transitions (a wave started, passed, failed, rolled back...) are root spans `rollout
+<Reason>` of their own, linked (`caused`) to the watch events of the member copies they wrote: the same contexts
+the members' reconciles of those copies, and of the InferenceServices they reach, link to. So a reconcile in a
+member finds the transition that caused it by a shared link (`omectl trace show`).
 """
 
 from __future__ import annotations
@@ -47,8 +52,17 @@ ATTR_MERGE_RUNTIME_NAME = "omectl.merge.runtime.name"
 ATTR_LINK_REFERENCE_TYPE = "ot-span-reference-type"
 LINK_FOLLOWS_FROM = "follows-from"
 
+ATTR_FLEET_RUNTIME = "omectl.fleetruntime"
+ATTR_ROLLOUT_REVISION = "omectl.rollout.revision"
+ATTR_ROLLOUT_WAVE = "omectl.rollout.wave"
+ATTR_ROLLOUT_CLUSTERS = "omectl.rollout.clusters"
+"""The clusters the transition wrote a copy to."""
+ATTR_ROLLOUT_MESSAGE = "omectl.rollout.message"
+LINK_CAUSED = "caused"
+
 RECONCILE_SPAN_PREFIX = "reconcile "
 MERGE_SPAN_NAME = "merge"
+ROLLOUT_SPAN_PREFIX = "rollout "
 
 RESULT_SUCCESS = "success"
 RESULT_REQUEUE = "requeue"
@@ -207,3 +221,33 @@ def merge_span(
         except BaseException as exc:
             record_error(span, exc)
             raise
+
+
+def rollout_span(
+    tracer: Tracer,
+    *,
+    reason: str,
+    fleet_runtime: str,
+    revision: int,
+    wave: str,
+    message: str,
+    clusters: Sequence[str],
+    caused: Sequence[SpanContext],
+) -> None:
+    """A root span `rollout <reason>` for one transition of a FleetRuntime's rollout, linked to the watch events of
+    the copies it wrote (`caused`); it has no duration worth measuring, so it ends at once."""
+    unique = list({(link.trace_id, link.span_id): link for link in caused}.values())
+    span = tracer.start_span(
+        ROLLOUT_SPAN_PREFIX + reason,
+        context=otel_context.Context(),
+        kind=SpanKind.INTERNAL,
+        attributes={
+            ATTR_FLEET_RUNTIME: fleet_runtime,
+            ATTR_ROLLOUT_REVISION: revision,
+            ATTR_ROLLOUT_WAVE: wave,
+            ATTR_ROLLOUT_CLUSTERS: list(clusters),
+            ATTR_ROLLOUT_MESSAGE: scrub(message),
+        },
+        links=[Link(link, {ATTR_LINK_REFERENCE_TYPE: LINK_CAUSED}) for link in unique],
+    )
+    span.end()

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from omectl.cli import light_params
 from omectl.cli.main import Commands, RuntimeCommands, app
+from omectl.cli.rollout import RolloutCommands
 from omectl.sim.kubeconfig import KubeconfigEntry, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +60,18 @@ def imported_by(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
     return report["code"], set(report["modules"])
 
 
-@pytest.mark.parametrize("args", [("--help",), ("runtime", "--help"), ("cluster", "list"), ("version",)], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("runtime", "--help"),
+        ("rollout", "--help"),
+        ("rollout", "status", "--help"),
+        ("cluster", "list"),
+        ("version",),
+    ],
+    ids=" ".join,
+)
 def test_help_and_local_commands_import_no_heavy_module(tmp_path: Path, args: tuple[str, ...]) -> None:
     code, modules = imported_by(tmp_path, *args)
     assert code in (0, None)
@@ -95,7 +107,9 @@ def _first_paragraph(text: str | None) -> str:
 
 @pytest.mark.parametrize(
     ("group", "name"),
-    [(Commands, name) for name in Commands.lazy] + [(RuntimeCommands, name) for name in RuntimeCommands.lazy],
+    [(Commands, name) for name in Commands.lazy]
+    + [(RuntimeCommands, name) for name in RuntimeCommands.lazy]
+    + [(RolloutCommands, name) for name in RolloutCommands.lazy],
     ids=lambda value: value if isinstance(value, str) else value.__name__,
 )
 def test_the_help_listed_for_a_lazy_command_is_its_own(group: type, name: str) -> None:

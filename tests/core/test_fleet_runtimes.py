@@ -388,3 +388,134 @@ def test_a_rollback_says_which_clusters_have_the_stable_revision_again_and_which
     assert rolled_back_message(state, PLAN, results) == (
         "revision 1 re-applied to a, lab after revision 2 failed its gate; not yet to b"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "clusters", "expected"),
+    [(None, 4, 0), (1, 4, 1), ("2", 4, 2), ("50%", 3, 1), ("25%", 3, 0), ("100%", 3, 3), ("x", 4, 0), (-1, 4, 0)],
+)
+def test_max_unavailable_clusters_is_a_count_or_a_share_rounded_down(value: Any, clusters: int, expected: int) -> None:
+    assert fr.max_unavailable(value, clusters) == expected
+
+
+def test_a_wave_passes_with_up_to_max_unavailable_clusters_failing_its_gate() -> None:
+    state = replace(started(), wave=1)
+    gates = [fr.ClusterGate("a", True, GOOD), fr.ClusterGate("b", False, message="unreachable")]
+    held = fr.step(state, PLAN, gates, T0 + 1, paused=False, auto_rollback=False)
+    assert held.state.phase == "Progressing" and "b: unreachable" in held.state.message
+    tolerated = fr.step(state, PLAN, gates, T0 + 1, paused=False, auto_rollback=False, max_unavailable=1)
+    assert tolerated.state.phase == "Succeeded"
+    both = [fr.ClusterGate("a", True, SLOW), fr.ClusterGate("b", False, message="unreachable")]
+    over = fr.step(state, PLAN, both, T0 + 1, paused=False, auto_rollback=False, max_unavailable=1)
+    assert over.state.phase == "Progressing"
+    assert over.state.message.endswith("(2 of 2 clusters not passing, maxUnavailableClusters 1)")
+
+
+def test_a_promote_passes_the_current_wave_now_soak_and_gate_skipped() -> None:
+    gates = [fr.ClusterGate("lab", True, SLOW)]
+    promoted = fr.step(started(), PLAN, gates, T0 + 1, paused=False, auto_rollback=False, promote=True)
+    assert promoted.advanced and (promoted.state.wave, promoted.state.phase) == (1, "Progressing")
+    assert [e[1] for e in promoted.events] == ["Promoted", "WaveSucceeded", "WaveStarted"]
+    # Only the current wave: the next one reads its own gate.
+    rest = [fr.ClusterGate("a", True, SLOW), fr.ClusterGate("b", True)]
+    after = fr.step(promoted.state, PLAN, rest, T0 + 2, paused=False, auto_rollback=False)
+    assert after.state.phase == "Progressing"
+
+
+def request(kind: str, token: str = "t1", **kw: Any) -> fr.Request:
+    return fr.Request(kind, token, **kw)  # type: ignore[arg-type]
+
+
+def test_requests_are_read_from_the_annotations_once_each() -> None:
+    state = started()
+    annotations = {fr.PROMOTE_ANNOTATION: "p1", fr.ABORT_ANNOTATION: "a1", fr.ROLLBACK_ANNOTATION: "r1"}
+    assert [r.kind for r in fr.pending_requests(annotations, state)] == ["abort", "rollback", "promote"]
+    handled = state.with_handled("abort", "a1").with_handled("promote", "p1")
+    assert fr.pending_requests(annotations, handled) == [fr.Request("rollback", "r1")]
+    to = fr.pending_requests({fr.ROLLBACK_ANNOTATION: "r2", fr.ROLLBACK_TO_ANNOTATION: "3"}, handled)
+    assert to == [fr.Request("rollback", "r2", 3)]
+    (bad,) = fr.pending_requests({fr.ROLLBACK_ANNOTATION: "r2", fr.ROLLBACK_TO_ANNOTATION: "three"}, handled)
+    assert bad.problem == "fleet.omectl.io/rollback-to 'three' is not a revision number"
+    # Handled requests survive the status round trip and a new rollout (a stale annotation is not acted on again).
+    assert fr.RolloutState.from_dict(handled.to_dict(PLAN)) == handled
+    assert handled.to_dict(PLAN)["requests"] == {"abort": "a1", "promote": "p1"}
+    newer, _ = fr.start_rollout(handled, 3, "h3", T0 + 9)
+    assert newer.requests == handled.requests
+    # The first rollout: requests made before it count as acted on.
+    first, _ = fr.start_rollout(None, 2, "h2", T0, annotations={**annotations, "other": "x"})
+    assert first.requests == (("abort", "a1"), ("promote", "p1"), ("rollback", "r1"))
+    assert fr.pending_requests(annotations, first) == []
+
+
+def test_an_abort_stops_the_rollout_where_it_is_and_keeps_the_changed_clusters() -> None:
+    state = replace(started(), wave=1, phase="Soaking", soak_start=T0)
+    aborted, events, go = fr.act_on(state, PLAN, request("abort"), paused=False)
+    assert (aborted.phase, aborted.wave, aborted.soak_start, go) == ("Aborted", 1, None, False)
+    assert aborted.message == (
+        "aborted at wave 2 (rest): the clusters of waves 1-2 keep revision 2, later waves keep what they had"
+    )
+    assert events == [("Warning", "RolloutAborted", aborted.message)] and aborted.handled("abort") == "t1"
+    assert fr.due_clusters(aborted, PLAN) == ["lab", "a", "b"]  # they keep revision 2
+    assert fr.wave_phases(aborted, PLAN) == ["Succeeded", "Aborted"]
+    assert fr.step(aborted, PLAN, [], T0 + 999, paused=False, auto_rollback=True).state == aborted  # stopped
+    again, events, _ = fr.act_on(aborted, PLAN, request("abort", "t2"), paused=False)
+    assert again.phase == "Aborted" and events == [
+        ("Warning", "RequestRefused", "abort refused: the rollout of revision 2 is Aborted")
+    ]
+    assert again.handled("abort") == "t2"
+
+
+def test_a_promote_is_refused_while_paused_or_once_the_rollout_stopped() -> None:
+    state = started()
+    ok, events, go = fr.act_on(state, PLAN, request("promote"), paused=False)
+    assert go and not events and ok.handled("promote") == "t1"
+    held, events, go = fr.act_on(state, PLAN, request("promote"), paused=True)
+    assert not go and held.phase == "Progressing"
+    assert events[0][2] == "promote refused: the rollout is paused at wave 1 (lab); resume it first"
+    done = replace(state, phase="Succeeded")
+    _, events, go = fr.act_on(done, PLAN, request("promote"), paused=False)
+    assert not go and events[0][2] == "promote refused: the rollout of revision 2 is Succeeded"
+
+
+def test_a_rollback_request_goes_back_to_the_stable_revision_or_the_one_named() -> None:
+    state = replace(started(), phase="Soaking", soak_start=T0)
+    back, events, go = fr.act_on(state, PLAN, request("rollback"), paused=False, target=(1, "h1"))
+    assert go and (back.phase, back.stable_revision, back.stable_hash, back.soak_start) == ("RolledBack", 1, "h1", None)
+    assert events == [("Normal", "RollbackRequested", "rollback of revision 2 to revision 1 requested at wave 1 (lab)")]
+    assert fr.due_clusters(back, PLAN) == ["lab"]  # the changed clusters only
+    # A Succeeded rollout rolled back: every wave's clusters get the stable revision.
+    done = replace(state, wave=1, phase="Succeeded")
+    back, _, go = fr.act_on(done, PLAN, request("rollback"), paused=False, target=(1, "h1"))
+    assert go and fr.due_clusters(back, PLAN) == ["lab", "a", "b"]
+    assert fr.wave_phases(back, PLAN) == ["RolledBack", "RolledBack"]
+    # --to N: the revision named, if kept.
+    older, _, go = fr.act_on(back, PLAN, request("rollback", "t2", to=7), paused=False, target=(7, "h7"))
+    assert go and (older.stable_revision, older.stable_hash) == (7, "h7")
+
+    def refused(st: fr.RolloutState, req: fr.Request, target: tuple[int, str] | None) -> str:
+        after, events, go = fr.act_on(st, PLAN, req, paused=False, target=target)
+        assert not go and after.phase == st.phase and after.handled("rollback") == req.token
+        assert events[0][:2] == ("Warning", "RequestRefused")
+        return events[0][2]
+
+    assert refused(started(stable=None), request("rollback"), None) == (
+        "rollback refused: no revision before 2 to roll back to"
+    )
+    assert refused(back, request("rollback", "t3"), (1, "h1")) == "rollback refused: already rolled back to revision 1"
+    assert refused(state, request("rollback", to=9), None) == "rollback refused: revision 9 is no longer kept"
+    assert refused(state, request("rollback", to=2), (2, "h2")) == (
+        "rollback refused: revision 2 is the one being rolled out"
+    )
+    assert refused(state, request("rollback", problem="x"), None) == "rollback refused: x"
+
+
+def test_an_aborted_or_requested_rollback_status() -> None:
+    aborted = replace(started(), phase="Aborted", message="aborted at wave 1 (lab)")
+    view = rollout_view(aborted, PLAN, {"lab": fr.ClusterGate("lab", True, GOOD)})
+    status = build_status({}, 3, 2, [ClusterResult("lab", "Applied", 2)], None, view)
+    assert status["phase"] == "Aborted" and [w["phase"] for w in status["waves"]] == ["Aborted", "Pending"]
+    assert status["conditions"][1]["reason"] == "RolloutAborted" and status["conditions"][1]["status"] == "False"
+    back = replace(started(), phase="RolledBack")
+    results = {"lab": ClusterResult("lab", "Applied", 1)}
+    message = rolled_back_message(back, PLAN, results, "a rollback was requested")
+    assert message == "revision 1 re-applied to lab after a rollback was requested"

@@ -14,13 +14,20 @@ from rolled wave by wave, each wave gated by those engines; a revision whose eng
 nodeSelector matches no node) fails its wave at the deadline and is rolled back; pause holds a wave; a new edit
 mid-rollout starts again from wave 1; a new applier (nothing in memory, as after a restart) goes on from the
 status mid-wave; a member partitioned away in its wave holds the gate until the deadline; a template whose chain
-would break in a wave's cluster fails that wave with the chain error.
+would break in a wave's cluster fails that wave with the chain error. Requests (annotations, as `omectl rollout`
+writes them): promote skips a gate, abort stops the rollout where it is, rollback re-applies the stable revision
+to the changed clusters (the last wave's first) or, `rollback-to`, a kept revision; `maxUnavailableClusters` lets a
+wave pass with a member unreachable.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +45,8 @@ from omectl.kube.field_managers import FLEET_FIELD_MANAGER
 from omectl.settings import Settings
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.sim.simulator import NodePool, SimulatorConfig
+from omectl.tracing.reader import TraceStore
+from omectl.tracing.spans import ATTR_FLEET_RUNTIME, ATTR_ROLLOUT_CLUSTERS, ATTR_ROLLOUT_REVISION, ATTR_ROLLOUT_WAVE
 from tests.support import Kubectl, kubectl_path
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("fleet-runtimes")]
@@ -654,3 +663,303 @@ def test_a_chain_that_breaks_in_a_waves_cluster_fails_that_wave_with_the_chain_e
     assert 'inherit-from parent "no-such-base" not found' in failed
     assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))  # the apply was refused
     assert ready(hub, "fr-2", "follows") and ready(hub, "fr-3", "follows")
+
+
+def annotate(hub: Hub, name: str, **annotations: str | None) -> None:
+    """A request, as `omectl rollout` makes it: `kubectl annotate --overwrite` of the FleetRuntime (None: remove)."""
+    keys = {f"fleet.omectl.io/{key.replace('_', '-')}": value for key, value in annotations.items()}
+    pairs = [f"{key}={value}" if value is not None else f"{key}-" for key, value in keys.items()]
+    hub.k(HUB, "annotate", "--overwrite", "fleetruntime", name, *pairs)
+
+
+def test_promote_skips_a_gate_abort_stops_and_a_rollback_reverses_the_changed_waves(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v9"), rollout=rolled()))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    # Promote: the lab wave's soak is skipped, the rest wave starts without the clock moving.
+    annotate(hub, "profile", promote="p1")
+    status = wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+    assert status["rollout"]["requests"]["promote"] == "p1"
+    assert revision_of(hub, "fr-3") == str(start + 1)
+    # Abort: the rollout stops where it is; the changed clusters keep the revision, past any deadline too.
+    annotate(hub, "profile", abort="a1")
+    status = wait_rollout(hub, "profile", start + 1, "Aborted", ["Succeeded", "Aborted"])
+    assert status["phase"] == "Aborted"
+    assert status["rollout"]["message"] == (
+        f"aborted at wave 2 (rest): the clusters of waves 1-2 keep revision {start + 1}, later waves keep what they had"
+    )
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "RolloutAborted")
+    hub.advance(3600)
+    hub.reconciled()
+    assert hub.status("profile")["rollout"]["phase"] == "Aborted"
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start + 1), str(start + 1))
+    # The same abort token again is not a new request; a promote of an aborted rollout is refused.
+    annotate(hub, "profile", promote="p2")
+    until(lambda: "RequestRefused" in dict(events(hub, "profile")[seen:]), "the refused promote")
+    assert dict(events(hub, "profile")[seen:])["RequestRefused"] == (
+        f"promote refused: the rollout of revision {start + 1} is Aborted"
+    )
+    # Rollback: the stable revision back to the changed clusters, the last wave's first.
+    annotate(hub, "profile", rollback="r1", rollback_to=None)
+    status = wait_rollout(hub, "profile", start + 1, "RolledBack", ["RolledBack", "RolledBack"])
+    assert status["rollout"]["message"] == f"revision {start} re-applied to fr-3, fr-2 after a rollback was requested"
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))
+    assert image_of(hub.get("fr-3", "clusterservingruntime", "sglang-profile")) == "sglang:v1"
+    assert status["rollout"]["requests"] == {"abort": "a1", "promote": "p2", "rollback": "r1"}  # each acted on
+    until(lambda: ready(hub, "fr-2", "follows") and ready(hub, "fr-3", "follows"), "the engines Ready at the stable")
+    reasons = [r for r, _ in events(hub, "profile")[seen:]]
+    assert reasons[-3:] == ["RequestRefused", "RollbackRequested", "RolledBack"] and "Promoted" in reasons
+
+
+def test_a_rollback_to_a_kept_revision_and_to_one_that_is_not(engines: Hub) -> None:
+    hub = engines
+    start, seen = settled(hub)
+    for step, image in enumerate(("sglang:v10", "sglang:v11"), start=1):
+        hub.apply(HUB, fleet_runtime("profile", profile(image), rollout=rolled()))
+        wait_rollout(hub, "profile", start + step, "Soaking", ["Soaking", "Pending"])
+        hub.advance(60)
+        wait_rollout(hub, "profile", start + step, "Soaking", ["Succeeded", "Soaking"])
+        hub.advance(60)
+        wait_rollout(hub, "profile", start + step, "Succeeded", ["Succeeded", "Succeeded"])
+    assert image_of(hub.get("fr-3", "clusterservingruntime", "sglang-profile")) == "sglang:v11"
+    annotate(hub, "profile", rollback="to-999", rollback_to="999")
+    until(lambda: "RequestRefused" in dict(events(hub, "profile")[seen:]), "the refused rollback")
+    assert dict(events(hub, "profile")[seen:])["RequestRefused"] == "rollback refused: revision 999 is no longer kept"
+    assert hub.status("profile")["rollout"]["phase"] == "Succeeded"
+    # Back past the stable revision (start + 1) to the one before it: sglang:v1, revision `start`.
+    annotate(hub, "profile", rollback="to-start", rollback_to=str(start))
+    status = wait_rollout(hub, "profile", start + 2, "RolledBack", ["RolledBack", "RolledBack"])
+    assert status["rollout"]["stableRevision"] == start
+    assert status["rollout"]["message"] == f"revision {start} re-applied to fr-3, fr-2 after a rollback was requested"
+    assert [image_of(hub.get(c, "clusterservingruntime", "sglang-profile")) for c in ("fr-2", "fr-3")] == [
+        "sglang:v1",
+        "sglang:v1",
+    ]
+
+
+def test_max_unavailable_clusters_lets_a_wave_pass_without_an_unreachable_member(engines: Hub) -> None:
+    hub = engines
+    start, _ = settled(hub)
+    (fr3,) = [s for s in hub.bg.fleet.servers if s.name == "fr-3"]
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v12"), rollout=rolled(maxUnavailableClusters=1)))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    hub.bg.run(fr3.partition())
+    try:
+        hub.advance(60)  # the rest wave (fr-3 alone) starts; fr-3 cannot be written, and 1 cluster may be so
+        status = wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+        assert hub.clusters("profile")["fr-3"]["phase"] == "Pending"
+        hub.advance(60)
+        status = wait_rollout(hub, "profile", start + 1, "Succeeded", ["Succeeded", "Succeeded"])
+        assert status["applied"] == 1
+    finally:
+        hub.bg.run(fr3.heal())
+    # Reachable again: fr-3 gets the revision the rollout left everywhere else.
+    until(lambda: revision_of(hub, "fr-3") == str(start + 1), "fr-3 at the new revision once reachable")
+    try:
+        until(lambda: ready(hub, "fr-3", "follows"), "fr-3's engine Ready at it", timeout=60)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {isvc_status(hub, 'fr-3', 'follows')}") from None
+
+
+def omectl_argv(hub: Hub, *args: str) -> list[str]:
+    """The installed `omectl` binary, talking to the hub through the tests' kubeconfig."""
+    binary = str(Path(sys.executable).parent / "omectl")
+    return [binary, *args, "--kubeconfig", str(hub.kubectl.kubeconfig), "--context", HUB]
+
+
+def omectl(hub: Hub, *args: str, code: int = 0) -> str:
+    proc = subprocess.run(omectl_argv(hub, *args), capture_output=True, text=True, env=hub.kubectl.env(), timeout=60)
+    assert proc.returncode == code, f"omectl {' '.join(args)}: {proc.returncode}\n{proc.stderr}{proc.stdout}"
+    return proc.stdout if code == 0 else proc.stderr
+
+
+def kubectl_ome(hub: Hub, *args: str) -> str:
+    """`kubectl ome ...`: the same entry point found by kubectl as its plugin `kubectl-ome` on PATH."""
+    env = hub.kubectl.env()
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    argv = [hub.kubectl.binary, "ome", *args, "--kubeconfig", str(hub.kubectl.kubeconfig), "--context", HUB]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_rollout_cli_shows_and_steers_a_rollout_as_omectl_and_as_kubectl_ome(engines: Hub) -> None:
+    hub = engines
+    start, _ = settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v13"), rollout=rolled()))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    report = json.loads(omectl(hub, "rollout", "status", "profile", "-o", "json"))
+    assert [(w["name"], w["phase"]) for w in report["waves"]] == [("lab", "Soaking"), ("rest", "Pending")]
+    assert (report["revision"], report["rollout"]["stableRevision"]) == (start + 1, start)
+    text = kubectl_ome(hub, "rollout", "status", "profile").splitlines()
+    assert text[0] == f"fleetruntime.fleet.omectl.io/profile: revision {start + 1} Soaking, stable {start}"
+    # fr-2 reaches 2 engines, one pinned: 1 of 1 gated engine Ready is a full bar; the rest wave has not started.
+    assert text[1].split() == [
+        "wave",
+        "1",
+        "lab",
+        "Soaking",
+        "[####################]",
+        "1/1",
+        "revision",
+        str(start + 1),
+        "fr-2",
+    ]
+    assert text[2].split() == ["wave", "2", "rest", "Pending", "[....................]", "0/0", "-", "fr-3"]
+    assert text[3] == "wave 1 (lab): every engine ready at revision " + str(start + 1) + "; soaking for 60s"
+    assert text[5].split()[:5] == ["CLUSTER", "WAVE", "WAVE", "PHASE", "PHASE"]
+
+    assert kubectl_ome(hub, "rollout", "pause", "profile") == "fleetruntime.fleet.omectl.io/profile paused\n"
+    wait_rollout(hub, "profile", start + 1, "Paused", ["Paused", "Pending"])
+    assert omectl(hub, "rollout", "resume", "profile") == "fleetruntime.fleet.omectl.io/profile resumed\n"
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    assert omectl(hub, "rollout", "promote", "profile") == "fleetruntime.fleet.omectl.io/profile promote requested\n"
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+
+    rows = json.loads(omectl(hub, "rollout", "history", "profile", "-o", "json"))["revisions"]
+    assert [r["revision"] for r in rows] == sorted((r["revision"] for r in rows), reverse=True)
+    assert (rows[0]["revision"], rows[0]["current"], rows[0]["image"]) == (start + 1, True, "sglang:v13")
+    assert [r["revision"] for r in rows if r["stable"]] == [start]
+    table = omectl(hub, "rollout", "history", "profile").splitlines()
+    assert table[0].split() == ["REVISION", "NAME", "HASH", "CURRENT", "STABLE", "IMAGE"]
+    error = omectl(hub, "rollout", "rollback", "profile", "--to", "99999", code=1)
+    assert (
+        error.startswith("error: revision 99999 of fleetruntime profile is not kept (kept: ") and error.count("\n") == 1
+    )
+
+    assert omectl(hub, "rollout", "abort", "profile") == "fleetruntime.fleet.omectl.io/profile abort requested\n"
+    wait_rollout(hub, "profile", start + 1, "Aborted", ["Succeeded", "Aborted"])
+    said = omectl(hub, "rollout", "rollback", "profile")
+    assert said == "fleetruntime.fleet.omectl.io/profile rollback to the stable revision requested\n"
+    status = wait_rollout(hub, "profile", start + 1, "RolledBack", ["RolledBack", "RolledBack"])
+    assert status["rollout"]["message"] == f"revision {start} re-applied to fr-3, fr-2 after a rollback was requested"
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))
+
+
+def test_the_rollout_cli_refuses_what_it_cannot_do_in_one_line(engines: Hub) -> None:
+    hub = engines
+    settled(hub)  # profile without waves
+    assert omectl(hub, "rollout", "status", "nope", code=1) == 'error: fleetruntime "nope" not found (cluster fr-1)\n'
+    assert omectl(hub, "rollout", "promote", "profile", code=1) == (
+        "error: fleetruntime profile has no spec.rollout.waves: nothing to promote\n"
+    )
+
+
+def test_rollout_status_watch_redraws_until_interrupted(engines: Hub) -> None:
+    hub = engines
+    settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v1"), rollout=rolled()))
+    wait_rollout(hub, "profile", hub.status("profile")["revision"], "Succeeded", ["Succeeded", "Succeeded"])
+    argv = omectl_argv(hub, "rollout", "status", "profile", "--watch", "--interval", "0.2")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hub.kubectl.env())
+    try:
+        assert proc.stdout is not None
+        headlines = 0
+        while headlines < 2:  # two frames, one after the other (a pipe gets every frame)
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read() if proc.stderr else "no output"
+            headlines += line.startswith("fleetruntime.fleet.omectl.io/profile: revision ")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_rollout_plan_shows_what_each_wave_would_re_render_and_writes_nothing(engines: Hub, tmp_path: Path) -> None:
+    hub = engines
+    start, _ = settled(hub)
+    edited = tmp_path / "profile-v14.yaml"
+    edited.write_text(yaml.safe_dump(fleet_runtime("profile", profile("sglang:v14"), rollout=rolled())))
+    proc = subprocess.run(
+        omectl_argv(hub, "rollout", "plan", "profile", "-f", str(edited), "-o", "json"),
+        capture_output=True,
+        text=True,
+        env=hub.kubectl.env(),
+        timeout=60,
+    )
+    assert proc.returncode == 1, proc.stderr  # as kubectl diff: something would change
+    plan = json.loads(proc.stdout)
+    assert (plan["revision"], plan["errors"], plan["written"]) == (start + 1, [], False)
+    assert [(w["name"], [c["cluster"] for c in w["clusters"]]) for w in plan["waves"]] == [
+        ("lab", ["fr-2"]),
+        ("rest", ["fr-3"]),
+    ]
+    lab = {(e["name"], e["action"]) for e in plan["waves"][0]["clusters"][0]["inferenceServices"]}
+    assert lab == {("follows", "re-render"), ("pinned", "would drift")}
+    (rest,) = plan["waves"][1]["clusters"][0]["inferenceServices"]
+    assert (rest["name"], rest["action"]) == ("follows", "re-render")
+    assert any("sglang:v14" in diff for diff in rest["diff"].values())
+    text = omectl(hub, "rollout", "plan", "profile", "-f", str(edited), code=1)  # stderr: nothing on it
+    assert text == ""
+    table = subprocess.run(
+        omectl_argv(hub, "rollout", "plan", "profile", "-f", str(edited)),
+        capture_output=True,
+        text=True,
+        env=hub.kubectl.env(),
+        timeout=60,
+    ).stdout.splitlines()
+    assert table[0] == f"fleetruntime.fleet.omectl.io/profile: revision {start + 1} to 2 placed clusters"
+    assert table.index("wave 1 (lab):") < table.index("cluster fr-2:") < table.index("wave 2 (rest):")
+    assert (revision_of(hub, "fr-2"), revision_of(hub, "fr-3")) == (str(start), str(start))  # nothing written
+    assert hub.status("profile")["revision"] == start
+    # A file that is not that FleetRuntime is an error (exit 2), in one line.
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(fleet_runtime("other", profile("x"))))
+    error = omectl(hub, "rollout", "plan", "profile", "-f", str(other), code=2)
+    assert error == f"error: {other}: the FleetRuntime is 'other', not 'profile'\n"
+
+
+def test_a_wave_transition_is_a_span_linked_to_the_member_reconciles_it_caused(engines: Hub) -> None:
+    hub = engines
+    start, _ = settled(hub)
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v15"), rollout=rolled()))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    hub.advance(60)  # the lab wave passes: WaveStarted writes fr-3's copy
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Succeeded", "Soaking"])
+    trace_file = hub.app.settings.trace_file
+
+    def caused() -> tuple[Any, list[Any]] | None:
+        hub.app.tracing.force_flush()
+        store = TraceStore.load(trace_file)
+        started = [
+            s
+            for s in store.spans()
+            if s.name == "rollout WaveStarted"
+            and s.attributes.get(ATTR_FLEET_RUNTIME) == "profile"
+            and s.attributes.get(ATTR_ROLLOUT_REVISION) == start + 1
+        ]
+        if len(started) != 1:
+            return None
+        (wave,) = started
+        links = {(link.trace_id, link.span_id) for link in wave.links}
+        reconciles = [
+            r
+            for r in store.reconciles(cluster="fr-3", name="follows")
+            if links & {(link.trace_id, link.span_id) for link in r.links}
+        ]
+        return (wave, reconciles) if reconciles else None
+
+    wave, reconciles = until(caused, "a WaveStarted span linked to fr-3's reconcile of follows")
+    assert wave.attributes[ATTR_ROLLOUT_WAVE] == "rest" and wave.attributes[ATTR_ROLLOUT_CLUSTERS] == ["fr-3"]
+    assert wave.parent_span_id is None
+    # `omectl trace show` of that reconcile says which transition caused it.
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "omectl"),
+            "trace",
+            "show",
+            reconciles[0].trace_id,
+            "--file",
+            str(trace_file),
+        ],
+        capture_output=True,
+        text=True,
+        env={**hub.kubectl.env(), "COLUMNS": "400"},
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"caused by rollout WaveStarted fleetruntime/profile wave rest revision {start + 1}" in proc.stdout
