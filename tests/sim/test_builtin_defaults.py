@@ -108,6 +108,49 @@ def test_a_job_and_a_pod() -> None:
 
 
 def test_other_kinds_are_left_alone() -> None:
-    service = {"spec": {"ports": [{"port": 80}]}}
+    config_map = {"data": {"a": "1"}}
+    apply_builtin_defaults("", "ConfigMap", config_map)
+    assert config_map == {"data": {"a": "1"}}
+
+
+def test_a_service_gets_its_type_affinity_traffic_policy_and_port_defaults() -> None:
+    service: dict[str, Any] = {"spec": {"ports": [{"port": 80}, {"port": 81, "targetPort": "http", "protocol": "UDP"}]}}
     apply_builtin_defaults("", "Service", service)
-    assert service == {"spec": {"ports": [{"port": 80}]}}
+    assert service == {
+        "spec": {
+            "type": "ClusterIP",
+            "sessionAffinity": "None",
+            "internalTrafficPolicy": "Cluster",
+            "ports": [
+                {"port": 80, "protocol": "TCP", "targetPort": 80},
+                {"port": 81, "targetPort": "http", "protocol": "UDP"},
+            ],
+        }
+    }
+
+
+def test_node_port_load_balancer_and_client_ip_services_get_theirs() -> None:
+    balanced: dict[str, Any] = {"spec": {"type": "LoadBalancer", "sessionAffinity": "ClientIP", "ports": [{"port": 1}]}}
+    apply_builtin_defaults("", "Service", balanced)
+    spec = balanced["spec"]
+    assert (spec["externalTrafficPolicy"], spec["allocateLoadBalancerNodePorts"]) == ("Cluster", True)
+    assert spec["sessionAffinityConfig"] == {"clientIP": {"timeoutSeconds": 10800}}
+    node_port: dict[str, Any] = {"spec": {"type": "NodePort", "externalTrafficPolicy": "Local", "ports": [{"port": 1}]}}
+    apply_builtin_defaults("", "Service", node_port)
+    assert node_port["spec"]["externalTrafficPolicy"] == "Local"
+    assert "allocateLoadBalancerNodePorts" not in node_port["spec"]
+    external: dict[str, Any] = {"spec": {"type": "ExternalName", "externalName": "example.com"}}
+    apply_builtin_defaults("", "Service", external)
+    assert external["spec"] == {"type": "ExternalName", "externalName": "example.com", "sessionAffinity": "None"}
+
+
+def test_a_claim_is_filesystem_and_pending_unless_it_says_otherwise() -> None:
+    claim: dict[str, Any] = {"spec": {"accessModes": ["ReadWriteOnce"]}}
+    apply_builtin_defaults("", "PersistentVolumeClaim", claim)
+    assert claim == {
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem"},
+        "status": {"phase": "Pending"},
+    }
+    block: dict[str, Any] = {"spec": {"volumeMode": "Block"}, "status": {"phase": "Bound"}}
+    apply_builtin_defaults("", "PersistentVolumeClaim", block)
+    assert block == {"spec": {"volumeMode": "Block"}, "status": {"phase": "Bound"}}

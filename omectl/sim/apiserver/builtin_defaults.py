@@ -1,5 +1,5 @@
 """The defaults kube-apiserver gives the pod templates of the built-in workloads it serves (Pod, Deployment, Job),
-and those workloads' own fields, before it validates and stores them.
+those workloads' own fields, Services and PersistentVolumeClaims, before it validates and stores them.
 
 The real server decodes into its Go types and runs their defaulting functions, so an object is stored, and
 answered, with fields its writer never sent: a container's `imagePullPolicy` (Always for an untagged or `:latest`
@@ -7,7 +7,11 @@ image, else IfNotPresent), `terminationMessagePath` and `terminationMessagePolic
 `protocol`; a pod's `restartPolicy`, `dnsPolicy`, `schedulerName`, `securityContext: {}` and
 `terminationGracePeriodSeconds`; a Deployment's `replicas`, `strategy`, `revisionHistoryLimit` and
 `progressDeadlineSeconds`; a Job's `parallelism`, `completions`, `backoffLimit`, `completionMode`, `suspend` and
-`podReplacementPolicy`. The same happens here, in place, only where a field is absent: a value the writer set is
+`podReplacementPolicy`; a Service's `type` (ClusterIP), `sessionAffinity` (None; a ClientIP affinity's timeout),
+`internalTrafficPolicy`, `externalTrafficPolicy` (NodePort and LoadBalancer), `allocateLoadBalancerNodePorts`, and
+each port's `protocol` and `targetPort` (the port); a claim's `volumeMode` (Filesystem) and `status.phase`
+(Pending). What a Service's storage allocates (cluster IPs, node ports) is `service_allocation.py`'s. The same
+happens here, in place, only where a field is absent: a value the writer set is
 never changed. An applied configuration is not defaulted, its merged result is (api.py), so an applier never owns
 a default.
 """
@@ -146,8 +150,43 @@ def _job(obj: Obj) -> None:
     _fill(spec, {"podReplacementPolicy": "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"})
 
 
+def _service(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    _fill(spec, {"type": "ClusterIP", "sessionAffinity": "None"})
+    if spec["sessionAffinity"] == "ClientIP":
+        config = spec.setdefault("sessionAffinityConfig", {})
+        client_ip = config.setdefault("clientIP", {}) if isinstance(config, dict) else None
+        if isinstance(client_ip, dict):
+            _fill(client_ip, {"timeoutSeconds": _CLIENT_IP_TIMEOUT})
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            _fill(port, {"protocol": "TCP"})
+            if not port.get("targetPort") and port.get("port") is not None:
+                port["targetPort"] = port["port"]
+    if spec["type"] != "ExternalName":
+        _fill(spec, {"internalTrafficPolicy": "Cluster"})
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        _fill(spec, {"externalTrafficPolicy": "Cluster"})
+    if spec["type"] == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+        spec["allocateLoadBalancerNodePorts"] = True
+
+
+def _persistent_volume_claim(obj: Obj) -> None:
+    spec = _section(obj, "spec")
+    if spec is not None:
+        _fill(spec, {"volumeMode": "Filesystem"})
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):
+        _fill(status, {"phase": "Pending"})
+
+
+_CLIENT_IP_TIMEOUT = 10800  # seconds: kube's DefaultClientIPServiceAffinitySeconds
 _KINDS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Pod"): _pod,
+    ("", "Service"): _service,
+    ("", "PersistentVolumeClaim"): _persistent_volume_claim,
     ("apps", "Deployment"): _deployment,
     ("batch", "Job"): _job,
 }
