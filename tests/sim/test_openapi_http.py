@@ -88,10 +88,11 @@ async def test_openapi_v2_is_json_or_protobuf_by_accept_with_one_etag(raw: RawCl
     assert json_reply.status == 200
     assert json_reply.headers["Content-Type"] == "application/json"
     assert json_reply.body["swagger"] == "2.0"
-    proto = await raw.get("/openapi/v2", headers={"Accept": PROTOBUF_ACCEPT})
-    assert proto.status == 200
-    assert proto.headers["Content-Type"] == OPENAPI_V2_PROTOBUF
-    assert proto.headers["ETag"] == json_reply.headers["ETag"]
+    async with raw.session.get(raw.base + "/openapi/v2", headers={**raw.headers, "Accept": PROTOBUF_ACCEPT}) as proto:
+        assert proto.status == 200
+        assert proto.headers["Content-Type"] == OPENAPI_V2_PROTOBUF
+        assert proto.headers["ETag"] == json_reply.headers["ETag"]
+        assert (await proto.read()).startswith(b"\x0a\x032.0")
     assert (await raw.get("/openapi/v2", headers={"Accept": "*/*"})).headers["Content-Type"] == "application/json"
     assert (await raw.get("/openapi/v2", headers={"Accept": "text/plain"})).status == 406
     again = await raw.get("/openapi/v2", headers={"Accept": PROTOBUF_ACCEPT, "If-None-Match": proto.headers["ETag"]})
