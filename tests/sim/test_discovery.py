@@ -745,3 +745,19 @@ async def test_openapi_v2_is_a_gnostic_document_and_kubectl_names_a_missing_kind
     code, _out, err = await kubectl.arun("apply", "-f", "-", input=gizmo, check=False)
     assert code == 1
     assert 'no matches for kind "Gizmo" in version "example.com/v1"' in err, err
+
+
+def test_an_int_or_string_field_is_published_with_the_any_of_it_implies() -> None:
+    crd = widget_crd()
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["surge"] = {"x-kubernetes-int-or-string": True}
+    spec["properties"]["typed"] = {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}]}
+    doc = o.openapi_v3_document(builtin_types() + types_from_crd(crd), "apis/example.com/v1")
+    assert doc is not None
+    published = doc["components"]["schemas"]["com.example.v1.Widget"]["properties"]["spec"]["properties"]
+    assert published["surge"] == {
+        "x-kubernetes-int-or-string": True,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+    }
+    assert published["typed"]["anyOf"] == [{"type": "integer"}]
+    assert "anyOf" not in spec["properties"]["surge"]  # the CRD itself is left alone

@@ -76,6 +76,7 @@ def _custom_kind_schema(rt: ResourceType) -> dict[str, Any]:
         # A copy: the CRD's schema stays untouched.
         schema = orjson.loads(orjson.dumps(rt.schema))
         schema.setdefault("type", "object")
+        _spell_out_int_or_string(schema)
     else:
         schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     properties = dict(schema.get("properties") or {})
@@ -85,6 +86,25 @@ def _custom_kind_schema(rt: ResourceType) -> dict[str, Any]:
     schema["properties"] = dict(sorted(properties.items()))
     schema["x-kubernetes-group-version-kind"] = [_gvk(rt)]
     return schema
+
+
+def _spell_out_int_or_string(node: Any) -> None:
+    """An `x-kubernetes-int-or-string` node without a type is published with the `anyOf` it implies, as
+    apiextensions-apiserver's ToKubeOpenAPI publishes it."""
+    if isinstance(node, list):
+        for item in node:
+            _spell_out_int_or_string(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("x-kubernetes-int-or-string") is True and "anyOf" not in node and "type" not in node:
+        node["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    for key, value in node.items():
+        if key in ("properties", "patternProperties", "definitions"):
+            for child in value.values() if isinstance(value, dict) else ():
+                _spell_out_int_or_string(child)
+        elif key in ("items", "additionalProperties", "allOf", "anyOf", "oneOf", "not"):
+            _spell_out_int_or_string(value)
 
 
 def _custom_list_schema(rt: ResourceType) -> dict[str, Any]:
