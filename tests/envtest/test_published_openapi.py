@@ -11,6 +11,7 @@ import pytest
 from omectl.envtest import EnvtestBinaries, RealAPIServer
 from omectl.sim.apiserver import published_openapi
 from omectl.sim.apiserver.openapi import builtin_schema_roots, openapi_v3_document, served_gv_paths
+from omectl.sim.apiserver.openapi_v2 import swagger_document
 from omectl.sim.apiserver.registry import builtin_types, types_from_crd
 from omectl.sim.fleet import BackgroundFleet, manifest_documents
 
@@ -56,12 +57,38 @@ def test_custom_resource_schemas_are_published_as_the_real_server_publishes_them
         assert ours["info"] == real[gv_path]["info"]
 
 
+SCALE = tuple(f"io.k8s.api.autoscaling.v1.{kind}" for kind in ("Scale", "ScaleSpec", "ScaleStatus"))
+
+
 def without_delete_options_kinds(doc: dict[str, Any]) -> dict[str, Any]:
-    """The document's schemas, less the one list that differs: the group-versions DeleteOptions is registered in
-    (a CRD's document lists those of the server's scheme, the capture those of the built-in documents)."""
-    schemas = dict(doc["components"]["schemas"])
+    """The document's schemas, less what differs and why: the group-versions DeleteOptions is registered in (a
+    CRD's document lists those of the server's scheme, the capture those of the built-in documents), and the
+    autoscaling Scale schemas of a CRD's scale subresource, which the embedded server does not serve."""
+    schemas = {name: schema for name, schema in doc["components"]["schemas"].items() if name not in SCALE}
     delete_options = f"{published_openapi.META}.DeleteOptions"
     schemas[delete_options] = {
         k: v for k, v in schemas[delete_options].items() if k != "x-kubernetes-group-version-kind"
     }
     return schemas
+
+
+async def real_swagger(server: RealAPIServer) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {server.token}", "Accept": "application/json"}
+    async with (
+        aiohttp.ClientSession(headers=headers) as session,
+        session.get(f"{server.url}/openapi/v2", ssl=server.ssl_context()) as reply,
+    ):
+        assert reply.status == 200
+        swagger: dict[str, Any] = await reply.json()
+        return swagger
+
+
+def test_v2_definitions_are_those_the_real_server_serves(real_fleet: BackgroundFleet) -> None:
+    """Every definition of our /openapi/v2, built-in or from our CRDs, as kube-apiserver writes it for v2."""
+    crds = [doc for doc in manifest_documents([CRDS]) if doc.get("kind") == "CustomResourceDefinition"]
+    types = builtin_types() + [rt for crd in crds for rt in types_from_crd(crd)]
+    ours = swagger_document(d for p in served_gv_paths(types) if (d := openapi_v3_document(types, p)))
+    real = real_fleet.run(real_swagger(real_fleet.fleet.servers[0]))["definitions"]
+    assert set(ours["definitions"]) <= set(real)
+    different = [name for name, schema in ours["definitions"].items() if schema != real[name]]
+    assert different == [], different[:5]
