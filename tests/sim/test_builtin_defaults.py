@@ -154,3 +154,28 @@ def test_a_claim_is_filesystem_and_pending_unless_it_says_otherwise() -> None:
     block: dict[str, Any] = {"spec": {"volumeMode": "Block"}, "status": {"phase": "Bound"}}
     apply_builtin_defaults("", "PersistentVolumeClaim", block)
     assert block == {"spec": {"volumeMode": "Block"}, "status": {"phase": "Bound"}}
+
+
+def test_a_pod_requests_what_it_limits_a_template_does_not() -> None:
+    limited = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}
+    pod: dict[str, Any] = {"spec": {"containers": [{"name": "c", "image": "i", "resources": copy.deepcopy(limited)}]}}
+    apply_builtin_defaults("", "Pod", pod)
+    assert pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m", "memory": "1Gi"}
+    template = deployment({"name": "c", "image": "i", "resources": copy.deepcopy(limited)})
+    apply_builtin_defaults("apps", "Deployment", template)
+    assert template["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m"}
+
+
+def test_a_role_binding_names_the_rbac_group_for_users_and_groups() -> None:
+    binding: dict[str, Any] = {
+        "roleRef": {"kind": "Role", "name": "r"},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": "sa"},
+            {"kind": "User", "name": "u"},
+            {"kind": "Group", "name": "g"},
+        ],
+    }
+    apply_builtin_defaults("rbac.authorization.k8s.io", "ClusterRoleBinding", binding)
+    assert binding["roleRef"]["apiGroup"] == "rbac.authorization.k8s.io"
+    rbac = "rbac.authorization.k8s.io"
+    assert [s.get("apiGroup") for s in binding["subjects"]] == [None, rbac, rbac]

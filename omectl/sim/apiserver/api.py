@@ -30,6 +30,7 @@ from omectl.sim.apiserver.core_rules import (
     fold_string_data,
     immutable_data_errors,
 )
+from omectl.sim.apiserver.create_rules import prepare_builtin_create
 from omectl.sim.apiserver.errors import APIError, FieldError
 from omectl.sim.apiserver.events import core_to_events_v1, events_v1_to_core
 from omectl.sim.apiserver.metadata import meta_errors, name_errors
@@ -421,11 +422,8 @@ class ClusterAPI:
             default_webhook_configuration(obj)
         if rt.storage_key == ("", "secrets") and not obj.get("type"):
             obj["type"] = "Opaque"
-        # What the client sent as status is dropped, as the Service and claim strategies' PrepareForCreate do.
-        if rt.storage_key == SERVICE_KEY:
-            obj["status"] = {"loadBalancer": {}}
-        elif rt.storage_key == ("", "persistentvolumeclaims"):
-            obj["status"] = {"phase": "Pending"}
+        if rt.builtin:
+            prepare_builtin_create(rt.group, rt.kind, obj)
         if rt.storage_key == CRD_KEY:
             default_crd(obj)
             finalizers = list(meta.get("finalizers") or [])

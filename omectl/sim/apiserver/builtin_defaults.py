@@ -10,10 +10,11 @@ image, else IfNotPresent), `terminationMessagePath` and `terminationMessagePolic
 `podReplacementPolicy`; a Service's `type` (ClusterIP), `sessionAffinity` (None; a ClientIP affinity's timeout),
 `internalTrafficPolicy`, `externalTrafficPolicy` (NodePort and LoadBalancer), `allocateLoadBalancerNodePorts`, and
 each port's `protocol` and `targetPort` (the port); a claim's `volumeMode` (Filesystem) and `status.phase`
-(Pending). What a Service's storage allocates (cluster IPs, node ports) is `service_allocation.py`'s. The same
-happens here, in place, only where a field is absent: a value the writer set is
-never changed. An applied configuration is not defaulted, its merged result is (api.py), so an applier never owns
-a default.
+(Pending); a Pod container's requests of what it limits; a role binding's `roleRef.apiGroup` and its User and
+Group subjects' `apiGroup`. What a new object gets beyond its defaults is `create_rules.py`'s, what a Service's
+storage allocates (cluster IPs, node ports) `service_allocation.py`'s. The same happens here, in place, only where
+a field is absent: a value the writer set is never changed. An applied configuration is not defaulted, its merged
+result is (api.py), so an applier never owns a default.
 """
 
 from __future__ import annotations
@@ -122,6 +123,34 @@ def _pod(obj: Obj) -> None:
     if spec is not None:
         _pod_spec(spec)
         _fill(spec, {"enableServiceLinks": True})
+        for field in ("initContainers", "containers"):
+            for container in spec.get(field) or []:
+                resources = _section(container, "resources") if isinstance(container, dict) else None
+                if resources is not None:
+                    _requests_from_limits(resources)
+
+
+def _requests_from_limits(resources: Obj) -> None:
+    """A Pod's container requests what it limits unless it says otherwise (SetDefaults_Pod; templates are not)."""
+    limits = _section(resources, "limits")
+    if not limits:
+        return
+    requests = resources.setdefault("requests", {})
+    if isinstance(requests, dict):
+        for name, quantity in limits.items():
+            requests.setdefault(name, quantity)
+
+
+def _role_binding(obj: Obj) -> None:
+    role_ref = _section(obj, "roleRef")
+    if role_ref is not None:
+        _fill(role_ref, {"apiGroup": _RBAC_GROUP})
+    for subject in obj.get("subjects") or []:
+        if isinstance(subject, dict) and subject.get("kind") in ("User", "Group"):
+            _fill(subject, {"apiGroup": _RBAC_GROUP})
+
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 def _deployment(obj: Obj) -> None:
@@ -187,6 +216,8 @@ _KINDS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Pod"): _pod,
     ("", "Service"): _service,
     ("", "PersistentVolumeClaim"): _persistent_volume_claim,
+    (_RBAC_GROUP, "RoleBinding"): _role_binding,
+    (_RBAC_GROUP, "ClusterRoleBinding"): _role_binding,
     ("apps", "Deployment"): _deployment,
     ("batch", "Job"): _job,
 }
