@@ -130,6 +130,56 @@ SERVICES: list[dict[str, Any]] = [
         ("affinity", {"sessionAffinity": "ClientIP", "ports": [{"port": 80, "targetPort": 0}]}),
     )
 ]
+CREATED: list[dict[str, Any]] = [
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "rb"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": "sa"},
+            {"kind": "User", "name": "u"},
+            {"kind": "Group", "name": "g"},
+        ],
+    },
+    {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "a"}}},
+    },
+    {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "job"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}},
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "plain"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "limited"},
+        "spec": {
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 5,
+                }
+            ],
+            "containers": [
+                {"name": "c", "image": "i:1", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
+                {"name": "d", "image": "i:1", "resources": {"requests": {"cpu": "100m"}}},
+            ],
+        },
+    },
+]
 CLAIM: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "PersistentVolumeClaim",
@@ -814,6 +864,12 @@ SCENARIOS = [
             step("replace", "-f", "-", input=dump(SERVICES[1])),
             step("get", "service", SERVICES[1]["metadata"]["name"], "-o", "json", json=True),
         ),
+    ),
+    Scenario(
+        "builtin-create-defaults",
+        "a RoleBinding, a PodDisruptionBudget, a Job and two Pods as created: defaults, starting status, the "
+        "Priority and DefaultTolerationSeconds admission plugins, a Job's generated selector, QoS classes",
+        tuple(step("create", "-f", "-", "-o", "json", input=dump(doc), json=True) for doc in CREATED),
     ),
     Scenario(
         "pvc-defaults",
