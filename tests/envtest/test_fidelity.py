@@ -867,7 +867,8 @@ SCENARIOS = [
     ),
     Scenario(
         "builtin-create-defaults",
-        "a RoleBinding, a PodDisruptionBudget, a Job and two Pods as created: defaults, starting status, the "
+        "a RoleBinding, a PodDisruptionBudget, a Job, two Pods and a Deployment sent with a status, as created: "
+        "defaults, starting status, the "
         "Priority and DefaultTolerationSeconds admission plugins, a Job's generated selector, QoS classes",
         tuple(step("create", "-f", "-", "-o", "json", input=dump(doc), json=True) for doc in CREATED),
     ),

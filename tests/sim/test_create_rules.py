@@ -113,3 +113,9 @@ async def test_through_the_server_the_status_sent_is_replaced(raw: RawClient) ->
     created_job = (await raw.post("/apis/batch/v1/namespaces/default/jobs", job)).body
     uid = created_job["metadata"]["uid"]
     assert created_job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+
+
+def test_a_deployment_starts_with_an_empty_status() -> None:
+    deployment: dict[str, Any] = {"metadata": {"uid": "u"}, "spec": {}, "status": {"readyReplicas": 3}}
+    prepare_builtin_create("apps", "Deployment", deployment)
+    assert deployment["status"] == {}

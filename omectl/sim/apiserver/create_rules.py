@@ -2,9 +2,9 @@
 its storage strategy starts it with, what the default mutating admission plugins add, and a Job's generated
 selector.
 
-- Status: a Service starts with `{loadBalancer: {}}`, a claim with `{phase: Pending}`, a Job with `{}`, a
-  PodDisruptionBudget with its zero counts, a Pod with `{phase: Pending, qosClass}`; what the client sent is
-  dropped (the strategies' PrepareForCreate).
+- Status: a Service starts with `{loadBalancer: {}}`, a claim with `{phase: Pending}`, a Job or a Deployment
+  with `{}`, a PodDisruptionBudget with its zero counts, a Pod with `{phase: Pending, qosClass}`; what the client
+  sent is dropped (the strategies' PrepareForCreate).
 - Pods: the Priority plugin gives a pod without a priority class `priority: 0` and `preemptionPolicy:
   PreemptLowerPriority`; DefaultTolerationSeconds adds the NoExecute tolerations of `not-ready` and `unreachable`
   nodes (300 s) unless the pod tolerates them already.
@@ -39,6 +39,10 @@ def _service(obj: Obj) -> None:
 
 def _claim(obj: Obj) -> None:
     obj["status"] = {"phase": "Pending"}
+
+
+def _empty_status(obj: Obj) -> None:
+    obj["status"] = {}
 
 
 def _pdb(obj: Obj) -> None:
@@ -121,4 +125,5 @@ _KINDS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Pod"): _pod,
     ("policy", "PodDisruptionBudget"): _pdb,
     ("batch", "Job"): _job,
+    ("apps", "Deployment"): _empty_status,
 }
