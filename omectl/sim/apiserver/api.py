@@ -585,7 +585,7 @@ class ClusterAPI:
 
     def _allocate(self, service: dict[str, Any], live: dict[str, Any] | None) -> None:
         """A Service's cluster IP and node ports (`service_allocation.py`); the live ones on an update."""
-        existing = self.store.items(SERVICE_KEY)
+        existing = list(self.store.buckets.get(SERVICE_KEY, {}).values())  # unsorted: no sort per create
         try:
             if live is None:
                 service_allocation.allocate(service, existing)
