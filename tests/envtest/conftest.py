@@ -20,6 +20,7 @@ from tests.support import Kubectl, real_kubectl_path
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "deploy" / "crds"
+CRD_APPLY_TIMEOUT = 300.0
 
 
 def envtest_binaries_or_skip() -> EnvtestBinaries:
@@ -56,7 +57,8 @@ def real_fleet(envtest_binaries: EnvtestBinaries) -> Iterator[BackgroundFleet]:
     background = BackgroundFleet(fleet)  # type: ignore[arg-type]  # the same start/stop surface
     background.start()
     try:
-        background.run(fleet.apply([CRDS]))
+        # Each CRD must become Established; on a loaded shared machine that can take minutes, not seconds.
+        background.run(fleet.apply([CRDS]), timeout=CRD_APPLY_TIMEOUT)
         background.run(fleet.start_simulators())
         yield background
     finally:

@@ -73,6 +73,10 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d+ [+-]\d{4}\b"), "<time>"),  # kubectl diff's files
     (re.compile(r"/tmp/(LIVE|MERGED)-\d+/"), r"/tmp/\1-<n>/"),
     (re.compile(r'(resourceVersion["\']?:\s*["\']?)\d+'), r"\1<rv>"),
+    # what a Service's storage allocates: cluster IPs (10.0.0.0/16 on both servers) and node ports
+    (re.compile(r"\b10\.0\.\d{1,3}\.\d{1,3}\b"), "<cluster-ip>"),
+    (re.compile(r'("nodePort":\s*)\d+'), r"\1<node-port>"),
+    (re.compile(r"\b(\d+):3\d{4}/(TCP|UDP|SCTP)\b"), r"\1:<node-port>/\2"),
     (re.compile(r"(?<![\w.-])(\d+d)?(\d+h)?(\d+m)?(\d+s)?(?<=[smhd])(?![\w.-])"), "<age>"),
 ]
 
@@ -140,7 +144,8 @@ def render_fidelity_doc(results: list[Result], versions: str) -> str:
         "binaries (`make envtest`); do not edit. Each scenario runs the same kubectl steps (kubectl 1.33, the same "
         "binary for both, in a namespace of the scenario's own) against the embedded server and a real "
         f"{versions}. Outputs are normalised (server URLs, cluster and namespace names, uids, resourceVersions, "
-        "timestamps, ages, column padding) and compared. A difference not listed in the suite's `KNOWN` table "
+        "timestamps, ages, cluster IPs and node ports, column padding) and compared. A difference not listed in "
+        "the suite's `KNOWN` table "
         "fails it, and so does a listed one that has gone, so this page is always what the two servers do."
     )
     lines = [

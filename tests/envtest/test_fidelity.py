@@ -94,6 +94,101 @@ def event(name: str, involved_namespace: str) -> dict[str, Any]:
     }
 
 
+def aim_service_v1alpha1() -> dict[str, Any]:
+    """Issue 18's example: an AIMService at v1alpha1 (served there by upstream aim-engine)."""
+    return {
+        "apiVersion": "aim.eai.amd.com/v1alpha1",
+        "kind": "AIMService",
+        "metadata": {"name": "svc"},
+        "spec": {"model": {"name": "m"}},
+    }
+
+
+SERVICES: list[dict[str, Any]] = [
+    {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    for name, spec in (
+        ("cluster-ip", {"selector": {"app": "a"}, "ports": [{"port": 80}]}),
+        (
+            "node-port",
+            {
+                "type": "NodePort",
+                "ports": [
+                    {"name": "web", "port": 80, "targetPort": "http"},
+                    {"name": "q", "port": 443, "protocol": "UDP"},
+                ],
+            },
+        ),
+        ("load-balancer", {"type": "LoadBalancer", "ports": [{"port": 8080}]}),
+        ("headless", {"clusterIP": "None", "selector": {"app": "a"}}),
+        ("headless-unselected", {"clusterIP": "None", "ports": [{"name": "a", "port": 80}]}),
+        ("external", {"type": "ExternalName", "externalName": "example.com"}),
+        ("affinity", {"sessionAffinity": "ClientIP", "ports": [{"port": 80, "targetPort": 0}]}),
+    )
+]
+CREATED: list[dict[str, Any]] = [
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "rb"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": "sa"},
+            {"kind": "User", "name": "u"},
+            {"kind": "Group", "name": "g"},
+        ],
+    },
+    {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "a"}}},
+    },
+    {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "job"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}},
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "plain"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "limited"},
+        "spec": {
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 5,
+                }
+            ],
+            "containers": [
+                {"name": "c", "image": "i:1", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
+                {"name": "d", "image": "i:1", "resources": {"requests": {"cpu": "100m"}}},
+            ],
+        },
+    },
+]
+CLAIM: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolumeClaim",
+    "metadata": {"name": "claim"},
+    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    "status": {"phase": "Bound"},
+}
+
+
 def cel_rule_crd() -> dict[str, Any]:
     """A CRD whose schema has validation rules at the root, on spec, on fields, on list items and a transition rule."""
     spec = {
@@ -929,17 +1024,68 @@ SCENARIOS = [
         "an Event in `kubectl get events`",
         (step("create", "-f", "-", input=dump(event("ev1", "@NS@"))), step("get", "events")),
     ),
+    Scenario(
+        "explain-builtin-fields",
+        "kubectl explain on built-in fields with enums and references, and a whole kind",
+        (
+            step("explain", "pod.spec.containers.imagePullPolicy"),
+            step("explain", "deployment.spec.strategy"),
+            step("explain", "pvc.spec.volumeMode"),
+            step("explain", "service.spec.ports"),
+            step("explain", "configmaps"),
+        ),
+    ),
+    Scenario(
+        "explain-openapi-v2",
+        "kubectl explain from /openapi/v2 (gnostic protobuf): a built-in field, and a custom resource's",
+        (
+            step("explain", "deployment.spec.replicas", "--output=plaintext-openapiv2"),
+            step("explain", "widgets.spec", "--output=plaintext-openapiv2"),
+        ),
+    ),
+    Scenario(
+        "kind-not-served-at-version",
+        "apply of a kind its group does not serve at that version, and of a served kind at an unserved version",
+        (
+            step("apply", "-f", "-", input=dump(aim_service_v1alpha1())),
+            step("apply", "-f", "-", input=dump({**widget("w9"), "apiVersion": "example.com/v9"})),
+            step("apply", "--server-side", "-f", "-", input=dump({**widget("w9"), "apiVersion": "example.com/v9"})),
+        ),
+    ),
+    Scenario(
+        "service-defaults",
+        "Services as stored (ClusterIP, NodePort, LoadBalancer, headless with and without a selector, ExternalName, "
+        "ClientIP affinity): defaults, cluster IPs, IP families, node ports; then a replace that leaves them out",
+        (
+            step("apply", "-f", "-", input=dump(*SERVICES)),
+            step("get", "services", "-o", "json", json=True),
+            step("get", "services"),
+            step("replace", "-f", "-", input=dump(SERVICES[1])),
+            step("get", "service", SERVICES[1]["metadata"]["name"], "-o", "json", json=True),
+        ),
+    ),
+    Scenario(
+        "builtin-create-defaults",
+        "a RoleBinding, a PodDisruptionBudget, a Job, two Pods and a Deployment sent with a status, as created: "
+        "defaults, starting status, the "
+        "Priority and DefaultTolerationSeconds admission plugins, a Job's generated selector, QoS classes",
+        tuple(step("create", "-f", "-", "-o", "json", input=dump(doc), json=True) for doc in CREATED),
+    ),
+    Scenario(
+        "pvc-defaults",
+        "a PersistentVolumeClaim as created: its volume mode, and the status it was sent dropped for Pending",
+        (step("create", "-f", "-", "-o", "json", input=dump(CLAIM), json=True),),
+    ),
 ]
 
 # Differences that stay, each with its reason (docs/fidelity.md shows them).
 KNOWN: dict[str, str] = {
-    "explain-builtin": (
-        "Open: the embedded server's `/openapi/v3` documents describe CRD kinds only, so `kubectl explain` finds no "
-        "field of a built-in kind; kube-apiserver publishes the schema of every built-in, with its descriptions. The "
-        "embedded server decodes built-ins strictly from a pinned extract of those schemas "
-        "(`omectl/k8s-openapi.json`), "
-        "but the extract has no descriptions (they are most of its size), so `explain` could not print what a real "
-        "server prints."
+    "pvc-defaults": (
+        "Stays: kube-apiserver's StorageObjectInUseProtection admission plugin gives every new claim the "
+        "`kubernetes.io/pvc-protection` finalizer, which kube-controller-manager's pvc-protection controller removes "
+        "once no Pod uses the claim. The embedded server has no such controller (nor Pods that mount claims), so "
+        "with the finalizer every deleted claim would stay Terminating for ever; the defaults and the status are "
+        "the same."
     ),
 }
 

@@ -108,6 +108,74 @@ def test_a_job_and_a_pod() -> None:
 
 
 def test_other_kinds_are_left_alone() -> None:
-    service = {"spec": {"ports": [{"port": 80}]}}
+    config_map = {"data": {"a": "1"}}
+    apply_builtin_defaults("", "ConfigMap", config_map)
+    assert config_map == {"data": {"a": "1"}}
+
+
+def test_a_service_gets_its_type_affinity_traffic_policy_and_port_defaults() -> None:
+    service: dict[str, Any] = {"spec": {"ports": [{"port": 80}, {"port": 81, "targetPort": "http", "protocol": "UDP"}]}}
     apply_builtin_defaults("", "Service", service)
-    assert service == {"spec": {"ports": [{"port": 80}]}}
+    assert service == {
+        "spec": {
+            "type": "ClusterIP",
+            "sessionAffinity": "None",
+            "internalTrafficPolicy": "Cluster",
+            "ports": [
+                {"port": 80, "protocol": "TCP", "targetPort": 80},
+                {"port": 81, "targetPort": "http", "protocol": "UDP"},
+            ],
+        }
+    }
+
+
+def test_node_port_load_balancer_and_client_ip_services_get_theirs() -> None:
+    balanced: dict[str, Any] = {"spec": {"type": "LoadBalancer", "sessionAffinity": "ClientIP", "ports": [{"port": 1}]}}
+    apply_builtin_defaults("", "Service", balanced)
+    spec = balanced["spec"]
+    assert (spec["externalTrafficPolicy"], spec["allocateLoadBalancerNodePorts"]) == ("Cluster", True)
+    assert spec["sessionAffinityConfig"] == {"clientIP": {"timeoutSeconds": 10800}}
+    node_port: dict[str, Any] = {"spec": {"type": "NodePort", "externalTrafficPolicy": "Local", "ports": [{"port": 1}]}}
+    apply_builtin_defaults("", "Service", node_port)
+    assert node_port["spec"]["externalTrafficPolicy"] == "Local"
+    assert "allocateLoadBalancerNodePorts" not in node_port["spec"]
+    external: dict[str, Any] = {"spec": {"type": "ExternalName", "externalName": "example.com"}}
+    apply_builtin_defaults("", "Service", external)
+    assert external["spec"] == {"type": "ExternalName", "externalName": "example.com", "sessionAffinity": "None"}
+
+
+def test_a_claim_is_filesystem_and_pending_unless_it_says_otherwise() -> None:
+    claim: dict[str, Any] = {"spec": {"accessModes": ["ReadWriteOnce"]}}
+    apply_builtin_defaults("", "PersistentVolumeClaim", claim)
+    assert claim == {
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem"},
+        "status": {"phase": "Pending"},
+    }
+    block: dict[str, Any] = {"spec": {"volumeMode": "Block"}, "status": {"phase": "Bound"}}
+    apply_builtin_defaults("", "PersistentVolumeClaim", block)
+    assert block == {"spec": {"volumeMode": "Block"}, "status": {"phase": "Bound"}}
+
+
+def test_a_pod_requests_what_it_limits_a_template_does_not() -> None:
+    limited = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}
+    pod: dict[str, Any] = {"spec": {"containers": [{"name": "c", "image": "i", "resources": copy.deepcopy(limited)}]}}
+    apply_builtin_defaults("", "Pod", pod)
+    assert pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m", "memory": "1Gi"}
+    template = deployment({"name": "c", "image": "i", "resources": copy.deepcopy(limited)})
+    apply_builtin_defaults("apps", "Deployment", template)
+    assert template["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m"}
+
+
+def test_a_role_binding_names_the_rbac_group_for_users_and_groups() -> None:
+    binding: dict[str, Any] = {
+        "roleRef": {"kind": "Role", "name": "r"},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": "sa"},
+            {"kind": "User", "name": "u"},
+            {"kind": "Group", "name": "g"},
+        ],
+    }
+    apply_builtin_defaults("rbac.authorization.k8s.io", "ClusterRoleBinding", binding)
+    assert binding["roleRef"]["apiGroup"] == "rbac.authorization.k8s.io"
+    rbac = "rbac.authorization.k8s.io"
+    assert [s.get("apiGroup") for s in binding["subjects"]] == [None, rbac, rbac]

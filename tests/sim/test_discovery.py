@@ -17,6 +17,9 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.dynamic import DynamicClient
 
 from omectl.sim.apiserver import discovery as d
+from omectl.sim.apiserver import openapi as o
+from omectl.sim.apiserver import published_openapi
+from omectl.sim.apiserver.openapi_http import OPENAPI_V2_PROTOBUF
 from omectl.sim.apiserver.registry import ResourceType, builtin_types, types_from_crd
 from tests.support import Kubectl, RawClient, kubectl_path, widget, widget_crd
 
@@ -336,41 +339,41 @@ def index_hash(index: dict[str, Any], gv_path: str) -> str:
 
 
 def test_openapi_index_lists_every_gv_with_its_document_hash(types: list[ResourceType]) -> None:
-    index = d.openapi_v3_index(types)
+    index = o.openapi_v3_index(types)
     assert set(index) == {"paths"}
     expected = {"api/v1"} | {f"apis/{g}/{v}" for g, vs in d.group_versions(types).items() for v in vs}
     assert set(index["paths"]) == expected
     for gv_path, entry in index["paths"].items():
         assert set(entry) == {"serverRelativeURL"}
-        doc = d.openapi_v3_document(types, gv_path)
+        doc = o.openapi_v3_document(types, gv_path)
         assert doc is not None
         digest = index_hash(index, gv_path)
-        assert digest == d.openapi_v3_hash(doc)
+        assert digest == o.openapi_v3_hash(doc)
         assert len(digest) == 128 and digest == digest.upper()
 
 
 def test_openapi_hash_is_stable_when_nothing_changes(types: list[ResourceType]) -> None:
-    first = d.openapi_v3_index(types)
+    first = o.openapi_v3_index(types)
     rebuilt = builtin_types() + types_from_crd(two_version_crd()) + types_from_crd(alpha_crd())
     random.Random(7).shuffle(rebuilt)
-    assert d.openapi_v3_index(rebuilt) == first
-    assert d.openapi_v3_index(types) == first
+    assert o.openapi_v3_index(rebuilt) == first
+    assert o.openapi_v3_index(types) == first
 
 
 def test_openapi_hash_changes_with_the_crd_schema_and_versions(types: list[ResourceType]) -> None:
-    before = d.openapi_v3_index(types)
+    before = o.openapi_v3_index(types)
     changed = two_version_crd()
     changed["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"][
         "maximum"
     ] = 50
-    after = d.openapi_v3_index(builtin_types() + types_from_crd(changed) + types_from_crd(alpha_crd()))
+    after = o.openapi_v3_index(builtin_types() + types_from_crd(changed) + types_from_crd(alpha_crd()))
     assert index_hash(after, "apis/example.com/v1") != index_hash(before, "apis/example.com/v1")
     assert index_hash(after, "apis/example.com/v1beta1") == index_hash(before, "apis/example.com/v1beta1")
     assert index_hash(after, "api/v1") == index_hash(before, "api/v1")
 
     renamed = two_version_crd()
     renamed["spec"]["versions"][0]["served"] = False
-    fewer = d.openapi_v3_index(builtin_types() + types_from_crd(renamed) + types_from_crd(alpha_crd()))
+    fewer = o.openapi_v3_index(builtin_types() + types_from_crd(renamed) + types_from_crd(alpha_crd()))
     assert "apis/example.com/v1beta1" not in fewer["paths"]
     assert "apis/example.com/v1" in fewer["paths"]
 
@@ -388,11 +391,11 @@ def query_names(operation: dict[str, Any]) -> set[str]:
 
 
 def test_custom_resource_document_has_patch_with_field_validation_and_gvk(types: list[ResourceType]) -> None:
-    doc = d.openapi_v3_document(types, "apis/example.com/v1")
+    doc = o.openapi_v3_document(types, "apis/example.com/v1")
     assert doc is not None
     assert set(doc) == {"openapi", "info", "paths", "components"}
     assert doc["openapi"] == "3.0.0"
-    assert doc["info"] == {"title": "Kubernetes", "version": d.KUBERNETES_VERSION}
+    assert doc["info"] == {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"}  # apiextensions-apiserver's
     gvk = {"group": "example.com", "version": "v1", "kind": "Widget"}
     patches = dict(patch_operations(doc, "Widget"))
     # kubectl stops at the first PATCH of the GVK it meets (Go map order), so every one needs the parameter.
@@ -427,7 +430,7 @@ def test_custom_resource_document_has_patch_with_field_validation_and_gvk(types:
 
 
 def test_custom_resource_schema_is_the_crd_schema_with_gvk_and_object_meta(types: list[ResourceType]) -> None:
-    doc = d.openapi_v3_document(types, "apis/example.com/v1")
+    doc = o.openapi_v3_document(types, "apis/example.com/v1")
     assert doc is not None
     schemas = doc["components"]["schemas"]
     schema = schemas["com.example.v1.Widget"]
@@ -459,7 +462,7 @@ def all_refs(node: Any) -> Iterator[str]:
     "gv_path", ["api/v1", "apis/example.com/v1", "apis/apps/v1", "apis/alpha.example.org/v1alpha2"]
 )
 def test_every_schema_reference_resolves(types: list[ResourceType], gv_path: str) -> None:
-    doc = d.openapi_v3_document(types, gv_path)
+    doc = o.openapi_v3_document(types, gv_path)
     assert doc is not None
     refs = set(all_refs(doc))
     assert refs
@@ -469,9 +472,9 @@ def test_every_schema_reference_resolves(types: list[ResourceType], gv_path: str
 
 
 def test_core_document_always_has_a_namespace_patch(types: list[ResourceType]) -> None:
-    full = d.openapi_v3_document(types, "api/v1")
+    full = o.openapi_v3_document(types, "api/v1")
     without_namespace = [rt for rt in types if rt.plural != "namespaces"]
-    bare = d.openapi_v3_document(without_namespace, "api/v1")
+    bare = o.openapi_v3_document(without_namespace, "api/v1")
     assert full is not None and bare is not None
     for doc in (full, bare):
         patches = dict(patch_operations(doc, "Namespace"))
@@ -480,23 +483,52 @@ def test_core_document_always_has_a_namespace_patch(types: list[ResourceType]) -
     # Namespaces have no deletecollection, so their collection path has no DELETE.
     assert "delete" not in full["paths"]["/api/v1/namespaces"]
     assert "put" in full["paths"]["/api/v1/namespaces/{name}/finalize"]
-    built_in = full["components"]["schemas"]["io.k8s.api.core.v1.ConfigMap"]
-    assert built_in["x-kubernetes-preserve-unknown-fields"] is True
-    assert built_in["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "ConfigMap"}]
+
+
+def test_built_in_kinds_are_described_by_the_published_schemas(types: list[ResourceType]) -> None:
+    """What kube-apiserver publishes (`kubectl explain` prints its descriptions and enums), shared, not copied."""
+    core = o.openapi_v3_document(types, "api/v1")
+    apps = o.openapi_v3_document(types, "apis/apps/v1")
+    assert core is not None and apps is not None
+    assert core["info"] == {"title": "Kubernetes", "version": ".".join(d.KUBERNETES_VERSION[1:].split(".")[:2])}
+    published = published_openapi.schemas()
+    config_map = core["components"]["schemas"]["io.k8s.api.core.v1.ConfigMap"]
+    assert config_map is published["io.k8s.api.core.v1.ConfigMap"]
+    assert config_map["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "ConfigMap"}]
+    assert "immutable" in config_map["properties"] and config_map["properties"]["data"]["description"]
+    replicas = apps["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["replicas"]
+    assert replicas["description"].startswith("Number of desired pods.")
+    pull_policy = apps["components"]["schemas"]["io.k8s.api.core.v1.Container"]["properties"]["imagePullPolicy"]
+    assert pull_policy["enum"] == ["Always", "IfNotPresent", "Never"]
+    # A GV document holds its own kinds and what they reference, not the other groups' kinds.
+    assert "io.k8s.api.apps.v1.Deployment" not in core["components"]["schemas"]
+    assert "io.k8s.api.core.v1.ConfigMap" not in apps["components"]["schemas"]
+    for rt in builtin_types():
+        assert o.schema_name(rt) in published, rt.kind
+
+
+def test_built_in_patches_accept_strategic_merge_patch_custom_resources_do_not(types: list[ResourceType]) -> None:
+    apps = o.openapi_v3_document(types, "apis/apps/v1")
+    widgets = o.openapi_v3_document(types, "apis/example.com/v1")
+    assert apps is not None and widgets is not None
+    for _, operation in patch_operations(apps, "Deployment"):
+        assert "application/strategic-merge-patch+json" in operation["requestBody"]["content"]
+    for _, operation in patch_operations(widgets, "Widget"):
+        assert "application/strategic-merge-patch+json" not in operation["requestBody"]["content"]
 
 
 def test_unknown_or_malformed_gv_paths_have_no_document(types: list[ResourceType]) -> None:
-    assert d.openapi_v3_document(types, "apis/nothing.example.com/v1") is None
-    assert d.openapi_v3_document(types, "apis/example.com") is None
-    assert d.openapi_v3_document(types, "version") is None
-    assert d.openapi_v3_document(types, "api/v2") is None
+    assert o.openapi_v3_document(types, "apis/nothing.example.com/v1") is None
+    assert o.openapi_v3_document(types, "apis/example.com") is None
+    assert o.openapi_v3_document(types, "version") is None
+    assert o.openapi_v3_document(types, "api/v2") is None
 
 
 def test_openapi_hash_is_uppercase_sha512_of_canonical_json() -> None:
     doc = {"b": [1, 2], "a": {"y": None, "x": "é"}}
-    assert d.canonical_json(doc) == orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
-    assert d.openapi_v3_hash(doc) == hashlib.sha512(b'{"a":{"x":"\xc3\xa9","y":null},"b":[1,2]}').hexdigest().upper()
-    assert d.openapi_v3_hash(doc) == d.openapi_v3_hash({"a": {"x": "é", "y": None}, "b": [1, 2]})
+    assert o.canonical_json(doc) == orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    assert o.openapi_v3_hash(doc) == hashlib.sha512(b'{"a":{"x":"\xc3\xa9","y":null},"b":[1,2]}').hexdigest().upper()
+    assert o.openapi_v3_hash(doc) == o.openapi_v3_hash({"a": {"x": "é", "y": None}, "b": [1, 2]})
 
 
 # --- real clients against a tiny server that serves only these documents ---
@@ -523,9 +555,9 @@ class DiscoveryServer:
             "/apis/{group}/{version}",
             self._json(lambda r: d.api_resource_list(types, r.match_info["group"], r.match_info["version"])),
         )
-        self.app.router.add_get("/openapi/v3", self._json(lambda r: d.openapi_v3_index(types)))
+        self.app.router.add_get("/openapi/v3", self._json(lambda r: o.openapi_v3_index(types)))
         self.app.router.add_get(
-            "/openapi/v3/{gv:.+}", self._json(lambda r: d.openapi_v3_document(types, r.match_info["gv"]))
+            "/openapi/v3/{gv:.+}", self._json(lambda r: o.openapi_v3_document(types, r.match_info["gv"]))
         )
         self.app.router.add_route("*", "/{tail:.*}", self._objects)
 
@@ -653,7 +685,7 @@ async def test_kubectl_creates_with_default_validation_against_these_documents(
     assert [obj["kind"] for obj in discovery_server.created] == ["Widget", "ConfigMap"]
     posts = [path for method, path in discovery_server.requests if method == "POST"]
     assert all("fieldValidation=Strict" in path for path in posts), posts
-    index = d.openapi_v3_index(discovery_server.types)
+    index = o.openapi_v3_index(discovery_server.types)
     wanted = index["paths"]["apis/example.com/v1"]["serverRelativeURL"]
     assert any(m == "GET" and p.startswith(f"{wanted}&") for m, p in discovery_server.requests)
 
@@ -679,7 +711,8 @@ def applied(obj: dict[str, Any]) -> dict[str, Any]:
 async def test_kubectl_update_patches_built_ins_strategically_and_custom_resources_by_merge(
     discovery_server: DiscoveryServer, tmp_path: Path
 ) -> None:
-    """The PATCH request bodies leave strategic merge patch out, so kubectl takes its compiled-in types."""
+    """kubectl computes a strategic merge patch for a built-in (the OpenAPI says the server takes one, and gives
+    the merge keys) and a JSON merge patch for a custom resource."""
     cm_path = "/api/v1/namespaces/default/configmaps/c1"
     widget_path = "/apis/example.com/v1/namespaces/default/widgets/w1"
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1"}, "data": {"a": "1"}}
@@ -698,17 +731,33 @@ async def test_kubectl_update_patches_built_ins_strategically_and_custom_resourc
     assert patches[widget_path][1]["spec"] == {"size": 2}
 
 
-async def test_openapi_v2_is_an_empty_gnostic_document_and_kubectl_names_a_missing_kind(
+async def test_openapi_v2_is_a_gnostic_document_and_kubectl_names_a_missing_kind(
     raw: RawClient, kubectl: Kubectl
 ) -> None:
-    reply = await raw.call("GET", "/openapi/v2", headers={"Accept": d.OPENAPI_V2_PROTOBUF})
-    assert reply.status == 200
-    assert reply.headers["Content-Type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-    # field 1 (swagger) "2.0", field 2 (info) {title "Kubernetes", version}, empty paths (8) and definitions (9)
-    version = d.KUBERNETES_VERSION.encode()
-    info = b"\x0a\x0aKubernetes\x12" + bytes([len(version)]) + version
-    assert reply.body.encode() == b"\x0a\x032.0\x12" + bytes([len(info)]) + info + b"\x42\x00\x4a\x00"
+    headers = {**raw.headers, "Accept": OPENAPI_V2_PROTOBUF}
+    async with raw.session.get(raw.base + "/openapi/v2", headers=headers) as reply:
+        assert reply.status == 200
+        assert reply.headers["Content-Type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        body = await reply.read()
+    assert body.startswith(b"\x0a\x032.0\x12")  # field 1 (swagger) "2.0", then field 2 (info)
+    assert b"io.k8s.api.apps.v1.Deployment" in body
     gizmo = "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g\n"
     code, _out, err = await kubectl.arun("apply", "-f", "-", input=gizmo, check=False)
     assert code == 1
     assert 'no matches for kind "Gizmo" in version "example.com/v1"' in err, err
+
+
+def test_an_int_or_string_field_is_published_with_the_any_of_it_implies() -> None:
+    crd = widget_crd()
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["surge"] = {"x-kubernetes-int-or-string": True}
+    spec["properties"]["typed"] = {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}]}
+    doc = o.openapi_v3_document(builtin_types() + types_from_crd(crd), "apis/example.com/v1")
+    assert doc is not None
+    published = doc["components"]["schemas"]["com.example.v1.Widget"]["properties"]["spec"]["properties"]
+    assert published["surge"] == {
+        "x-kubernetes-int-or-string": True,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+    }
+    assert published["typed"]["anyOf"] == [{"type": "integer"}]
+    assert "anyOf" not in spec["properties"]["surge"]  # the CRD itself is left alone

@@ -19,7 +19,7 @@ import orjson
 from omectl.sim.admission.config import default_webhook_configuration, validate_webhook_configuration
 from omectl.sim.admission.dispatch import WebhookDispatcher
 from omectl.sim.admission.match import AdmissionAttributes
-from omectl.sim.apiserver import errors
+from omectl.sim.apiserver import errors, service_allocation
 from omectl.sim.apiserver.builtin_defaults import apply_builtin_defaults
 from omectl.sim.apiserver.builtin_schemas import builtin_schema
 from omectl.sim.apiserver.cel import BLOCKING_KINDS, blocked_error
@@ -31,6 +31,7 @@ from omectl.sim.apiserver.core_rules import (
     fold_string_data,
     immutable_data_errors,
 )
+from omectl.sim.apiserver.create_rules import prepare_builtin_create
 from omectl.sim.apiserver.errors import APIError, FieldError
 from omectl.sim.apiserver.events import core_to_events_v1, events_v1_to_core
 from omectl.sim.apiserver.metadata import meta_errors, name_errors
@@ -57,6 +58,7 @@ PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 CRD_KEY: StorageKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 NS_KEY: StorageKey = ("", "namespaces")
+SERVICE_KEY: StorageKey = ("", "services")
 WEBHOOK_KEY: StorageKey = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
 CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -424,6 +426,8 @@ class ClusterAPI:
             default_webhook_configuration(obj)
         if rt.storage_key == ("", "secrets") and not obj.get("type"):
             obj["type"] = "Opaque"
+        if rt.builtin:
+            prepare_builtin_create(rt.group, rt.kind, obj)
         if rt.storage_key == CRD_KEY:
             default_crd(obj)
             finalizers = list(meta.get("finalizers") or [])
@@ -487,6 +491,8 @@ class ClusterAPI:
                     now=now,
                     ignored_fields=self._reset_fields(rt, None),
                 )
+            if rt.storage_key == SERVICE_KEY:  # after the managed fields: nobody owns what is allocated
+                self._allocate(obj, None)
             if await self._admit("CREATE", rt, "", obj, None, opts):
                 continue  # the store moved while a webhook ran: check again
             break
@@ -581,6 +587,17 @@ class ClusterAPI:
             warnings=warnings,
         )
 
+    def _allocate(self, service: dict[str, Any], live: dict[str, Any] | None) -> None:
+        """A Service's cluster IP and node ports (`service_allocation.py`); the live ones on an update."""
+        existing = list(self.store.buckets.get(SERVICE_KEY, {}).values())  # unsorted: no sort per create
+        try:
+            if live is None:
+                service_allocation.allocate(service, existing)
+            else:
+                service_allocation.allocate_on_update(service, live, existing)
+        except service_allocation.RangeFull as exc:
+            raise errors.internal_error(f"failed to allocate a serviceIP: {exc}") from exc
+
     @staticmethod
     def _allows_unconditional_update(rt: ResourceType) -> bool:
         return rt.builtin and rt.storage_key not in (CRD_KEY,)
@@ -660,6 +677,8 @@ class ClusterAPI:
                     new["status"] = live["status"]
                 else:
                     new.pop("status", None)
+            if rt.storage_key == SERVICE_KEY:
+                self._allocate(new, live)
             if rt.storage_key == NS_KEY:
                 new["spec"] = live.get("spec", {})
                 labels = dict(meta.get("labels") or {})

@@ -1,5 +1,5 @@
 """The defaults kube-apiserver gives the pod templates of the built-in workloads it serves (Pod, Deployment, Job),
-and those workloads' own fields, before it validates and stores them.
+those workloads' own fields, Services and PersistentVolumeClaims, before it validates and stores them.
 
 The real server decodes into its Go types and runs their defaulting functions, so an object is stored, and
 answered, with fields its writer never sent: a container's `imagePullPolicy` (Always for an untagged or `:latest`
@@ -7,9 +7,14 @@ image, else IfNotPresent), `terminationMessagePath` and `terminationMessagePolic
 `protocol`; a pod's `restartPolicy`, `dnsPolicy`, `schedulerName`, `securityContext: {}` and
 `terminationGracePeriodSeconds`; a Deployment's `replicas`, `strategy`, `revisionHistoryLimit` and
 `progressDeadlineSeconds`; a Job's `parallelism`, `completions`, `backoffLimit`, `completionMode`, `suspend` and
-`podReplacementPolicy`. The same happens here, in place, only where a field is absent: a value the writer set is
-never changed. An applied configuration is not defaulted, its merged result is (api.py), so an applier never owns
-a default.
+`podReplacementPolicy`; a Service's `type` (ClusterIP), `sessionAffinity` (None; a ClientIP affinity's timeout),
+`internalTrafficPolicy`, `externalTrafficPolicy` (NodePort and LoadBalancer), `allocateLoadBalancerNodePorts`, and
+each port's `protocol` and `targetPort` (the port); a claim's `volumeMode` (Filesystem) and `status.phase`
+(Pending); a Pod container's requests of what it limits; a role binding's `roleRef.apiGroup` and its User and
+Group subjects' `apiGroup`. What a new object gets beyond its defaults is `create_rules.py`'s, what a Service's
+storage allocates (cluster IPs, node ports) `service_allocation.py`'s. The same happens here, in place, only where
+a field is absent: a value the writer set is never changed. An applied configuration is not defaulted, its merged
+result is (api.py), so an applier never owns a default.
 """
 
 from __future__ import annotations
@@ -118,6 +123,34 @@ def _pod(obj: Obj) -> None:
     if spec is not None:
         _pod_spec(spec)
         _fill(spec, {"enableServiceLinks": True})
+        for field in ("initContainers", "containers"):
+            for container in spec.get(field) or []:
+                resources = _section(container, "resources") if isinstance(container, dict) else None
+                if resources is not None:
+                    _requests_from_limits(resources)
+
+
+def _requests_from_limits(resources: Obj) -> None:
+    """A Pod's container requests what it limits unless it says otherwise (SetDefaults_Pod; templates are not)."""
+    limits = _section(resources, "limits")
+    if not limits:
+        return
+    requests = resources.setdefault("requests", {})
+    if isinstance(requests, dict):
+        for name, quantity in limits.items():
+            requests.setdefault(name, quantity)
+
+
+def _role_binding(obj: Obj) -> None:
+    role_ref = _section(obj, "roleRef")
+    if role_ref is not None:
+        _fill(role_ref, {"apiGroup": _RBAC_GROUP})
+    for subject in obj.get("subjects") or []:
+        if isinstance(subject, dict) and subject.get("kind") in ("User", "Group"):
+            _fill(subject, {"apiGroup": _RBAC_GROUP})
+
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 def _deployment(obj: Obj) -> None:
@@ -146,8 +179,45 @@ def _job(obj: Obj) -> None:
     _fill(spec, {"podReplacementPolicy": "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"})
 
 
+def _service(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    _fill(spec, {"type": "ClusterIP", "sessionAffinity": "None"})
+    if spec["sessionAffinity"] == "ClientIP":
+        config = spec.setdefault("sessionAffinityConfig", {})
+        client_ip = config.setdefault("clientIP", {}) if isinstance(config, dict) else None
+        if isinstance(client_ip, dict):
+            _fill(client_ip, {"timeoutSeconds": _CLIENT_IP_TIMEOUT})
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            _fill(port, {"protocol": "TCP"})
+            if not port.get("targetPort") and port.get("port") is not None:
+                port["targetPort"] = port["port"]
+    if spec["type"] != "ExternalName":
+        _fill(spec, {"internalTrafficPolicy": "Cluster"})
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        _fill(spec, {"externalTrafficPolicy": "Cluster"})
+    if spec["type"] == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+        spec["allocateLoadBalancerNodePorts"] = True
+
+
+def _persistent_volume_claim(obj: Obj) -> None:
+    spec = _section(obj, "spec")
+    if spec is not None:
+        _fill(spec, {"volumeMode": "Filesystem"})
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):
+        _fill(status, {"phase": "Pending"})
+
+
+_CLIENT_IP_TIMEOUT = 10800  # seconds: kube's DefaultClientIPServiceAffinitySeconds
 _KINDS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Pod"): _pod,
+    ("", "Service"): _service,
+    ("", "PersistentVolumeClaim"): _persistent_volume_claim,
+    (_RBAC_GROUP, "RoleBinding"): _role_binding,
+    (_RBAC_GROUP, "ClusterRoleBinding"): _role_binding,
     ("apps", "Deployment"): _deployment,
     ("batch", "Job"): _job,
 }

@@ -20,6 +20,8 @@ from aiohttp import HttpVersion11, hdrs, web
 from omectl.sim.apiserver import discovery, errors, protobuf
 from omectl.sim.apiserver.api import ClusterAPI, WriteOptions, parse_bool
 from omectl.sim.apiserver.errors import APIError
+from omectl.sim.apiserver.openapi import OpenAPIDocuments
+from omectl.sim.apiserver.openapi_http import openapi_response
 from omectl.sim.apiserver.registry import ResourceType
 from omectl.sim.apiserver.requestlog import CLIENT_IDENTITY_HEADER, RequestLog
 from omectl.sim.apiserver.responses import JSON, JSONBytesResponse, error_response, json_response
@@ -93,6 +95,7 @@ class ClusterHTTP:
         self.request_counts: Counter[tuple[str, str]] = Counter()
         self._discovery_cache: dict[Any, tuple[bytes, str]] = {}
         self._cache_revision = -1
+        self._openapi: tuple[int, OpenAPIDocuments] | None = None  # the type set's revision, its documents
 
     @property
     def api(self) -> ClusterAPI:
@@ -205,7 +208,7 @@ class ClusterHTTP:
         if head in ("healthz", "readyz", "livez"):
             return web.Response(text="ok")
         if head == "openapi":
-            return self._openapi(parts)
+            return openapi_response(self._openapi_documents(), request, parts)
         if head == "api":
             if len(parts) == 1:
                 return self._discovery_root(request, core=True)
@@ -258,16 +261,11 @@ class ClusterHTTP:
             return self._cached(("api",), lambda: discovery.legacy_api_versions(self.server.address))
         return self._cached(("apis",), lambda: discovery.legacy_api_group_list(self._types()))
 
-    def _openapi(self, parts: list[str]) -> web.StreamResponse:
-        if parts[1:] == ["v2"]:
-            body = discovery.openapi_v2_document(discovery.KUBERNETES_VERSION)
-            return web.Response(body=body, headers={"Content-Type": discovery.OPENAPI_V2_PROTOBUF})
-        if len(parts) < 2 or parts[1] != "v3":
-            raise errors.unknown_resource()
-        if len(parts) == 2:
-            return self._cached(("openapi",), lambda: discovery.openapi_v3_index(self._types()))
-        gv_path = "/".join(parts[2:])
-        return self._cached(("openapi", gv_path), lambda: discovery.openapi_v3_document(self._types(), gv_path))
+    def _openapi_documents(self) -> OpenAPIDocuments:
+        revision = self.api.types.revision
+        if self._openapi is None or self._openapi[0] != revision:
+            self._openapi = (revision, OpenAPIDocuments(self._types()))
+        return self._openapi[1]
 
     # --- resources -------------------------------------------------------------------------------------
 
