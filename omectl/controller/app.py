@@ -174,6 +174,7 @@ class ControllerApp:
             self.reconcilers.work_kinds(),
             self.reconcilers.resolver,
             concurrency=settings.concurrency,
+            cluster_concurrency=settings.cluster_concurrency,
             tracer=self.tracing.tracer,
         )
         self.webhook = self._webhook_server()
