@@ -127,7 +127,6 @@ def _rows(results: dict[str, Any]) -> list[list[str]]:
 
 def markdown_table(results: dict[str, Any]) -> str:
     lines = [
-        README_BEGIN,
         "## CRD validation rules (CEL)",
         "",
         "```sh",
@@ -139,7 +138,6 @@ def markdown_table(results: dict[str, Any]) -> str:
         f"({results['timestamp']}, {results['machine']['cpu_count']} cores).",
         "",
         *markdown_rows(_rows(results)),
-        README_END,
     ]
     return "\n".join(lines)
 

@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     )
     hub_namespace: str = Field(default="omectl-system", description="Namespace of the registration Secrets in the hub.")
     concurrency: int = Field(default=16, ge=1, le=1024, description="Reconciles running at once across the fleet.")
+    cluster_concurrency: int | None = Field(
+        default=None, ge=1, le=1024, description="Reconciles of one cluster running at once (default: concurrency)."
+    )
     trace_file: Path = Field(
         default=Path(".omectl/traces.jsonl"), description="OTLP-JSON lines file when no endpoint is set."
     )

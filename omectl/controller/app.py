@@ -52,6 +52,7 @@ from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient
 from omectl.kube.errors import NotFound
 from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, SERVING_RUNTIMES
+from omectl.observability.loop_lag import LoopLagMonitor
 from omectl.observability.metrics import ControllerMetrics
 from omectl.observability.redact import scrub
 from omectl.observability.server import StatusServer
@@ -174,6 +175,7 @@ class ControllerApp:
             self.reconcilers.work_kinds(),
             self.reconcilers.resolver,
             concurrency=settings.concurrency,
+            cluster_concurrency=settings.cluster_concurrency,
             tracer=self.tracing.tracer,
         )
         self.webhook = self._webhook_server()
@@ -353,6 +355,7 @@ class ControllerApp:
         self.provider.registry_listeners.append(self._registry_changed)
         if self.status_server is not None:
             await self.status_server.start()
+        self._tasks.append(asyncio.create_task(LoopLagMonitor(self.metrics.observe_loop_lag).run(), name="loop-lag"))
         coordinator.report_refusals = False  # decided below: one line each, or the reason to exit
         if self.settings.ha:  # listening before joining: the membership Lease advertises the webhook URL at once
             await self._start_webhook_server()

@@ -65,6 +65,9 @@ def set_user_agent(agent: str) -> None:
 # An exec credential is renewed this long before the expiry it announced, so no request carries a stale token.
 _CREDENTIAL_EXPIRY_SKEW = datetime.timedelta(seconds=10)
 _READ_BUFFER = 2**21  # watch lines carry whole objects; etcd allows up to 1.5 MiB
+# A burst of watch lines sits in the read buffer, where readline returns without ever suspending: every this many
+# lines the watch yields to the loop, so a thousand events and their handlers never hold it all at once.
+WATCH_YIELD_EVERY = 16
 
 
 def _query_string(query: Mapping[str, Any] | None) -> str:
@@ -431,6 +434,7 @@ class ClusterClient:
                         await self._refresh_credentials(force=True)
                     raise self._api_error("GET", f"{path} (watch)", resp.status, raw, resp.headers)
                 content = resp.content
+                lines = 0
                 while True:
                     async with asyncio.timeout(inactivity_timeout):
                         line = await content.readline()
@@ -439,6 +443,9 @@ class ClusterClient:
                     line = line.strip()
                     if line:
                         yield orjson.loads(line)
+                        lines += 1
+                        if lines % WATCH_YIELD_EVERY == 0:
+                            await asyncio.sleep(0)
         except TimeoutError as exc:
             raise KubeConnectionError(
                 self.name, f"watch {path}: no data for {inactivity_timeout} s, the stream is presumed dead"

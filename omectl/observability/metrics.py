@@ -4,7 +4,8 @@ Two kinds of series:
 
 - **Recorded** on the reconcile path, one call per reconcile (`observe_reconcile`, a few microseconds: label
   children are cached, so no label lookup per call): `omectl_reconciles_total{cluster,kind,result}`,
-  `omectl_reconcile_duration_seconds{cluster,kind}` and `omectl_queue_wait_seconds{cluster,kind}`.
+  `omectl_reconcile_duration_seconds{cluster,kind}` and `omectl_queue_wait_seconds{cluster,kind}`; and, from
+  `omectl.observability.loop_lag`, `omectl_event_loop_lag_seconds` (how late the event loop woke a sleeper).
 - **Read at scrape time** from a `FleetSample` that the controller builds on demand (nothing per watch event beyond
   the counters the informers and clients already keep): queue depth, cached objects, resolver hits and misses,
   cluster health, watch restarts and API errors by code.
@@ -38,6 +39,8 @@ RESULT_ERROR = "error"  # the reconcile raised
 # Reconciles take microseconds (warm resolver, nothing to write) to seconds (several applies on a slow server).
 RECONCILE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 QUEUE_WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+# A healthy loop is a millisecond or two late; past a second the kubelet's liveness probe is at risk.
+LOOP_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 @dataclass(slots=True)
@@ -174,6 +177,12 @@ class ControllerMetrics:
             buckets=QUEUE_WAIT_BUCKETS,
             registry=self.registry,
         )
+        self.loop_lag = Histogram(
+            "omectl_event_loop_lag_seconds",
+            "How much later than asked the event loop woke a periodic sleeper (the loop was busy meanwhile).",
+            buckets=LOOP_LAG_BUCKETS,
+            registry=self.registry,
+        )
         self._counters: dict[tuple[str, str, str], Any] = {}
         self._histograms: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._collector: _FleetCollector | None = None
@@ -192,6 +201,9 @@ class ControllerMetrics:
             )
         histograms[0].observe(duration)
         histograms[1].observe(queue_wait)
+
+    def observe_loop_lag(self, lag: float) -> None:
+        self.loop_lag.observe(lag)
 
     def watch_fleet(self, sample: Callable[[], FleetSample]) -> None:
         """Read the scrape-time series from `sample()` on every collection (replaces an earlier source)."""

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from omectl.controller.runtime.queue import (
     FakeClock,
+    Lane,
     QueueShutDown,
     Result,
+    RetryLater,
     TerminalError,
     WorkItem,
     WorkKey,
@@ -30,10 +32,21 @@ def key(name: str, cluster: str = "a") -> WorkKey:
 
 
 def new_queue(
-    clock: FakeClock | None = None, *, max_concurrency: int = 100, base_delay: float = 0.005, max_delay: float = 1000.0
+    clock: FakeClock | None = None,
+    *,
+    max_concurrency: int = 100,
+    max_per_cluster: int | None = None,
+    base_delay: float = 0.005,
+    max_delay: float = 1000.0,
 ) -> WorkQueue:
     clock = clock if clock is not None else FakeClock()
-    return WorkQueue(max_concurrency=max_concurrency, clock=clock, base_delay=base_delay, max_delay=max_delay)
+    return WorkQueue(
+        max_concurrency=max_concurrency,
+        max_per_cluster=max_per_cluster,
+        clock=clock,
+        base_delay=base_delay,
+        max_delay=max_delay,
+    )
 
 
 async def take(queue: WorkQueue) -> WorkItem:
@@ -458,38 +471,168 @@ async def test_discard_cluster_drops_its_keys_and_backoff_only() -> None:
 @given(
     st.lists(
         st.one_of(
-            st.tuples(st.just("add"), st.sampled_from(["a", "b"]), st.integers(0, 3), st.booleans()),
+            st.tuples(st.just("add"), st.sampled_from(["a", "b"]), st.integers(0, 3), st.sampled_from(list(Lane))),
             st.tuples(st.just("get")),
             st.tuples(st.just("done"), st.integers(0, 7)),
         ),
         max_size=60,
-    )
+    ),
+    st.integers(1, 3),
 )
-def test_queue_matches_a_model_of_dedup_and_one_in_flight_per_key(ops: list[tuple[Any, ...]]) -> None:
-    """Random adds, takes and dones: the queue hands out exactly the keys a set-based model says are ready."""
+def test_queue_matches_a_model_of_dedup_lanes_and_one_in_flight_per_key(
+    ops: list[tuple[Any, ...]], max_per_cluster: int
+) -> None:
+    """Random adds, takes and dones: the queue hands out a key the model says is ready (not in flight, its cluster
+    under `max_per_cluster`), from the highest lane any such key waits in."""
 
     async def scenario() -> None:
-        queue = new_queue()
-        dirty: set[WorkKey] = set()  # added and not yet taken
+        queue = new_queue(max_per_cluster=max_per_cluster)
+        lane_of: dict[WorkKey, Lane] = {}  # added and not yet taken: the highest lane it was added in
         in_flight: list[WorkItem] = []
         for op in ops:
             if op[0] == "add":
                 k = key(f"k{op[2]}", cluster=op[1])
-                queue.add(k, low_priority=op[3])
-                dirty.add(k)
+                queue.add(k, lane=op[3])
+                lane_of[k] = min(lane_of.get(k, op[3]), op[3])
             elif op[0] == "get":
                 flying = {item.key for item in in_flight}
-                ready = dirty - flying
-                assert len(queue) == len(ready)
+                assert len(queue) == len(set(lane_of) - flying)
+                full = {c for c in "ab" if sum(item.key.cluster == c for item in in_flight) >= max_per_cluster}
+                ready = {k: lane for k, lane in lane_of.items() if k not in flying and k.cluster not in full}
                 if ready:
                     item = await take(queue)
                     assert item.key in ready
-                    dirty.discard(item.key)
+                    assert item.lane == ready[item.key] == min(ready.values())
+                    del lane_of[item.key]
                     in_flight.append(item)
             elif in_flight:
                 queue.done(in_flight.pop(op[1] % len(in_flight)))
         for item in in_flight:
             queue.done(item)
-        assert len(queue) == len(dirty)
+        assert len(queue) == len(lane_of)
 
     asyncio.run(scenario())
+
+
+# --- lanes and per-cluster bounds ----------------------------------------------------------------------------------
+
+
+async def test_lanes_are_taken_edits_then_fan_out_then_resync() -> None:
+    queue = new_queue()
+    queue.add(key("initial"), lane=Lane.RESYNC)
+    queue.add(key("reached"), lane=Lane.FANOUT)
+    queue.add(key("edited"), lane=Lane.EDIT)
+    taken = [await take(queue) for _ in range(3)]
+    assert [(item.key.name, item.lane) for item in taken] == [
+        ("edited", Lane.EDIT),
+        ("reached", Lane.FANOUT),
+        ("initial", Lane.RESYNC),
+    ]
+
+
+async def test_a_live_edit_overtakes_a_fan_out_of_a_thousand_keys() -> None:
+    queue = new_queue(max_concurrency=4)
+    for i in range(1000):
+        queue.add(key(f"isvc-{i}"), lane=Lane.FANOUT)
+    first = [await take(queue) for _ in range(3)]
+    queue.add(key("user-edit"))
+    item = await take(queue)
+    assert item.key == key("user-edit")
+    assert item.lane == Lane.EDIT
+    assert [i.key.name for i in first] == ["isvc-0", "isvc-1", "isvc-2"]
+    assert queue.lane_depths() == {"EDIT": 0, "FANOUT": 997, "RESYNC": 0}
+
+
+async def test_an_add_in_a_higher_lane_promotes_a_waiting_key_and_a_lower_one_does_not_demote_it() -> None:
+    queue = new_queue()
+    for i in range(3):
+        queue.add(key(f"r{i}"), lane=Lane.FANOUT)
+    queue.add(key("r1"), lane=Lane.EDIT)
+    queue.add(key("r2"), lane=Lane.RESYNC)
+    assert len(queue) == 3
+    order = [((item := await take(queue)).key.name, item.lane) for _ in range(3)]
+    assert order == [("r1", Lane.EDIT), ("r0", Lane.FANOUT), ("r2", Lane.FANOUT)]
+
+
+async def test_a_key_readded_in_flight_in_a_higher_lane_is_ready_there_once_done() -> None:
+    queue = new_queue()
+    queue.add(key("x"), lane=Lane.RESYNC)
+    item = await take(queue)
+    queue.add(key("other"), lane=Lane.FANOUT)
+    queue.add(key("x"), lane=Lane.RESYNC)
+    queue.add(key("x"), lane=Lane.EDIT)
+    queue.done(item)
+    again = await take(queue)
+    assert (again.key, again.lane) == (key("x"), Lane.EDIT)
+
+
+async def test_an_add_makes_a_delayed_key_ready_in_the_higher_of_its_lanes() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add_after(key("x"), 5.0, lane=Lane.RESYNC)
+    queue.add(key("fan"), lane=Lane.FANOUT)
+    queue.add(key("x"), lane=Lane.EDIT)
+    assert queue.delayed == 0
+    assert (await take(queue)).key == key("x")
+
+
+async def test_a_cluster_at_its_bound_waits_while_another_cluster_is_served() -> None:
+    queue = new_queue(max_concurrency=4, max_per_cluster=2)
+    for i in range(10):
+        queue.add(key(f"a{i}", cluster="a"))
+    a0, a1 = await take(queue), await take(queue)
+    third = asyncio.ensure_future(queue.get())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not third.done()  # two of four workers free, but cluster a is at its bound
+    queue.add(key("b0", cluster="b"), lane=Lane.RESYNC)
+    assert (await asyncio.wait_for(third, 1.0)).key == key("b0", cluster="b")
+    queue.done(a0)
+    assert (await take(queue)).key == key("a2", cluster="a")
+    assert queue.in_flight == 3
+    assert a1.key == key("a1", cluster="a")
+
+
+def test_the_per_cluster_bound_is_at_least_one_and_at_most_the_queue_bound() -> None:
+    with pytest.raises(ValueError, match="max_per_cluster"):
+        WorkQueue(max_concurrency=4, max_per_cluster=0)
+    assert WorkQueue(max_concurrency=4, max_per_cluster=10).max_per_cluster == 4
+    assert WorkQueue(max_concurrency=4).max_per_cluster == 4
+
+
+async def test_a_discarded_cluster_with_items_in_flight_gets_its_bound_back_as_they_finish() -> None:
+    queue = new_queue(max_concurrency=4, max_per_cluster=1)
+    queue.add(key("x", cluster="gone"))
+    item = await take(queue)
+    queue.discard_cluster("gone")
+    queue.add(key("y", cluster="gone"))
+    queue.done(item)
+    assert (await take(queue)).key == key("y", cluster="gone")
+
+
+async def test_retries_and_requeues_stay_in_the_lane_their_item_was_taken_from() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    seen: list[tuple[str, Lane]] = []
+
+    async def handler(item: WorkItem) -> Result:
+        seen.append((item.key.name, item.lane))
+        attempt = sum(name == item.key.name for name, _ in seen)
+        if item.key.name == "fails" and attempt == 1:
+            raise RuntimeError("apiserver said no")
+        if item.key.name == "periodic" and attempt == 1:
+            return Result(requeue_after=10.0)
+        if item.key.name == "broken" and attempt == 1:
+            return Result(error=RetryLater("a parent is missing"), retry_floor=2.0)
+        return Result()
+
+    runner = asyncio.ensure_future(run_workers(queue, handler, 1))
+    queue.add(key("fails"), lane=Lane.FANOUT)
+    queue.add(key("periodic"), lane=Lane.RESYNC)
+    queue.add(key("broken"), lane=Lane.EDIT)
+    await settle(lambda: len(seen) == 3 and queue.delayed == 3)
+    clock.advance(10.0)
+    await settle(lambda: len(seen) == 6 and queue.in_flight == 0)
+    assert sorted(seen[3:]) == [("broken", Lane.RESYNC), ("fails", Lane.FANOUT), ("periodic", Lane.RESYNC)]
+    queue.shutdown()
+    await asyncio.wait_for(runner, 1.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from omectl.kube import (
     ResourceRef,
     TooManyRequests,
 )
+from omectl.kube.client import WATCH_YIELD_EVERY
 from omectl.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES
 from omectl.sim.apiserver.server import EmbeddedAPIServer
 from omectl.sim.kubeconfig import build_kubeconfig
@@ -221,6 +223,36 @@ async def test_watch_yields_events_and_ends_when_the_server_closes_it(
     server.api.store.close_all_watches()
     await asyncio.wait_for(consumer, 5)  # the iterator ended at EOF
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "watched")]
+
+
+async def test_a_burst_of_watch_lines_lets_other_tasks_run_every_few_events(
+    client: ClusterClient, server: EmbeddedAPIServer
+) -> None:
+    start_rv = (await client.list(CONFIG_MAPS, "default"))["metadata"]["resourceVersion"]
+    for i in range(5 * WATCH_YIELD_EVERY):
+        await client.create(CONFIG_MAPS, configmap(f"burst-{i}"))
+    turns = 0
+
+    async def ticker() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    ticking = asyncio.create_task(ticker())
+    turns_at: list[int] = []  # the ticker's turns when each event reached the consumer
+    try:
+        async for _event in client.watch(CONFIG_MAPS.path("default"), {"resourceVersion": start_rv}):
+            turns_at.append(turns)  # the consumer itself never awaits: only the watch can let the ticker run
+            if len(turns_at) == 5 * WATCH_YIELD_EVERY:
+                break
+    finally:
+        ticking.cancel()
+    longest_run, run = 0, 1
+    for before, after in itertools.pairwise(turns_at):
+        run = run + 1 if after == before else 1
+        longest_run = max(longest_run, run)
+    assert longest_run <= WATCH_YIELD_EVERY, f"{longest_run} events in a row held the loop"
 
 
 async def test_watch_yields_an_expired_error_line_as_is(client: ClusterClient, server: EmbeddedAPIServer) -> None:

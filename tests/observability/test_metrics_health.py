@@ -194,6 +194,8 @@ async def test_metrics_count_reconciles_queue_caches_resolver_and_api_errors(obs
     assert (value(samples, "omectl_resolver_entries") or 0) >= 7
     assert value(samples, "omectl_clusters") == 2
     assert value(samples, "omectl_queue_in_flight") is not None
+    # the loop-lag monitor has been waking every 50 ms since start (omectl.observability.loop_lag)
+    assert (value(samples, "omectl_event_loop_lag_seconds_count") or 0) >= 1
 
     # an unregistered cluster's recorded series go with it
     await observed.app.controller.remove_cluster("ob-1")

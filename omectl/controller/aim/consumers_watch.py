@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from omectl.controller.runtime.apply import child_status_changed
-from omectl.controller.runtime.queue import WorkKey
+from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.core.aim.consumers import (
     AIM_COMPONENT_LABEL,
     ARTIFACT,
@@ -195,9 +195,9 @@ class ConsumerWatch:
 
     # --- handlers ----------------------------------------------------------------------------------------
 
-    def enqueue(self, kind: str, namespace: str, name: str, trigger: Any, *, low_priority: bool = False) -> None:
+    def enqueue(self, kind: str, namespace: str, name: str, trigger: Any, lane: Lane) -> None:
         key = WorkKey(self.cluster.name, work_kind(kind), namespace, name)
-        self.cluster.enqueue(key, low_priority=low_priority, trigger=trigger)
+        self.cluster.enqueue(key, lane=lane, trigger=trigger)
 
     def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
         return object_event_context(self.cluster.name, kind, obj)
@@ -210,7 +210,8 @@ class ConsumerWatch:
                 return  # our own status write
             meta = _metadata(obj)
             namespace = str(meta.get("namespace") or "")
-            self.enqueue(kind, namespace, str(meta["name"]), self._trigger(kind, obj), low_priority=initial)
+            lane = Lane.RESYNC if initial else Lane.EDIT
+            self.enqueue(kind, namespace, str(meta["name"]), self._trigger(kind, obj), lane)
 
         return on_event
 
@@ -227,14 +228,14 @@ class ConsumerWatch:
         trigger = self._trigger(str(obj.get("kind") or ""), obj)
         if kind == AIM_SERVICE_KIND:
             if self.watch.services.cache.get(namespace, name) is not None:
-                self.watch.enqueue_service(namespace, name, trigger)
+                self.watch.enqueue_service(namespace, name, trigger, Lane.FANOUT)
             return
         informer = self.kinds.get(kind)
         if informer is None:
             return
         owner_namespace = namespace if informer.resource.namespaced else ""
         if informer.cache.get(owner_namespace, name) is not None:
-            self.enqueue(kind, owner_namespace, name, trigger)
+            self.enqueue(kind, owner_namespace, name, trigger, Lane.FANOUT)
 
     def _result_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
@@ -247,9 +248,9 @@ class ConsumerWatch:
         labels = meta.get("labels") or {}
         trigger = self._trigger("ConfigMap", obj)
         if labels.get(CLUSTER_MODEL_LABEL):
-            self.enqueue(CLUSTER_MODEL, "", str(labels[CLUSTER_MODEL_LABEL]), trigger)
+            self.enqueue(CLUSTER_MODEL, "", str(labels[CLUSTER_MODEL_LABEL]), trigger, Lane.FANOUT)
         elif labels.get(MODEL_LABEL):
-            self.enqueue(MODEL, str(meta.get("namespace") or ""), str(labels[MODEL_LABEL]), trigger)
+            self.enqueue(MODEL, str(meta.get("namespace") or ""), str(labels[MODEL_LABEL]), trigger, Lane.FANOUT)
 
     def _profile_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
@@ -268,7 +269,8 @@ class ConsumerWatch:
             for ref in self.kinds[kind].cache.by_index(PROFILE_REF_INDEX, f"{scope}/{name}"):
                 ref_meta = _metadata(ref)
                 if cluster_scoped or ref_meta.get("namespace") == namespace:
-                    self.enqueue(kind, str(ref_meta.get("namespace") or ""), str(ref_meta["name"]), trigger)
+                    ref_ns = str(ref_meta.get("namespace") or "")
+                    self.enqueue(kind, ref_ns, str(ref_meta["name"]), trigger, Lane.FANOUT)
         model = _spec(obj).get("modelName")
         if isinstance(model, str) and model:
             self.watch.enqueue_services_of_model(model, None if cluster_scoped else namespace, trigger)

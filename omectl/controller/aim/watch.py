@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from omectl.controller.aim.consumers_watch import ConsumerWatch
 from omectl.controller.runtime.apply import child_status_changed
-from omectl.controller.runtime.queue import WorkKey
+from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
 from omectl.core.aim.resolution import (
@@ -156,19 +156,19 @@ class AimWatch(DomainView):
 
     # --- handlers ----------------------------------------------------------------------------------------
 
-    def _enqueue(self, namespace: str, name: str, trigger: Any, *, low_priority: bool = False) -> None:
+    def _enqueue(self, namespace: str, name: str, trigger: Any, lane: Lane) -> None:
         key = WorkKey(self.cluster.name, AIM_SERVICE_KEY, namespace, name)
-        self.enqueue(key, low_priority=low_priority, trigger=trigger)
+        self.enqueue(key, lane=lane, trigger=trigger)
 
-    def enqueue_service(self, namespace: str, name: str, trigger: Any) -> None:
-        self._enqueue(namespace, name, trigger)
+    def enqueue_service(self, namespace: str, name: str, trigger: Any, lane: Lane) -> None:
+        self._enqueue(namespace, name, trigger, lane)
 
     def enqueue_services_of_model(self, model: str, namespace: str | None, trigger: Any) -> None:
         """Queue the AIMServices with caching that serve `model` (in `namespace`, or anywhere when None)."""
         for service in self.services.cache.by_index(SERVICE_MODEL_INDEX, model):
             service_ns = str(_metadata(service).get("namespace") or "")
             if namespace is None or service_ns == namespace:
-                self._enqueue(service_ns, str(_metadata(service)["name"]), trigger)
+                self._enqueue(service_ns, str(_metadata(service)["name"]), trigger, Lane.FANOUT)
 
     def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
         return object_event_context(self.cluster.name, kind, obj)
@@ -185,7 +185,7 @@ class AimWatch(DomainView):
             str(meta.get("namespace") or ""),
             str(meta["name"]),
             self._trigger(AIM_SERVICE_KEY, obj),
-            low_priority=initial,
+            Lane.RESYNC if initial else Lane.EDIT,
         )
 
     def _config_handler(self, config_kind: str) -> Any:
@@ -205,14 +205,15 @@ class AimWatch(DomainView):
                     config_kind, namespace, name, service, operator_namespace=self.operator_namespace
                 ):
                     service_meta = _metadata(service)
-                    self._enqueue(str(service_meta.get("namespace") or ""), str(service_meta["name"]), trigger)
+                    service_ns = str(service_meta.get("namespace") or "")
+                    self._enqueue(service_ns, str(service_meta["name"]), trigger, Lane.FANOUT)
             for kind, consumer in self.consumers.consumers_named(name):
                 if config_change_reaches(
                     config_kind, namespace, name, consumer, operator_namespace=self.operator_namespace
                 ):
                     consumer_meta = _metadata(consumer)
                     namespace_of = str(consumer_meta.get("namespace") or "")
-                    self.consumers.enqueue(kind, namespace_of, str(consumer_meta["name"]), trigger)
+                    self.consumers.enqueue(kind, namespace_of, str(consumer_meta["name"]), trigger, Lane.FANOUT)
 
         return on_event
 
@@ -225,4 +226,5 @@ class AimWatch(DomainView):
         namespace = str(_metadata(obj).get("namespace") or "")
         if service is None or self.services.cache.get(namespace, service) is None:
             return
-        self._enqueue(namespace, service, self._trigger(str(obj.get("kind") or ""), obj))
+        # a child changes because the controller wrote it: that follows a rollout, it is no user's edit
+        self._enqueue(namespace, service, self._trigger(str(obj.get("kind") or ""), obj), Lane.FANOUT)

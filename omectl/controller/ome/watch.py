@@ -28,7 +28,7 @@ from omectl.controller.ome.lookup import (
 )
 from omectl.controller.ome.revisions import RevisionStore
 from omectl.controller.runtime.apply import RENDER_HASH, child_status_changed
-from omectl.controller.runtime.queue import WorkKey
+from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
 from omectl.core.ome.engine_status import AVAILABLE
 from omectl.core.ome.reach import Reach, reach
@@ -162,32 +162,32 @@ class OmeWatch(DomainView):
             if not relevant:
                 return  # our own status write (or a label edit) cannot change any chain
             if event_type != "DELETED":
-                self.enqueue(
-                    WorkKey(self.name, work_kind, namespace, meta["name"]), low_priority=initial, trigger=trigger
-                )
+                lane = Lane.RESYNC if initial else Lane.EDIT
+                self.enqueue(WorkKey(self.name, work_kind, namespace, meta["name"]), lane=lane, trigger=trigger)
             if initial:
                 return  # every runtime of the initial list is queued anyway
             reached = self.reach(RuntimeRef(RUNTIME_KIND_OF[work_kind], namespace, meta["name"]))
+            # The runtimes' own status first (queued first in the same lane), then the InferenceServices below: all
+            # fan-out, so an edit made meanwhile is not queued behind the thousands of renders a profile edit reaches.
             for ref in reached.runtimes:
-                self.enqueue(WorkKey(self.name, _KEY_OF[ref.kind], ref.namespace, ref.name), trigger=trigger)
-            # The runtimes' own status first: the InferenceServices a runtime edit reaches re-render in the
-            # low-priority lane, so a profile edit's chain statuses are not queued behind thousands of renders.
+                key = WorkKey(self.name, _KEY_OF[ref.kind], ref.namespace, ref.name)
+                self.enqueue(key, lane=Lane.FANOUT, trigger=trigger)
             for isvc in reached.inference_services:
-                self._enqueue_isvc(isvc, trigger, low_priority=True)
+                self._enqueue_isvc(isvc, trigger, Lane.FANOUT)
 
         return on_event
 
-    def _enqueue_isvc(self, isvc: Mapping[str, Any], trigger: Any, low_priority: bool = False) -> None:
+    def _enqueue_isvc(self, isvc: Mapping[str, Any], trigger: Any, lane: Lane) -> None:
         meta = isvc["metadata"]
         key = WorkKey(self.name, ISVC_KEY, meta.get("namespace", ""), meta["name"])
-        self.enqueue(key, low_priority=low_priority, trigger=trigger)
+        self.enqueue(key, lane=lane, trigger=trigger)
 
     def _isvc_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
         if event_type == "DELETED":
             return  # owner references let the API server collect the workloads
         if event_type == "MODIFIED" and old is not None and not _chain_relevant_change(obj, old):
             return
-        self._enqueue_isvc(obj, object_event_context(self.name, ISVC_KEY, obj), low_priority=initial)
+        self._enqueue_isvc(obj, object_event_context(self.name, ISVC_KEY, obj), Lane.RESYNC if initial else Lane.EDIT)
 
     def _workload_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool
@@ -201,7 +201,8 @@ class OmeWatch(DomainView):
         isvc_name = (meta.get("labels") or {}).get(ISVC_LABEL)
         isvc = self.inference_services.cache.get(meta.get("namespace", ""), isvc_name) if isvc_name else None
         if isvc is not None:
-            self._enqueue_isvc(isvc, object_event_context(self.name, obj.get("kind", ""), obj))
+            # the workload changes because the controller wrote it: that follows a rollout, it is no user's edit
+            self._enqueue_isvc(isvc, object_event_context(self.name, obj.get("kind", ""), obj), Lane.FANOUT)
 
     def _model_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
         if initial or (event_type == "MODIFIED" and old is not None and not _chain_relevant_change(obj, old)):
@@ -212,4 +213,4 @@ class OmeWatch(DomainView):
         for isvc in self.inference_services.cache.by_index(MODEL_INDEX, meta["name"]):
             if model_ns and isvc["metadata"].get("namespace") != model_ns:
                 continue
-            self._enqueue_isvc(isvc, trigger)
+            self._enqueue_isvc(isvc, trigger, Lane.FANOUT)

@@ -4,7 +4,7 @@
 registry provider ──▶ FleetController.apply_changes ──▶ ClusterRuntime (client + each domain's watch) per cluster
                                                              │ watch events (handlers, synchronous)
                                                              ▼
-                      work queue (dedup, fair across clusters, low priority for initial lists)
+                      work queue (dedup, fair across clusters, lanes: edits > fan-out > initial lists)
                                                              │
                                                              ▼
                       workers ──▶ WorkKinds.handler(key.kind) ──▶ reconcile span ──▶ the kind's reconciler
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from omectl.background import BackgroundTasks
-from omectl.controller.runtime.queue import Result, RetryLater, WorkItem, WorkKey, WorkQueue, run_workers
+from omectl.controller.runtime.queue import Lane, Result, RetryLater, WorkItem, WorkKey, WorkQueue, run_workers
 from omectl.controller.runtime.registry import DomainWatch, WorkKinds
 from omectl.controller.runtime.view import EventType
 from omectl.fleet.providers import RegistryChange
@@ -130,8 +130,10 @@ class ClusterRuntime:
     def informers(self) -> list[Informer]:
         return [informer for watch in self.watches.values() for informer in watch.informers]
 
-    def enqueue(self, key: WorkKey, *, low_priority: bool = False, trigger: object | None = None) -> None:
-        self.queue.add(key, low_priority=low_priority, trigger=trigger)
+    def enqueue(
+        self, key: WorkKey, *, lane: Lane | None = None, low_priority: bool = False, trigger: object | None = None
+    ) -> None:
+        self.queue.add(key, lane=lane, low_priority=low_priority, trigger=trigger)
 
     def record_event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         """Record an event off the reconcile path (like client-go's broadcaster); events are best effort: a few
@@ -203,9 +205,15 @@ class FleetController:
     """The central fleet controller: registry in, reconciles out, one shared resolver for every cluster."""
 
     def __init__(
-        self, kinds: WorkKinds, resolver: SharedResolver, *, concurrency: int = 16, tracer: Any = None
+        self,
+        kinds: WorkKinds,
+        resolver: SharedResolver,
+        *,
+        concurrency: int = 16,
+        cluster_concurrency: int | None = None,
+        tracer: Any = None,
     ) -> None:
-        self.queue = WorkQueue(max_concurrency=concurrency)
+        self.queue = WorkQueue(max_concurrency=concurrency, max_per_cluster=cluster_concurrency)
         self.concurrency = concurrency
         self.kinds = kinds
         self.resolver = resolver

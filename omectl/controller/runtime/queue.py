@@ -1,8 +1,10 @@
 """The reconcile work queue: client-go semantics (dedup, one in flight per key, per-item backoff), fair across clusters.
 
-A key waits in exactly one place: ready (normal or low priority, in its cluster's lane), delayed (until a time on the
-queue's clock), or parked (re-added while in flight; it becomes ready when `done` is called for it). Ready keys are
-taken round-robin across clusters, normal priority before low priority, first in first out within a lane.
+A key waits in exactly one place: ready (in one priority lane, in its cluster's FIFO there), delayed (until a time
+on the queue's clock), or parked (re-added while in flight; it becomes ready when `done` is called for it). Ready keys
+are taken from the highest lane that has one (`Lane`: user edits, then fan-out, then resync), round-robin across
+clusters within a lane, first in first out within a cluster; a cluster with `max_per_cluster` keys in flight is
+skipped until one of them is done, so one cluster's storm cannot take every worker.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import itertools
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Protocol
 
 from omectl.observability.logs import bind as bind_log_fields
@@ -25,6 +28,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "Clock",
     "FakeClock",
+    "Lane",
     "MonotonicClock",
     "QueueShutDown",
     "Result",
@@ -110,6 +114,24 @@ class WorkKey:
         return f"{self.cluster}:{self.kind}:{where}"
 
 
+class Lane(IntEnum):
+    """The priority of a ready key; a lower value is taken first. A key waiting in two lanes waits in the higher."""
+
+    EDIT = 0
+    """A watch event of the object itself: what a user changed waits for nothing else."""
+    FANOUT = 1
+    """The keys an edit reaches through an index (every InferenceService below a runtime or config that changed),
+    and owners whose workload changed status (which follows the controller's own writes, so a rollout's)."""
+    RESYNC = 2
+    """Initial lists and relists, and retries that only a watch event would heal sooner."""
+
+
+def _lane_of(lane: Lane | None, low_priority: bool) -> Lane:
+    if lane is not None:
+        return lane
+    return Lane.RESYNC if low_priority else Lane.EDIT
+
+
 @dataclass(frozen=True, slots=True)
 class WorkItem:
     """A key handed to a worker; give it back with `WorkQueue.done`."""
@@ -119,6 +141,7 @@ class WorkItem:
     queue_wait: float  # seconds from ready to taken
     retries: int  # rate-limited re-adds since the last `forget`
     triggers: tuple[object, ...]  # opaque causes collected while it waited, oldest first
+    lane: Lane = Lane.EDIT  # the lane it was taken from; its retries and requeues wait in the same one
 
 
 class QueueShutDown(Exception):
@@ -128,7 +151,7 @@ class QueueShutDown(Exception):
 @dataclass(slots=True)
 class _Pending:
     enqueued_at: float
-    low_priority: bool
+    lane: Lane
     triggers: deque[object]
     due: float | None = None  # None: ready (or parked while in flight); else delayed until this time
     delay_seq: int = -1  # matches the live heap entry of a delayed key
@@ -159,10 +182,11 @@ class _Lanes:
             del self.rotation[key.cluster]
         return True
 
-    def pop(self) -> WorkKey | None:
-        if not self.rotation:
+    def pop(self, blocked: Container[str] = ()) -> WorkKey | None:
+        """The oldest key of the next cluster in rotation that is not `blocked` (a blocked one keeps its turn)."""
+        cluster = next((name for name in self.rotation if name not in blocked), None)
+        if cluster is None:
             return None
-        cluster = next(iter(self.rotation))
         lane = self.by_cluster[cluster]
         key, _ = lane.popitem(last=False)
         if lane:
@@ -188,12 +212,14 @@ class _Lanes:
 
 
 class WorkQueue:
-    """Deduplicating, rate-limited, priority work queue shared by all clusters; at most `max_concurrency` in flight."""
+    """Deduplicating, rate-limited, priority work queue shared by all clusters; at most `max_concurrency` in flight,
+    at most `max_per_cluster` of one cluster (default: no bound beyond `max_concurrency`)."""
 
     def __init__(
         self,
         *,
         max_concurrency: int,
+        max_per_cluster: int | None = None,
         clock: Clock | None = None,
         base_delay: float = 0.005,
         max_delay: float = 1000.0,
@@ -201,17 +227,20 @@ class WorkQueue:
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
+        if max_per_cluster is not None and max_per_cluster < 1:
+            raise ValueError("max_per_cluster must be at least 1")
         self.max_concurrency = max_concurrency
+        self.max_per_cluster = max_concurrency if max_per_cluster is None else min(max_per_cluster, max_concurrency)
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.max_triggers = max_triggers
         self._pending: dict[WorkKey, _Pending] = {}
-        self._normal = _Lanes()
-        self._low = _Lanes()
+        self._lanes = tuple(_Lanes() for _ in Lane)
         self._delayed: list[tuple[float, int, WorkKey]] = []  # heap; entries whose seq is stale are skipped
         self._delay_seq = itertools.count()
         self._processing: set[WorkKey] = set()
+        self._in_flight_of: dict[str, int] = {}  # cluster -> keys of it in `_processing`
         self._failures: dict[WorkKey, int] = {}
         self._changed: asyncio.Future[None] | None = None
         self._idle: asyncio.Future[None] | None = None
@@ -219,56 +248,74 @@ class WorkQueue:
 
     # --- adding ------------------------------------------------------------------------------------------------
 
-    def add(self, key: WorkKey, *, low_priority: bool = False, trigger: object | None = None) -> None:
-        """Queue `key` now; a key already waiting is not queued twice (a normal add promotes a low-priority one)."""
+    def add(
+        self, key: WorkKey, *, lane: Lane | None = None, low_priority: bool = False, trigger: object | None = None
+    ) -> None:
+        """Queue `key` now in `lane` (default `Lane.EDIT`; `low_priority` is short for `Lane.RESYNC`); a key already
+        waiting is not queued twice, and an add in a higher lane promotes it there."""
         if self._shut_down:
             return
+        lane = _lane_of(lane, low_priority)
         now = self.clock.now()
         entry = self._pending.get(key)
         if entry is None:
-            entry = self._pending[key] = _Pending(now, low_priority, deque(maxlen=self.max_triggers))
+            entry = self._pending[key] = _Pending(now, lane, deque(maxlen=self.max_triggers))
             self._remember(entry, trigger)
             self._make_ready(key, entry)
             return
         self._remember(entry, trigger)
         if entry.due is not None:  # delayed: an add makes it ready now
-            entry.low_priority = entry.low_priority and low_priority
+            entry.lane = min(entry.lane, lane)
             entry.due = None
             entry.enqueued_at = now
             self._make_ready(key, entry)
-        elif entry.low_priority and not low_priority:
-            entry.low_priority = False
-            if self._low.remove(key):
-                self._normal.push(key)
+        elif lane < entry.lane:
+            was, entry.lane = entry.lane, lane
+            if self._lanes[was].remove(key):  # else parked in flight: `done` readies it in its new lane
+                self._lanes[lane].push(key)
                 self._notify()
 
     def add_after(
-        self, key: WorkKey, delay: float, *, low_priority: bool = False, trigger: object | None = None
+        self,
+        key: WorkKey,
+        delay: float,
+        *,
+        lane: Lane | None = None,
+        low_priority: bool = False,
+        trigger: object | None = None,
     ) -> None:
         """Queue `key` once `delay` seconds have passed; a key already ready stays ready, the earlier time wins."""
+        lane = _lane_of(lane, low_priority)
         if delay <= 0:
-            self.add(key, low_priority=low_priority, trigger=trigger)
+            self.add(key, lane=lane, trigger=trigger)
             return
         if self._shut_down:
             return
         due = self.clock.now() + delay
         entry = self._pending.get(key)
         if entry is None:
-            entry = self._pending[key] = _Pending(due, low_priority, deque(maxlen=self.max_triggers))
+            entry = self._pending[key] = _Pending(due, lane, deque(maxlen=self.max_triggers))
             self._remember(entry, trigger)
             self._delay(key, entry, due)
             return
         self._remember(entry, trigger)
         if entry.due is not None and due < entry.due:
-            entry.low_priority = entry.low_priority and low_priority
+            entry.lane = min(entry.lane, lane)
             self._delay(key, entry, due)
 
     def add_rate_limited(
-        self, key: WorkKey, *, trigger: object | None = None, floor: float = 0.0, low_priority: bool = False
+        self,
+        key: WorkKey,
+        *,
+        trigger: object | None = None,
+        floor: float = 0.0,
+        lane: Lane | None = None,
+        low_priority: bool = False,
     ) -> None:
         """Queue `key` after its next backoff: `base_delay` doubling per failure up to `max_delay`, at least
         `floor` seconds."""
-        self.add_after(key, max(self.next_backoff(key), floor), trigger=trigger, low_priority=low_priority)
+        lane = _lane_of(lane, low_priority)
+        self.add_after(key, max(self.next_backoff(key), floor), trigger=trigger, lane=lane)
 
     def next_backoff(self, key: WorkKey) -> float:
         """Count one more failure for `key` and return the delay it earns."""
@@ -291,8 +338,8 @@ class WorkQueue:
         for key in keys:
             entry = self._pending.pop(key)
             # a parked key (re-added while in flight) is in no lane: dropping its entry is enough
-            if entry.due is None and not self._normal.remove(key):
-                self._low.remove(key)
+            if entry.due is None:
+                self._lanes[entry.lane].remove(key)
         for key in [key for key in self._failures if key.cluster == cluster]:
             del self._failures[key]
         return len(keys)
@@ -300,18 +347,24 @@ class WorkQueue:
     # --- taking ------------------------------------------------------------------------------------------------
 
     async def get(self) -> WorkItem:
-        """Wait for the next ready key (round-robin across clusters, normal before low priority) and take it."""
+        """Wait for the next ready key (highest lane first, round-robin across clusters within it) and take it."""
         while True:
             if self._shut_down:
                 raise QueueShutDown
             self._release_due()
             if len(self._processing) < self.max_concurrency:
-                key = self._normal.pop()
-                if key is None:
-                    key = self._low.pop()
-                if key is not None:
-                    return self._take(key)
+                taken = self._pop_ready()
+                if taken is not None:
+                    return self._take(*taken)
             await self._wait_for_change()
+
+    def _pop_ready(self) -> tuple[WorkKey, Lane] | None:
+        full = [name for name, count in self._in_flight_of.items() if count >= self.max_per_cluster]
+        for lane in Lane:
+            key = self._lanes[lane].pop(full)
+            if key is not None:
+                return key, lane
+        return None
 
     def done(self, item: WorkItem) -> None:
         """Finish `item`; if its key was re-added meanwhile it becomes ready again."""
@@ -319,9 +372,14 @@ class WorkQueue:
         if key not in self._processing:
             return
         self._processing.discard(key)
+        count = self._in_flight_of[key.cluster] - 1
+        if count:
+            self._in_flight_of[key.cluster] = count
+        else:
+            del self._in_flight_of[key.cluster]
         entry = self._pending.get(key)
         if entry is not None and entry.due is None:
-            (self._low if entry.low_priority else self._normal).push(key)
+            self._lanes[entry.lane].push(key)
         self._notify()
         if not self._processing and self._idle is not None and not self._idle.done():
             self._idle.set_result(None)
@@ -336,8 +394,8 @@ class WorkQueue:
         """
         self._shut_down = True
         self._pending.clear()
-        self._normal.clear()
-        self._low.clear()
+        for lane in self._lanes:
+            lane.clear()
         self._delayed.clear()
         self._notify()
 
@@ -357,19 +415,24 @@ class WorkQueue:
     def __len__(self) -> int:
         """Ready keys in all clusters (not delayed ones, not in-flight ones)."""
         self._release_due()
-        return self._normal.total() + self._low.total()
+        return sum(lane.total() for lane in self._lanes)
 
     def depth(self, cluster: str | None = None) -> int:
         """Ready keys of one cluster (of all clusters when `cluster` is None)."""
         if cluster is None:
             return len(self)
         self._release_due()
-        return self._normal.depth(cluster) + self._low.depth(cluster)
+        return sum(lane.depth(cluster) for lane in self._lanes)
 
     def depths(self) -> dict[str, int]:
         self._release_due()
-        clusters = set(self._normal.by_cluster) | set(self._low.by_cluster)
-        return {cluster: self._normal.depth(cluster) + self._low.depth(cluster) for cluster in sorted(clusters)}
+        clusters = {cluster for lane in self._lanes for cluster in lane.by_cluster}
+        return {cluster: sum(lane.depth(cluster) for lane in self._lanes) for cluster in sorted(clusters)}
+
+    def lane_depths(self) -> dict[str, int]:
+        """Ready keys per lane, by lane name (`EDIT`, `FANOUT`, `RESYNC`)."""
+        self._release_due()
+        return {lane.name: self._lanes[lane].total() for lane in Lane}
 
     @property
     def in_flight(self) -> int:
@@ -389,7 +452,7 @@ class WorkQueue:
     def _make_ready(self, key: WorkKey, entry: _Pending) -> None:
         if key in self._processing:
             return  # parked: `done` makes it ready
-        (self._low if entry.low_priority else self._normal).push(key)
+        self._lanes[entry.lane].push(key)
         self._notify()
 
     def _delay(self, key: WorkKey, entry: _Pending, due: float) -> None:
@@ -420,9 +483,10 @@ class WorkQueue:
             entry.enqueued_at = item[0]
             self._make_ready(key, entry)
 
-    def _take(self, key: WorkKey) -> WorkItem:
+    def _take(self, key: WorkKey, lane: Lane) -> WorkItem:
         entry = self._pending.pop(key)
         self._processing.add(key)
+        self._in_flight_of[key.cluster] = self._in_flight_of.get(key.cluster, 0) + 1
         now = self.clock.now()
         return WorkItem(
             key=key,
@@ -430,6 +494,7 @@ class WorkQueue:
             queue_wait=max(0.0, now - entry.enqueued_at),
             retries=self._failures.get(key, 0),
             triggers=tuple(entry.triggers),
+            lane=lane,
         )
 
     def _notify(self) -> None:
@@ -468,8 +533,8 @@ class Result:
     requeue_after: float | None = None
     error: BaseException | None = None
     retry_floor: float = 0.0
-    """With `error`: the retry waits at least this long, in the low-priority lane when it is above 0 (a failure a
-    watch event heals: the retry is a safety net that must not hold up live work)."""
+    """With `error`: the retry waits at least this long, in the resync lane when it is above 0 (a failure a watch
+    event heals: the retry is a safety net that must not hold up live work)."""
 
 
 class TerminalError(Exception):
@@ -524,12 +589,13 @@ async def _handle(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Resu
     except Exception as exc:  # a worker survives any reconcile failure: logged, then retried with backoff
         log.warning("reconcile of %s failed (retry %d)", key, item.retries + 1, exc_info=True)
         # a server that said when to come back (429/503 with Retry-After) is not asked again before then
-        queue.add_rate_limited(key, floor=retry_after_of(exc, queue.max_delay))
+        queue.add_rate_limited(key, floor=retry_after_of(exc, queue.max_delay), lane=item.lane)
         return
     if result is not None and result.error is not None:
         log.info("reconcile of %s returned an error (retry %d): %s", key, item.retries + 1, result.error)
-        queue.add_rate_limited(key, floor=result.retry_floor, low_priority=result.retry_floor > 0)
+        lane = Lane.RESYNC if result.retry_floor > 0 else item.lane
+        queue.add_rate_limited(key, floor=result.retry_floor, lane=lane)
         return
     queue.forget(key)
     if result is not None and result.requeue_after is not None:
-        queue.add_after(key, result.requeue_after)
+        queue.add_after(key, result.requeue_after, lane=item.lane)

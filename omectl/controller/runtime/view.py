@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
-from omectl.controller.runtime.queue import WorkKey
+from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.kube.client import ClusterClient
 
 EventType = Literal["Normal", "Warning"]
@@ -28,8 +28,10 @@ class ClusterView(Protocol):
     @property
     def client(self) -> ClusterClient: ...
 
-    def enqueue(self, key: WorkKey, *, low_priority: bool = False, trigger: object | None = None) -> None:
-        """Queue work (`WorkQueue.add`)."""
+    def enqueue(
+        self, key: WorkKey, *, lane: Lane | None = None, low_priority: bool = False, trigger: object | None = None
+    ) -> None:
+        """Queue work (`WorkQueue.add`): `lane` says how urgent it is (default `Lane.EDIT`)."""
         ...
 
     def record_event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
@@ -52,8 +54,10 @@ class DomainView:
     def client(self) -> ClusterClient:
         return self.cluster.client
 
-    def enqueue(self, key: WorkKey, *, low_priority: bool = False, trigger: object | None = None) -> None:
-        self.cluster.enqueue(key, low_priority=low_priority, trigger=trigger)
+    def enqueue(
+        self, key: WorkKey, *, lane: Lane | None = None, low_priority: bool = False, trigger: object | None = None
+    ) -> None:
+        self.cluster.enqueue(key, lane=lane, low_priority=low_priority, trigger=trigger)
 
     def record_event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         self.cluster.record_event(obj, type_, reason, message)
