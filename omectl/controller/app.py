@@ -355,7 +355,7 @@ class ControllerApp:
         self.provider.registry_listeners.append(self._registry_changed)
         if self.status_server is not None:
             await self.status_server.start()
-        self._tasks.append(asyncio.create_task(LoopLagMonitor(self.metrics.observe_loop_lag).run(), name="loop-lag"))
+        self._tasks.spawn(LoopLagMonitor(self.metrics.observe_loop_lag).run(), "loop-lag")
         coordinator.report_refusals = False  # decided below: one line each, or the reason to exit
         if self.settings.ha:  # listening before joining: the membership Lease advertises the webhook URL at once
             await self._start_webhook_server()
