@@ -13,10 +13,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from omectl.core.layering import copy_json
 from omectl.core.ome.merge import (
     LIST_MERGE_KEYS,
     MergeResult,
-    copy_json,
     leaf_paths,
     merge_chain,
     merge_layer,
