@@ -56,7 +56,10 @@ ItemCombine = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 @dataclass(frozen=True)
 class KeyedList:
-    """How the items of a list under one field name meet: by `key`, merged (no `combine`) or replaced."""
+    """How the items of a list under one field name meet: by `key`, merged (no `combine`) or replaced.
+
+    `combine` returns an item with the upper item's fields (their values may come from the lower item): the
+    provenance names the upper item's layer for each of its leaves."""
 
     key: str
     combine: ItemCombine | None = None
@@ -268,23 +271,29 @@ def _merge_list(
     if not child:
         return parent
     rule = rules.get(field or "")  # pragma: no mutate (no field is named "" or "XXXX")
-    if rule is not None and rule.combine is not None:
-        return _replace_items(parent, child, rule, rule.combine, field, path, rules, rec)
-    if rule is not None and all(isinstance(item, Mapping) for item in child):
+    if rule is not None and (rule.combine is not None or all(isinstance(item, Mapping) for item in child)):
         if type(parent) is list and all(type(item) is dict for item in parent):
-            return _merge_keyed(parent, child, rule.key, path, rules, rec)
+            return _merge_items(parent, child, rule, path, rules, rec)
         if parent is not _MISSING:
             if not _has_value(child, field, rules):
                 return parent
             if rec is not None:
                 rec.drop(parent, None, path, rules)  # a scalar, an object or a list of scalars: no keyed items
-        merged_list = _merge_keyed(_EMPTY_LIST, child, rule.key, path, rules, rec)
+        merged_list = _merge_items(_EMPTY_LIST, child, rule, path, rules, rec)
         return parent if merged_list is _EMPTY_LIST else merged_list
     if rec is not None:
         if parent is not _MISSING:
             rec.drop(parent, field, path, rules)
         rec.set(path)
     return copy_json(child)
+
+
+def _merge_items(
+    parent: list[Any], child: Sequence[Any], rule: KeyedList, path: str, rules: ListRules, rec: Recorder | None
+) -> list[Any]:
+    if rule.combine is None:
+        return _merge_keyed(parent, child, rule.key, path, rules, rec)
+    return _replace_keyed(parent, child, rule.key, rule.combine, path, rec)
 
 
 def _merge_object(
@@ -346,38 +355,27 @@ def _merge_keyed(
     return parent if merged is None else merged
 
 
-def _replace_items(
-    parent: Any,
-    child: Sequence[Any],
-    rule: KeyedList,
-    combine: ItemCombine,
-    field: str | None,
-    path: str,
-    rules: ListRules,
-    rec: Recorder | None,
-) -> Any:
-    """`parent` with `child`'s named items laid in by `rule.key`, each replacing the lower item of its name."""
-    named = [item for item in child if _replaced_item_name(item, rule.key)]
-    if not named:
-        return parent
-    if type(parent) is list:
-        # a list under this field was made here: its items are dicts with distinct names
-        merged = list(parent)
-    else:
-        if rec is not None:
-            rec.drop(parent, field, path, rules)  # a scalar, an object, or nothing
-        merged = []
-    positions = {existing[rule.key]: index for index, existing in enumerate(merged)}
-    for item in named:
-        name = item[rule.key]
+def _replace_keyed(
+    parent: list[Any], child: Sequence[Any], key: str, combine: ItemCombine, path: str, rec: Recorder | None
+) -> list[Any]:
+    """`parent` with `child`'s named items laid in by `key`, each replacing the lower item of its name: `parent`
+    itself when `child` names none, else a new list."""
+    merged: list[Any] | None = None
+    # a list under a replaced-items field was made here: its items are dicts with distinct names
+    positions = {existing[key]: index for index, existing in enumerate(parent)}
+    for item in child:
+        name = _replaced_item_name(item, key)
+        if not name:
+            continue
+        if merged is None:
+            merged = list(parent)
         entry = copy_json(item)
         position = positions.get(name)
         if rec is not None:
-            lower = _MISSING if position is None else merged[position]
-            rec.replace_item(lower, entry, _item_path(path, rule.key, name))
+            rec.replace_item(_MISSING if position is None else merged[position], entry, _item_path(path, key, name))
         if position is None:
             positions[name] = len(merged)
             merged.append(entry)
         else:
             merged[position] = combine(merged[position], entry)
-    return merged
+    return parent if merged is None else merged
