@@ -13,10 +13,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from omectl.core.layering import copy_json
 from omectl.core.ome.merge import (
     LIST_MERGE_KEYS,
     MergeResult,
-    copy_json,
     leaf_paths,
     merge_chain,
     merge_layer,
@@ -322,6 +322,12 @@ MERGE_TABLE: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = 
         {"engineConfig": {"affinity": "none", "hostname": {"from": "pod"}}},
     ),
     (
+        "a keyed list replaces a value of another shape, its items read for values field by field",
+        {"engineConfig": {"containers": "none"}},
+        {"engineConfig": {"containers": [{"args": ["serve"], "name": "main"}]}},
+        {"engineConfig": {"containers": [{"args": ["serve"], "name": "main"}]}},
+    ),
+    (
         "explicit false and 0 override",
         {"disabled": True, "engineConfig": {"minReplicas": 3, "hostIPC": True, "runner": {"name": "r", "tty": True}}},
         {
@@ -473,6 +479,7 @@ def test_leaf_paths_syntax() -> None:
     spec = {
         "engineConfig": {
             "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+            "initContainers": [{"name": "fetch", "args": ["--to", "/models"], "env": [{"name": "B", "value": "2"}]}],
             "runner": {
                 "command": ["a", "b"],
                 "resources": {"requests": {"nvidia.com/gpu": "1"}},
@@ -485,6 +492,10 @@ def test_leaf_paths_syntax() -> None:
     assert leaf_paths(spec) == {
         "engineConfig.volumes[name=dshm].name": "dshm",
         "engineConfig.volumes[name=dshm].emptyDir.medium": "Memory",
+        "engineConfig.initContainers[name=fetch].name": "fetch",
+        "engineConfig.initContainers[name=fetch].args": ["--to", "/models"],
+        "engineConfig.initContainers[name=fetch].env[name=B].name": "B",
+        "engineConfig.initContainers[name=fetch].env[name=B].value": "2",
         "engineConfig.runner.command": ["a", "b"],
         'engineConfig.runner.resources.requests["nvidia.com/gpu"]': "1",
         "engineConfig.runner.ports[containerPort=8080].containerPort": 8080,

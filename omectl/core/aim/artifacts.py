@@ -52,9 +52,9 @@ from omectl.core.aim.consumers import (
     uid_of,
 )
 from omectl.core.aim.env import CACHE_MOUNT_PATH, DOWNLOADER_PROTOCOL, INFERENCE_CACHE_PATH, download_job_env
-from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.jsonish import as_mapping
+from omectl.core.layering import copy_json
 
 DEFAULT_DOWNLOAD_IMAGE: Final = "ghcr.io/silogen/aim-artifact-downloader:0.2.0"
 DEFAULT_HEADROOM_PERCENT: Final = 10

@@ -42,9 +42,9 @@ from omectl.core.aim.consumers import (
     text,
 )
 from omectl.core.aim.env import merge_env
-from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import SERVICE_LABEL, name_of, namespace_of
 from omectl.core.jsonish import as_list, as_mapping
+from omectl.core.layering import copy_json
 
 PROFILE_LABEL: Final = "aim.eai.amd.com/profile"
 CACHE_COMPONENT: Final = "profile-cache"

@@ -66,10 +66,10 @@ from omectl.core.aim.consumers import (
     text,
 )
 from omectl.core.aim.env import env_var, merge_env
-from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.aim.resolution import DEFAULT_OPERATOR_NAMESPACE
 from omectl.core.jsonish import as_list, as_mapping
+from omectl.core.layering import copy_json
 
 RESULT_KEY: Final = "profiles.yaml"
 """The ConfigMap key holding the discovery result."""

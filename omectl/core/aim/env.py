@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from omectl.core.aim.engine_args import ENGINE_ARGS, merge_engine_args
-from omectl.core.aim.layers import copy_json
 from omectl.core.jsonish import as_mapping
+from omectl.core.layering import copy_json
 
 DOWNLOADER_PROTOCOL: Final = "AIM_DOWNLOADER_PROTOCOL"
 DEFAULT_DOWNLOADER_PROTOCOL: Final = "XET,HF_TRANSFER"

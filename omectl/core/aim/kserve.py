@@ -31,9 +31,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from omectl.core.aim.env import INFERENCE_CACHE_PATH, inference_env
-from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import child_labels, name_of, namespace_of, owner_reference
 from omectl.core.jsonish import as_mapping
+from omectl.core.layering import copy_json
 
 KSERVE_API_VERSION: Final = "serving.kserve.io/v1beta1"
 INFERENCE_SERVICE_KIND: Final = "InferenceService"

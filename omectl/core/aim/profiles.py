@@ -26,8 +26,8 @@ from omectl.core.aim.consumers import (
     spec_of,
     text,
 )
-from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.layering import copy_json
 
 DERIVED_FIELDS: Final = (
     "profileId",

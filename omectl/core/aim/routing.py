@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from omectl.core.aim.durations import gateway_duration, validate_duration
-from omectl.core.aim.layers import copy_json, merge_config
+from omectl.core.aim.layers import merge_config
 from omectl.core.aim.meta import child_labels, name_of, namespace_of, owner_reference
 from omectl.core.aim.paths import PATH_TEMPLATE_INVALID, PathTemplateError, service_path
+from omectl.core.layering import copy_json
 
 __all__ = [
     "GATEWAY_NOT_CONFIGURED",

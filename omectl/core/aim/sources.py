@@ -22,8 +22,8 @@ from omectl.core.aim.consumers import (
     spec_of,
     text,
 )
-from omectl.core.aim.layers import copy_json
 from omectl.core.aim.meta import name_of
+from omectl.core.layering import copy_json
 
 
 def cluster_models_for(source: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

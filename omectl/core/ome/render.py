@@ -49,7 +49,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from omectl.core.jsonish import as_mapping
-from omectl.core.ome.merge import copy_json, merge_spec
+from omectl.core.layering import copy_json
+from omectl.core.ome.merge import merge_spec
 from omectl.core.ome.placeholders import PlaceholderError, fill_in_value
 from omectl.core.ome.runtimes import RUNTIME_KINDS
 

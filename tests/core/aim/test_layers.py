@@ -146,6 +146,15 @@ def test_env_of_only_nameless_entries_is_unset() -> None:
     assert merge_config({}, {"env": [{"value": "x"}]}) == {}
 
 
+def test_an_object_holding_only_an_env_of_nameless_entries_is_unset() -> None:
+    merged = merge_layers(
+        [(CLUSTER, {"labelPropagation": "x"}), (NAMESPACE, {"labelPropagation": {"env": [{"value": "1"}, "y"]}})]
+    )
+    assert merged.config == {"labelPropagation": "x"}
+    assert merged.provenance == {"labelPropagation": CLUSTER}
+    assert merge_config({}, {"routing": {"env": [{"value": "1"}]}}) == {}
+
+
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
@@ -244,6 +253,21 @@ def test_an_env_entry_replaced_whole_drops_the_lower_leaves() -> None:
         "env[name=T].valueFrom.secretKeyRef.name": NAMESPACE,
         "env[name=T].valueFrom.secretKeyRef.key": NAMESPACE,
     }
+
+
+def test_a_leaf_an_upper_layer_sets_again_moves_to_the_end_of_the_provenance() -> None:
+    merged = merge_layers(
+        [
+            (CLUSTER, {"routing": {"enabled": True, "pathTemplate": "/a"}, "env": [{"name": "A", "value": "1"}]}),
+            (NAMESPACE, {"routing": {"enabled": False}, "env": [{"name": "A", "value": "2"}]}),
+        ]
+    )
+    assert list(merged.provenance.items()) == [
+        ("routing.pathTemplate", CLUSTER),
+        ("routing.enabled", NAMESPACE),
+        ("env[name=A].name", NAMESPACE),
+        ("env[name=A].value", NAMESPACE),
+    ]
 
 
 def test_a_scalar_over_an_object_drops_the_object_leaves() -> None:
