@@ -18,7 +18,8 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("kubectl")]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def wait_for_file(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+def wait_for_file(path: Path, proc: subprocess.Popen[str], timeout: float = 180) -> None:
+    # a deadline for start-up, not a figure: on two loaded cores with coverage it has taken over a minute
     deadline = time.monotonic() + timeout
     while not path.exists():
         if proc.poll() is not None:
