@@ -721,3 +721,80 @@ class AIMClusterModelSource(_AIMResource):
     """Kind of the object."""
     spec: AIMClusterModelSourceSpec | None = None
     status: AIMClusterModelSourceStatus | None = None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Legacy template path (v1alpha1 only): served, not yet reconciled
+
+TEMPLATE_CACHE_VERSIONS: Final = (V1ALPHA1,)
+"""The versions an AIMTemplateCache is served in (upstream's legacy kind, v1alpha1 only)."""
+MODEL_ID_PATTERN: Final = r"^[a-zA-Z0-9_-]+/[a-zA-Z0-9._-]+$"
+LEGACY_SOURCE_URI_PATTERN: Final = r"^(hf|s3)://[^ \t\r\n]+$"
+
+
+class AimLocalObjectReference(ome.LocalObjectReference):
+    """A reference to a Secret in the same namespace; its CRD schema is Kubernetes' LocalObjectReference."""
+
+    model_config = ome.k8s_model(ome.CORE + "LocalObjectReference")
+
+
+class LegacyModelSource(_Object):
+    """One set of model files a template cache downloads (upstream's v1alpha1 model source: no name, keyed by
+    modelId)."""
+
+    model_id: str = Field(pattern=MODEL_ID_PATTERN)
+    """Model id the inference container knows the files by, `<org>/<name>`."""
+    source_uri: str = Field(pattern=LEGACY_SOURCE_URI_PATTERN)
+    """Where the files are: hf://<repo> or s3://<bucket>/<prefix>."""
+    size: Quantity
+    """Size of the files, a quantity such as 65Gi."""
+    env: EnvList
+    """Environment of the download Job for this source."""
+
+    @field_validator("size")
+    @classmethod
+    def _quantity(cls, value: IntOrString | None) -> IntOrString | None:
+        return _check_quantity(value)
+
+
+class AIMTemplateCacheSpec(_Object):
+    """The cached model files of one service template (the legacy counterpart of AIMProfileCache)."""
+
+    template_name: str = Field(min_length=1)
+    """The AIMServiceTemplate or AIMClusterServiceTemplate whose model sources are cached."""
+    template_scope: Literal["Namespace", "Cluster", "Unknown"]
+    """Namespace (a template in the cache's namespace) or Cluster (a cluster template)."""
+    mode: Literal["Dedicated", "Shared"] = ome.crd_default("Shared")
+    """Shared caches may serve several services; Dedicated ones belong to one."""
+    runtime_config_name: str | None = None
+    """Name of the runtime config (downloader env, storage defaults)."""
+    storage_class_name: str | None = None
+    """Storage class of the cache's PVCs."""
+    env: EnvList
+    """Environment of the download Jobs."""
+    model_sources: list[LegacyModelSource] | None = None
+    """The files to cache; the template's when unset."""
+    download_image: str | None = None
+    """Image of the download Jobs."""
+    image_pull_secrets: list[AimLocalObjectReference] | None = None
+    """Secrets for pulling the download image."""
+
+
+class AIMTemplateCacheStatus(ConsumerStatus):
+    """Observed state of a template cache."""
+
+    status: Literal["Pending", "Progressing", "Ready", "Failed", "Degraded", "NotAvailable"] | None = None
+    """The cache's overall state."""
+    resolved_template_kind: str | None = None
+    """AIMServiceTemplate or AIMClusterServiceTemplate."""
+    artifacts: dict[str, Any] | None = None
+    """The cache's artifacts by model id."""
+
+
+class AIMTemplateCache(_AIMResource):
+    """Upstream's legacy (v1alpha1) cache of a service template's model files. Served, not yet reconciled."""
+
+    kind: str | None = "AIMTemplateCache"
+    """Kind of the object."""
+    spec: AIMTemplateCacheSpec | None = None
+    status: AIMTemplateCacheStatus | None = None

@@ -314,6 +314,15 @@ _AIM_SOURCE_COLUMNS: Final = (
 )
 
 
+_AIM_TEMPLATE_CACHE_COLUMNS: Final = (
+    _column("Template", "string", ".spec.templateName"),
+    _column("Mode", "string", ".spec.mode"),
+    _AIM_STATUS,
+    _column("Kind", "string", ".status.resolvedTemplateKind"),
+    _AGE,
+)
+
+
 _AIM_V1ALPHA2_KINDS: Final[
     tuple[tuple[type[ome.Resource], Literal["Namespaced", "Cluster"], tuple[dict[str, Any], ...], tuple[str, ...]], ...]
 ] = (
@@ -412,6 +421,17 @@ CRDS: Final = (
             categories=_AIM_CATEGORIES,
         )
         for model, scope, columns, short in _AIM_V1ALPHA2_KINDS
+    ),
+    CRDDefinition(
+        aim.AIMTemplateCache,
+        "AIMTemplateCache",
+        "aimtemplatecaches",
+        "Namespaced",
+        _AIM_TEMPLATE_CACHE_COLUMNS,
+        ("aimtc",),
+        group=aim.GROUP,
+        versions=aim.TEMPLATE_CACHE_VERSIONS,
+        categories=_AIM_CATEGORIES,
     ),
 )
 

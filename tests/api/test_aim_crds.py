@@ -43,7 +43,7 @@ SCENARIOS = (
 
 AIM_CRDS = tuple(d for d in crdgen.CRDS if d.group == aim.GROUP)
 CLUSTER_CONFIG, NS_CONFIG, SERVICE = AIM_CRDS[:3]
-V1ALPHA2_CRDS = AIM_CRDS[3:]
+V1ALPHA2_CRDS = tuple(d for d in AIM_CRDS[3:] if aim.V1ALPHA2 in d.versions)
 LAYERED = (
     "storage",
     "routing",
@@ -117,6 +117,7 @@ def test_generator_knows_the_aim_crds_by_file_name() -> None:
         "aim.eai.amd.com_aimprofilecaches.yaml",
         "aim.eai.amd.com_aimartifacts.yaml",
         "aim.eai.amd.com_aimclustermodelsources.yaml",
+        "aim.eai.amd.com_aimtemplatecaches.yaml",
     ]
     assert {p.name for p in CRD_DIR.glob("*.yaml")} == {d.file_name for d in crdgen.CRDS}
 
@@ -176,13 +177,23 @@ def test_the_two_config_kinds_share_one_schema() -> None:
     assert cluster["properties"]["status"] == namespaced["properties"]["status"]
 
 
+UNLAYERED_DEFAULTS: dict[tuple[str, str], str] = {
+    ("AIMTemplateCache", ".spec.mode"): "upstream's default (Shared); a cache's mode is no runtime-config layer",
+    ("AIMTemplateCache", ".spec.imagePullSecrets[*].name"): "Kubernetes' own LocalObjectReference default",
+}
+"""Schema defaults on fields no runtime-config layering reads, and why they are there."""
+
+
 @pytest.mark.parametrize("definition", AIM_CRDS, ids=lambda d: d.kind)
 def test_no_schema_default_anywhere_in_the_aim_crds(definition: crdgen.CRDDefinition) -> None:
     """No layered field has a schema default. The only defaults are Kubernetes' own inside an env var's
     `valueFrom` (its key references' `name: ""`, `optional: false`, as upstream's CRDs have them): an env var is
-    layered whole, by name, so they never mask a lower layer."""
+    layered whole, by name, so they never mask a lower layer; and those of `UNLAYERED_DEFAULTS`."""
     schema = aim_crd(definition)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     defaulted = [path for path, node in schema_nodes(schema) if "default" in node]
+    unlayered = {path for kind, path in UNLAYERED_DEFAULTS if kind == definition.kind}
+    assert sorted(unlayered - set(defaulted)) == [], "listed in UNLAYERED_DEFAULTS but not defaulted"
+    defaulted = [path for path in defaulted if path not in unlayered]
     assert [path for path in defaulted if ".valueFrom." not in path] == []
     assert all(path.rsplit(".", 1)[-1] in ("name", "optional") for path in defaulted)
 

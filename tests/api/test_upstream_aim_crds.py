@@ -33,7 +33,6 @@ NOT_YET_SERVED: dict[str, str] = {
     "AIMClusterModelSource": "served at v1alpha2 only (the v1alpha1 path is issue 18)",
     "AIMServiceTemplate": "not served (legacy template path, issue 18)",
     "AIMClusterServiceTemplate": "not served (legacy template path, issue 18)",
-    "AIMTemplateCache": "not served (legacy template path, issue 18)",
 }
 """Upstream's kinds with no v1alpha1 schema of ours yet, and why."""
 
@@ -159,3 +158,22 @@ def test_upstream_rules_on_the_kinds_we_serve_at_v1alpha2_only_are_ours_there() 
     our_model = rules(ours["AIMService"], aim.V1ALPHA2, ".spec.model")
     assert our_model[1] == upstream_model[1] == ("self == oldSelf", "model selection is immutable after creation")
     assert upstream_model[0][0].replace(" + (has(self.custom) ? 1 : 0)", "").replace("\n", " ") == our_model[0][0]
+
+
+@pytest.mark.parametrize("kind", ["AIMTemplateCache"])
+def test_a_legacy_kind_has_upstreams_names_scope_printer_columns_and_status_subresource(kind: str) -> None:
+    """A kind upstream serves at v1alpha1 only is served here as upstream serves it: same names (plural, short
+    names, categories), scope, printer columns and a status subresource, at v1alpha1 only."""
+    upstream = upstream_crds()[kind]
+    ours = crdgen.build_crd(served_v1alpha1()[kind])
+    assert ours["spec"]["names"] == upstream["spec"]["names"]
+    assert ours["spec"]["scope"] == upstream["spec"]["scope"]
+    assert [v["name"] for v in ours["spec"]["versions"]] == [aim.V1ALPHA1]
+    (our_version,) = ours["spec"]["versions"]
+    (upstream_version,) = upstream["spec"]["versions"]
+    assert our_version["subresources"] == upstream_version["subresources"] == {"status": {}}
+
+    def columns(version: dict[str, Any]) -> list[tuple[str, str, str]]:
+        return [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
+
+    assert columns(our_version) == columns(upstream_version)

@@ -398,3 +398,41 @@ def test_engine_args_of_the_cluster_config_namespace_config_and_service_deep_mer
         '"tensor-parallel-size":2}'
     ]
     until(lambda: engine_args_of_the_inference_service() == want, f"AIM_ENGINE_ARGS {want}")
+
+
+# --- AIMTemplateCache: upstream's legacy kind, served at v1alpha1 (not yet reconciled) ------------------------
+
+
+def test_upstreams_template_cache_sample_applies_at_v1alpha1_and_is_stored_as_upstream_would(env: Env) -> None:
+    """The scaffold's empty `spec:` is null, which kube-apiserver prunes from a non-nullable field: stored with no
+    spec, everything else as written."""
+    doc = upstream_doc("config/samples/aim_v1alpha1_aimtemplatecache.yaml")
+    assert (doc["apiVersion"], doc["spec"]) == (V1, None)
+    env.apply(namespace("legacy-cache"))
+    env.k("apply", "-n", "legacy-cache", "-f", "-", stdin=yaml.safe_dump(doc))
+    stored = env.get("aimtemplatecaches", doc["metadata"]["name"], "legacy-cache")
+    assert stored is not None
+    assert stored["apiVersion"] == V1 and "spec" not in stored
+    assert stored["metadata"]["labels"] == doc["metadata"]["labels"]
+
+
+def test_a_template_cache_gets_upstreams_default_mode_and_its_patterns(env: Env) -> None:
+    env.apply(namespace("legacy-cache-2"))
+    spec = {
+        "templateName": "qwen-mi300x",
+        "templateScope": "Namespace",
+        "modelSources": [{"modelId": "Qwen/Qwen3-32B", "sourceUri": "hf://Qwen/Qwen3-32B", "size": "65Gi"}],
+    }
+    cache = {"apiVersion": V1, "kind": "AIMTemplateCache", "metadata": {"name": "tc", "namespace": "legacy-cache-2"}}
+    env.apply({**cache, "spec": spec})
+    stored = env.get("aimtemplatecaches", "tc", "legacy-cache-2")
+    assert stored is not None and stored["spec"] == {**spec, "mode": "Shared"}
+    bad = {**spec, "modelSources": [{"modelId": "no-slash", "sourceUri": "ftp://x"}]}
+    refused = env.run(
+        "apply",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump({**cache, "metadata": {**cache["metadata"], "name": "tc-bad"}, "spec": bad}),
+    )
+    assert refused.returncode != 0
+    assert "spec.modelSources[0].modelId" in refused.stderr and "spec.modelSources[0].sourceUri" in refused.stderr
