@@ -6,7 +6,8 @@ phase and a final table, writes `benchmarks/results/embedded_server.json` and re
 `benchmarks/README.md`; then (`--real auto`, the default, when `make envtest` has built them) the same phases
 against a real kube-apiserver + etcd from `dev up --real`, so each figure has the real server's beside it.
 `--quick` runs small counts (the smoke test), `--profile` runs the create phase
-against a server in this process under cProfile and prints its hot spots.
+against a server in this process under cProfile and prints its hot spots. The results JSON goes to `--out`, or
+without it to the committed file only on a run that rewrites the README (not `--quick`, `--no-readme`, `--profile`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from benchmarks.common import (
     units_of,
     write_results,
 )
+from benchmarks.output import not_written_note, results_path
 
 DEFAULT_OUT = RESULTS_DIR / "embedded_server.json"
 README_BEGIN = "<!-- embedded-server:begin -->"
@@ -962,7 +964,9 @@ def main(argv: list[str] | None = None) -> int:
     description = __doc__.split("\n")[0]
     parser = argparse.ArgumentParser(prog="python -m benchmarks.embedded_server", description=description)
     parser.add_argument("--quick", action="store_true", help="small counts (smoke test); README untouched")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results JSON (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--out", type=Path, help=f"results JSON (default: {DEFAULT_OUT}, on a run that rewrites the README only)"
+    )
     parser.add_argument(
         "--client-procs",
         type=int,
@@ -986,8 +990,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     results = run_benchmark(sizes, args.client_procs, args.quick, real)
     print("\n" + format_table(results), flush=True)
-    write_results(args.out, results)
-    if not args.quick and not args.no_readme:
+    rewrites_readme = not args.quick and not args.no_readme
+    out = results_path(args.out, DEFAULT_OUT, rewrites_readme=rewrites_readme)
+    if out is None:
+        print(not_written_note(), flush=True)
+    else:
+        write_results(out, results)
+    if rewrites_readme:
         if rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=False):
             print(f"table rewritten in {README}", flush=True)
         else:

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -338,27 +338,36 @@ class WriteRecorder:
             self.writes.setdefault((cluster, meta["namespace"], meta["name"]), {})["status"] = copy.deepcopy(body)
 
     @contextlib.contextmanager
-    def recording(self) -> Any:
-        """Record while the block runs (the controller's `ClusterClient` methods wrapped, then restored)."""
-        apply_bytes, request = ClusterClient.apply_bytes, ClusterClient.request
+    def recording(self, clients: Iterable[ClusterClient]) -> Any:
+        """Record while the block runs: each of the controller's clients' `request_bytes` wrapped, then restored.
+        Every call of a client goes through it (omectl/kube/client.py), and per instance, since the shard guard
+        already wraps it there (omectl/fleet/sharding.py)."""
         recorder = self
+        wrapped: list[tuple[ClusterClient, bool, Any]] = []
+        for client in clients:
+            send = client.request_bytes
 
-        async def recorded_apply(client: ClusterClient, ref: Any, body: Mapping[str, Any], **kwargs: Any) -> bytes:
-            recorder._applied(client.name, ref.kind, body)
-            return await apply_bytes(client, ref, body, **kwargs)
+            async def recorded(
+                method: str, path: str, *, _send: Any = send, _client: ClusterClient = client, **kwargs: Any
+            ) -> bytes:
+                if method.upper() == "PUT":
+                    recorder._status(_client.name, path, kwargs.get("body"))
+                elif method.upper() == "PATCH" and kwargs.get("content_type") == APPLY:
+                    body = kwargs.get("body")
+                    if isinstance(body, Mapping) and "kind" in body:
+                        recorder._applied(_client.name, str(body["kind"]), body)
+                return await _send(method, path, **kwargs)  # type: ignore[no-any-return]
 
-        async def recorded_request(client: ClusterClient, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-            if method.upper() == "PUT":
-                recorder._status(client.name, path, kwargs.get("body"))
-            return await request(client, method, path, **kwargs)
-
-        ClusterClient.apply_bytes = recorded_apply  # type: ignore[method-assign]
-        ClusterClient.request = recorded_request  # type: ignore[method-assign]
+            wrapped.append((client, "request_bytes" in vars(client), send))
+            setattr(client, "request_bytes", recorded)  # noqa: B010 - an instance attribute shadowing the method
         try:
             yield self
         finally:
-            ClusterClient.apply_bytes = apply_bytes  # type: ignore[method-assign]
-            ClusterClient.request = request  # type: ignore[method-assign]
+            for client, had_own, send in wrapped:
+                if had_own:
+                    setattr(client, "request_bytes", send)  # noqa: B010
+                else:
+                    delattr(client, "request_bytes")
 
 
 def with_runner_image(body: Mapping[str, Any], image: str) -> dict[str, Any]:
@@ -592,7 +601,7 @@ class Bench:
             # The controller starts on the empty fleet and sees every object arrive by watch (as fleet_convergence).
             await app.wait_synced(sizes.phase_deadline_s)
             rollout = Rollout(app, isvcs)
-            with self.recorder.recording():
+            with self.recorder.recording(c.client for c in app.controller.clusters.values()):
                 await self._phase_render(app, rollout, isvcs)
                 edits = [await self._phase_edit(app, rollout, index) for index in range(len(EDIT_IMAGES))]
         finally:

@@ -10,7 +10,8 @@ image (every child is re-resolved, no status changes), timing each until every c
 measures the memory of an `ObjectCache` of served runtimes with tracemalloc. It prints progress and a final
 table, writes `benchmarks/results/fleet_convergence.json` and rewrites its table in `benchmarks/README.md`.
 `--quick` runs small counts (the smoke test) and leaves the README alone; `--profile` runs the controller under
-cProfile during the delete and re-create phases and prints its hot spots.
+cProfile during the delete and re-create phases and prints its hot spots. The results JSON goes to `--out`, or
+without it to the committed file only on a run that rewrites the README (not `--quick`, `--no-readme`, `--profile`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from benchmarks.common import (
     units_of,
     write_results,
 )
+from benchmarks.output import not_written_note, results_path
 from benchmarks.resolver import API_VERSION, PROFILE_NAME, child_spec, profile_spec
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
@@ -826,7 +828,9 @@ def markdown_table(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fleet_convergence", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small counts (the smoke test); the README is untouched")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results JSON (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--out", type=Path, help=f"results JSON (default: {DEFAULT_OUT}, on a run that rewrites the README only)"
+    )
     parser.add_argument(
         "--raw-clients", type=int, default=RAW_CLIENTS, help=f"concurrent raw status writers (default {RAW_CLIENTS})"
     )
@@ -837,8 +841,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run_benchmark(QUICK if args.quick else FULL, args.quick, args.raw_clients, args.profile)
     print("\n" + format_table(results), flush=True)
-    write_results(args.out, results)
-    if not args.quick and not args.no_readme and not args.profile:
+    rewrites_readme = not args.quick and not args.no_readme and not args.profile
+    out = results_path(args.out, DEFAULT_OUT, rewrites_readme=rewrites_readme)
+    if out is None:
+        print(not_written_note(), flush=True)
+    else:
+        write_results(out, results)
+    if rewrites_readme:
         rewrite_readme_section(README, markdown_table(results), README_BEGIN, README_END, append_missing=True)
         print(f"table rewritten in {README}", flush=True)
     return 0

@@ -1091,7 +1091,8 @@ def missed_targets(results: dict[str, Any]) -> list[str]:
 README_INTRO = """## Fleet scale (1, 4 and 10 clusters; a kopf peer)
 
 ```sh
-.venv/bin/python -m benchmarks.fleet_scale                              # the full run; rewrites this section + PNG
+make bench-fleet                                                        # 1, 4, 10, 20 clusters (20-30 min)
+.venv/bin/python -m benchmarks.fleet_scale                              # 1, 4, 10; rewrites this section + PNG
 .venv/bin/python -m benchmarks.fleet_scale --quick --out /tmp/s.json    # tiny counts on 1 and 2 clusters
 .venv/bin/python -m benchmarks.fleet_scale --sizes 1,4 --no-readme      # chosen fleet sizes, README untouched
 ```

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import enum
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -12,13 +13,21 @@ from omectl.kube.errors import Conflict, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ResourceRef
 
-__all__ = ["StatusMutation", "apply_merge_patch", "patch_status_merge", "write_status"]
+__all__ = ["StatusMutation", "StatusWrite", "apply_merge_patch", "patch_status_merge", "write_status"]
 
 log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
 
 StatusMutation = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+class StatusWrite(enum.Enum):
+    """What `write_status` did. Not the written object: no caller reads it, so its answer is never decoded."""
+
+    WRITTEN = "written"
+    UNCHANGED = "unchanged"  # `mutate` wanted no change: nothing was sent
+    ABSENT = "absent"  # the object does not exist
 
 
 def _scoped(resource: ResourceRef, namespace: str | None) -> str | None:
@@ -35,7 +44,7 @@ async def write_status(
     field_manager: str = FIELD_MANAGER,
     max_retries: int = 5,
     cached: Mapping[str, Any] | None = None,
-) -> dict[str, Any] | None:
+) -> StatusWrite:
     """Replace the status of one object with `mutate(live)`, guarded by the live resourceVersion.
 
     With `cached` (the informer's copy), the first attempt writes against it without a GET; a 409 then means the
@@ -43,8 +52,8 @@ async def write_status(
 
     `mutate` gets a fresh copy of the live object and returns the status it should have, or None to leave it alone.
     A status equal to the live one sends no write. On 409 Conflict the object is read again and `mutate` runs
-    again, at most `max_retries` times, then the conflict is raised. Returns the object as written (or the live
-    object when nothing needed writing), and None when the object does not exist.
+    again, at most `max_retries` times, then the conflict is raised. Returns what was done; the server's answer
+    (the whole object) is not decoded.
     """
     namespace = _scoped(resource, namespace)
     object_path = resource.path(namespace, name)
@@ -56,21 +65,23 @@ async def write_status(
             try:
                 live = await client.request("GET", object_path)
             except NotFound:
-                return None
+                return StatusWrite.ABSENT
         current = copy.deepcopy(live.get("status"))  # `mutate` may edit `live` in place
         desired = mutate(live)
         if desired is None or desired == (current if current is not None else {}):
-            return live
+            return StatusWrite.UNCHANGED
         metadata = {k: v for k, v in (live.get("metadata") or {}).items() if k != "managedFields"}
         body = {**live, "metadata": metadata, "status": desired}
         try:
-            return await client.request("PUT", status_path, query={"fieldManager": field_manager}, body=body)
+            await client.request_bytes("PUT", status_path, query={"fieldManager": field_manager}, body=body)
         except NotFound:
-            return None
+            return StatusWrite.ABSENT
         except Conflict:
             if attempt == max_retries:
                 raise
             log.debug("status of %s %s/%s conflicted (attempt %d); re-reading", resource, namespace, name, attempt + 1)
+            continue
+        return StatusWrite.WRITTEN
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 

@@ -48,6 +48,11 @@ def test_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_read
     assert results["timestamp"]
     for phase in ("create", "patch", "watch", "list", "memory"):
         assert results["phases"][phase]["errors"] == 0, results["phases"][phase]["first_error"]
+    for phase in ("create", "patch"):  # every request made and answered, and the latencies ordered
+        details = results["phases"][phase]
+        assert not details["deadline_hit"], phase
+        assert details["ok"] == details["requested"] > 0, details
+        assert 0 < details["p50_ms"] <= details["p99_ms"], details
     assert (README.read_text() if README.exists() else None) == readme_before
     try:
         binaries = find_binaries()

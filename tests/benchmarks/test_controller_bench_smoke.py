@@ -181,6 +181,13 @@ def test_fleet_scale_quick_run_reports_every_figure_as_a_positive_number_draws_t
             steps = phases[f"runtime_convergence_{who}"]
             assert not steps["delete"]["deadline_hit"] and not steps["recreate"]["deadline_hit"], who
         assert phases["kopf"]["processes"] == clusters
+        isvcs = clusters * fleet_scale.QUICK.isvcs_per_cluster
+        assert phases["cold_start"]["reconcile_errors"] == 0
+        assert phases["raw"]["writes"] == isvcs  # one PUT per engine Deployment
+        # the profile edit: every engine Deployment applied once and every InferenceService's status written once
+        writes = phases["edit"]["api_writes_by_request"]
+        assert (writes["PATCH deployments"], writes["PUT inferenceservices"]) == (isvcs, isvcs), writes
+        assert writes["PATCH clusterservingruntimes"] == clusters  # the edit itself, once per cluster
     assert (tmp_path / "scale.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # drawn beside --out
     assert (fleet_scale.README.read_text() if fleet_scale.README.exists() else None) == readme_before
 

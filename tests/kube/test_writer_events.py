@@ -13,7 +13,7 @@ import pytest
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.events import EventRecorder
 from omectl.kube.resources import ResourceRef
-from omectl.kube.writer import apply_merge_patch, patch_status_merge, write_status
+from omectl.kube.writer import StatusWrite, apply_merge_patch, patch_status_merge, write_status
 from omectl.sim.apiserver.server import EmbeddedAPIServer
 from tests.support import RawClient, widget, widget_crd
 
@@ -52,12 +52,31 @@ def puts(server: EmbeddedAPIServer) -> int:
 async def test_write_status_replaces_the_status_and_keeps_the_spec(client: ClusterClient, raw: RawClient) -> None:
     before = await create_widget(raw, "w1")
     written = await write_status(client, WIDGETS, "default", "w1", lambda live: {"phase": "Ready"})
-    assert written is not None
-    assert written["status"] == {"phase": "Ready"}
-    assert written["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"]
+    assert written is StatusWrite.WRITTEN
     live = (await raw.get(WIDGETS.path("default", "w1"))).body
+    assert live["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"]
     assert live["status"] == {"phase": "Ready"}
     assert live["spec"] == before["spec"]
+
+
+async def test_write_status_from_the_cache_writes_without_decoding_any_answer(
+    client: ClusterClient, raw: RawClient, server: EmbeddedAPIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cached = await create_widget(raw, "w1")
+    decoded: list[str] = []
+    request = ClusterClient.request
+
+    async def counted(self: ClusterClient, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        decoded.append(f"{method} {path}")
+        return await request(self, method, path, **kwargs)
+
+    monkeypatch.setattr(ClusterClient, "request", counted)
+    puts_before = puts(server)
+    written = await write_status(client, WIDGETS, "default", "w1", lambda live: {"phase": "Ready"}, cached=cached)
+    assert written is StatusWrite.WRITTEN
+    assert decoded == []  # the controllers' path: no GET, and the PUT's answer left undecoded
+    assert puts(server) == puts_before + 1
+    assert (await raw.get(WIDGETS.path("default", "w1"))).body["status"] == {"phase": "Ready"}
 
 
 async def test_write_status_retries_an_injected_conflict(
@@ -72,8 +91,7 @@ async def test_write_status_retries_an_injected_conflict(
         return {"phase": "Ready"}
 
     written = await write_status(client, WIDGETS, "default", "w1", mutate)
-    assert written is not None
-    assert written["status"] == {"phase": "Ready"}
+    assert written is StatusWrite.WRITTEN
     assert len(calls) == 2
     assert server.faults.injected == 1
     assert (await raw.get(WIDGETS.path("default", "w1"))).body["status"] == {"phase": "Ready"}
@@ -100,9 +118,10 @@ async def test_write_status_rereads_after_a_concurrent_writer_moves_the_resource
     assert edited.status == 200
     written = await asyncio.wait_for(writing, 5.0)
     assert seen_sizes == [1, 7]
-    assert written is not None
-    assert written["status"] == {"phase": "size-7"}
-    assert written["spec"]["size"] == 7
+    assert written is StatusWrite.WRITTEN
+    live = (await raw.get(WIDGETS.path("default", "w1"))).body
+    assert live["status"] == {"phase": "size-7"}
+    assert live["spec"]["size"] == 7
 
 
 async def test_write_status_raises_the_conflict_after_max_retries(
@@ -139,9 +158,9 @@ async def test_write_status_with_no_change_sends_no_write(
 
     in_place = await write_status(client, WIDGETS, "default", "w1", edit_in_place)
     assert puts(server) == puts_before
-    for result in (unchanged, same, in_place):
-        assert result is not None
-        assert result["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert [unchanged, same, in_place] == [StatusWrite.UNCHANGED] * 3
+    live = (await raw.get(WIDGETS.path("default", "w1"))).body
+    assert live["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
 async def test_write_status_notices_an_in_place_edit_that_changes_the_status(
@@ -155,18 +174,18 @@ async def test_write_status_notices_an_in_place_edit_that_changes_the_status(
         return status
 
     written = await write_status(client, WIDGETS, "default", "w1", edit_in_place)
-    assert written is not None
-    assert written["status"] == {"phase": "Ready"}
+    assert written is StatusWrite.WRITTEN
+    assert (await raw.get(WIDGETS.path("default", "w1"))).body["status"] == {"phase": "Ready"}
 
 
-async def test_write_status_of_a_missing_object_returns_none_without_calling_mutate(client: ClusterClient) -> None:
+async def test_write_status_of_a_missing_object_says_absent_without_calling_mutate(client: ClusterClient) -> None:
     calls: list[dict[str, Any]] = []
 
     def mutate(live: dict[str, Any]) -> dict[str, Any]:
         calls.append(live)
         return {"phase": "Ready"}
 
-    assert await write_status(client, WIDGETS, "default", "absent", mutate) is None
+    assert await write_status(client, WIDGETS, "default", "absent", mutate) is StatusWrite.ABSENT
     assert calls == []
 
 
