@@ -172,6 +172,7 @@ OWN_DEFAULTS: dict[str, dict[str, Any]] = {
         }
         for kind in ("BaseModel", "ClusterBaseModel")
     },
+    "AIMTemplateCache": {".spec.mode": "Shared"},  # upstream aim-engine's default (tests/fixtures/upstream/aim)
 }
 
 
