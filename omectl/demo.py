@@ -406,6 +406,30 @@ def aim_caching_story(sh: Shell) -> None:
     sh.k(ctx, "get", "jobs", *ns, *download, "-o", f"custom-columns=JOB:.metadata.name,AIM_DOWNLOADER_PROTOCOL:{env}")
 
 
+def hub_and_registrations(fleet: BackgroundFleet, hub: BackgroundFleet, work: Path) -> tuple[Path, Path, Settings]:
+    """The CRDs on every cluster (the FleetRuntime CRD alone on the hub), one kubeconfig with a context for each
+    cluster and the hub, the members registered in the hub and as files (for the CLI's `--clusters-dir`); returns
+    the kubeconfig, the registration directory and the controller's settings (the hub its registry)."""
+    servers = [*fleet.fleet.servers, *hub.fleet.servers]
+    kubeconfig = write_kubeconfig(work / "fleet.kubeconfig", [s.kubeconfig_entry() for s in servers], "sim-1")
+    fleet.run(fleet.fleet.apply([CRDS]))
+    hub.run(hub.fleet.apply([CRDS / "hub"]))
+    members = {s.name: s.write_kubeconfig(work / f"{s.name}.kubeconfig").read_text() for s in fleet.fleet.servers}
+    gpus = {name: gpu for name, (gpu, _) in GPU_VARIANTS.items()}
+    for doc in hub_registrations(members, gpus):
+        hub.run(apply_document(hub.fleet.servers[0], doc))
+    clusters_dir = work / "clusters"
+    write_registrations(clusters_dir, kubeconfig, [s.name for s in fleet.fleet.servers])
+    settings = Settings.load(
+        webhook_port=0,
+        clusters_dir=clusters_dir,
+        hub_kubeconfig=hub.fleet.servers[0].write_kubeconfig(work / "hub.kubeconfig"),
+        hub_namespace=HUB_NAMESPACE,
+        trace_file=work / "traces.jsonl",
+    )
+    return kubeconfig, clusters_dir, settings
+
+
 def main() -> int:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
@@ -419,26 +443,9 @@ def main() -> int:
         hub.start()
         app: ControllerApp | None = None
         try:
+            kubeconfig, clusters_dir, settings = hub_and_registrations(fleet, hub, work)
             servers = [*fleet.fleet.servers, *hub.fleet.servers]
-            kubeconfig = write_kubeconfig(work / "fleet.kubeconfig", [s.kubeconfig_entry() for s in servers], "sim-1")
-            fleet.run(fleet.fleet.apply([CRDS]))
-            hub.run(hub.fleet.apply([CRDS / "hub"]))
-            members = {
-                s.name: s.write_kubeconfig(work / f"{s.name}.kubeconfig").read_text() for s in fleet.fleet.servers
-            }
-            gpus = {name: gpu for name, (gpu, _) in GPU_VARIANTS.items()}
-            for doc in hub_registrations(members, gpus):
-                hub.run(apply_document(hub.fleet.servers[0], doc))
-            clusters_dir = work / "clusters"  # the same clusters as files, for the CLI's --clusters-dir
-            write_registrations(clusters_dir, kubeconfig, [s.name for s in fleet.fleet.servers])
-            trace_file = work / "traces.jsonl"
-            settings = Settings.load(
-                webhook_port=0,
-                clusters_dir=clusters_dir,
-                hub_kubeconfig=hub.fleet.servers[0].write_kubeconfig(work / "hub.kubeconfig"),
-                hub_namespace=HUB_NAMESPACE,
-                trace_file=trace_file,
-            )
+            trace_file = settings.trace_file
 
             async def start() -> ControllerApp:
                 controller = ControllerApp(settings)
