@@ -31,7 +31,7 @@ BAD_IMAGE = "docker.io/lmsysorg/sglang:v0.5.7-b200-amd64"
 # for a GPU type no simulated node has (omectl/sim/simulator/__init__.py, "Scheduling").
 BAD_NODE_SELECTOR = {"gpu.omectl.io/type": "B200"}
 LAB_SOAK_SECONDS = 3
-REST_SOAK_SECONDS = 2
+REST_SOAK_SECONDS = 1
 LAB_DEADLINE_SECONDS = 6
 IMAGE_JSONPATH = 'jsonpath={.spec.template.spec.containers[0].image}{"\\n"}'
 WAVE_PHASES = "jsonpath={.status.waves[*].phase}"
@@ -62,9 +62,10 @@ def hub_registrations(members: dict[str, str], gpus: dict[str, str]) -> list[dic
     return docs
 
 
-def fleet_runtime(image: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+def fleet_runtime(image: str, node_selector: dict[str, str] | None = None, *, waves: bool = True) -> dict[str, Any]:
     """FleetRuntime sglang-fleet: a ClusterServingRuntime inheriting the demo's profile, for every registered
-    cluster, rolled out in two waves (lab, then the rest) with short soaks so the demo stays quick."""
+    cluster, rolled out in two waves (lab, then the rest) with short soaks so the demo stays quick; without
+    `waves`, applied everywhere at once."""
     engine: dict[str, Any] = {"runner": {"name": "ome-container", "image": image, "args": ["--tp-size=1"]}}
     if node_selector:
         engine["nodeSelector"] = node_selector
@@ -85,7 +86,7 @@ def fleet_runtime(image: str, node_selector: dict[str, str] | None = None) -> di
             "engineConfig": engine,
         },
     }
-    waves = [
+    rollout_waves = [
         {
             "name": "lab",
             "clusterSelector": {"matchLabels": {"tier": "lab"}},
@@ -94,15 +95,17 @@ def fleet_runtime(image: str, node_selector: dict[str, str] | None = None) -> di
         },
         {"name": "rest", "percent": 100, "soakSeconds": REST_SOAK_SECONDS},
     ]
+    spec: dict[str, Any] = {
+        "placement": {"clusterSelector": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}},
+        "template": template,
+    }
+    if waves:
+        spec["rollout"] = {"autoRollback": True, "waves": rollout_waves}
     return {
         "apiVersion": "fleet.omectl.io/v1alpha1",
         "kind": "FleetRuntime",
         "metadata": {"name": FLEET_RUNTIME},
-        "spec": {
-            "placement": {"clusterSelector": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}},
-            "template": template,
-            "rollout": {"autoRollback": True, "waves": waves},
-        },
+        "spec": spec,
     }
 
 
@@ -139,10 +142,11 @@ def rollout_story(sh: Shell, kubeconfig: Path, servers: list[str]) -> dict[str, 
         )
 
     print("\n# 5. Fleet rollouts. The controller reads its clusters from the hub hub-1 (sim-1 labelled tier=lab).")
-    print("#    FleetRuntime sglang-fleet in the hub: a ClusterServingRuntime for every cluster, in waves: lab")
-    print(f"#    (sim-1) first, soaking {LAB_SOAK_SECONDS}s, then the rest; a wave passes when its engines are Ready.")
+    print(
+        "#    FleetRuntime sglang-fleet in the hub puts a ClusterServingRuntime on every cluster (at once, to start):"
+    )
     sh.k(hub, "get", "secrets", "-n", HUB_NAMESPACE, "-l", CLUSTER_LABEL, "-o", "name")
-    apply(fleet_runtime(START_IMAGE))
+    apply(fleet_runtime(START_IMAGE, waves=False))
     rollout_phase("Succeeded", 1)
     for server in servers:
         sh.k(f"--context={server}", "apply", "-f", "-", input=fleet_isvc())
@@ -150,7 +154,8 @@ def rollout_story(sh: Shell, kubeconfig: Path, servers: list[str]) -> dict[str, 
         sh.wait_isvc(f"--context={server}", ISVC, "Ready")
     status()
 
-    print("\n# 5a. An image bump: sim-1 gets it first and soaks while sim-2 and sim-3 keep revision 1 ...")
+    print(f"\n# 5a. An image bump, in waves now: lab (sim-1) first, soaking {LAB_SOAK_SECONDS}s, then the rest; a wave")
+    print("#     passes when its engines are Ready. sim-1 gets it and soaks while sim-2 and sim-3 keep revision 1 ...")
     apply(fleet_runtime(BUMPED_IMAGE))
     sh.wait_for([hub, "get", "fleetruntime", FLEET_RUNTIME, "-o", WAVE_PHASES], "Soaking Pending")
     status()

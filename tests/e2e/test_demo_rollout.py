@@ -1,7 +1,6 @@
 """The fleet rollout story of `make demo` (omectl/demo_rollout.py), run as the demo runs it: the demo's three
 simulated clusters registered in its hub hub-1, the controller, the real kubectl and `omectl rollout`. It waits
-out the story's real soaks and deadline (about 15 s: a FakeClock cannot reach `omectl rollout` subprocesses'
-view, and the story is the demo's, unchanged).
+out the story's soaks and deadline in real time (about 10 s): the story is the demo's, unchanged.
 
 Asserted: the image bump reached sim-1 first (its wave soaked while sim-2 and sim-3 kept revision 1) and then every
 cluster; the bad revision failed wave 1, was rolled back on sim-1, and never went to sim-2 or sim-3.
