@@ -141,7 +141,7 @@ def rollout_story(sh: Shell, kubeconfig: Path, servers: list[str]) -> dict[str, 
             f"{revision} {phase}",
         )
 
-    print("\n# 5. Fleet rollouts. The controller reads its clusters from the hub hub-1 (sim-1 labelled tier=lab).")
+    print("\n# 7. Fleet rollouts. The controller reads its clusters from the hub hub-1 (sim-1 labelled tier=lab).")
     print(
         "#    FleetRuntime sglang-fleet in the hub puts a ClusterServingRuntime on every cluster (at once, to start):"
     )
@@ -154,7 +154,7 @@ def rollout_story(sh: Shell, kubeconfig: Path, servers: list[str]) -> dict[str, 
         sh.wait_isvc(f"--context={server}", ISVC, "Ready")
     status()
 
-    print(f"\n# 5a. An image bump, in waves now: lab (sim-1) first, soaking {LAB_SOAK_SECONDS}s, then the rest; a wave")
+    print(f"\n# 7a. An image bump, in waves now: lab (sim-1) first, soaking {LAB_SOAK_SECONDS}s, then the rest; a wave")
     print("#     passes when its engines are Ready. sim-1 gets it and soaks while sim-2 and sim-3 keep revision 1 ...")
     apply(fleet_runtime(BUMPED_IMAGE))
     sh.wait_for([hub, "get", "fleetruntime", FLEET_RUNTIME, "-o", WAVE_PHASES], "Soaking Pending")
@@ -163,7 +163,7 @@ def rollout_story(sh: Shell, kubeconfig: Path, servers: list[str]) -> dict[str, 
     rollout_phase("Succeeded", 2)
     status()
 
-    print("\n# 5b. A bad revision whose engines never turn Ready (it asks for B200 GPUs, which no cluster has):")
+    print("\n# 7b. A bad revision whose engines never turn Ready (it asks for B200 GPUs, which no cluster has):")
     print(f"#     wave 1 fails its gate after {LAB_DEADLINE_SECONDS}s and sim-1 gets revision 2 back on its own;")
     print("#     sim-2 and sim-3 never see revision 3.")
     apply(fleet_runtime(BAD_IMAGE, BAD_NODE_SELECTOR))
