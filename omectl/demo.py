@@ -1,4 +1,5 @@
-"""`make demo`: a 3-cluster simulated fleet, the controller, and the spec's runtime inheritance story via kubectl.
+"""`make demo`: a 3-cluster simulated fleet, its hub, the controller, and the spec's runtime inheritance story via
+kubectl, closed by a fleet rollout (omectl/demo_rollout.py).
 
 Everything runs in this process (the API servers and the controller on a background event loop) except kubectl
 and `omectl trace`, which run as real subprocesses. It exits 0 and leaves nothing running.
@@ -19,8 +20,10 @@ import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
+from omectl.demo_rollout import HUB_NAMESPACE, hub_registrations, rollout_story
 from omectl.settings import Settings
-from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet, apply_document
+from omectl.sim.kubeconfig import write_kubeconfig
 from omectl.sim.simulator import NodePool, SimulatorConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,8 +158,8 @@ class Shell:
     def omectl_with(self, args: list[str], shown: str) -> str:
         return self._run([sys.executable, "-m", "omectl", *args], "omectl " + shown, None, False)
 
-    def wait_for(self, args: list[str], predicate: str, timeout: float = 30) -> None:
-        """Quietly re-run a kubectl get until its output contains `predicate`, then show it once."""
+    def wait_for(self, args: list[str], predicate: str, timeout: float = 30) -> str:
+        """Quietly re-run a kubectl get until its output contains `predicate`, then show it once (and return it)."""
         argv = [self.kubectl, f"--kubeconfig={self.kubeconfig}", f"--cache-dir={self.cache}", *args]
         env = dict(os.environ, HOME=str(self.cache))
         deadline = time.monotonic() + timeout
@@ -167,7 +170,7 @@ class Shell:
             time.sleep(0.2)
         else:
             raise SystemExit(f"demo: timed out waiting for {predicate!r} from kubectl {' '.join(args)}")
-        self.k(*args)
+        return self.k(*args)
 
 
 def variant_child(cluster: str) -> str:
@@ -403,6 +406,30 @@ def aim_caching_story(sh: Shell) -> None:
     sh.k(ctx, "get", "jobs", *ns, *download, "-o", f"custom-columns=JOB:.metadata.name,AIM_DOWNLOADER_PROTOCOL:{env}")
 
 
+def hub_and_registrations(fleet: BackgroundFleet, hub: BackgroundFleet, work: Path) -> tuple[Path, Path, Settings]:
+    """The CRDs on every cluster (the FleetRuntime CRD alone on the hub), one kubeconfig with a context for each
+    cluster and the hub, the members registered in the hub and as files (for the CLI's `--clusters-dir`); returns
+    the kubeconfig, the registration directory and the controller's settings (the hub its registry)."""
+    servers = [*fleet.fleet.servers, *hub.fleet.servers]
+    kubeconfig = write_kubeconfig(work / "fleet.kubeconfig", [s.kubeconfig_entry() for s in servers], "sim-1")
+    fleet.run(fleet.fleet.apply([CRDS]))
+    hub.run(hub.fleet.apply([CRDS / "hub"]))
+    members = {s.name: s.write_kubeconfig(work / f"{s.name}.kubeconfig").read_text() for s in fleet.fleet.servers}
+    gpus = {name: gpu for name, (gpu, _) in GPU_VARIANTS.items()}
+    for doc in hub_registrations(members, gpus):
+        hub.run(apply_document(hub.fleet.servers[0], doc))
+    clusters_dir = work / "clusters"
+    write_registrations(clusters_dir, kubeconfig, [s.name for s in fleet.fleet.servers])
+    settings = Settings.load(
+        webhook_port=0,
+        clusters_dir=clusters_dir,
+        hub_kubeconfig=hub.fleet.servers[0].write_kubeconfig(work / "hub.kubeconfig"),
+        hub_namespace=HUB_NAMESPACE,
+        trace_file=work / "traces.jsonl",
+    )
+    return kubeconfig, clusters_dir, settings
+
+
 def main() -> int:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
@@ -411,15 +438,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="omectl-demo-") as tmp:
         work = Path(tmp)
         fleet = BackgroundFleet(EmbeddedFleet(3, name_prefix="sim-", simulator=simulated_nodes()))
+        hub = BackgroundFleet(EmbeddedFleet(1, name_prefix="hub-"))  # hub-1: registrations and FleetRuntimes
         fleet.start()
+        hub.start()
         app: ControllerApp | None = None
         try:
-            kubeconfig = fleet.fleet.write_kubeconfig(work / "fleet.kubeconfig")
-            fleet.run(fleet.fleet.apply([CRDS]))
-            clusters_dir = work / "clusters"
-            write_registrations(clusters_dir, kubeconfig, [s.name for s in fleet.fleet.servers])
-            trace_file = work / "traces.jsonl"
-            settings = Settings.load(webhook_port=0, clusters_dir=clusters_dir, trace_file=trace_file)
+            kubeconfig, clusters_dir, settings = hub_and_registrations(fleet, hub, work)
+            servers = [*fleet.fleet.servers, *hub.fleet.servers]
+            trace_file = settings.trace_file
 
             async def start() -> ControllerApp:
                 controller = ControllerApp(settings)
@@ -428,8 +454,8 @@ def main() -> int:
                 return controller
 
             app = fleet.run(start())
-            print("== omectl: 3 simulated clusters, registered from", clusters_dir, "==")
-            for server in fleet.fleet.servers:
+            print(f"== omectl: 3 simulated clusters, registered in the hub hub-1 (and as files in {clusters_dir}) ==")
+            for server in servers:
                 print(f"  {server.name:8} {server.url}")
             print(f"  controller webhooks on {app.webhook.base_url}")
             sh = Shell(kubeconfig, work / "kube-cache", kubectl, trace_file)
@@ -503,10 +529,12 @@ def main() -> int:
 
             aim_story(sh)
             aim_caching_story(sh)
+            rollout_story(sh, kubeconfig, [s.name for s in fleet.fleet.servers])
         finally:
             if app is not None:
                 fleet.run(app.stop())
             fleet.stop()
+            hub.stop()
     print("\ndemo finished; the controller and every cluster are stopped.")
     return 0
 
