@@ -618,26 +618,9 @@ def _validate(value: Any, node: _Node, path: str, errors: list[FieldError], is_r
 
 
 def _validate_string(value: str, node: _Node, path: str, errors: list[FieldError]) -> None:
-    if node.max_length is not None and len(value) > node.max_length:
-        unit = "byte" if node.max_length == 1 else "bytes"
-        errors.append(FieldError("TooLong", path, detail=f"may not be more than {node.max_length} {unit}"))
-    if node.min_length is not None and len(value) < node.min_length:
-        errors.append(
-            FieldError(
-                "Invalid",
-                path,
-                value=value,
-                detail=f"{path} in body should be at least {node.min_length} chars long",
-            )
-        )
-    if node.pattern_text:
-        if node.pattern is None:
-            shown = f"{node.pattern_text}, but pattern is invalid: {node.pattern_error}"
-            errors.append(FieldError("Invalid", path, value=value, detail=f"{path} in body should match '{shown}'"))
-        elif node.pattern.search(value) is None:
-            errors.append(
-                FieldError("Invalid", path, value=value, detail=f"{path} in body should match '{node.pattern_text}'")
-            )
+    length_or_pattern = _length_or_pattern_error(value, node, path)
+    if length_or_pattern is not None:
+        errors.append(length_or_pattern)
     if node.format and not _format_ok(node.format, value):
         errors.append(
             FieldError(
@@ -647,6 +630,25 @@ def _validate_string(value: str, node: _Node, path: str, errors: list[FieldError
                 detail=f"{path} in body must be of type {node.format}: {go_quote(value)}",
             )
         )
+
+
+def _length_or_pattern_error(value: str, node: _Node, path: str) -> FieldError | None:
+    """The first of maxLength, minLength and pattern that `value` breaks: kube-apiserver's string validator stops
+    there (an empty string under minLength 1 and a pattern is refused for its length alone)."""
+    if node.max_length is not None and len(value) > node.max_length:
+        unit = "byte" if node.max_length == 1 else "bytes"
+        return FieldError("TooLong", path, detail=f"may not be more than {node.max_length} {unit}")
+    if node.min_length is not None and len(value) < node.min_length:
+        return FieldError(
+            "Invalid", path, value=value, detail=f"{path} in body should be at least {node.min_length} chars long"
+        )
+    if node.pattern_text:
+        if node.pattern is None:
+            shown = f"{node.pattern_text}, but pattern is invalid: {node.pattern_error}"
+            return FieldError("Invalid", path, value=value, detail=f"{path} in body should match '{shown}'")
+        if node.pattern.search(value) is None:
+            return FieldError("Invalid", path, value=value, detail=f"{path} in body should match '{node.pattern_text}'")
+    return None
 
 
 def _validate_number(value: float | int, node: _Node, path: str, errors: list[FieldError]) -> None:
