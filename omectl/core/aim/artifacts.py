@@ -55,6 +55,7 @@ from omectl.core.aim.env import CACHE_MOUNT_PATH, DOWNLOADER_PROTOCOL, INFERENCE
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.jsonish import as_mapping
 from omectl.core.layering import copy_json
+from omectl.core.quantity import scaled
 
 DEFAULT_DOWNLOAD_IMAGE: Final = "ghcr.io/silogen/aim-artifact-downloader:0.2.0"
 DEFAULT_HEADROOM_PERCENT: Final = 10
@@ -73,24 +74,6 @@ READY: Final = "Ready"
 FAILED: Final = "Failed"
 
 _QUANTITY: Final = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")
-_SUFFIX: Final[Mapping[str, Fraction]] = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(1 << 10),
-    "Mi": Fraction(1 << 20),
-    "Gi": Fraction(1 << 30),
-    "Ti": Fraction(1 << 40),
-    "Pi": Fraction(1 << 50),
-    "Ei": Fraction(1 << 60),
-}
 
 
 # -- sizes and storage -----------------------------------------------------------------------------------
@@ -110,9 +93,7 @@ def parse_quantity(value: Any) -> Fraction:
         base = Fraction(Decimal(number))
     except InvalidOperation as error:  # pragma: no cover - the pattern admits only decimals
         raise ValueError(f"{value!r} is not a quantity") from error
-    if suffix[:1] in ("e", "E"):
-        return base * Fraction(10) ** int(suffix[1:])
-    return base * _SUFFIX[suffix]
+    return scaled(base, suffix)
 
 
 def size_bytes(artifact: Mapping[str, Any]) -> int | None:

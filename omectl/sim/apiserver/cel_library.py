@@ -28,26 +28,10 @@ from urllib.parse import parse_qs, urlsplit
 from cel_expr_python import cel
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from omectl.core.quantity import scaled
+
 _F = descriptor_pb2.FieldDescriptorProto
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))((?:[eE][+-]?[0-9]+)|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|)$")
-_SUFFIX = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(1 << 10),
-    "Mi": Fraction(1 << 20),
-    "Gi": Fraction(1 << 30),
-    "Ti": Fraction(1 << 40),
-    "Pi": Fraction(1 << 50),
-    "Ei": Fraction(1 << 60),
-}
 _INT64_MAX = (1 << 63) - 1
 
 
@@ -167,9 +151,7 @@ def parse_quantity(text: str) -> Fraction:
     except InvalidOperation as error:  # pragma: no cover - the pattern admits only decimals
         raise ValueError(str(error)) from error
     suffix = match.group(2)
-    if suffix[:1] in ("e", "E"):
-        return base * Fraction(10) ** int(suffix[1:])
-    return base * _SUFFIX[suffix]
+    return scaled(base, suffix)
 
 
 def _quantity(text: str) -> Any:
