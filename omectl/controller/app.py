@@ -29,6 +29,7 @@ from omectl.controller.aim.consumers import AimConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS as AIM_CONSUMER_KEYS
 from omectl.controller.aim.service import AimServiceReconciler
 from omectl.controller.aim.watch import AIM_SERVICE_KEY, AimWatch
+from omectl.controller.fleet_runtime_stores.hub import HubStore
 from omectl.controller.fleet_runtimes import FleetRuntimeApplier
 from omectl.controller.ome.engine import EngineReconciler
 from omectl.controller.ome.lookup import CacheLookup
@@ -389,12 +390,10 @@ class ControllerApp:
             return
         hub = await ClusterClient.from_kubeconfig(self.settings.hub_kubeconfig, name="hub")
         self.fleet_runtimes = FleetRuntimeApplier(
-            hub,
-            self.settings.hub_namespace,
+            HubStore(hub, self.settings.hub_namespace, owns_hub=True),
             self.controller,
             self.provider.registrations,
             self.reconcilers.resolver,
-            owns_hub=True,
             tracer=self.tracing.tracer,
         )
         await self.fleet_runtimes.start()
