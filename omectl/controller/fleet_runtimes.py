@@ -196,6 +196,7 @@ class FleetRuntimeApplier:
         self._rollouts: dict[str, RolloutState] = {}  # as last written (the informer's copy may lag our write)
         self._rolling: dict[str, set[str]] = {}  # FleetRuntime -> clusters of its current wave (mid-rollout)
         self._timers: dict[str, asyncio.Task[Any]] = {}
+        self._recording = asyncio.Lock()  # one reconcile's events after the last one's (each is a task of its own)
         self.tracer = tracer  # a span per rollout transition (omectl.tracing.spans.rollout_span), when set
         self._written: list[tuple[str, SpanContext]] = []  # (cluster, watch event) of each copy the reconcile wrote
         controller.on_cluster_added.append(self._cluster_added)
@@ -469,10 +470,12 @@ class FleetRuntimeApplier:
         self.mark(name)
 
     async def _record(self, fr: dict[str, Any], events: list[Event]) -> None:
-        """Events on the FleetRuntime, in order (best effort, as every event of the controller)."""
-        for type_, reason, message in events:
-            log.info("FleetRuntime %s: %s: %s", fr["metadata"]["name"], reason, message)
-            await self.store.record_event(fr, type_, reason, message)
+        """Events on the FleetRuntime, in order, after those of earlier reconciles (best effort, as every event of
+        the controller)."""
+        async with self._recording:
+            for type_, reason, message in events:
+                log.info("FleetRuntime %s: %s: %s", fr["metadata"]["name"], reason, message)
+                await self.store.record_event(fr, type_, reason, message)
 
     def _note_written(self, cluster: str, ref: ResourceRef, applied: Mapping[str, Any]) -> None:
         """The member's watch event of a copy just written, as its reconciles will link to it (OmeWatch's key)."""
