@@ -298,12 +298,17 @@ def omectl_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OMECTL_", "KUBECONFIG"))}
 
 
-def omectl(*args: str, code: int = 0, env: dict[str, str] | None = None) -> str:
-    """The installed `omectl` with `args`; its stdout, or with a failing `code` its stderr (the exit status must be
-    `code`)."""
+def omectl_process(*args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+    """The installed `omectl` with `args`, run to its end; its exit status must be `code`."""
     binary = str(Path(sys.executable).parent / "omectl")
-    proc = subprocess.run([binary, *args], capture_output=True, text=True, env=env or omectl_env(), timeout=60)
+    proc = subprocess.run([binary, *args], capture_output=True, text=True, env=omectl_env(), timeout=60)
     assert proc.returncode == code, f"omectl {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}{proc.stdout}"
+    return proc
+
+
+def omectl(*args: str, code: int = 0) -> str:
+    """The installed `omectl` with `args`: its stdout, or with a failing `code` its stderr."""
+    proc = omectl_process(*args, code=code)
     return proc.stdout if code == 0 else proc.stderr
 
 

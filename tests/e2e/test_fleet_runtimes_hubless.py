@@ -30,7 +30,15 @@ import yaml
 
 from omectl.core.fleet_runtimes import FLEET_RUNTIME_LABEL, REVISION_ANNOTATION
 from tests.e2e.test_fleet_runtimes import fleet_runtime, template
-from tests.support import SimulatedFleet, omectl, simulated_fleet, start_omectl_run, stop_process, until
+from tests.support import (
+    SimulatedFleet,
+    omectl,
+    omectl_process,
+    simulated_fleet,
+    start_omectl_run,
+    stop_process,
+    until,
+)
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("fleet-runtimes-hubless")]
 
@@ -184,10 +192,20 @@ def test_a_file_is_applied_to_the_placed_clusters_an_edit_is_a_new_revision_and_
     )
 
 
-def test_an_edit_of_the_file_rolls_in_waves_steered_by_the_rollout_cli(hubless: Hubless) -> None:
+def test_an_edit_of_the_file_rolls_in_waves_steered_by_the_rollout_cli(hubless: Hubless, tmp_path: Path) -> None:
     path = hubless.write("bump.yaml", fleet_runtime("bump", template("bump", "sglang:v1")))
     hubless.wait("bump", "revision 1 Succeeded", lambda r: (r["revision"], r["phase"]) == (1, "Succeeded"))
-    path = hubless.write("bump.yaml", fleet_runtime("bump", template("bump", "sglang:v2"), rollout=WAVES))
+    # Before the edit: the plan numbers it as the controller will, per wave of the registered clusters.
+    edited = tmp_path / "bump-v2.yaml"
+    edited.write_text(yaml.safe_dump(fleet_runtime("bump", template("bump", "sglang:v2"), rollout=WAVES)))
+    argv = ("rollout", "plan", "bump", "-f", str(edited), "-o", "json", "--clusters-dir", str(hubless.clusters))
+    plan = json.loads(omectl_process(*argv, code=1).stdout)  # as kubectl diff: 1, something would change
+    assert (plan["revision"], plan["errors"], plan["written"]) == (2, [], False)
+    assert [(w["name"], [c["cluster"] for c in w["clusters"]]) for w in plan["waves"]] == [
+        ("lab", ["hl-1"]),
+        ("rest", ["hl-2"]),
+    ]
+    path.write_text(edited.read_text())
     report = hubless.wait_rollout("bump", 2, "Soaking", ["Soaking", "Pending"])
     assert [(c["name"], c["wave"], c["revision"]) for c in report["clusters"]] == [
         ("hl-1", "lab", 2),
