@@ -76,7 +76,10 @@ class DirectoryStore:
 
     async def run(self) -> None:
         while True:
-            await self.refresh()
+            try:
+                await self.refresh()
+            except Exception:  # a directory that cannot be read now (its permissions) is read again at the next poll
+                log.exception("fleet runtimes: cannot read %s", self.files.directory)
             await asyncio.sleep(self.poll_interval)
 
     async def close(self) -> None:
