@@ -70,6 +70,8 @@ def run(
     if clusters_dir is not None and settings.hub_kubeconfig is None:
         clusters_dir_to_read(settings.clusters_dir)
     require_writable(status_file, "--status-file")
+    if settings.hub_kubeconfig is None:  # a state directory asked for must be usable (the default one: a warning)
+        require_writable(settings.fleet_state_dir, "--fleet-state-dir", directory=True)
     if settings.otlp_endpoint is None:
         require_writable(settings.trace_file, "--trace-file")
     from omectl.observability.logs import configure_logging
