@@ -268,12 +268,13 @@ class SimulatedFleet:
     kubectl: Kubectl
 
     def k(self, cluster: str, *args: str, **kw: Any) -> str:
-        return self.kubectl.run(f"--context={cluster}", *args, **kw).stdout  # type: ignore[no-any-return]
+        return self.kubectl.run(f"--context={cluster}", *args, **kw).stdout
 
     def get(self, cluster: str, *what: str) -> dict[str, Any] | None:
         """`kubectl get ... -o json`, None when it is not there."""
         proc = self.kubectl.run(f"--context={cluster}", "get", *what, "-o", "json", check=False)
-        return orjson.loads(proc.stdout) if proc.returncode == 0 else None  # type: ignore[no-any-return]
+        found: dict[str, Any] | None = orjson.loads(proc.stdout) if proc.returncode == 0 else None
+        return found
 
 
 @contextlib.contextmanager
