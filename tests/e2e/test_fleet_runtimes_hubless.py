@@ -362,5 +362,7 @@ def test_omectl_run_killed_mid_wave_goes_on_from_the_state_directory(tmp_path: P
                 "RolloutSucceeded",
             ]
             assert not hubless.log_lines("RolloutStarted")  # the second process went on; it started nothing
+            rows = json.loads(hubless.rollout("history", "bump", "-o", "json"))["revisions"]
+            assert [(r["revision"], r["image"]) for r in rows] == [(2, "sglang:v2"), (1, "sglang:v1")]  # read back
         finally:
             stop_process(second)
