@@ -29,6 +29,8 @@ from omectl.controller.aim.consumers import AimConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS as AIM_CONSUMER_KEYS
 from omectl.controller.aim.service import AimServiceReconciler
 from omectl.controller.aim.watch import AIM_SERVICE_KEY, AimWatch
+from omectl.controller.fleet_driver import ElectedFleetRuntimes
+from omectl.controller.fleet_members import LocalMembers
 from omectl.controller.fleet_runtimes import FleetRuntimeApplier
 from omectl.controller.ome.engine import EngineReconciler
 from omectl.controller.ome.lookup import CacheLookup
@@ -183,7 +185,8 @@ class ControllerApp:
         self.holder = Holder.for_this_process(settings.replica_id, ha=settings.ha, host=settings.pod_name)
         self.provider: ShardedProvider | None = None
         self.keepers: dict[str, WebhookKeeper] = {}
-        self.fleet_runtimes: FleetRuntimeApplier | None = None  # with a hub and without --ha (_start_fleet_runtimes)
+        # with a hub (_start_fleet_runtimes): the applier, or under --ha the one run while holding the fleet Lease
+        self.fleet_runtimes: FleetRuntimeApplier | ElectedFleetRuntimes | None = None
         self.failure: str | None = None  # set when the process must stop (another one took its replica id)
         self.failed = asyncio.Event()
         self._webhook_started = False
@@ -380,18 +383,28 @@ class ControllerApp:
             self._tasks.spawn(self._write_status_periodically(), "status-file")
 
     async def _start_fleet_runtimes(self) -> None:
-        """The FleetRuntime applier (omectl.controller.fleet_runtimes) when the registry is a hub; not under --ha,
-        where no replica runs every cluster and which one would drive a FleetRuntime is not decided yet."""
+        """The FleetRuntime applier (omectl.controller.fleet_runtimes) when the registry is a hub; under --ha only
+        the replica holding the fleet Lease in the hub runs it (omectl.controller.fleet_driver)."""
         if self.settings.hub_kubeconfig is None or self.provider is None:
             return
         if self.settings.ha:
-            log.info("fleet runtimes: not applied under --ha (one replica per hub is not elected yet)")
+            self.fleet_runtimes = ElectedFleetRuntimes(
+                self.settings.hub_kubeconfig,
+                self.settings.hub_namespace,
+                self.controller,
+                self.provider.registrations,
+                self.reconcilers.resolver,
+                self.holder,
+                timings=self.settings.lease_timings(),
+                tracer=self.tracing.tracer,
+            )
+            await self.fleet_runtimes.start()
             return
         hub = await ClusterClient.from_kubeconfig(self.settings.hub_kubeconfig, name="hub")
         self.fleet_runtimes = FleetRuntimeApplier(
             hub,
             self.settings.hub_namespace,
-            self.controller,
+            LocalMembers(self.controller),
             self.provider.registrations,
             self.reconcilers.resolver,
             owns_hub=True,
@@ -485,6 +498,8 @@ class ControllerApp:
             # the clusters it wants but does not run: not reached to take their Lease, or held by another process
             waiting = {**coordinator.refused(), **coordinator.unreached()}
             document["clusters"] += [_not_run(name, why) for name, why in sorted(waiting.items())]
+        if isinstance(self.fleet_runtimes, ElectedFleetRuntimes):
+            document["fleetRuntimes"] = self.fleet_runtimes.status()  # the fleet Lease: held here, or by whom
         if self.status_server is not None:
             document["metricsUrl"] = self.status_server.base_url
             document["statusUrl"] = f"{self.status_server.base_url}/status"

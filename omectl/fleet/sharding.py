@@ -100,6 +100,7 @@ __all__ = [
     "ReplicaIdInUse",
     "ShardCoordinator",
     "ShardedProvider",
+    "WriteFence",
     "assign",
     "default_replica_id",
     "fence_writes",
@@ -114,7 +115,7 @@ DEFAULT_HA_NAMESPACE = "omectl-system"
 DEFAULT_LEASE_NAMESPACE = "omectl-system"
 LEASE_NAME = "omectl-controller"  # the ownership Lease in every member
 REPLICA_LEASE_PREFIX = "omectl-replica-"
-LEASE_KIND_LABEL = "omectl.io/ha-lease"  # "replica" (membership) or "cluster" (ownership)
+LEASE_KIND_LABEL = "omectl.io/ha-lease"  # "replica" (membership), "cluster" (ownership), "leader" (election.py)
 CLUSTER_NAME_LABEL = "omectl.io/cluster-name"
 WEBHOOK_URL_ANNOTATION = "omectl.io/webhook-url"
 WEBHOOK_CA_ANNOTATION = "omectl.io/webhook-ca-bundle"
@@ -834,7 +835,13 @@ class Fenced(KubeConnectionError):
         super().__init__(cluster, "write fenced: this process does not hold the cluster's lease")
 
 
-def fence_writes(client: ClusterClient, coordinator: ShardCoordinator, cluster: str) -> None:
+class WriteFence(Protocol):
+    """What decides whether a write may be sent: a `ShardCoordinator` (per cluster) or a `LeaderLease`."""
+
+    def writing(self, cluster: str) -> contextlib.AbstractContextManager[None]: ...
+
+
+def fence_writes(client: ClusterClient, coordinator: WriteFence, cluster: str) -> None:
     """Send this client's writes (every method but GET) through `coordinator.writing(cluster)`.
 
     `ClusterClient.request_bytes` is where every call of the client goes (get, create, replace, patch, delete, the
