@@ -21,7 +21,16 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from omectl.fleet.leases import Holder, LeaseClock, LeaseRecord, Leases, LeaseTimings, SystemClock, micro_time
+from omectl.fleet.leases import (
+    Holder,
+    LeaseClock,
+    LeaseRecord,
+    Leases,
+    LeaseTimings,
+    SystemClock,
+    lease_spec,
+    micro_time,
+)
 from omectl.fleet.sharding import LEASE_KIND_LABEL, Fenced
 from omectl.kube.client import ClusterClient, KubeError
 
@@ -133,22 +142,13 @@ class LeaderLease:
             return False
         return now_mono >= self._seen[1] + self.record.duration_seconds
 
-    def _spec(self, holder: str, stamp: float, acquired: str, transitions: int, duration: int) -> dict[str, Any]:
-        return {
-            "holderIdentity": holder,
-            "leaseDurationSeconds": duration,
-            "acquireTime": acquired,
-            "renewTime": micro_time(stamp),
-            "leaseTransitions": transitions,
-        }
-
     def _labels(self) -> dict[str, str]:
         return {LEASE_KIND_LABEL: "leader"}
 
     async def _acquire(self, record: LeaseRecord | None) -> None:
         stamp, stamp_mono = self.clock.time(), self.clock.monotonic()
         transitions = 0 if record is None else record.transitions + (record.holder != self.holder.identity)
-        spec = self._spec(self.holder.identity, stamp, micro_time(stamp), transitions, self.timings.lease_seconds)
+        spec = lease_spec(self.holder.identity, stamp, micro_time(stamp), transitions, self.timings.lease_seconds)
         try:
             written = await self.leases.write(self.name, spec, self._labels(), record, self.holder.annotations())
         except KubeError as exc:
@@ -165,7 +165,7 @@ class LeaderLease:
         record = self.record
         assert record is not None
         stamp, stamp_mono = self.clock.time(), self.clock.monotonic()
-        spec = self._spec(
+        spec = lease_spec(
             self.holder.identity, stamp, record.acquire_time, record.transitions, self.timings.lease_seconds
         )
         try:
@@ -200,7 +200,7 @@ class LeaderLease:
             log.warning("lease %s/%s: a write is still in flight; left to expire", self.namespace, self.name)
             return
         stamp = self.clock.time()
-        spec = self._spec("", stamp, micro_time(stamp), record.transitions, 1)
+        spec = lease_spec("", stamp, micro_time(stamp), record.transitions, 1)
         try:
             if await self.leases.write(self.name, spec, record.labels, record) is not None:
                 log.info("lease %s/%s: released", self.namespace, self.name)

@@ -75,6 +75,7 @@ from omectl.fleet.leases import (
     SystemClock,
     default_replica_id,
     describe_holder,
+    lease_spec,
     micro_time,
     validate_replica_id,
 )
@@ -538,15 +539,6 @@ class ShardCoordinator:
     def _labels(self, cluster: str) -> dict[str, str]:
         return {LEASE_KIND_LABEL: "cluster", CLUSTER_NAME_LABEL: cluster}
 
-    def _spec(self, holder: str, stamp: float, acquired: str, transitions: int, duration: int) -> dict[str, Any]:
-        return {
-            "holderIdentity": holder,
-            "leaseDurationSeconds": duration,
-            "acquireTime": acquired,
-            "renewTime": micro_time(stamp),
-            "leaseTransitions": transitions,
-        }
-
     def _advertised(self) -> dict[str, str]:
         notes = dict(self.advertise())
         unreachable = self.unreachable()
@@ -646,7 +638,7 @@ class ShardCoordinator:
     async def _acquire(self, cluster: str, member: _Member, record: LeaseRecord | None) -> None:
         stamp, stamp_mono = self.clock.time(), self.clock.monotonic()
         transitions = 0 if record is None else record.transitions + (record.holder != self.identity)
-        spec = self._spec(self.identity, stamp, micro_time(stamp), transitions, self.timings.lease_seconds)
+        spec = lease_spec(self.identity, stamp, micro_time(stamp), transitions, self.timings.lease_seconds)
         try:
             written = await member.leases.write(
                 LEASE_NAME, spec, self._labels(cluster), record, self.holder.annotations()
@@ -682,7 +674,7 @@ class ShardCoordinator:
             return
         stamp, stamp_mono = self.clock.time(), self.clock.monotonic()
         record = held.record
-        spec = self._spec(self.identity, stamp, record.acquire_time, record.transitions, self.timings.lease_seconds)
+        spec = lease_spec(self.identity, stamp, record.acquire_time, record.transitions, self.timings.lease_seconds)
         try:
             written = await member.leases.write(record.name, spec, self._labels(cluster), record)
         except KubeError as exc:
@@ -763,7 +755,7 @@ class ShardCoordinator:
                 if current is None or current.holder != self.identity:
                     return  # gone, or someone else's by now
                 stamp = self.clock.time()
-                spec = self._spec("", stamp, micro_time(stamp), current.transitions, 1)
+                spec = lease_spec("", stamp, micro_time(stamp), current.transitions, 1)
                 if await member.leases.write(current.name, spec, current.labels, current) is not None:
                     return
                 current = await member.leases.get(current.name)  # a renewal in flight moved it: read, retry
