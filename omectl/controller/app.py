@@ -29,6 +29,8 @@ from omectl.controller.aim.consumers import AimConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS as AIM_CONSUMER_KEYS
 from omectl.controller.aim.service import AimServiceReconciler
 from omectl.controller.aim.watch import AIM_SERVICE_KEY, AimWatch
+from omectl.controller.fleet_driver import ElectedFleetRuntimes
+from omectl.controller.fleet_members import LocalMembers
 from omectl.controller.fleet_runtime_stores.directory import DirectoryStore
 from omectl.controller.fleet_runtime_stores.hub import HubStore
 from omectl.controller.fleet_runtimes import FleetRuntimeApplier
@@ -187,7 +189,9 @@ class ControllerApp:
         self.holder = Holder.for_this_process(settings.replica_id, ha=settings.ha, host=settings.pod_name)
         self.provider: ShardedProvider | None = None
         self.keepers: dict[str, WebhookKeeper] = {}
-        self.fleet_runtimes: FleetRuntimeApplier | None = None  # without --ha (_start_fleet_runtimes[_from_files])
+        # with a hub (_start_fleet_runtimes): the applier, or under --ha the one run while holding the fleet Lease;
+        # without a hub and without --ha, the applier over the FleetRuntime files (_start_fleet_runtimes_from_files)
+        self.fleet_runtimes: FleetRuntimeApplier | ElectedFleetRuntimes | None = None
         self.failure: str | None = None  # set when the process must stop (another one took its replica id)
         self.failed = asyncio.Event()
         self._webhook_started = False
@@ -385,17 +389,27 @@ class ControllerApp:
             self._tasks.spawn(self._write_status_periodically(), "status-file")
 
     async def _start_fleet_runtimes(self) -> None:
-        """The FleetRuntime applier (omectl.controller.fleet_runtimes) when the registry is a hub; not under --ha,
-        where no replica runs every cluster and which one would drive a FleetRuntime is not decided yet."""
+        """The FleetRuntime applier (omectl.controller.fleet_runtimes) when the registry is a hub; under --ha only
+        the replica holding the fleet Lease in the hub runs it (omectl.controller.fleet_driver)."""
         if self.settings.hub_kubeconfig is None or self.provider is None:
             return
         if self.settings.ha:
-            log.info("fleet runtimes: not applied under --ha (one replica per hub is not elected yet)")
+            self.fleet_runtimes = ElectedFleetRuntimes(
+                self.settings.hub_kubeconfig,
+                self.settings.hub_namespace,
+                self.controller,
+                self.provider.registrations,
+                self.reconcilers.resolver,
+                self.holder,
+                timings=self.settings.lease_timings(),
+                tracer=self.tracing.tracer,
+            )
+            await self.fleet_runtimes.start()
             return
         hub = await ClusterClient.from_kubeconfig(self.settings.hub_kubeconfig, name="hub")
         self.fleet_runtimes = FleetRuntimeApplier(
             HubStore(hub, self.settings.hub_namespace, owns_hub=True),
-            self.controller,
+            LocalMembers(self.controller),
             self.provider.registrations,
             self.reconcilers.resolver,
             tracer=self.tracing.tracer,
@@ -408,8 +422,10 @@ class ControllerApp:
         --ha either."""
         if self.settings.hub_kubeconfig is not None or self.provider is None:
             return
-        if self.settings.ha:
-            log.info("fleet runtimes: not applied under --ha (which replica drives them is not decided yet)")
+        if self.settings.ha:  # each replica has a directory of its own: none holds what the others wrote
+            log.info(
+                "fleet runtimes: not applied under --ha without a hub (the fleet Lease and their state are a hub's)"
+            )
             return
         files = self.settings.clusters_dir
         state = self.settings.fleet_state_dir or default_state_dir(files)
@@ -421,7 +437,7 @@ class ControllerApp:
             return
         self.fleet_runtimes = FleetRuntimeApplier(
             DirectoryStore(files, state),
-            self.controller,
+            LocalMembers(self.controller),
             self.provider.registrations,
             self.reconcilers.resolver,
             tracer=self.tracing.tracer,
@@ -515,6 +531,8 @@ class ControllerApp:
             # the clusters it wants but does not run: not reached to take their Lease, or held by another process
             waiting = {**coordinator.refused(), **coordinator.unreached()}
             document["clusters"] += [_not_run(name, why) for name, why in sorted(waiting.items())]
+        if isinstance(self.fleet_runtimes, ElectedFleetRuntimes):
+            document["fleetRuntimes"] = self.fleet_runtimes.status()  # the fleet Lease: held here, or by whom
         if self.status_server is not None:
             document["metricsUrl"] = self.status_server.base_url
             document["statusUrl"] = f"{self.status_server.base_url}/status"

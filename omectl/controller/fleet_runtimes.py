@@ -12,21 +12,24 @@ store: FleetRuntimes (watched) ──▶ dirty set ──▶ reconcile one Fleet
                                                   with spec.rollout.waves: only the waves reached so far, then
                                                      the current wave's gate and the rollout's next step
                                                   status written to the store (and events, with waves)
-members: runtime informers (the controller's own) ─▶ an event on a copy (or a same-named runtime) marks it dirty
+members: runtime informers (omectl.controller.fleet_members) ─▶ an event on a copy (or a same-named runtime) marks it
+         dirty
          InferenceService informers ─▶ an event in a cluster of a wave in progress marks its FleetRuntime dirty
 clock: a soak's end or a wave's deadline marks it dirty (`clock.sleep`)
 sweep: copies whose FleetRuntime is gone, or that it no longer places, are deleted (only labelled copies, by uid)
 ```
 
-Only copies labelled as a FleetRuntime's are ever updated or deleted. A cluster the controller does not run (not
-reached, or its caches still syncing) is Pending. Without `spec.rollout.waves` every placed cluster gets a new
+Only copies labelled as a FleetRuntime's are ever updated or deleted. A member that cannot be read (not reached, or
+its caches still syncing) is Pending. Without `spec.rollout.waves` every placed cluster gets a new
 revision at once. With waves (the state machine is `omectl.core.fleet_runtimes.step`) a wave's gate is read from
-the controller's own caches of the member: the InferenceServices the change reaches (`OmeWatch.reach`, the
+the member's caches: the InferenceServices the change reaches (`OmeWatch.reach`, the
 reverse index), each compared with the hash of its merged runtime as the shared resolver resolves it now (what
 omectl.controller.ome.engine records in `status.runtime.hash`); the rollout's state is kept in the status.
 
-Runs in `omectl run` when `--ha` is off: with several replicas each runs only some clusters, and which one would
-own a FleetRuntime's status is not decided yet (the issue's "holder of the hub Lease").
+Runs in `omectl run`: with a hub, without `--ha` over the clusters the controller runs (`LocalMembers`); under
+`--ha` only in the replica holding the fleet Lease (omectl.controller.fleet_driver), over its own clusters and those
+it observes for the other replicas (`HolderMembers`), every write fenced by that Lease. Without a hub (FleetRuntime
+files), over the clusters the controller runs, and not under `--ha`.
 """
 
 from __future__ import annotations
@@ -107,9 +110,11 @@ from omectl.tracing.spans import rollout_span, watch_event_context
 if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext, Tracer
 
+    from omectl.controller.fleet_members import Members
     from omectl.controller.ome.resolver import ChainResolver
-    from omectl.controller.runtime.manager import ClusterRuntime, FleetController
+    from omectl.controller.runtime.manager import ClusterRuntime
     from omectl.fleet.registration import ClusterRegistration
+    from omectl.fleet.sharding import WriteFence
 
 log = logging.getLogger(__name__)
 
@@ -163,21 +168,22 @@ def _one_line(exc: Exception) -> str:
 
 
 class FleetRuntimeApplier:
-    """Applies the FleetRuntimes of `store` to the member clusters `controller` runs."""
+    """Applies the FleetRuntimes of `store` to the member clusters `members` reaches."""
 
     def __init__(
         self,
         store: FleetRuntimeStore,
-        controller: FleetController,
+        members: Members,
         registrations: Callable[[], Mapping[str, ClusterRegistration]],
         resolver: ChainResolver,
         *,
         resync_seconds: float = RESYNC_SECONDS,
         clock: Clock | None = None,
         tracer: Tracer | None = None,
+        fence: WriteFence | None = None,
     ) -> None:
         self.store = store
-        self.controller = controller
+        self.members = members  # the member clusters (omectl.controller.fleet_members): read and written through
         self.registrations = registrations
         self.resolver = resolver  # the controller's shared one: a gate resolves chains as the engines do
         self.resync_seconds = resync_seconds
@@ -199,8 +205,9 @@ class FleetRuntimeApplier:
         self._recording = asyncio.Lock()  # one reconcile's events after the last one's (each is a task of its own)
         self.tracer = tracer  # a span per rollout transition (omectl.tracing.spans.rollout_span), when set
         self._written: list[tuple[str, SpanContext]] = []  # (cluster, watch event) of each copy the reconcile wrote
-        controller.on_cluster_added.append(self._cluster_added)
-        controller.on_cluster_removed.append(self._cluster_removed)
+        self.fence = fence  # under --ha the fleet Lease: no copy is written or deleted once it is lost
+        members.on_added.append(self._cluster_added)
+        members.on_removed.append(self._cluster_removed)
 
     # --- events --------------------------------------------------------------------------------------------
 
@@ -257,6 +264,10 @@ class FleetRuntimeApplier:
     async def _cluster_removed(self, cluster: ClusterRuntime) -> None:
         self.mark_all()
 
+    def _writing(self, cluster: str) -> contextlib.AbstractContextManager[None]:
+        """Around a copy's write or delete: under --ha refused (`Fenced`, a KubeError) once the fleet Lease is lost."""
+        return self.fence.writing(cluster) if self.fence is not None else contextlib.nullcontext()
+
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._spawned.add(task)
@@ -265,7 +276,7 @@ class FleetRuntimeApplier:
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        for cluster in self.controller.clusters.values():  # clusters added before the applier
+        for cluster in self.members.values():  # clusters added before the applier
             await self._cluster_added(cluster)
         self._tasks.append(asyncio.create_task(self.store.run(), name="fleet-runtimes-store"))
         self._tasks.append(asyncio.create_task(self._run(), name="fleet-runtimes"))
@@ -567,20 +578,25 @@ class FleetRuntimeApplier:
         for wave in plan:
             for cluster in wave.clusters:
                 if cluster not in results:
-                    results[cluster] = self._observe_cluster(owner, spec, cluster, previous.get(cluster) or {}, wave)
+                    seen = previous.get(cluster) or {}
+                    results[cluster] = await self._observe_cluster(owner, spec, cluster, seen, wave)
         gates = {}
         for cluster in due:
             gates[cluster] = await self._gate(cluster, target_spec or spec, target, results[cluster])
         return results, gates
 
-    def _observe_cluster(
+    async def _observe_cluster(
         self, owner: str, spec: Mapping[str, Any], name: str, previous: Mapping[str, Any], wave: WavePlan
     ) -> ClusterResult:
-        """A cluster the rollout has not reached: its copy reported as it is (the previous revision, or none)."""
-        cluster = self.controller.clusters.get(name)
+        """A cluster the rollout has not reached: its copy reported as it is (the previous revision, or none).
+
+        The copy is read from the member's cache, unless the cache disagrees with the revision the status says the
+        controller left there: then from the member (a renumbered revision changes only an annotation, and a cache
+        whose watch is reconnecting can lag by seconds; the status must not report an older revision than the
+        copy has)."""
+        cluster = self.members.get(name)
         if cluster is None:
-            why = self.controller.registry_errors.get(name) or "not run by this controller (not reached yet)"
-            return ClusterResult(name, PENDING, message=why)
+            return ClusterResult(name, PENDING, message=self.members.unavailable(name))
         template = spec["template"]
         ome = cluster.watch(OmeWatch)
         cache = ome.serving.cache if template["kind"] == "ServingRuntime" else ome.cluster_serving.cache
@@ -588,6 +604,9 @@ class FleetRuntimeApplier:
         results = []
         for namespace in copy_targets(spec):
             live = cache.get(namespace, template["metadata"]["name"])
+            lagging = previous.get("phase") == APPLIED and copy_revision(live or {}) != previous.get("revision")
+            if live is not None and lagging:
+                live = await self._read_copy(cluster, template, namespace, live)
             if live is None:
                 results.append(ClusterResult(name, PENDING, message=f"waits for its wave ({wave.name})"))
                 continue
@@ -610,14 +629,26 @@ class FleetRuntimeApplier:
                 results.append(ClusterResult(name, APPLIED, held, gens))
         return combine(name, results)
 
+    async def _read_copy(
+        self, cluster: ClusterRuntime, template: Mapping[str, Any], namespace: str, cached: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The copy as the member's API server has it (None: deleted); the cached one if the member cannot answer."""
+        ref = SERVING_RUNTIMES if template["kind"] == "ServingRuntime" else CLUSTER_SERVING_RUNTIMES
+        try:
+            return await cluster.client.get(ref, template["metadata"]["name"], namespace or None)
+        except NotFound:
+            return None
+        except KubeError:
+            return cached
+
     async def _gate(self, name: str, spec: Mapping[str, Any], revision: int, result: ClusterResult) -> ClusterGate:
         """One reached cluster's gate: its copies at `revision` (in its caches too), and every InferenceService the
         change reaches there (the reverse index: `OmeWatch.reach`) where `engine_state` puts it."""
         if result.phase != APPLIED or result.revision != revision:
             return ClusterGate(name, False, message=f"{result.phase}: {result.message}" if result.message else "")
-        cluster = self.controller.clusters.get(name)
+        cluster = self.members.get(name)
         if cluster is None:
-            return ClusterGate(name, False, message="not run by this controller")
+            return ClusterGate(name, False, message=self.members.unavailable(name))
         template = spec["template"]
         runtime, kind = template["metadata"]["name"], template["kind"]
         ome = cluster.watch(OmeWatch)
@@ -666,10 +697,9 @@ class FleetRuntimeApplier:
     async def _apply_cluster(
         self, owner: str, spec: Mapping[str, Any], revision: int, name: str, previous: Mapping[str, Any]
     ) -> ClusterResult:
-        cluster = self.controller.clusters.get(name)
+        cluster = self.members.get(name)
         if cluster is None:
-            why = self.controller.registry_errors.get(name) or "not run by this controller (not reached yet)"
-            return ClusterResult(name, PENDING, message=why)
+            return ClusterResult(name, PENDING, message=self.members.unavailable(name))
         if not cluster.health.synced and not all(i.synced.is_set() for i in cluster.informers):
             return ClusterResult(name, PENDING, message="the cluster's caches are syncing")
         template = spec["template"]
@@ -724,9 +754,16 @@ class FleetRuntimeApplier:
                 gens = {namespace: int((live.get("metadata") or {}).get("generation") or 0)}
                 return ClusterResult(cluster.name, APPLIED, revision, gens)
             body = desired_copy(template, owner, revision, namespace)
-            applied = await cluster.client.patch(
-                ref, runtime, body, namespace or None, patch_type="apply", field_manager=FLEET_FIELD_MANAGER, force=True
-            )
+            with self._writing(cluster.name):
+                applied = await cluster.client.patch(
+                    ref,
+                    runtime,
+                    body,
+                    namespace or None,
+                    patch_type="apply",
+                    field_manager=FLEET_FIELD_MANAGER,
+                    force=True,
+                )
             self._note_written(cluster.name, ref, applied)
             if decision.action == "correct":
                 log.info("FleetRuntime %s: cluster %s: %s: put back", owner, cluster.name, decision.message)
@@ -813,7 +850,7 @@ class FleetRuntimeApplier:
         if not self.store.synced.is_set() or not self.store.served:
             return  # a store that serves no FleetRuntimes is not one whose FleetRuntimes were all deleted
         wanted = self._wanted()
-        for cluster in list(self.controller.clusters.values()):
+        for cluster in self.members.values():
             ome = cluster.watch(OmeWatch)
             if not all(i.synced.is_set() for i in (ome.serving, ome.cluster_serving)):
                 continue
@@ -840,9 +877,10 @@ class FleetRuntimeApplier:
     async def _delete_copy(self, cluster: ClusterRuntime, ref: ResourceRef, obj: dict[str, Any], owner: str) -> None:
         meta = obj["metadata"]
         try:
-            await cluster.client.delete(
-                ref, meta["name"], meta.get("namespace") or None, preconditions={"uid": meta.get("uid", "")}
-            )
+            with self._writing(cluster.name):
+                await cluster.client.delete(
+                    ref, meta["name"], meta.get("namespace") or None, preconditions={"uid": meta.get("uid", "")}
+                )
             log.info("FleetRuntime %s: cluster %s: deleted its %s %s", owner, cluster.name, ref.kind, meta["name"])
         except (NotFound, Conflict):
             pass  # deleted or replaced since: the copy is gone either way

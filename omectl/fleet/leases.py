@@ -37,6 +37,7 @@ __all__ = [
     "SystemClock",
     "default_replica_id",
     "describe_holder",
+    "lease_spec",
     "micro_time",
     "parse_micro_time",
     "validate_replica_id",
@@ -122,6 +123,17 @@ def default_replica_id(host: str | None = None) -> str:
 def micro_time(t: float) -> str:
     """A MicroTime (`2006-01-02T15:04:05.000000Z`)."""
     return datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def lease_spec(holder: str, stamp: float, acquired: str, transitions: int, duration: int) -> dict[str, Any]:
+    """A Lease's spec: `holder` (empty: released) renewed at `stamp`, held since `acquired` (a MicroTime)."""
+    return {
+        "holderIdentity": holder,
+        "leaseDurationSeconds": duration,
+        "acquireTime": acquired,
+        "renewTime": micro_time(stamp),
+        "leaseTransitions": transitions,
+    }
 
 
 def parse_micro_time(value: Any) -> float | None:

@@ -75,6 +75,7 @@ from omectl.fleet.leases import (
     SystemClock,
     default_replica_id,
     describe_holder,
+    lease_spec,
     micro_time,
     validate_replica_id,
 )
@@ -100,6 +101,7 @@ __all__ = [
     "ReplicaIdInUse",
     "ShardCoordinator",
     "ShardedProvider",
+    "WriteFence",
     "assign",
     "default_replica_id",
     "fence_writes",
@@ -114,7 +116,7 @@ DEFAULT_HA_NAMESPACE = "omectl-system"
 DEFAULT_LEASE_NAMESPACE = "omectl-system"
 LEASE_NAME = "omectl-controller"  # the ownership Lease in every member
 REPLICA_LEASE_PREFIX = "omectl-replica-"
-LEASE_KIND_LABEL = "omectl.io/ha-lease"  # "replica" (membership) or "cluster" (ownership)
+LEASE_KIND_LABEL = "omectl.io/ha-lease"  # "replica" (membership), "cluster" (ownership), "leader" (election.py)
 CLUSTER_NAME_LABEL = "omectl.io/cluster-name"
 WEBHOOK_URL_ANNOTATION = "omectl.io/webhook-url"
 WEBHOOK_CA_ANNOTATION = "omectl.io/webhook-ca-bundle"
@@ -537,15 +539,6 @@ class ShardCoordinator:
     def _labels(self, cluster: str) -> dict[str, str]:
         return {LEASE_KIND_LABEL: "cluster", CLUSTER_NAME_LABEL: cluster}
 
-    def _spec(self, holder: str, stamp: float, acquired: str, transitions: int, duration: int) -> dict[str, Any]:
-        return {
-            "holderIdentity": holder,
-            "leaseDurationSeconds": duration,
-            "acquireTime": acquired,
-            "renewTime": micro_time(stamp),
-            "leaseTransitions": transitions,
-        }
-
     def _advertised(self) -> dict[str, str]:
         notes = dict(self.advertise())
         unreachable = self.unreachable()
@@ -645,7 +638,7 @@ class ShardCoordinator:
     async def _acquire(self, cluster: str, member: _Member, record: LeaseRecord | None) -> None:
         stamp, stamp_mono = self.clock.time(), self.clock.monotonic()
         transitions = 0 if record is None else record.transitions + (record.holder != self.identity)
-        spec = self._spec(self.identity, stamp, micro_time(stamp), transitions, self.timings.lease_seconds)
+        spec = lease_spec(self.identity, stamp, micro_time(stamp), transitions, self.timings.lease_seconds)
         try:
             written = await member.leases.write(
                 LEASE_NAME, spec, self._labels(cluster), record, self.holder.annotations()
@@ -681,7 +674,7 @@ class ShardCoordinator:
             return
         stamp, stamp_mono = self.clock.time(), self.clock.monotonic()
         record = held.record
-        spec = self._spec(self.identity, stamp, record.acquire_time, record.transitions, self.timings.lease_seconds)
+        spec = lease_spec(self.identity, stamp, record.acquire_time, record.transitions, self.timings.lease_seconds)
         try:
             written = await member.leases.write(record.name, spec, self._labels(cluster), record)
         except KubeError as exc:
@@ -762,7 +755,7 @@ class ShardCoordinator:
                 if current is None or current.holder != self.identity:
                     return  # gone, or someone else's by now
                 stamp = self.clock.time()
-                spec = self._spec("", stamp, micro_time(stamp), current.transitions, 1)
+                spec = lease_spec("", stamp, micro_time(stamp), current.transitions, 1)
                 if await member.leases.write(current.name, spec, current.labels, current) is not None:
                     return
                 current = await member.leases.get(current.name)  # a renewal in flight moved it: read, retry
@@ -834,7 +827,13 @@ class Fenced(KubeConnectionError):
         super().__init__(cluster, "write fenced: this process does not hold the cluster's lease")
 
 
-def fence_writes(client: ClusterClient, coordinator: ShardCoordinator, cluster: str) -> None:
+class WriteFence(Protocol):
+    """What decides whether a write may be sent: a `ShardCoordinator` (per cluster) or a `LeaderLease`."""
+
+    def writing(self, cluster: str) -> contextlib.AbstractContextManager[None]: ...
+
+
+def fence_writes(client: ClusterClient, coordinator: WriteFence, cluster: str) -> None:
     """Send this client's writes (every method but GET) through `coordinator.writing(cluster)`.
 
     `ClusterClient.request_bytes` is where every call of the client goes (get, create, replace, patch, delete, the

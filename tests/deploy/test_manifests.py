@@ -345,6 +345,8 @@ def test_member_and_hub_rbac_are_exactly_the_derived_rules() -> None:
     assert rules_by_resource(one(hub, "Role", "omectl-hub-registrations")) == {
         "secrets": {"list", "watch"},
         "controllerrevisions.apps": {"list", "create", "patch", "delete"},
+        # --ha with the hub as coordination cluster: membership Leases and the fleet Lease (omectl/fleet/election.py)
+        "leases.coordination.k8s.io": {"get", "list", "create", "update", "delete"},
     }
     assert one(hub, "RoleBinding", "omectl-hub-registrations")["subjects"][0]["name"] == "omectl-controller"
     assert rules_by_resource(one(hub, "ClusterRole", "omectl-hub-fleetruntimes")) == HUB_FLEET_RULES

@@ -23,6 +23,7 @@ wave pass with a member unreachable.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import signal
@@ -38,6 +39,7 @@ import pytest
 import yaml
 
 from omectl.controller.app import ControllerApp
+from omectl.controller.ome.watch import OmeWatch
 from omectl.controller.runtime.queue import FakeClock
 from omectl.core.fleet_runtimes import FLEET_RUNTIME_LABEL, REVISION_ANNOTATION
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL, LABEL_ANNOTATION_PREFIX
@@ -546,6 +548,27 @@ def test_waves_roll_in_order_gated_by_the_engines_and_a_bad_revision_is_rolled_b
     assert reasons[7:] == ["RolloutStarted", "WaveFailed", "RolledBack"]
     failed = dict(events(hub, "profile")[seen:])["WaveFailed"]
     assert failed.startswith("wave 1 (lab) did not pass its gate within 600s (progressDeadlineSeconds): fr-2:")
+
+
+def test_a_member_cache_lagging_behind_a_copy_does_not_make_the_status_report_an_older_revision(
+    engines: Hub,
+) -> None:
+    hub = engines
+    start, _ = settled(hub)
+
+    async def lag() -> None:  # fr-3's cache as a reconnecting watch leaves it: the copy before its last write
+        cache = hub.app.controller.clusters["fr-3"].watch(OmeWatch).cluster_serving.cache
+        stale = copy.deepcopy(cache.get(None, "sglang-profile"))
+        assert stale is not None
+        stale["metadata"]["annotations"][REVISION_ANNOTATION] = str(start - 1)
+        cache.upsert(stale)
+
+    hub.bg.run(lag())
+    hub.apply(HUB, fleet_runtime("profile", profile("sglang:v13"), rollout=rolled()))
+    wait_rollout(hub, "profile", start + 1, "Soaking", ["Soaking", "Pending"])
+    fr3 = hub.clusters("profile")["fr-3"]
+    assert (fr3["rolloutPhase"], fr3["phase"], fr3["revision"]) == ("Pending", "Applied", start)
+    assert revision_of(hub, "fr-3") == str(start)
 
 
 def test_pause_holds_a_wave_and_a_new_edit_mid_rollout_starts_again_from_wave_one(engines: Hub) -> None:
