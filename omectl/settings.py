@@ -23,7 +23,15 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="OMECTL_", extra="forbid")
 
-    clusters_dir: Path = Field(default=Path("clusters"), description="Directory of ClusterRegistration files.")
+    clusters_dir: Path = Field(
+        default=Path("clusters"),
+        description="Directory of ClusterRegistration files (and, without a hub, FleetRuntimes).",
+    )
+    fleet_state_dir: Path | None = Field(
+        default=None,
+        description="Without a hub: where the FleetRuntimes' status, revisions, events and requests are kept "
+        "(default: <clusters_dir>/.omectl-state).",
+    )
     hub_kubeconfig: Path | None = Field(
         None, description="Read registrations from Secrets labelled omectl.io/cluster=true in this hub cluster."
     )

@@ -1,19 +1,32 @@
-"""Shared test helpers: a sample CRD, raw HTTP calls, and a kubectl runner with its own cache dir."""
+"""Shared test helpers: a sample CRD, raw HTTP calls, a kubectl runner with its own cache dir, a simulated fleet
+served from a background thread, `omectl` as a real process, and a deadline to wait for an outcome."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 import orjson
 import pytest
+
+if TYPE_CHECKING:
+    from omectl.sim.fleet import BackgroundFleet
+    from omectl.sim.simulator import SimulatorConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 
 def widget_crd(*, plural: str = "widgets", group: str = "example.com", scope: str = "Namespaced") -> dict[str, Any]:
@@ -231,3 +244,91 @@ class Kubectl:
         if check and rc != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({rc}):\n{err.decode()}{out.decode()}")
         return rc, out.decode(), err.decode()
+
+
+def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
+    """Re-run `probe` until it returns something truthy, within `timeout` seconds (a deadline, not a sleep: the
+    controller works asynchronously); an AssertionError naming `what` and the last answer otherwise."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"never: {what} (last: {last!r})")
+
+
+@dataclass
+class SimulatedFleet:
+    """Embedded clusters served from a background thread, every CRD of deploy/crds applied, and kubectl for them
+    (`--context=<cluster>`)."""
+
+    bg: BackgroundFleet
+    kubectl: Kubectl
+
+    def k(self, cluster: str, *args: str, **kw: Any) -> str:
+        return self.kubectl.run(f"--context={cluster}", *args, **kw).stdout
+
+    def get(self, cluster: str, *what: str) -> dict[str, Any] | None:
+        """`kubectl get ... -o json`, None when it is not there."""
+        proc = self.kubectl.run(f"--context={cluster}", "get", *what, "-o", "json", check=False)
+        found: dict[str, Any] | None = orjson.loads(proc.stdout) if proc.returncode == 0 else None
+        return found
+
+
+@contextlib.contextmanager
+def simulated_fleet(
+    base: Path, count: int, prefix: str, *, simulator: SimulatorConfig | dict[str, SimulatorConfig] | None = None
+) -> Iterator[SimulatedFleet]:
+    """`count` embedded clusters `<prefix>1..N` (their kubeconfig `base/fleet.kubeconfig`); stopped on exit."""
+    from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+
+    bg = BackgroundFleet(EmbeddedFleet(count, name_prefix=prefix, simulator=simulator))
+    bg.start()
+    try:
+        bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))
+        kubeconfig = bg.fleet.write_kubeconfig(base / "fleet.kubeconfig")
+        yield SimulatedFleet(bg, Kubectl(kubectl_path(), kubeconfig, base / "kube-cache"))
+    finally:
+        bg.stop()
+
+
+def omectl_env() -> dict[str, str]:
+    """The environment for an `omectl` process of a test: none of the runner's OMECTL_ or OTEL_ settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OMECTL_", "KUBECONFIG"))}
+
+
+def omectl_process(*args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+    """The installed `omectl` with `args`, run to its end; its exit status must be `code`."""
+    binary = str(Path(sys.executable).parent / "omectl")
+    proc = subprocess.run([binary, *args], capture_output=True, text=True, env=omectl_env(), timeout=60)
+    assert proc.returncode == code, f"omectl {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}{proc.stdout}"
+    return proc
+
+
+def omectl(*args: str, code: int = 0) -> str:
+    """The installed `omectl` with `args`: its stdout, or with a failing `code` its stderr."""
+    proc = omectl_process(*args, code=code)
+    return proc.stdout if code == 0 else proc.stderr
+
+
+def start_omectl_run(log: Path, *args: str) -> subprocess.Popen[str]:
+    """`omectl run` as a real process (its stderr to `log`), with free webhook and metrics ports and no webhooks
+    installed; `args` add to (or override) those."""
+    argv = [sys.executable, "-m", "omectl", "run", "--no-install-webhooks", "--webhook-port", "0"]
+    argv += ["--metrics-port", "0", "--status-file", str(log.with_suffix(".status.json"))]
+    argv += ["--trace-file", str(log.with_suffix(".traces.jsonl")), *args]
+    env = dict(omectl_env(), PYTHONPATH=str(ROOT))
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True, env=env, cwd=log.parent)
+
+
+def stop_process(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM (30 s to finish), then SIGKILL."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

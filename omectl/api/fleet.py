@@ -17,6 +17,7 @@ rollback (`omectl.core.fleet_runtimes.REQUEST_ANNOTATIONS`, docs/fleet-rollouts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
 import pydantic
@@ -24,6 +25,7 @@ from pydantic import ConfigDict, Field, WithJsonSchema
 
 from omectl.api import ome
 from omectl.api.ome import ConditionList, crd_default
+from omectl.problems import validation_problems
 
 GROUP: Final = "fleet.omectl.io"
 VERSION: Final = "v1alpha1"
@@ -315,4 +317,15 @@ def template_problem(spec: dict[str, Any]) -> str | None:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         return f"spec.template.{where}: {first['msg']}"
+    return None
+
+
+def document_problem(document: Mapping[str, Any]) -> str | None:
+    """Why a FleetRuntime document (read from a file, in the hubless setup) is not one the hub's API server would
+    store: its CRD's schema (types, enums, bounds, required fields), as one line; None when it is. The template is
+    checked later, by `template_problem`, as in a hub."""
+    try:
+        FleetRuntime.model_validate({key: value for key, value in document.items() if key != "status"})
+    except pydantic.ValidationError as exc:
+        return validation_problems(exc.errors())
     return None

@@ -38,6 +38,7 @@ class CommandError(Exception):
 _MESSAGE_ERRORS = (
     ("omectl.kube.errors", "KubeError"),
     ("omectl.fleet.registration", "RegistrationError"),
+    ("omectl.fleet.runtime_state", "StateError"),
     ("omectl.settings", "SettingsError"),
     ("omectl.sim.fleet", "ManifestError"),
     ("omectl.sim.apiserver.server", "StateError"),

@@ -80,8 +80,8 @@ class Commands(LazyGroup):
         "rollout": LazyCommand(
             "omectl.cli.rollout",
             "rollout_app",
-            "Watch and steer the wave rollout of a FleetRuntime in the hub: status, plan, history, pause, resume, "
-            "promote, abort, rollback.",
+            "Watch and steer the wave rollout of a FleetRuntime (in the hub, or without one in --clusters-dir): "
+            "status, plan, history, pause, resume, promote, abort, rollback.",
         ),
         "version": LazyCommand(
             "omectl.cli.meta",

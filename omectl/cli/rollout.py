@@ -1,22 +1,25 @@
-"""`omectl rollout` (also `kubectl ome rollout`): watch and steer the wave rollout of a FleetRuntime in the hub
-(docs/fleet-rollouts.md).
+"""`omectl rollout` (also `kubectl ome rollout`): watch and steer the wave rollout of a FleetRuntime
+(docs/fleet-rollouts.md), in a hub or, without one, in the clusters directory.
 
 `status` reads the FleetRuntime's status (one progress bar per wave, a row per cluster; `--watch` redraws it);
 `plan -f` shows what an edit would re-render per wave (omectl.cli.rollout_plan); `history` lists its revisions
 (the ControllerRevisions in the hub namespace); `pause` and `resume` set
 `spec.rollout.paused`; `promote`, `abort` and `rollback [--to N]` write a request annotation with a fresh token
 (`omectl.core.fleet_runtimes.REQUEST_ANNOTATIONS`), which the controller acts on once. Every command talks to the
-hub only (`--kubeconfig`, `--context`); the controller does the rest. Importing this module costs typer and the
-pure rollout model: the client loads when a command runs.
+hub only (`--kubeconfig`, `--context`); the controller does the rest. With `--clusters-dir` (no hub) the same
+commands read the FleetRuntime files and the state `omectl run` keeps of them, and write the requests there
+(omectl.cli.rollout_files). Importing this module costs typer and the pure rollout model: the client loads when a
+command talks to a hub.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import typer
 
@@ -29,6 +32,7 @@ from omectl.core.fleet_runtimes import (
     ROLLBACK_ANNOTATION,
     ROLLBACK_TO_ANNOTATION,
 )
+from omectl.fleet.providers import CLUSTERS_DIR_ENV
 
 if TYPE_CHECKING:
     from omectl.kube.client import ClusterClient
@@ -54,13 +58,13 @@ class RolloutCommands(LazyGroup):
 rollout_app = typer.Typer(
     cls=RolloutCommands,
     no_args_is_help=True,
-    help="Watch and steer the wave rollout of a FleetRuntime in the hub: status, plan, history, pause, resume, "
-    "promote, abort, rollback.",
+    help="Watch and steer the wave rollout of a FleetRuntime (in the hub, or without one in --clusters-dir): "
+    "status, plan, history, pause, resume, promote, abort, rollback.",
 )
 
 KIND = "fleetruntime.fleet.omectl.io"
 BAR_WIDTH = 20
-NAME_ARGUMENT = typer.Argument(..., help="Name of the FleetRuntime in the hub.")
+NAME_ARGUMENT = typer.Argument(..., help="Name of the FleetRuntime.")
 KUBECONFIG = typer.Option(
     None, "--kubeconfig", help="Kubeconfig of the hub (default: $KUBECONFIG, else ~/.kube/config).", show_default=False
 )
@@ -69,9 +73,115 @@ HUB_NAMESPACE = typer.Option(
     "omectl-system", "--hub-namespace", envvar="OMECTL_HUB_NAMESPACE", help="The controller's namespace in the hub."
 )
 TIMEOUT = typer.Option(10.0, "--timeout", min=0.1, help="Seconds to wait for each request to the hub.")
+CLUSTERS_DIR = typer.Option(
+    None,
+    "--clusters-dir",
+    help="Without a hub: the directory of the FleetRuntime files (and ClusterRegistrations) `omectl run "
+    "--clusters-dir` reads (default: $OMECTL_CLUSTERS_DIR, when neither --kubeconfig nor --context is given).",
+    show_default=False,
+)
+FLEET_STATE_DIR = typer.Option(
+    None,
+    "--fleet-state-dir",
+    envvar="OMECTL_FLEET_STATE_DIR",
+    help="Without a hub: where `omectl run` keeps the FleetRuntimes' state (default: <clusters-dir>/.omectl-state).",
+    show_default=False,
+)
+
+
+# --- where the FleetRuntime is: a hub, or a directory ---------------------------------------------------------
+
+
+class FleetRuntimes(Protocol):
+    """Where the commands find FleetRuntimes: `FleetRuntimeHub`, or without a hub
+    `omectl.cli.rollout_files.FleetRuntimeDirectory`. Each failure is a CommandError (one line)."""
+
+    def get(self, name: str) -> dict[str, Any]:
+        """The FleetRuntime, its status included."""
+        ...
+
+    def revisions(self, name: str) -> list[dict[str, Any]]:
+        """Its kept revisions, newest first, as ControllerRevisions."""
+        ...
+
+    def steer(
+        self,
+        name: str,
+        *,
+        needs_waves: str,
+        paused: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> None:
+        """Set `spec.rollout.paused` and/or request annotations (None removes one), after checking that the
+        FleetRuntime has waves (`needs_waves`: what the command does, for the error)."""
+        ...
+
+
+def _fleet_runtimes(
+    kubeconfig: Path | None,
+    context: str | None,
+    timeout: float,
+    clusters_dir: Path | None,
+    fleet_state_dir: Path | None,
+    hub_namespace: str = "omectl-system",
+) -> FleetRuntimes:
+    """The hub `--kubeconfig`/`--context` name, or the directory `--clusters-dir` (or $OMECTL_CLUSTERS_DIR, when
+    no hub is named) names; both at once is a usage error."""
+    if clusters_dir is not None and (kubeconfig is not None or context is not None):
+        raise typer.BadParameter(
+            "--clusters-dir reads the FleetRuntime files of the hubless setup, --kubeconfig and --context a hub: "
+            "give one or the other",
+            param_hint="--clusters-dir",
+        )
+    if clusters_dir is None and kubeconfig is None and context is None and os.environ.get(CLUSTERS_DIR_ENV):
+        clusters_dir = Path(os.environ[CLUSTERS_DIR_ENV])
+    if clusters_dir is None:
+        return FleetRuntimeHub(kubeconfig, context, timeout, hub_namespace)
+    from omectl.cli.rollout_files import FleetRuntimeDirectory
+    from omectl.fleet.providers import clusters_dir_to_read
+    from omectl.fleet.runtime_state import default_state_dir
+
+    files = clusters_dir_to_read(clusters_dir)
+    return FleetRuntimeDirectory(files, fleet_state_dir or default_state_dir(files))
 
 
 # --- talking to the hub ------------------------------------------------------------------------------------
+
+
+class FleetRuntimeHub:
+    """The FleetRuntimes of a hub, read and patched through its API server (one connection per call)."""
+
+    def __init__(self, kubeconfig: Path | None, context: str | None, timeout: float, namespace: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.context = context
+        self.timeout = timeout
+        self.namespace = namespace
+
+    def get(self, name: str) -> dict[str, Any]:
+        return _on_hub(self.kubeconfig, self.context, self.timeout, lambda client: _fleet_runtime(client, name))
+
+    def revisions(self, name: str) -> list[dict[str, Any]]:
+        return _on_hub(self.kubeconfig, self.context, self.timeout, lambda c: _revisions(c, name, self.namespace))
+
+    def steer(
+        self,
+        name: str,
+        *,
+        needs_waves: str,
+        paused: bool | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> None:
+        body: dict[str, Any] = {}
+        if paused is not None:
+            body["spec"] = {"rollout": {"paused": paused}}
+        if annotations:
+            body["metadata"] = {"annotations": dict(annotations)}
+        _on_hub(
+            self.kubeconfig,
+            self.context,
+            self.timeout,
+            lambda client: _patch(client, name, body, needs_waves=needs_waves),
+        )
 
 
 def _on_hub(kubeconfig: Path | None, context: str | None, timeout: float, work: Callable[..., Awaitable[T]]) -> T:
@@ -105,6 +215,19 @@ async def _revisions(client: ClusterClient, name: str, namespace: str) -> list[d
 
     items = await client.list_all(CONTROLLER_REVISIONS, namespace, label_selector=f"{FLEET_RUNTIME_LABEL}={name}")
     return sorted(items, key=lambda item: int(item.get("revision") or 0), reverse=True)
+
+
+async def _patch(client: ClusterClient, name: str, body: dict[str, Any], *, needs_waves: str) -> None:
+    """Merge-patch the FleetRuntime, after checking it exists and has waves (`needs_waves`: what the command does,
+    for the error)."""
+    from omectl.cli.errors import CommandError
+    from omectl.kube.field_managers import ROLLOUT_FIELD_MANAGER
+    from omectl.kube.resources import FLEET_RUNTIMES
+
+    fr = await _fleet_runtime(client, name)
+    if not _waves_of(fr):
+        raise CommandError(f"fleetruntime {name} has no spec.rollout.waves: nothing to {needs_waves}")
+    await client.patch(FLEET_RUNTIMES, name, body, None, patch_type="merge", field_manager=ROLLOUT_FIELD_MANAGER)
 
 
 # --- status ------------------------------------------------------------------------------------------------
@@ -186,12 +309,16 @@ def status(
     kubeconfig: Path | None = KUBECONFIG,
     context: str | None = CONTEXT,
     timeout: float = TIMEOUT,
+    clusters_dir: Path | None = CLUSTERS_DIR,
+    fleet_state_dir: Path | None = FLEET_STATE_DIR,
 ) -> None:
     """Where the rollout of a FleetRuntime is: one progress bar per wave, engines per cluster."""
     from omectl.cli.reports import render_document, watch
 
+    fleet_runtimes = _fleet_runtimes(kubeconfig, context, timeout, clusters_dir, fleet_state_dir)
+
     def frame() -> str:
-        fr = _on_hub(kubeconfig, context, timeout, lambda client: _fleet_runtime(client, name))
+        fr = fleet_runtimes.get(name)
         report = status_report(fr)
         return render_status(report) if output is DocumentFormat.table else render_document(report, output)
 
@@ -250,15 +377,14 @@ def history(
     context: str | None = CONTEXT,
     hub_namespace: str = HUB_NAMESPACE,
     timeout: float = TIMEOUT,
+    clusters_dir: Path | None = CLUSTERS_DIR,
+    fleet_state_dir: Path | None = FLEET_STATE_DIR,
 ) -> None:
     """The kept revisions of a FleetRuntime, newest first: which is current, which is stable (`rollback --to N`)."""
     from omectl.cli.reports import print_records
 
-    async def read(client: ClusterClient) -> list[dict[str, Any]]:
-        fr = await _fleet_runtime(client, name)
-        return history_rows(fr, await _revisions(client, name, hub_namespace))
-
-    rows = _on_hub(kubeconfig, context, timeout, read)
+    fleet_runtimes = _fleet_runtimes(kubeconfig, context, timeout, clusters_dir, fleet_state_dir, hub_namespace)
+    rows = history_rows(fleet_runtimes.get(name), fleet_runtimes.revisions(name))
     print_records(
         rows,
         HISTORY_COLUMNS,
@@ -277,22 +403,8 @@ def _token() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-async def _patch(client: ClusterClient, name: str, body: dict[str, Any], *, needs_waves: str) -> None:
-    """Merge-patch the FleetRuntime, after checking it exists and has waves (`needs_waves`: what the command does,
-    for the error)."""
-    from omectl.cli.errors import CommandError
-    from omectl.kube.field_managers import ROLLOUT_FIELD_MANAGER
-    from omectl.kube.resources import FLEET_RUNTIMES
-
-    fr = await _fleet_runtime(client, name)
-    if not _waves_of(fr):
-        raise CommandError(f"fleetruntime {name} has no spec.rollout.waves: nothing to {needs_waves}")
-    await client.patch(FLEET_RUNTIMES, name, body, None, patch_type="merge", field_manager=ROLLOUT_FIELD_MANAGER)
-
-
-def _steer(name: str, body: dict[str, Any], verb: str, said: str, hub: tuple[Path | None, str | None, float]) -> None:
-    kubeconfig, context, timeout = hub
-    _on_hub(kubeconfig, context, timeout, lambda client: _patch(client, name, body, needs_waves=verb))
+def _steer(fleet_runtimes: FleetRuntimes, name: str, verb: str, said: str, **request: Any) -> None:
+    fleet_runtimes.steer(name, needs_waves=verb, **request)
     typer.echo(f"{KIND}/{name} {said}")
 
 
@@ -302,9 +414,12 @@ def pause(
     kubeconfig: Path | None = KUBECONFIG,
     context: str | None = CONTEXT,
     timeout: float = TIMEOUT,
+    clusters_dir: Path | None = CLUSTERS_DIR,
+    fleet_state_dir: Path | None = FLEET_STATE_DIR,
 ) -> None:
     """Hold the rollout at its current wave (`spec.rollout.paused: true`)."""
-    _steer(name, {"spec": {"rollout": {"paused": True}}}, "pause", "paused", (kubeconfig, context, timeout))
+    fleet_runtimes = _fleet_runtimes(kubeconfig, context, timeout, clusters_dir, fleet_state_dir)
+    _steer(fleet_runtimes, name, "pause", "paused", paused=True)
 
 
 @rollout_app.command("resume")
@@ -313,9 +428,12 @@ def resume(
     kubeconfig: Path | None = KUBECONFIG,
     context: str | None = CONTEXT,
     timeout: float = TIMEOUT,
+    clusters_dir: Path | None = CLUSTERS_DIR,
+    fleet_state_dir: Path | None = FLEET_STATE_DIR,
 ) -> None:
     """Let a paused rollout go on (`spec.rollout.paused: false`); the wave's deadline counts from now."""
-    _steer(name, {"spec": {"rollout": {"paused": False}}}, "resume", "resumed", (kubeconfig, context, timeout))
+    fleet_runtimes = _fleet_runtimes(kubeconfig, context, timeout, clusters_dir, fleet_state_dir)
+    _steer(fleet_runtimes, name, "resume", "resumed", paused=False)
 
 
 @rollout_app.command("promote")
@@ -324,10 +442,12 @@ def promote(
     kubeconfig: Path | None = KUBECONFIG,
     context: str | None = CONTEXT,
     timeout: float = TIMEOUT,
+    clusters_dir: Path | None = CLUSTERS_DIR,
+    fleet_state_dir: Path | None = FLEET_STATE_DIR,
 ) -> None:
     """Pass the current wave now, its gate and soak skipped; the next wave has its own gate."""
-    body = {"metadata": {"annotations": {PROMOTE_ANNOTATION: _token()}}}
-    _steer(name, body, "promote", "promote requested", (kubeconfig, context, timeout))
+    fleet_runtimes = _fleet_runtimes(kubeconfig, context, timeout, clusters_dir, fleet_state_dir)
+    _steer(fleet_runtimes, name, "promote", "promote requested", annotations={PROMOTE_ANNOTATION: _token()})
 
 
 @rollout_app.command("abort")
@@ -336,10 +456,12 @@ def abort(
     kubeconfig: Path | None = KUBECONFIG,
     context: str | None = CONTEXT,
     timeout: float = TIMEOUT,
+    clusters_dir: Path | None = CLUSTERS_DIR,
+    fleet_state_dir: Path | None = FLEET_STATE_DIR,
 ) -> None:
     """Stop the rollout where it is (Aborted): the clusters it changed keep the new revision."""
-    body = {"metadata": {"annotations": {ABORT_ANNOTATION: _token()}}}
-    _steer(name, body, "abort", "abort requested", (kubeconfig, context, timeout))
+    fleet_runtimes = _fleet_runtimes(kubeconfig, context, timeout, clusters_dir, fleet_state_dir)
+    _steer(fleet_runtimes, name, "abort", "abort requested", annotations={ABORT_ANNOTATION: _token()})
 
 
 @rollout_app.command("rollback")
@@ -352,21 +474,18 @@ def rollback(
     context: str | None = CONTEXT,
     hub_namespace: str = HUB_NAMESPACE,
     timeout: float = TIMEOUT,
+    clusters_dir: Path | None = CLUSTERS_DIR,
+    fleet_state_dir: Path | None = FLEET_STATE_DIR,
 ) -> None:
     """Give the clusters the rollout changed the stable revision again (or --to N), the last wave's first."""
     from omectl.cli.errors import CommandError
 
-    body = {"metadata": {"annotations": {ROLLBACK_ANNOTATION: _token(), ROLLBACK_TO_ANNOTATION: None}}}
-
-    async def request(client: ClusterClient) -> None:
-        if to is not None:
-            kept = [int(r.get("revision") or 0) for r in await _revisions(client, name, hub_namespace)]
-            if to not in kept:
-                listed = ", ".join(str(n) for n in sorted(kept)) or "none"
-                raise CommandError(f"revision {to} of fleetruntime {name} is not kept (kept: {listed})")
-            body["metadata"]["annotations"][ROLLBACK_TO_ANNOTATION] = str(to)
-        await _patch(client, name, body, needs_waves="roll back")
-
-    _on_hub(kubeconfig, context, timeout, request)
+    fleet_runtimes = _fleet_runtimes(kubeconfig, context, timeout, clusters_dir, fleet_state_dir, hub_namespace)
+    if to is not None:
+        kept = [int(r.get("revision") or 0) for r in fleet_runtimes.revisions(name)]
+        if to not in kept:
+            listed = ", ".join(str(n) for n in sorted(kept)) or "none"
+            raise CommandError(f"revision {to} of fleetruntime {name} is not kept (kept: {listed})")
     target = f"revision {to}" if to is not None else "the stable revision"
-    typer.echo(f"{KIND}/{name} rollback to {target} requested")
+    annotations = {ROLLBACK_ANNOTATION: _token(), ROLLBACK_TO_ANNOTATION: str(to) if to is not None else None}
+    _steer(fleet_runtimes, name, "roll back", f"rollback to {target} requested", annotations=annotations)

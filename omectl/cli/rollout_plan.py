@@ -2,7 +2,8 @@
 applied (built on `omectl runtime plan`, omectl.cli.runtime_plan).
 
 The hub is read once: the FleetRuntime's kept revisions (to number the new one as the controller would) and the
-registration Secrets (the clusters, their labels and kubeconfigs). The edited FleetRuntime's placement and waves
+registration Secrets (the clusters, their labels and kubeconfigs); without a hub (`--clusters-dir`), the revisions
+kept in the state directory and the registration files. The edited FleetRuntime's placement and waves
 give each wave its clusters (`omectl.core.fleet_runtimes.plan_waves`); in each placed cluster the copy the
 controller would apply (`desired_copy`) is planned as `runtime plan` plans an edited runtime: every InferenceService
 it reaches, and the diff of each engine workload it would re-render. Nothing is written. Exits as `runtime plan`:
@@ -22,12 +23,26 @@ import yaml
 from omectl.api.fleet import API_VERSION, KIND, template_problem
 from omectl.cli.errors import CommandError
 from omectl.cli.reports import DOCUMENT_OUTPUT_OPTION, DocumentFormat, emit
-from omectl.cli.rollout import CONTEXT, HUB_NAMESPACE, KUBECONFIG, NAME_ARGUMENT, TIMEOUT, _revisions
+from omectl.cli.rollout import (
+    CLUSTERS_DIR,
+    CONTEXT,
+    FLEET_STATE_DIR,
+    HUB_NAMESPACE,
+    KUBECONFIG,
+    NAME_ARGUMENT,
+    TIMEOUT,
+    FleetRuntimeHub,
+    FleetRuntimes,
+    _fleet_runtimes,
+    _revisions,
+)
+from omectl.cli.rollout_files import FleetRuntimeDirectory
 from omectl.cli.runtime import EXIT_CLUSTER_FAILED, _fail, _kubeconfig_target, _registered_target, _with_client
 from omectl.cli.runtime_plan import EXIT_PLAN_CHANGES, EXIT_PLAN_ERROR, EditedRuntime, _plan_with, _print_plan
 from omectl.core.fleet_runtimes import copy_targets, desired_copy, placed_clusters, plan_waves, template_hash
-from omectl.fleet.providers import CLUSTER_LABEL, registration_from_secret
+from omectl.fleet.providers import CLUSTER_LABEL, DirectoryProvider, registration_from_secret
 from omectl.fleet.registration import ClusterRegistration, RegistrationError
+from omectl.fleet.runtime_state import StateError
 from omectl.kube.client import ClusterClient
 from omectl.kube.resources import SECRETS
 
@@ -83,6 +98,19 @@ async def _read_hub(
     return kept, registrations, errors
 
 
+def _read(
+    fleet_runtimes: FleetRuntimes, name: str, timeout: float
+) -> tuple[dict[str, int], dict[str, ClusterRegistration], list[str]]:
+    """The kept revisions (hash -> number) and the registered clusters, from the hub or the clusters directory."""
+    if not isinstance(fleet_runtimes, FleetRuntimeDirectory):
+        assert isinstance(fleet_runtimes, FleetRuntimeHub)
+        hub = _kubeconfig_target(fleet_runtimes.kubeconfig, fleet_runtimes.context, timeout)
+        return asyncio.run(_with_client(hub, lambda c: _read_hub(c, name, fleet_runtimes.namespace)))
+    kept = {(r.get("data") or {}).get("hash", ""): int(r.get("revision") or 0) for r in fleet_runtimes.revisions(name)}
+    registrations, problems = DirectoryProvider(fleet_runtimes.files).scan()
+    return kept, registrations, list(problems.values())
+
+
 def plan(
     name: str = NAME_ARGUMENT,
     filename: Path = typer.Option(..., "-f", "--filename", help="The edited FleetRuntime, as you would apply it."),
@@ -91,13 +119,17 @@ def plan(
     hub_namespace: str = HUB_NAMESPACE,
     output: DocumentFormat = DOCUMENT_OUTPUT_OPTION,
     timeout: float = TIMEOUT,
+    clusters_dir: Path | None = CLUSTERS_DIR,
+    fleet_state_dir: Path | None = FLEET_STATE_DIR,
 ) -> None:
     """Before applying a FleetRuntime edit: per wave, what each of its clusters would re-render (as `runtime plan`).
     Nothing is written. Exits as kubectl diff: 0 nothing changes, 1 something changes, 2 an error."""
     try:
+        fleet_runtimes = _fleet_runtimes(kubeconfig, context, timeout, clusters_dir, fleet_state_dir, hub_namespace)
         fr = load_fleet_runtime(filename, name)
-        hub = _kubeconfig_target(kubeconfig, context, timeout)
-        kept, registrations, errors = asyncio.run(_with_client(hub, lambda c: _read_hub(c, name, hub_namespace)))
+        kept, registrations, errors = _read(fleet_runtimes, name, timeout)
+    except (RegistrationError, StateError) as exc:
+        _fail(CommandError(str(exc), EXIT_PLAN_ERROR))
     except CommandError as exc:
         _fail(CommandError(exc.message, EXIT_PLAN_ERROR))
     spec = fr["spec"]

@@ -20,7 +20,16 @@ DEFAULT_STATUS_FILE = Path(".omectl/controller-status.json")
 def run(
     config: Path | None = typer.Option(None, "--config", help="YAML file of settings (keys as in `Settings`)."),
     clusters_dir: Path | None = typer.Option(
-        None, "--clusters-dir", envvar="OMECTL_CLUSTERS_DIR", help="Directory of ClusterRegistration files."
+        None,
+        "--clusters-dir",
+        envvar="OMECTL_CLUSTERS_DIR",
+        help="Directory of ClusterRegistration files (and, without a hub, FleetRuntime files).",
+    ),
+    fleet_state_dir: Path | None = typer.Option(
+        None,
+        "--fleet-state-dir",
+        help="Without a hub: where FleetRuntimes' status, revisions and requests are kept "
+        "(default: <clusters-dir>/.omectl-state).",
     ),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Reconciles running at once."),
     webhook_port: int | None = typer.Option(
@@ -46,6 +55,7 @@ def run(
     settings = Settings.load(
         config,
         clusters_dir=clusters_dir,
+        fleet_state_dir=fleet_state_dir,
         concurrency=concurrency,
         webhook_port=webhook_port,
         install_webhooks=install_webhooks,
@@ -60,6 +70,8 @@ def run(
     if clusters_dir is not None and settings.hub_kubeconfig is None:
         clusters_dir_to_read(settings.clusters_dir)
     require_writable(status_file, "--status-file")
+    if settings.hub_kubeconfig is None:  # a state directory asked for must be usable (the default one: a warning)
+        require_writable(settings.fleet_state_dir, "--fleet-state-dir", directory=True)
     if settings.otlp_endpoint is None:
         require_writable(settings.trace_file, "--trace-file")
     from omectl.observability.logs import configure_logging

@@ -31,6 +31,8 @@ from omectl.controller.aim.service import AimServiceReconciler
 from omectl.controller.aim.watch import AIM_SERVICE_KEY, AimWatch
 from omectl.controller.fleet_driver import ElectedFleetRuntimes
 from omectl.controller.fleet_members import LocalMembers
+from omectl.controller.fleet_runtime_stores.directory import DirectoryStore
+from omectl.controller.fleet_runtime_stores.hub import HubStore
 from omectl.controller.fleet_runtimes import FleetRuntimeApplier
 from omectl.controller.ome.engine import EngineReconciler
 from omectl.controller.ome.lookup import CacheLookup
@@ -44,6 +46,7 @@ from omectl.core.aim.meta import RECONCILIATION_PAUSED, reconciliation_paused
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
 from omectl.fleet.leases import Holder
 from omectl.fleet.providers import RegistryChange, provider_from_settings
+from omectl.fleet.runtime_state import default_state_dir
 from omectl.fleet.sharding import (
     WEBHOOK_CA_ANNOTATION,
     WEBHOOK_URL_ANNOTATION,
@@ -58,6 +61,7 @@ from omectl.observability.loop_lag import LoopLagMonitor
 from omectl.observability.metrics import ControllerMetrics
 from omectl.observability.redact import scrub
 from omectl.observability.server import StatusServer
+from omectl.problems import output_problem
 from omectl.settings import Settings
 from omectl.tls import CertificateAuthority, server_ssl_context
 from omectl.tracing.setup import configure_tracing
@@ -185,7 +189,8 @@ class ControllerApp:
         self.holder = Holder.for_this_process(settings.replica_id, ha=settings.ha, host=settings.pod_name)
         self.provider: ShardedProvider | None = None
         self.keepers: dict[str, WebhookKeeper] = {}
-        # with a hub (_start_fleet_runtimes): the applier, or under --ha the one run while holding the fleet Lease
+        # with a hub (_start_fleet_runtimes): the applier, or under --ha the one run while holding the fleet Lease;
+        # without a hub and without --ha, the applier over the FleetRuntime files (_start_fleet_runtimes_from_files)
         self.fleet_runtimes: FleetRuntimeApplier | ElectedFleetRuntimes | None = None
         self.failure: str | None = None  # set when the process must stop (another one took its replica id)
         self.failed = asyncio.Event()
@@ -377,6 +382,7 @@ class ControllerApp:
         self.observer.start()
         self.controller.start_workers()
         await self._start_fleet_runtimes()
+        await self._start_fleet_runtimes_from_files()
         self._tasks.spawn(self._follow_registry(), "registry")
         self._tasks.spawn(self._watch_failure(), "ownership-failure")
         if self.status_file is not None:
@@ -402,15 +408,42 @@ class ControllerApp:
             return
         hub = await ClusterClient.from_kubeconfig(self.settings.hub_kubeconfig, name="hub")
         self.fleet_runtimes = FleetRuntimeApplier(
-            hub,
-            self.settings.hub_namespace,
+            HubStore(hub, self.settings.hub_namespace, owns_hub=True),
             LocalMembers(self.controller),
             self.provider.registrations,
             self.reconcilers.resolver,
-            owns_hub=True,
             tracer=self.tracing.tracer,
         )
         await self.fleet_runtimes.start()
+
+    async def _start_fleet_runtimes_from_files(self) -> None:
+        """Without a hub: the FleetRuntime applier over the FleetRuntime files of the clusters directory, what a hub
+        would hold of them kept in the state directory (omectl.controller.fleet_runtime_stores.directory); not under
+        --ha either."""
+        if self.settings.hub_kubeconfig is not None or self.provider is None:
+            return
+        if self.settings.ha:  # each replica has a directory of its own: none holds what the others wrote
+            log.info(
+                "fleet runtimes: not applied under --ha without a hub (the fleet Lease and their state are a hub's)"
+            )
+            return
+        files = self.settings.clusters_dir
+        state = self.settings.fleet_state_dir or default_state_dir(files)
+        problem = output_problem(state, directory=True)
+        if problem is not None:
+            log.warning(
+                "fleet runtimes: not applied: their state directory %s %s (setting fleet_state_dir)", state, problem
+            )
+            return
+        self.fleet_runtimes = FleetRuntimeApplier(
+            DirectoryStore(files, state),
+            LocalMembers(self.controller),
+            self.provider.registrations,
+            self.reconcilers.resolver,
+            tracer=self.tracing.tracer,
+        )
+        await self.fleet_runtimes.start()
+        log.info("fleet runtimes: read from %s, their state kept in %s", files, state)
 
     async def _start_webhook_server(self) -> None:
         try:

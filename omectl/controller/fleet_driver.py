@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from omectl.background import BackgroundTasks
 from omectl.controller.fleet_members import HolderMembers
+from omectl.controller.fleet_runtime_stores.hub import HubStore
 from omectl.controller.fleet_runtimes import FleetRuntimeApplier
 from omectl.fleet.election import LeaderLease
 from omectl.fleet.leases import Holder, LeaseTimings
@@ -82,12 +83,10 @@ class ElectedFleetRuntimes:
         fence_writes(hub, self.lease, "hub")  # status, revisions and Events only while the Lease is held
         self.members = HolderMembers(self.controller, self.registrations, self.lease, self.resolver)
         self.applier = FleetRuntimeApplier(
-            hub,
-            self.namespace,
+            HubStore(hub, self.namespace, owns_hub=True),
             self.members,
             self.registrations,
             self.resolver,
-            owns_hub=True,
             tracer=self.tracer,
             fence=self.lease,
         )

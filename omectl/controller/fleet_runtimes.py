@@ -1,15 +1,17 @@
-"""The fleet applier: every FleetRuntime of the hub (`fleet.omectl.io/v1alpha1`, omectl.api.fleet) applied to the
-member clusters its placement selects, with server-side apply under the field manager `omectl-fleet`.
+"""The fleet applier: every FleetRuntime (`fleet.omectl.io/v1alpha1`, omectl.api.fleet) of its store applied to the
+member clusters its placement selects, with server-side apply under the field manager `omectl-fleet`. The store is
+a hub, or the FleetRuntime files of the clusters directory without one (omectl.controller.fleet_runtime_stores):
+it is watched, and keeps the revisions, the status, the events and the requests; the applier does not know which.
 
 ```
-hub: FleetRuntimes (informer) ──▶ dirty set ──▶ reconcile one FleetRuntime:
+store: FleetRuntimes (watched) ──▶ dirty set ──▶ reconcile one FleetRuntime:
                                                   template checked (omectl.api.fleet.template_problem)
-                                                  revision: a ControllerRevision in the hub namespace per template
+                                                  revision: one per template, kept by the store
                                                   per placed cluster run here: decide (omectl.core.fleet_runtimes)
                                                      → apply / correct / Conflict / Drifted / Failed / Pending
                                                   with spec.rollout.waves: only the waves reached so far, then
                                                      the current wave's gate and the rollout's next step
-                                                  status written to the FleetRuntime (and Events, with waves)
+                                                  status written to the store (and events, with waves)
 members: runtime informers (omectl.controller.fleet_members) ─▶ an event on a copy (or a same-named runtime) marks it
          dirty
          InferenceService informers ─▶ an event in a cluster of a wave in progress marks its FleetRuntime dirty
@@ -24,9 +26,10 @@ the member's caches: the InferenceServices the change reaches (`OmeWatch.reach`,
 reverse index), each compared with the hash of its merged runtime as the shared resolver resolves it now (what
 omectl.controller.ome.engine records in `status.runtime.hash`); the rollout's state is kept in the status.
 
-Runs in `omectl run` when a hub is configured: without `--ha` over the clusters the controller runs
-(`LocalMembers`); under `--ha` only in the replica holding the fleet Lease (omectl.controller.fleet_driver), over its
-own clusters and those it observes for the other replicas (`HolderMembers`), every write fenced by that Lease.
+Runs in `omectl run`: with a hub, without `--ha` over the clusters the controller runs (`LocalMembers`); under
+`--ha` only in the replica holding the fleet Lease (omectl.controller.fleet_driver), over its own clusters and those
+it observes for the other replicas (`HolderMembers`), every write fenced by that Lease. Without a hub (FleetRuntime
+files), over the clusters the controller runs, and not under `--ha`.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from omectl.api.fleet import API_VERSION, KIND, template_problem
+from omectl.api.fleet import template_problem
 from omectl.background import cancel_and_wait
+from omectl.controller.fleet_runtime_stores import FleetRuntimeStore, RevisionExists
 from omectl.controller.ome.revisions import spec_hash
 from omectl.controller.ome.watch import CSR_KEY, SR_KEY, OmeWatch
 from omectl.controller.runtime.queue import Clock
@@ -53,7 +57,6 @@ from omectl.core.fleet_runtimes import (
     CONFLICT,
     DRIFTED,
     FAILED,
-    FLEET_RUNTIME_LABEL,
     PENDING,
     REQUEST_ANNOTATIONS,
     ROLLBACK_TO_ANNOTATION,
@@ -98,19 +101,10 @@ from omectl.core.ome.selection import (
     lookup_named_runtime,
     resolve_model,
 )
-from omectl.kube.client import ClusterClient, KubeAPIError, KubeError
+from omectl.kube.client import KubeAPIError, KubeError
 from omectl.kube.errors import Conflict, NotFound
-from omectl.kube.events import EventRecorder
 from omectl.kube.field_managers import FLEET_FIELD_MANAGER
-from omectl.kube.informer import Informer
-from omectl.kube.resources import (
-    CLUSTER_SERVING_RUNTIMES,
-    CONTROLLER_REVISIONS,
-    FLEET_RUNTIMES,
-    SERVING_RUNTIMES,
-    ResourceRef,
-)
-from omectl.kube.writer import write_status
+from omectl.kube.resources import CLUSTER_SERVING_RUNTIMES, SERVING_RUNTIMES, ResourceRef
 from omectl.tracing.spans import rollout_span, watch_event_context
 
 if TYPE_CHECKING:
@@ -124,7 +118,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HISTORY_LIMIT = 10  # ControllerRevisions kept per FleetRuntime (the newest; the current one always)
+HISTORY_LIMIT = 10  # revisions kept per FleetRuntime (the newest; the current one always)
 RESYNC_SECONDS = 60.0  # every FleetRuntime is reconciled at least this often (a safety net for missed events)
 
 
@@ -174,31 +168,26 @@ def _one_line(exc: Exception) -> str:
 
 
 class FleetRuntimeApplier:
-    """Applies the hub's FleetRuntimes to the member clusters `members` reaches."""
+    """Applies the FleetRuntimes of `store` to the member clusters `members` reaches."""
 
     def __init__(
         self,
-        hub: ClusterClient,
-        namespace: str,
+        store: FleetRuntimeStore,
         members: Members,
         registrations: Callable[[], Mapping[str, ClusterRegistration]],
         resolver: ChainResolver,
         *,
-        owns_hub: bool = False,
         resync_seconds: float = RESYNC_SECONDS,
         clock: Clock | None = None,
         tracer: Tracer | None = None,
         fence: WriteFence | None = None,
     ) -> None:
-        self.hub = hub
-        self.namespace = namespace
+        self.store = store
         self.members = members  # the member clusters (omectl.controller.fleet_members): read and written through
         self.registrations = registrations
         self.resolver = resolver  # the controller's shared one: a gate resolves chains as the engines do
-        self.owns_hub = owns_hub
         self.resync_seconds = resync_seconds
-        # optional: a hub without the FleetRuntime CRD has none (deploy/base installs it)
-        self.informer = Informer(hub, FLEET_RUNTIMES, handlers=[self._on_fleet_runtime], optional=True)
+        store.add_handler(self._on_fleet_runtime)
         self._dirty: set[str] = set()
         self._all_dirty = True
         self._wake = asyncio.Event()
@@ -209,11 +198,11 @@ class FleetRuntimeApplier:
         self._retrying: set[str] = set()  # FleetRuntimes with a retry pending (`_retry_once`)
         self.passes = 0  # reconcile passes ended (each over the dirty FleetRuntimes, or all of them)
         self.clock: Clock = clock if clock is not None else WallClock()
-        self.recorder = EventRecorder(hub, component="omectl-fleet")
         self._revision_data: dict[str, dict[str, dict[str, Any]]] = {}  # FleetRuntime -> hash -> template data
         self._rollouts: dict[str, RolloutState] = {}  # as last written (the informer's copy may lag our write)
         self._rolling: dict[str, set[str]] = {}  # FleetRuntime -> clusters of its current wave (mid-rollout)
         self._timers: dict[str, asyncio.Task[Any]] = {}
+        self._recording = asyncio.Lock()  # one reconcile's events after the last one's (each is a task of its own)
         self.tracer = tracer  # a span per rollout transition (omectl.tracing.spans.rollout_span), when set
         self._written: list[tuple[str, SpanContext]] = []  # (cluster, watch event) of each copy the reconcile wrote
         self.fence = fence  # under --ha the fleet Lease: no copy is written or deleted once it is lost
@@ -289,15 +278,14 @@ class FleetRuntimeApplier:
     async def start(self) -> None:
         for cluster in self.members.values():  # clusters added before the applier
             await self._cluster_added(cluster)
-        self._tasks.append(asyncio.create_task(self.informer.run(), name="informer-hub-fleetruntimes"))
+        self._tasks.append(asyncio.create_task(self.store.run(), name="fleet-runtimes-store"))
         self._tasks.append(asyncio.create_task(self._run(), name="fleet-runtimes"))
         self._tasks.append(asyncio.create_task(self._resync(), name="fleet-runtimes-resync"))
 
     async def stop(self) -> None:
         await cancel_and_wait([*self._tasks, *self._spawned, *self._timers.values()])
         self._tasks.clear()
-        if self.owns_hub:
-            await self.hub.close()
+        await self.store.close()
 
     async def _resync(self) -> None:
         while True:
@@ -305,14 +293,14 @@ class FleetRuntimeApplier:
             self.mark_all()
 
     async def _run(self) -> None:
-        await self.informer.synced.wait()
+        await self.store.synced.wait()
         while True:
             await self._wake.wait()
             self._wake.clear()
             if self._all_dirty:
                 self._all_dirty = False
                 self._dirty.clear()
-                names = {obj["metadata"]["name"] for obj in self.informer.cache.list()}
+                names = {obj["metadata"]["name"] for obj in self.store.objects()}
                 sweep = True
             else:
                 names, self._dirty = self._dirty, set()
@@ -352,7 +340,7 @@ class FleetRuntimeApplier:
 
     async def reconcile(self, name: str) -> None:
         self._written = []
-        fr = self.informer.cache.get(None, name)
+        fr = self.store.get(name)
         if fr is None:
             self._forget(name)
             await self._collect_revisions(name)
@@ -493,10 +481,12 @@ class FleetRuntimeApplier:
         self.mark(name)
 
     async def _record(self, fr: dict[str, Any], events: list[Event]) -> None:
-        """Events on the FleetRuntime, in order (best effort, as every event of the controller)."""
-        for type_, reason, message in events:
-            log.info("FleetRuntime %s: %s: %s", fr["metadata"]["name"], reason, message)
-            await self.recorder.record(fr, type_, reason, message, api_version=API_VERSION, kind=KIND)
+        """Events on the FleetRuntime, in order, after those of earlier reconciles (best effort, as every event of
+        the controller)."""
+        async with self._recording:
+            for type_, reason, message in events:
+                log.info("FleetRuntime %s: %s: %s", fr["metadata"]["name"], reason, message)
+                await self.store.record_event(fr, type_, reason, message)
 
     def _note_written(self, cluster: str, ref: ResourceRef, applied: Mapping[str, Any]) -> None:
         """The member's watch event of a copy just written, as its reconciles will link to it (OmeWatch's key)."""
@@ -790,9 +780,7 @@ class FleetRuntimeApplier:
     async def _known_revisions(self, owner: str) -> dict[str, tuple[str, int]]:
         known = self._revisions.get(owner)
         if known is None:
-            items = await self.hub.list_all(
-                CONTROLLER_REVISIONS, self.namespace, label_selector=f"{FLEET_RUNTIME_LABEL}={owner}"
-            )
+            items = await self.store.list_revisions(owner)
             known = {
                 item["metadata"]["name"]: ((item.get("data") or {}).get("hash", ""), int(item.get("revision") or 0))
                 for item in items
@@ -805,9 +793,9 @@ class FleetRuntimeApplier:
         return known
 
     async def _revision(self, fr: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
-        """The revision number of the FleetRuntime's current template: a ControllerRevision per distinct template
-        (named `<name>-<hash>`); one that becomes current again is renumbered as the newest, as a Deployment's
-        ReplicaSets are. The newest `HISTORY_LIMIT` are kept."""
+        """The revision number of the FleetRuntime's current template: a revision per distinct template (named
+        `<name>-<hash>`, a ControllerRevision in a hub); one that becomes current again is renumbered as the newest,
+        as a Deployment's ReplicaSets are. The newest `HISTORY_LIMIT` are kept."""
         owner = fr["metadata"]["name"]
         digest = template_hash(spec)
         known = await self._known_revisions(owner)
@@ -817,55 +805,27 @@ class FleetRuntimeApplier:
             number = known[current][1]
             if number != newest:
                 number = next_revision(n for _, n in known.values())
-                await self.hub.patch(CONTROLLER_REVISIONS, current, {"revision": number}, self.namespace)
+                await self.store.renumber_revision(owner, current, number)
                 known[current] = (digest, number)
             return number
         number = next_revision(n for _, n in known.values())
-        body = {
-            "apiVersion": "apps/v1",
-            "kind": "ControllerRevision",
-            "metadata": {
-                "name": current,
-                "namespace": self.namespace,
-                "labels": {FLEET_RUNTIME_LABEL: owner},
-                "ownerReferences": [
-                    {
-                        "apiVersion": fr.get("apiVersion", "fleet.omectl.io/v1alpha1"),
-                        "kind": "FleetRuntime",
-                        "name": owner,
-                        "uid": fr["metadata"].get("uid", ""),
-                        "controller": True,
-                    }
-                ],
-            },
-            "revision": number,
-            "data": {"hash": digest, "template": spec.get("template"), "namespaces": spec.get("namespaces") or []},
-        }
+        data = {"hash": digest, "template": spec.get("template"), "namespaces": spec.get("namespaces") or []}
         try:
-            await self.hub.create(CONTROLLER_REVISIONS, body, self.namespace, field_manager=FLEET_FIELD_MANAGER)
-        except Conflict:
+            await self.store.create_revision(fr, current, number, data)
+        except RevisionExists:
             self._revisions.pop(owner, None)  # made by an earlier run: read them again
             return await self._revision(fr, spec)
         known[current] = (digest, number)
-        self._revision_data.setdefault(owner, {})[digest] = {
-            "hash": digest,
-            "template": spec.get("template"),
-            "namespaces": spec.get("namespaces") or [],
-        }
+        self._revision_data.setdefault(owner, {})[digest] = data
         for stale in revisions_to_prune({n: num for n, (_, num) in known.items()}, HISTORY_LIMIT, current):
-            with contextlib.suppress(KubeAPIError):
-                await self.hub.delete(CONTROLLER_REVISIONS, stale, self.namespace)
+            await self.store.delete_revision(owner, stale)
             known.pop(stale, None)
         return number
 
     async def _collect_revisions(self, owner: str) -> None:
         """A deleted FleetRuntime's revisions (a hub without garbage collection keeps them otherwise)."""
-        items = await self.hub.list_all(
-            CONTROLLER_REVISIONS, self.namespace, label_selector=f"{FLEET_RUNTIME_LABEL}={owner}"
-        )
-        for item in items:
-            with contextlib.suppress(KubeAPIError):
-                await self.hub.delete(CONTROLLER_REVISIONS, item["metadata"]["name"], self.namespace)
+        for item in await self.store.list_revisions(owner):
+            await self.store.delete_revision(owner, item["metadata"]["name"])
 
     # --- stale copies --------------------------------------------------------------------------------------
 
@@ -873,7 +833,7 @@ class FleetRuntimeApplier:
         """FleetRuntime -> (kind, placed clusters, (namespace, name) targets); None-valued for one to leave alone."""
         registered = {n: dict(r.labels) for n, r in self.registrations().items()}
         out: dict[str, tuple[str, set[str], set[tuple[str, str]]]] = {}
-        for fr in self.informer.cache.list():
+        for fr in self.store.objects():
             spec = fr.get("spec") or {}
             name = fr["metadata"]["name"]
             if template_problem(spec) is not None:
@@ -887,8 +847,8 @@ class FleetRuntimeApplier:
     async def _sweep(self, only: set[str] | None) -> None:
         """Delete the copies no FleetRuntime wants any more (its FleetRuntime deleted, the cluster no longer placed,
         the namespace or name no longer in the template); `only`: just those FleetRuntimes' copies."""
-        if not self.informer.synced.is_set() or not self.informer.served:
-            return  # a hub that does not serve FleetRuntimes is not a hub whose FleetRuntimes were all deleted
+        if not self.store.synced.is_set() or not self.store.served:
+            return  # a store that serves no FleetRuntimes is not one whose FleetRuntimes were all deleted
         wanted = self._wanted()
         for cluster in self.members.values():
             ome = cluster.watch(OmeWatch)
@@ -939,17 +899,13 @@ class FleetRuntimeApplier:
         problem: str | None,
         view: RolloutView | None = None,
     ) -> None:
-        name = fr["metadata"]["name"]
         generation = fr["metadata"].get("generation")
 
         def desired(live: dict[str, Any]) -> dict[str, Any] | None:
             old = live.get("status") or {}
             return build_status(old, generation, revision, results, problem, view)
 
-        with contextlib.suppress(NotFound):
-            await write_status(
-                self.hub, FLEET_RUNTIMES, None, name, desired, field_manager=FLEET_FIELD_MANAGER, cached=fr
-            )
+        await self.store.write_status(fr, desired)
 
 
 def _condition(old: Mapping[str, Any], type_: str, ready: bool, reason: str, message: str) -> dict[str, Any]:

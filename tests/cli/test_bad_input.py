@@ -58,7 +58,11 @@ ROLE_BY_OPTION = {
     "--register": OUTPUT_DIR,
     "--state-dir": OUTPUT_DIR,
 }
-ROLES = {("run", "--status-file"): OUTPUT_FILE, ("cluster add", "--clusters-dir"): OUTPUT_DIR}
+ROLES = {
+    ("run", "--status-file"): OUTPUT_FILE,
+    ("run", "--fleet-state-dir"): OUTPUT_DIR,
+    ("cluster add", "--clusters-dir"): OUTPUT_DIR,
+}
 # Each path option gets the next of its role's bad values in turn, so every value is tried and the battery is fast.
 BAD_VALUES = {
     INPUT_FILE: ("@passwd", "@broken.yaml", "@dir", "@binary", "@list.yaml", "@missing.yaml"),

@@ -95,6 +95,19 @@ def test_cluster_list_reads_a_registration_without_pydantic(tmp_path: Path) -> N
     assert loaded == [], f"omectl cluster list imported {loaded[:10]}"
 
 
+def test_rollout_status_without_a_hub_reads_the_fleet_runtime_files_without_pydantic(tmp_path: Path) -> None:
+    """Without a hub, `rollout status` reads a FleetRuntime file and the state beside it: no heavy module either."""
+    (tmp_path / "clusters").mkdir()
+    (tmp_path / "clusters" / "fr.yaml").write_text(
+        "apiVersion: fleet.omectl.io/v1alpha1\nkind: FleetRuntime\nmetadata:\n  name: fr\nspec:\n  template: {}\n"
+    )
+    code, modules = imported_by(tmp_path, "rollout", "status", "fr", "-o", "json")
+    assert code in (0, None)
+    assert "omectl.fleet.runtime_files" in modules  # the file was read
+    loaded = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert loaded == [], f"omectl rollout status imported {loaded[:10]}"
+
+
 def test_a_command_that_talks_to_clusters_does_import_the_client(tmp_path: Path) -> None:
     """The probe itself works: a command that needs the client shows it among the modules."""
     _code, modules = imported_by(tmp_path, "runtime", "effective", "--help")
