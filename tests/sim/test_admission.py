@@ -999,10 +999,10 @@ async def test_one_session_is_reused_across_requests(server: WebhookServer, disp
 
 
 def test_ssl_context_is_cached_per_ca_bundle(tls: tuple[CA, ssl.SSLContext]) -> None:
-    instance = WebhookDispatcher()
+    client = WebhookDispatcher().client
     bundle = tls[0].bundle
-    assert instance._ssl_context(bundle) is instance._ssl_context(bundle)
-    assert instance._ssl_context(bundle) is not instance._ssl_context(_make_ca("other").bundle)
+    assert client.ssl_context(bundle) is client.ssl_context(bundle)
+    assert client.ssl_context(bundle) is not client.ssl_context(_make_ca("other").bundle)
 
 
 # ------------------------------------------------------------------------------------------------------------
