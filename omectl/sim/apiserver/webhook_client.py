@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import ipaddress
 import posixpath
 import ssl
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
+from cryptography import x509
 
 from omectl.sim.apiserver.errors import go_quote
 
@@ -69,20 +71,67 @@ def _clean_path(path: str) -> str:
     return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
 
 
-def _transport_cause(exc: BaseException, host: str, port: int, tls_name: str) -> str:
-    """What Go's net/http would say for the same failure."""
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        cert_error = exc.certificate_error
-        code = getattr(cert_error, "verify_code", None)
-        if code in (2, 18, 19, 20, 21):
-            detail = "x509: certificate signed by unknown authority"
-        elif code in (9, 10):
-            detail = "x509: certificate has expired or is not yet valid"
-        elif code == 62:
-            detail = f"x509: certificate is not valid for {tls_name}"
-        else:
-            detail = getattr(cert_error, "verify_message", None) or str(cert_error)
-        return f"tls: failed to verify certificate: {detail}"
+_HOSTNAME_MISMATCH = 62  # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH (and its IP twin below)
+_IP_ADDRESS_MISMATCH = 64
+
+
+async def _certificate_cause(exc: aiohttp.ClientConnectorCertificateError, host: str, port: int, name: str) -> str:
+    """Go's words for a certificate the webhook's TLS check refused. For a name mismatch they list the names
+    the certificate carries, so the certificate is fetched again, unverified, to read them."""
+    cert_error = exc.certificate_error
+    code = getattr(cert_error, "verify_code", None)
+    if code in (2, 18, 19, 20, 21):
+        detail = "x509: certificate signed by unknown authority"
+    elif code in (9, 10):
+        detail = "x509: certificate has expired or is not yet valid"
+    elif code in (_HOSTNAME_MISMATCH, _IP_ADDRESS_MISMATCH):
+        detail = hostname_error(await _peer_certificate(host, port, name), name)
+    else:
+        detail = getattr(cert_error, "verify_message", None) or str(cert_error)
+    return f"tls: failed to verify certificate: {detail}"
+
+
+async def _peer_certificate(host: str, port: int, name: str) -> bytes | None:
+    unverified = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    unverified.check_hostname = False
+    unverified.verify_mode = ssl.CERT_NONE
+    try:
+        async with asyncio.timeout(5):
+            _, writer = await asyncio.open_connection(host, port, ssl=unverified, server_hostname=name)
+    except (OSError, TimeoutError, ssl.SSLError):
+        return None
+    try:
+        tls_object = writer.get_extra_info("ssl_object")
+        return tls_object.getpeercert(binary_form=True) if tls_object is not None else None
+    finally:
+        writer.close()
+
+
+def hostname_error(certificate_der: bytes | None, wanted: str) -> str:
+    """Go's `x509.HostnameError` for a certificate that is not valid for `wanted`."""
+    if certificate_der is None:
+        return f"x509: certificate is not valid for {wanted}"
+    certificate = x509.load_der_x509_certificate(certificate_der)
+    try:
+        names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return "x509: certificate relies on legacy Common Name field, use SANs instead"
+    try:
+        ipaddress.ip_address(wanted)
+    except ValueError:
+        valid = ", ".join(names.get_values_for_type(x509.DNSName))
+    else:
+        addresses = names.get_values_for_type(x509.IPAddress)
+        if not addresses:
+            return f"x509: cannot validate certificate for {wanted} because it doesn't contain any IP SANs"
+        valid = ", ".join(str(a) for a in addresses)
+    if not valid:
+        return f"x509: certificate is not valid for any names, but wanted to match {wanted}"
+    return f"x509: certificate is valid for {valid}, not {wanted}"
+
+
+def _transport_cause(exc: BaseException, host: str, port: int) -> str:
+    """What Go's net/http would say for the same failure (a refused certificate aside)."""
     if isinstance(exc, aiohttp.ClientSSLError):
         return f"remote error: tls: {exc}"
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
@@ -260,9 +309,11 @@ class WebhookClient:
                 status, content_type, raw = answer.status, answer.content_type, await answer.read()
         except TimeoutError as exc:
             raise WebhookCallError(f"Post {go_quote(post_url)}: {deadline_text}") from exc
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            cause = _transport_cause(exc, host, port, tls_name)
+        except aiohttp.ClientConnectorCertificateError as exc:
+            cause = await _certificate_cause(exc, host, port, tls_name)
             raise WebhookCallError(f"Post {go_quote(post_url)}: {cause}") from exc
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            raise WebhookCallError(f"Post {go_quote(post_url)}: {_transport_cause(exc, host, port)}") from exc
         if not 200 <= status <= 206:
             raise WebhookCallError(http_error_text(status, content_type, raw))
         return content_type, raw
