@@ -108,6 +108,7 @@ class WebhookDispatcher:
         if not matched:
             return []
         review_parts = _ReviewParts(attrs)
+        await review_parts.prepare([m.version for m in matched])
         if len(matched) == 1:
             outcomes = [await self._invoke(matched[0], attrs, review_parts)]
         else:
@@ -190,23 +191,33 @@ class _ReviewParts:
         self._options = orjson.Fragment(orjson.dumps(options))
         self._objects: dict[str, tuple[orjson.Fragment, orjson.Fragment]] = {}
 
-    def _serialized_objects(self, version: ResourceType) -> tuple[orjson.Fragment, orjson.Fragment]:
-        key = version.group_version
-        cached = self._objects.get(key)
-        if cached is None:
-            obj = None if self.attrs.operation == "DELETE" else self.attrs.obj
-            old = self.attrs.old_obj
-            if version is not self.attrs.resource_type:
-                # An equivalent version: send the objects as that version (CRD versions differ only here).
-                obj = {**obj, "apiVersion": key} if obj else obj
-                old = {**old, "apiVersion": key} if old else old
-            cached = (orjson.Fragment(orjson.dumps(obj)), orjson.Fragment(orjson.dumps(old)))
-            self._objects[key] = cached
-        return cached
+    async def prepare(self, versions: list[ResourceType]) -> None:
+        """Serialize the objects once per version a webhook is called with; an equivalent version gets them
+        converted (a CRD's webhook conversion, else the version relabelled: CRD versions differ only there)."""
+        attrs = self.attrs
+        obj = None if attrs.operation == "DELETE" else attrs.obj
+        for version in versions:
+            if version.group_version in self._objects:
+                continue
+            converted, old = obj, attrs.old_obj
+            if version is not attrs.resource_type:
+                converted = await self._convert(obj, version)
+                old = await self._convert(old, version)
+            self._objects[version.group_version] = (
+                orjson.Fragment(orjson.dumps(converted)),
+                orjson.Fragment(orjson.dumps(old)),
+            )
+
+    async def _convert(self, obj: dict[str, Any] | None, version: ResourceType) -> dict[str, Any] | None:
+        if obj is None:
+            return None
+        if self.attrs.convert is not None:
+            return await self.attrs.convert(obj, version)
+        return {**obj, "apiVersion": version.group_version}
 
     def body(self, uid: str, review_version: str, version: ResourceType) -> bytes:
         attrs, request_type = self.attrs, self.attrs.resource_type
-        obj, old = self._serialized_objects(version)
+        obj, old = self._objects[version.group_version]
         request: dict[str, Any] = {
             "uid": uid,
             "kind": {"group": version.group, "version": version.version, "kind": version.kind},
