@@ -223,6 +223,11 @@ async def test_dry_run_converts_and_stores_nothing(
     assert (reply.status, reply.body["spec"]["replicas"]) == (201, 2)
     assert server.api.store.get((GROUP, "gizmos"), "default", "g") is None
     assert gizmos.desired_versions() == [f"{GROUP}/v1", f"{GROUP}/v2"]
+    await raw.post(V2, gizmo("v2", "g", 2))
+    dry = await raw.patch(f"{V2}/g?dryRun=All", {"spec": {"replicas": 5}}, MERGE)
+    assert dry.body["spec"]["replicas"] == 5
+    listed = (await raw.get(V2)).body["items"]
+    assert [i["spec"]["replicas"] for i in listed] == [2]  # what a dry run would have stored is not kept
 
 
 async def test_delete_in_the_non_storage_version_answers_in_it(raw: RawClient, gizmos: ConversionWebhook) -> None:

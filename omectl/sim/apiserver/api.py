@@ -231,13 +231,15 @@ class ClusterAPI:
             return self._view(rt, stored)
         return await _converted(converter.cached_view(stored, rt.version))
 
-    async def _answer(self, rt: ResourceType, stored: dict[str, Any]) -> dict[str, Any]:
-        """The object a write answers with: what it stored, read back in the request's version."""
+    async def _answer(self, rt: ResourceType, stored: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """The object a write answers with: what it stored (or would have), read back in the request's version;
+        a conversion of what was stored is kept for lists and watches."""
         converter = self.converter(rt)
         if converter is None:
             return self._view(rt, stored)
         view = await _converted(converter.convert(stored, rt.version))
-        converter.remember(stored, rt.version, view)
+        if not dry_run:
+            converter.remember(stored, rt.version, view)
         return view
 
     async def _in_request_version(self, rt: ResourceType, live: dict[str, Any]) -> dict[str, Any]:
@@ -594,7 +596,7 @@ class ClusterAPI:
         if self.store.get(rt.storage_key, meta.get("namespace", ""), name) is not None:
             raise errors.already_exists(rt.plural, rt.group, name)
         if opts.dry_run:
-            return WriteResult(await self._answer(rt, stored), 201, warnings)
+            return WriteResult(await self._answer(rt, stored, dry_run=True), 201, warnings)
         stored["metadata"]["resourceVersion"] = str(self.store.next_rv())
         self.store.commit(ADDED, rt.storage_key, stored, None)
         self._after_commit(rt, stored)
@@ -747,7 +749,7 @@ class ClusterAPI:
             if await self._admit("UPDATE", rt, subresource, new, current, opts):
                 continue
             if opts.dry_run:
-                return WriteResult(await self._answer(rt, stored), 200, warnings)
+                return WriteResult(await self._answer(rt, stored, dry_run=True), 200, warnings)
             stored["metadata"]["resourceVersion"] = str(self.store.next_rv())
             if self._should_delete(rt, stored):
                 self.store.commit(DELETED, rt.storage_key, stored, live)
@@ -1053,7 +1055,7 @@ class ClusterAPI:
         if rt.storage_key == NS_KEY:
             new["status"] = dict(live.get("status") or {}, phase="Terminating")
         if opts.dry_run:
-            return WriteResult(await self._answer(rt, new), 200)
+            return WriteResult(await self._answer(rt, new, dry_run=True), 200)
         new_meta["resourceVersion"] = str(self.store.next_rv())
         if self._should_delete(rt, new):
             self.store.commit(DELETED, rt.storage_key, new, live)
