@@ -310,6 +310,19 @@ async def test_a_watch_holds_back_an_event_until_its_conversion_succeeds(
     assert len(gizmos.reviews) >= 2
 
 
+async def test_a_watch_waiting_for_a_conversion_still_ends_at_its_timeout(
+    raw: RawClient, custom: k8s_client.CustomObjectsApi, gizmos: ConversionWebhook
+) -> None:
+    assert (await raw.post(V1, gizmo("v1", "refused", 1, labels={REFUSE_LABEL: "true"}))).status == 201
+    stream = k8s_watch.Watch().stream(
+        custom.list_namespaced_custom_object, GROUP, "v2", "default", "gizmos", timeout_seconds=1
+    )
+    async with asyncio.timeout(DEADLINE):
+        events = [event async for event in stream]
+    assert events == []
+    assert len(gizmos.reviews) >= 1  # it was asked, and kept refusing
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Failures: the webhook's own, unreachable, slow, malformed answers
 # ------------------------------------------------------------------------------------------------------------

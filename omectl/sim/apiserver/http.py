@@ -466,8 +466,16 @@ class ClusterHTTP:
             if expired is not None:
                 await response.write(orjson.dumps({"type": "ERROR", "object": expired.status()}) + b"\n")
                 return response
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
             if self.api.converter(rt) is not None:
-                encode = self._converting_encoder(rt, table, include)
+
+                def watching() -> bool:
+                    transport = request.transport
+                    gone = transport is None or transport.is_closing()
+                    return not (sub.closed or gone or loop.time() >= deadline)
+
+                encode = self._converting_encoder(rt, table, include, watching)
             else:
                 plain = self._encoder(rt, table, include)
 
@@ -476,8 +484,6 @@ class ClusterHTTP:
 
             if initial:
                 await response.write(await encode(initial))
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
             interval = self.server.bookmark_interval
             next_bookmark = loop.time() + interval
             while not sub.closed:
@@ -502,7 +508,7 @@ class ClusterHTTP:
                 if sub.pending:
                     batch, sub.pending = sub.pending, []
                     await response.write(await encode(batch))
-        except (ConnectionResetError, asyncio.CancelledError):
+        except (ConnectionResetError, asyncio.CancelledError, _WatchOver):
             pass
         finally:
             store.unsubscribe(rt.storage_key, sub)
@@ -526,11 +532,12 @@ class ClusterHTTP:
         )
 
     def _converting_encoder(
-        self, rt: ResourceType, table: str | None, include: str
+        self, rt: ResourceType, table: str | None, include: str, watching: Callable[[], bool]
     ) -> Callable[[list[tuple[str, WatchEvent]]], Awaitable[bytes]]:
         """Watch lines of a kind converted through a webhook: each object in the watch's version. A conversion
         that fails is tried again until it succeeds, holding back the events after it, as kube-apiserver's watch
-        cache holds back an event it cannot convert."""
+        cache holds back an event it cannot convert; the watch ends meanwhile when `watching()` turns false (its
+        timeout, its client gone, the server stopping)."""
 
         async def served(event: WatchEvent) -> dict[str, Any]:
             delay = _CONVERSION_RETRY_FIRST
@@ -539,8 +546,10 @@ class ClusterHTTP:
                     return await self.api.served(rt, event.obj)
                 except APIError as exc:
                     log.info("cluster %s: watch of %s waits for a conversion: %s", self.api.name, rt.plural, exc)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, _CONVERSION_RETRY_MAX)
+                if not watching():
+                    raise _WatchOver
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _CONVERSION_RETRY_MAX)
 
         async def encode(batch: list[tuple[str, WatchEvent]]) -> bytes:
             lines = []
@@ -570,6 +579,10 @@ class ClusterHTTP:
             return event.json_line(type_)
 
         return encode_json
+
+
+class _WatchOver(Exception):
+    """A watch ended while it waited for an event's conversion."""
 
 
 async def _expect_continue(request: web.BaseRequest, expect: str) -> None:
