@@ -26,13 +26,16 @@ class Step:
     args: tuple[str, ...]
     input: str | None = None
     json: bool = False  # stdout is JSON: normalise it structurally (volatile metadata dropped, keys sorted)
+    json_lines: bool = False  # stdout is one JSON document a line (a watch): each normalised as `json` does
     # Re-run (every 0.2 s, 15 s at most) until the exit code is this one; only the last run is recorded. For what a
     # real server does eventually (a new webhook configuration takes effect within a second), never for outputs.
     until_exit: int | None = None
 
 
-def step(*args: str, input: str | None = None, json: bool = False, until_exit: int | None = None) -> Step:
-    return Step(tuple(args), input, json, until_exit)
+def step(
+    *args: str, input: str | None = None, json: bool = False, json_lines: bool = False, until_exit: int | None = None
+) -> Step:
+    return Step(tuple(args), input, json, json_lines, until_exit)
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -126,6 +129,9 @@ def run_scenario(
         stdout = proc.stdout
         if s.json and proc.returncode == 0:
             stdout = json.dumps(_drop_volatile(json.loads(stdout)), indent=1, sort_keys=True)
+        elif s.json_lines and proc.returncode == 0:
+            documents = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+            stdout = "\n".join(json.dumps(_drop_volatile(d), indent=1, sort_keys=True) for d in documents)
         transcript.extend(f"  {line}" for line in normalise(stdout, names))
         transcript.extend(f"  stderr: {line}" for line in normalise(proc.stderr, names))
         transcript.append(f"  exit {proc.returncode}")

@@ -18,9 +18,12 @@ import yaml
 from aiohttp import web
 
 from omectl.envtest import EnvtestBinaries
+from omectl.envtest.controlplane import free_port
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from omectl.sim.simulator import parse_nodes_option
 from omectl.tls import CertificateAuthority, server_ssl_context
+from tests.conversion_webhook import GROUP as CONVERSION_GROUP
+from tests.conversion_webhook import REFUSE_LABEL, ConversionWebhook, gizmo, gizmo_crd
 from tests.support import Kubectl, real_kubectl_path, widget_crd
 from tests.support import widget as namespaced_widget
 
@@ -421,6 +424,8 @@ EVENT_TIME = {
 }
 
 ENGINE = {"name": "engine", "image": "vllm/vllm-openai:v0.9.0"}
+
+REFUSED = {REFUSE_LABEL: "true"}  # the test conversion webhook refuses objects labelled so
 
 SCENARIOS = [
     Scenario(
@@ -1076,6 +1081,82 @@ SCENARIOS = [
         "a PersistentVolumeClaim as created: its volume mode, and the status it was sent dropped for Pending",
         (step("create", "-f", "-", "-o", "json", input=dump(CLAIM), json=True),),
     ),
+    Scenario(
+        "conversion-webhook",
+        "a CRD served at v1 (stored) and v2, converted by a TLS webhook (v1's `spec.size` is v2's `spec.replicas`): "
+        "created in v2 and in v1, read in both versions and in kubectl's preferred one (v2), a merge patch and a "
+        "status patch in v2, and a create the v2 schema refuses although v1's would take it",
+        (
+            step("apply", "-f", "-", input="@GIZMO_CRD@"),
+            step("create", "-f", "-", input=dump(gizmo("v2", "made-in-v2", 3)), until_exit=0),
+            step("create", "-f", "-", input=dump(gizmo("v1", "made-in-v1", 7))),
+            step("get", f"gizmos.v1.{CONVERSION_GROUP}", "made-in-v2", "-o", "json", json=True),
+            step("get", f"gizmos.v2.{CONVERSION_GROUP}", "made-in-v2", "-o", "json", json=True),
+            step("get", "gizmos"),
+            step("get", f"gizmos.v1.{CONVERSION_GROUP}"),
+            step(
+                "patch", f"gizmos.v2.{CONVERSION_GROUP}", "made-in-v2", "--type=merge", "-p", '{"spec":{"replicas":5}}'
+            ),
+            step(
+                "patch",
+                f"gizmos.v2.{CONVERSION_GROUP}",
+                "made-in-v2",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                '{"status":{"phase":"Up"}}',
+            ),
+            step("get", f"gizmos.v1.{CONVERSION_GROUP}", "made-in-v2", "-o", "json", json=True),
+            step("create", "-f", "-", input=dump(gizmo("v2", "too-many", 7))),
+        ),
+    ),
+    Scenario(
+        "conversion-webhook-list-watch",
+        "the converted CRD listed and watched in v2 (the watch's initial events), objects written in either version",
+        (
+            step("apply", "-f", "-", input="@GIZMO_CRD@"),
+            step("create", "-f", "-", input=dump(gizmo("v1", "listed-a", 1)), until_exit=0),
+            step("create", "-f", "-", input=dump(gizmo("v2", "listed-b", 2))),
+            step("get", f"gizmos.v2.{CONVERSION_GROUP}", "-o", "json", json=True),
+            step(
+                "get",
+                "--raw",
+                f"/apis/{CONVERSION_GROUP}/v2/namespaces/@NS@/gizmos?watch=true&timeoutSeconds=1",
+                json_lines=True,
+            ),
+        ),
+    ),
+    Scenario(
+        "conversion-webhook-failure",
+        "a conversion webhook answering `result.status: Failure` for an object: its create in v2 fails; created in "
+        "v1 (the storage version, no conversion), it reads in v1 and fails to read or list in v2, until deleted",
+        (
+            step("apply", "-f", "-", input="@REFUSAL_CRD@"),
+            step("get", f"refusals.v2.{CONVERSION_GROUP}", until_exit=0),
+            step("create", "-f", "-", input=dump(gizmo("v2", "refused-in-v2", 1, kind="Refusal", labels=REFUSED))),
+            step("create", "-f", "-", input=dump(gizmo("v1", "refused-in-v1", 1, kind="Refusal", labels=REFUSED))),
+            step("get", f"refusals.v1.{CONVERSION_GROUP}", "refused-in-v1", "-o", "name"),
+            step("get", f"refusals.v2.{CONVERSION_GROUP}", "refused-in-v1"),
+            step("get", "refusals"),
+            step("delete", f"refusals.v1.{CONVERSION_GROUP}", "refused-in-v1"),
+            step("get", "refusals", until_exit=0),
+        ),
+    ),
+    Scenario(
+        "conversion-webhook-down",
+        "a CRD whose conversion webhook is down (nothing listens at its URL): v1, the storage version, reads and "
+        "writes; v2 fails to read, list and create with the dial error",
+        (
+            step("apply", "-f", "-", input="@DOWN_CRD@"),
+            step("get", f"downs.v1.{CONVERSION_GROUP}", until_exit=0),
+            step("create", "-f", "-", input=dump(gizmo("v1", "stored", 1, kind="Down"))),
+            step("get", f"downs.v1.{CONVERSION_GROUP}", "stored", "-o", "name"),
+            step("get", f"downs.v2.{CONVERSION_GROUP}", "stored"),
+            step("get", "downs"),
+            step("create", "-f", "-", input=dump(gizmo("v2", "not-stored", 1, kind="Down"))),
+            step("delete", f"downs.v1.{CONVERSION_GROUP}", "stored"),
+        ),
+    ),
 ]
 
 # Differences that stay, each with its reason (docs/fidelity.md shows them).
@@ -1184,19 +1265,38 @@ def webhook(real_fleet: BackgroundFleet) -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
+def conversion_webhook(real_fleet: BackgroundFleet) -> Iterator[dict[str, str]]:
+    """The test conversion webhook (tests/conversion_webhook.py) both servers call, and three CRDs converted
+    through it: `GIZMO_CRD`, `REFUSAL_CRD` (another kind, so a refused object breaks no other scenario's v2) and
+    `DOWN_CRD`, whose webhook URL is a port nothing listens on."""
+    hook = real_fleet.run(ConversionWebhook().start())
+    down = {"url": f"https://127.0.0.1:{free_port()}/convert", "caBundle": hook.ca_bundle}
+    try:
+        yield {
+            "GIZMO_CRD": dump(gizmo_crd(hook.client_config())),
+            "REFUSAL_CRD": dump(gizmo_crd(hook.client_config(), plural="refusals", kind="Refusal")),
+            "DOWN_CRD": dump(gizmo_crd(down, plural="downs", kind="Down")),
+        }
+    finally:
+        real_fleet.run(hook.stop())
+
+
+@pytest.fixture(scope="module")
 def fidelity_results(
     embedded_side: tuple[Kubectl, tuple[str, ...]],
     real_side: tuple[Kubectl, tuple[str, ...]],
     webhook: dict[str, str],
+    conversion_webhook: dict[str, str],
 ) -> dict[str, Result]:
     """Every scenario against both servers, once per process that runs any test of this module (the page needs
     all of them, wherever pytest-xdist puts the tests)."""
+    values = {**webhook, **conversion_webhook}
     results = {}
     for scenario in SCENARIOS:
         result = Result(
             scenario,
-            embedded=run_scenario(embedded_side[0], scenario, embedded_side[1], webhook),
-            real=run_scenario(real_side[0], scenario, real_side[1], webhook),
+            embedded=run_scenario(embedded_side[0], scenario, embedded_side[1], values),
+            real=run_scenario(real_side[0], scenario, real_side[1], values),
             known=KNOWN.get(scenario.name),
         )
         compare(result)

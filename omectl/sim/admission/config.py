@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from omectl.sim.apiserver.errors import FieldError, go_quote
 from omectl.sim.apiserver.metadata import VALUE_MSG, name_errors, qualified_name_errors
+from omectl.sim.apiserver.webhook_config_rules import service_errors, url_errors
 
 REVIEW_VERSIONS = ("v1", "v1beta1")  # the AdmissionReview versions the real server can send, in its order
 DEFAULT_TIMEOUT_SECONDS = 10  # a webhook's timeoutSeconds when unset
@@ -193,51 +193,6 @@ def _selector_errors(selector: Any, path: str) -> list[FieldError]:
     return errors
 
 
-def _url_errors(url: str, path: str, allow_http: bool) -> list[FieldError]:
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError for a bad port, as Go's url.Parse does
-    except ValueError as exc:
-        return [FieldError("Required", path, f"url must be a valid URL: {exc}{_URL_FORM}")]
-    errors: list[FieldError] = []
-    if parts.scheme != "https" and not (allow_http and parts.scheme == "http"):
-        errors.append(FieldError("Invalid", path, "'https' is the only allowed URL scheme" + _URL_FORM, parts.scheme))
-    host = parts.netloc.rpartition("@")[2]
-    if not host:
-        errors.append(FieldError("Invalid", path, "host must be specified" + _URL_FORM, host))
-    if "@" in parts.netloc:
-        errors.append(
-            FieldError(
-                "Invalid",
-                path,
-                "user information is not permitted in the URL",
-                parts.netloc.rpartition("@")[0],
-            )
-        )
-    if parts.fragment:
-        errors.append(FieldError("Invalid", path, "fragments are not permitted in the URL", parts.fragment))
-    if parts.query:
-        errors.append(FieldError("Invalid", path, "query parameters are not permitted in the URL", parts.query))
-    return errors
-
-
-def _service_errors(service: dict[str, Any], path: str) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if not service.get("name"):
-        errors.append(FieldError("Required", f"{path}.name", "service name is required"))
-    if not service.get("namespace"):
-        errors.append(FieldError("Required", f"{path}.namespace", "service namespace is required"))
-    port = service.get("port", 443)
-    if not isinstance(port, int) or not 1 <= port <= 65535:
-        errors.append(
-            FieldError("Invalid", f"{path}.port", "port is not valid: must be between 1 and 65535, inclusive", port)
-        )
-    service_path = service.get("path")
-    if service_path and service_path != "/" and not str(service_path).startswith("/"):
-        errors.append(FieldError("Invalid", f"{path}.path", "must start with a '/'", service_path))
-    return errors
-
-
 def _review_versions_errors(versions: list[Any], path: str) -> list[FieldError]:
     if not versions:
         return [FieldError("Required", path, "must specify one of v1, v1beta1")]
@@ -309,9 +264,9 @@ def _webhook_errors(webhook: dict[str, Any], path: str, allow_http: bool) -> lis
     if (url is None) == (service is None):
         errors.append(FieldError("Required", f"{path}.clientConfig", "exactly one of url or service is required"))
     elif url is not None:
-        errors += _url_errors(str(url), f"{path}.clientConfig.url", allow_http)
+        errors += url_errors(str(url), f"{path}.clientConfig.url", allow_http=allow_http)
     else:
-        errors += _service_errors(service if isinstance(service, dict) else {}, f"{path}.clientConfig.service")
+        errors += service_errors(service if isinstance(service, dict) else {}, f"{path}.clientConfig.service")
     return errors
 
 

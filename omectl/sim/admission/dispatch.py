@@ -5,27 +5,22 @@ warnings."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import posixpath
-import ssl
 import uuid
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
-import aiohttp
 import orjson
 
 from omectl.sim.admission.config import DEFAULT_TIMEOUT_SECONDS, NO_DRY_RUN_SIDE_EFFECTS, REVIEW_VERSIONS
 from omectl.sim.admission.match import AdmissionAttributes, MatchedWebhook, matching_webhooks, request_namespace
 from omectl.sim.apiserver.errors import APIError, bad_request, go_quote, internal_error
 from omectl.sim.apiserver.registry import ResourceType
+from omectl.sim.apiserver.webhook_client import WebhookCallError, WebhookClient
 
 _OPTIONS_KINDS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
-_USER_AGENT = "kube-apiserver-admission"
-_MAX_UNSTRUCTURED_BODY = 2048  # client-go's cap on a non-Status error body it quotes
-_SSL_CACHE_LIMIT = 256
+_SERVICES_UNSUPPORTED = (
+    "clientConfig.service is not supported by the embedded API server (it has no cluster DNS); use clientConfig.url"
+)
 
 
 class WebhookRejection(APIError):
@@ -39,88 +34,6 @@ class WebhookRejection(APIError):
 
 class _CallFailure(Exception):
     """`ErrCallingWebhook`: the webhook could not be asked. Its failurePolicy decides what that means."""
-
-
-def _clean_url(url: str, allow_http: bool) -> tuple[str, str, str, int]:
-    """The URL client-go actually posts to (path cleaned, "/" when empty), plus scheme, host and port."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or (parts.scheme == "http" and not allow_http):
-        raise _CallFailure(
-            f"could not get REST client: webhook URL scheme {go_quote(parts.scheme)} is not allowed: "
-            "'https' is the only allowed URL scheme"
-        )
-    if not parts.hostname:
-        raise _CallFailure("could not get REST client: host must be specified in the webhook URL")
-    path = posixpath.normpath("/" + parts.path) if parts.path else "/"
-    if path.startswith("//"):
-        path = "/" + path.lstrip("/")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return f"{parts.scheme}://{parts.netloc}{path}", parts.scheme, parts.hostname, port
-
-
-def _host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _transport_cause(exc: BaseException, host: str, port: int) -> str:
-    """What Go's net/http would say for the same failure."""
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        cert_error = exc.certificate_error
-        code = getattr(cert_error, "verify_code", None)
-        if code in (2, 18, 19, 20, 21):
-            detail = "x509: certificate signed by unknown authority"
-        elif code in (9, 10):
-            detail = "x509: certificate has expired or is not yet valid"
-        elif code == 62:
-            detail = f"x509: certificate is not valid for {host}"
-        else:
-            detail = getattr(cert_error, "verify_message", None) or str(cert_error)
-        return f"tls: failed to verify certificate: {detail}"
-    if isinstance(exc, aiohttp.ClientSSLError):
-        return f"remote error: tls: {exc}"
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return f"dial tcp: lookup {host}: no such host"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        os_error = exc.os_error
-        if isinstance(os_error, ConnectionRefusedError):
-            return f"dial tcp {_host_port(host, port)}: connect: connection refused"
-        reason = (os_error.strerror or str(os_error)).lower() if os_error else str(exc)
-        return f"dial tcp {_host_port(host, port)}: connect: {reason}"
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return "EOF"
-    return str(exc) or type(exc).__name__
-
-
-_GENERIC_STATUS_TEXT = {
-    400: "the server rejected our request for an unknown reason",
-    401: "the server has asked for the client to provide credentials",
-    404: "the server could not find the requested resource",
-    405: "the server does not allow this method on the requested resource",
-    422: "the server rejected our request due to an error in our request",
-    429: "the server has received too many requests and has asked us to try again later",
-    503: "the server is currently unable to handle the request",
-    504: ("the server was unable to return a response in the time allotted, but may still be processing the request"),
-}
-
-
-def _http_error_text(status: int, content_type: str, body: bytes) -> str:
-    """client-go's error for a non-2xx answer: the body's Status message, else a generic server response."""
-    try:
-        decoded = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        decoded = None
-    if isinstance(decoded, dict) and decoded.get("kind") == "Status" and decoded.get("message"):
-        return str(decoded["message"])
-    server_message = "unknown"
-    if content_type.startswith("text/"):
-        server_message = body[:_MAX_UNSTRUCTURED_BODY].decode("utf-8", "replace").strip()
-    if status == 403:
-        return server_message
-    if status in _GENERIC_STATUS_TEXT:
-        return _GENERIC_STATUS_TEXT[status]
-    if status >= 500:
-        return f"an error on the server ({go_quote(server_message)}) has prevented the request from succeeding"
-    return f"the server responded with the status code {status} but did not return more information"
 
 
 def _gvk_string(api_version: Any, kind: Any) -> str:
@@ -169,45 +82,19 @@ def _denial(webhook_name: str, status: Any) -> APIError:
 
 
 class WebhookDispatcher:
-    """Calls validating webhooks for the embedded API server. One per server: it keeps one HTTP session and
-    one TLS context per caBundle. `allow_http` lets `http://` URLs through (tests only; the real server
-    requires https)."""
+    """Calls validating webhooks for the embedded API server, through the server's `WebhookClient` (one HTTP
+    session, one TLS context per caBundle). `allow_http` lets `http://` URLs through (tests only; the real
+    server requires https)."""
 
-    def __init__(self, allow_http: bool = False) -> None:
-        self.allow_http = allow_http
-        self._session: aiohttp.ClientSession | None = None
-        self._ssl_contexts: dict[str, ssl.SSLContext] = {}
+    def __init__(self, allow_http: bool = False, client: WebhookClient | None = None) -> None:
+        self.client = client or WebhookClient(allow_http=allow_http)
+
+    @property
+    def allow_http(self) -> bool:
+        return self.client.allow_http
 
     async def close(self) -> None:
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            # Deadlines come from each webhook's timeoutSeconds, not from the session.
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
-        return self._session
-
-    def _ssl_context(self, ca_bundle: str) -> ssl.SSLContext:
-        context = self._ssl_contexts.get(ca_bundle)
-        if context is not None:
-            return context
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        try:
-            if ca_bundle:
-                # Like client-go's CAData: the bundle replaces the system roots.
-                context.load_verify_locations(cadata=base64.b64decode(ca_bundle, validate=True).decode("ascii"))
-            else:
-                context.load_default_certs()
-        except (binascii.Error, UnicodeDecodeError, ssl.SSLError, ValueError) as exc:
-            raise _CallFailure(
-                "could not get REST client: unable to load root certificates: unable to parse bytes as PEM block"
-            ) from exc
-        if len(self._ssl_contexts) >= _SSL_CACHE_LIMIT:
-            self._ssl_contexts.clear()
-        self._ssl_contexts[ca_bundle] = context
-        return context
+        await self.client.close()
 
     async def validate(
         self,
@@ -221,6 +108,7 @@ class WebhookDispatcher:
         if not matched:
             return []
         review_parts = _ReviewParts(attrs)
+        await review_parts.prepare([m.version for m in matched])
         if len(matched) == 1:
             outcomes = [await self._invoke(matched[0], attrs, review_parts)]
         else:
@@ -260,39 +148,17 @@ class WebhookDispatcher:
                 "could not create admission objects: webhook does not accept known AdmissionReview versions "
                 "(v1, v1beta1)"
             )
-        client_config = webhook.get("clientConfig") or {}
-        url = client_config.get("url")
-        if not url:
-            if client_config.get("service"):
-                raise _CallFailure(
-                    "could not get REST client: clientConfig.service is not supported by the embedded API "
-                    "server (it has no cluster DNS); use clientConfig.url"
-                )
-            raise _CallFailure("could not get REST client: clientConfig.url is required")
-        endpoint, scheme, host, port = _clean_url(str(url), self.allow_http)
-        ssl_context = self._ssl_context(str(client_config.get("caBundle") or "")) if scheme == "https" else None
         timeout = webhook.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS
-        post_url = f"{endpoint}?timeout={timeout}s"
+        try:
+            target = self.client.target(webhook.get("clientConfig") or {}, unsupported_service=_SERVICES_UNSUPPORTED)
+        except WebhookCallError as exc:
+            raise _CallFailure(str(exc)) from None
         uid = str(uuid.uuid4())
         body = review_parts.body(uid, review_version, matched.version)
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json, */*",
-            "User-Agent": _USER_AGENT,
-        }
         try:
-            async with (
-                asyncio.timeout(timeout),
-                self._client().post(post_url, data=body, headers=headers, ssl=ssl_context or False) as answer,
-            ):
-                status, content_type, raw = answer.status, answer.content_type, await answer.read()
-        except TimeoutError as exc:
-            raise _CallFailure(f"failed to call webhook: Post {go_quote(post_url)}: context deadline exceeded") from exc
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            cause = _transport_cause(exc, host, port)
-            raise _CallFailure(f"failed to call webhook: Post {go_quote(post_url)}: {cause}") from exc
-        if not 200 <= status <= 206:
-            raise _CallFailure(f"failed to call webhook: {_http_error_text(status, content_type, raw)}")
+            _, raw = await self.client.post(target, f"timeout={timeout}s", body, timeout)
+        except WebhookCallError as exc:
+            raise _CallFailure(f"failed to call webhook: {exc}") from exc
         try:
             review = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -325,23 +191,33 @@ class _ReviewParts:
         self._options = orjson.Fragment(orjson.dumps(options))
         self._objects: dict[str, tuple[orjson.Fragment, orjson.Fragment]] = {}
 
-    def _serialized_objects(self, version: ResourceType) -> tuple[orjson.Fragment, orjson.Fragment]:
-        key = version.group_version
-        cached = self._objects.get(key)
-        if cached is None:
-            obj = None if self.attrs.operation == "DELETE" else self.attrs.obj
-            old = self.attrs.old_obj
-            if version is not self.attrs.resource_type:
-                # An equivalent version: send the objects as that version (CRD versions differ only here).
-                obj = {**obj, "apiVersion": key} if obj else obj
-                old = {**old, "apiVersion": key} if old else old
-            cached = (orjson.Fragment(orjson.dumps(obj)), orjson.Fragment(orjson.dumps(old)))
-            self._objects[key] = cached
-        return cached
+    async def prepare(self, versions: list[ResourceType]) -> None:
+        """Serialize the objects once per version a webhook is called with; an equivalent version gets them
+        converted (a CRD's webhook conversion, else the version relabelled: CRD versions differ only there)."""
+        attrs = self.attrs
+        obj = None if attrs.operation == "DELETE" else attrs.obj
+        for version in versions:
+            if version.group_version in self._objects:
+                continue
+            converted, old = obj, attrs.old_obj
+            if version is not attrs.resource_type:
+                converted = await self._convert(obj, version)
+                old = await self._convert(old, version)
+            self._objects[version.group_version] = (
+                orjson.Fragment(orjson.dumps(converted)),
+                orjson.Fragment(orjson.dumps(old)),
+            )
+
+    async def _convert(self, obj: dict[str, Any] | None, version: ResourceType) -> dict[str, Any] | None:
+        if obj is None:
+            return None
+        if self.attrs.convert is not None:
+            return await self.attrs.convert(obj, version)
+        return {**obj, "apiVersion": version.group_version}
 
     def body(self, uid: str, review_version: str, version: ResourceType) -> bytes:
         attrs, request_type = self.attrs, self.attrs.resource_type
-        obj, old = self._serialized_objects(version)
+        obj, old = self._objects[version.group_version]
         request: dict[str, Any] = {
             "uid": uid,
             "kind": {"group": version.group, "version": version.version, "kind": version.kind},

@@ -4,7 +4,7 @@ namespace and object selectors."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,8 @@ class AdmissionAttributes:
     user: dict[str, Any] = field(default_factory=_default_user)
     # Other served versions of the same storage, for `matchPolicy: Equivalent` (e.g. every version of a CRD).
     equivalent_types: Sequence[ResourceType] = ()
+    # How an object is converted to an equivalent version (a CRD's conversion webhook); None: relabelled.
+    convert: Callable[[dict[str, Any], ResourceType], Awaitable[dict[str, Any]]] | None = None
 
 
 def _is_namespaces(rt: ResourceType) -> bool:

@@ -1,16 +1,18 @@
 """The API operations of one cluster: get, list, create, update, patch, apply and delete with the real rules.
 
 Write path: decode -> field check -> prune/default -> object rules -> schema validation -> admission
-webhooks -> system metadata -> commit (one resourceVersion, one event). Everything up to admission is
-synchronous; after an admission await the live object is read again and the write is retried (or answered
-with a conflict) if it moved.
+webhooks -> system metadata -> commit (one resourceVersion, one event). The rules run in the version of the
+request: a custom resource whose CRD converts through a webhook (`conversion.py`) is read into that version
+and written back in the storage version (after admission on a create, before it on an update, where
+kube-apiserver compares the encoded objects). After an await (a webhook of either kind) the live object is
+read again and the write is retried (or answered with a conflict) if it moved.
 """
 
 from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,8 @@ from omectl.sim.apiserver.builtin_schemas import builtin_schema
 from omectl.sim.apiserver.cel import BLOCKING_KINDS, blocked_error
 from omectl.sim.apiserver.cel_check import rule_compile_errors
 from omectl.sim.apiserver.clock import now_rfc3339
+from omectl.sim.apiserver.conversion import DEFAULT_TIMEOUT_SECONDS, ConversionConfig, ConversionError, WebhookConverter
+from omectl.sim.apiserver.conversion_rules import conversion_errors
 from omectl.sim.apiserver.core_rules import (
     api_approval_errors,
     core_event_errors,
@@ -47,6 +51,7 @@ from omectl.sim.apiserver.ssa import (
     server_side_apply,
 )
 from omectl.sim.apiserver.store import ADDED, DELETED, MODIFIED, StorageKey, Store
+from omectl.sim.apiserver.webhook_client import WebhookClient
 from omectl.sim.apiserver.workload_rules import quantity_error, serves_pod_template, service_errors, workload_errors
 
 JSON_PATCH = "application/json-patch+json"
@@ -116,12 +121,22 @@ class WriteResult:
 class ClusterAPI:
     """All objects and rules of one simulated cluster."""
 
-    def __init__(self, name: str, store: Store | None = None, allow_http_webhooks: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        store: Store | None = None,
+        allow_http_webhooks: bool = False,
+        conversion_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
         self.name = name
         self.store = store or Store()
         self.types = TypeRegistry()
-        self.webhooks = WebhookDispatcher(allow_http=allow_http_webhooks)
+        self.webhook_client = WebhookClient(allow_http=allow_http_webhooks)
+        self.webhooks = WebhookDispatcher(client=self.webhook_client)
+        self.conversion_timeout = conversion_timeout
+        self._converters: dict[StorageKey, WebhookConverter] = {}  # the CRDs that convert through a webhook
         self._schemas: dict[int, StructuralSchema] = {}
+        self._unserved_schemas: dict[tuple[StorageKey, str], StructuralSchema] = {}  # versions of CRDs not served
         self.on_crd_change: list[Callable[[], None]] = []
         if not self.store.buckets:
             self._create_default_namespaces()
@@ -191,11 +206,91 @@ class ClusterAPI:
 
     # --- reads -----------------------------------------------------------------------------------------
 
-    def get(self, rt: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+    async def get(self, rt: ResourceType, namespace: str, name: str) -> dict[str, Any]:
         obj = self.store.get(rt.storage_key, namespace if rt.namespaced else "", name)
         if obj is None:
             raise self._not_found(rt, name)
-        return self._view(rt, obj)
+        converter = self.converter(rt)
+        if converter is None:
+            return self._view(rt, obj)
+        return await _converted(converter.convert(obj, rt.version))
+
+    # --- conversion ------------------------------------------------------------------------------------
+
+    def converter(self, rt: ResourceType) -> WebhookConverter | None:
+        """The webhook converter of a custom resource whose CRD converts through one (None: relabelled views)."""
+        return None if rt.builtin else self._converters.get(rt.storage_key)
+
+    def _service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.store.get(SERVICE_KEY, namespace, name)
+
+    async def served(self, rt: ResourceType, stored: dict[str, Any]) -> dict[str, Any]:
+        """A stored object as `rt` serves it in a list or a watch (conversions remembered per resourceVersion)."""
+        converter = self.converter(rt)
+        if converter is None:
+            return self._view(rt, stored)
+        return await _converted(converter.cached_view(stored, rt.version))
+
+    async def _answer(self, rt: ResourceType, stored: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """The object a write answers with: what it stored (or would have), read back in the request's version;
+        a conversion of what was stored is kept for lists and watches."""
+        converter = self.converter(rt)
+        if converter is None:
+            return self._view(rt, stored)
+        view = await _converted(converter.convert(stored, rt.version))
+        if not dry_run:
+            converter.remember(stored, rt.version, view)
+        return view
+
+    async def _in_request_version(self, rt: ResourceType, live: dict[str, Any]) -> dict[str, Any]:
+        """The live object in the form a write's rules see it: the stored form, except for a custom resource
+        converted through a webhook, which is read in the request's version (the rules are that version's)."""
+        converter = self.converter(rt)
+        return live if converter is None else await _converted(converter.convert(live, rt.version))
+
+    async def _for_storage(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """A written object as it is stored: in the storage version, when a webhook converts the kind."""
+        converter = self.converter(rt)
+        if converter is None:
+            return obj
+        return await _converted(converter.convert(obj, converter.config.storage_version))
+
+    def _sync_converter(self, crd: dict[str, Any]) -> None:
+        spec = crd.get("spec") or {}
+        key = (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+        config = ConversionConfig.of(crd)
+        if config is None:
+            self._converters.pop(key, None)
+        elif (current := self._converters.get(key)) is None or current.config != config:
+            self._converters[key] = WebhookConverter(
+                config, self.webhook_client, self._service, self._pruner(key), self.conversion_timeout
+            )
+
+    def _pruner(self, key: StorageKey) -> Callable[[dict[str, Any], str], None]:
+        """Prunes an object of the kind to the schema of a version of its CRD, served or not (the CRD is read
+        when the pruner runs, so it follows schema changes)."""
+
+        def prune(obj: dict[str, Any], version: str) -> None:
+            schema = self._version_schema(key, version)
+            if schema is not None:
+                schema.prune(obj)
+                schema.drop_nulls(obj)
+
+        return prune
+
+    def _version_schema(self, key: StorageKey, version: str) -> StructuralSchema | None:
+        served = self.types.lookup(key[0], version, key[1])
+        if served is not None:
+            return self.schema_for(served)
+        crd = self.store.get(CRD_KEY, "", f"{key[1]}.{key[0]}") or {}
+        for entry in (crd.get("spec") or {}).get("versions") or ():
+            raw = (entry.get("schema") or {}).get("openAPIV3Schema")
+            if entry.get("name") == version and isinstance(raw, dict):
+                compiled = self._unserved_schemas.get((key, version))
+                if compiled is None:
+                    compiled = self._unserved_schemas[(key, version)] = StructuralSchema(raw)
+                return compiled
+        return None
 
     @staticmethod
     def _view(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
@@ -208,7 +303,7 @@ class ClusterAPI:
         view["apiVersion"] = rt.group_version
         return view
 
-    def list_objects(
+    async def list_objects(
         self, rt: ResourceType, namespace: str, query: Mapping[str, str]
     ) -> tuple[list[dict[str, Any]], str, str | None, int | None]:
         """Items, list resourceVersion, continue token and remaining count."""
@@ -266,8 +361,14 @@ class ClusterAPI:
                     orjson.dumps({"rv": list_rv, "ns": last.get("namespace", ""), "name": last["name"]})
                 )
                 break
-            out.append(self._view(rt, obj))
-        return out, str(self.store.rv), next_token, remaining
+            out.append(obj)
+        current_rv = str(self.store.rv)  # before a conversion may let the store move on
+        converter = self.converter(rt)
+        if converter is None:
+            out = [self._view(rt, obj) for obj in out]
+        else:
+            out = [await _converted(converter.cached_view(obj, rt.version)) for obj in out]
+        return out, current_rv, next_token, remaining
 
     # --- create ----------------------------------------------------------------------------------------
 
@@ -279,7 +380,7 @@ class ClusterAPI:
             )
         api_version = body.get("apiVersion")
         kind = body.get("kind")
-        if api_version and api_version != rt.group_version and not self._same_group(rt, api_version):
+        if api_version and api_version != rt.group_version:
             raise errors.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected API version "
                 f"({rt.group_version})"
@@ -307,12 +408,6 @@ class ClusterAPI:
         if rt.group == "events.k8s.io":
             return events_v1_to_core(obj)
         return obj
-
-    def _same_group(self, rt: ResourceType, api_version: str) -> bool:
-        group = api_version.rpartition("/")[0]
-        return group == rt.group and any(
-            t.storage_key == rt.storage_key and t.group_version == api_version for t in self.types.all()
-        )
 
     def _field_checks(
         self, rt: ResourceType, obj: dict[str, Any], opts: WriteOptions, *, defaults: bool = True
@@ -383,6 +478,7 @@ class ClusterAPI:
         if rt.storage_key == CRD_KEY:
             errs += validate_crd(obj)
             errs += rule_compile_errors(obj, old)
+            errs += conversion_errors(obj, old)
             errs += api_approval_errors(obj, old)
         elif rt.storage_key == WEBHOOK_KEY:
             errs += validate_webhook_configuration(obj)
@@ -496,14 +592,15 @@ class ClusterAPI:
             if await self._admit("CREATE", rt, "", obj, None, opts):
                 continue  # the store moved while a webhook ran: check again
             break
+        stored = await self._for_storage(rt, obj)
         if self.store.get(rt.storage_key, meta.get("namespace", ""), name) is not None:
             raise errors.already_exists(rt.plural, rt.group, name)
         if opts.dry_run:
-            return WriteResult(self._view(rt, obj), 201, warnings)
-        obj["metadata"]["resourceVersion"] = str(self.store.next_rv())
-        self.store.commit(ADDED, rt.storage_key, obj, None)
-        self._after_commit(rt, obj)
-        return WriteResult(self._view(rt, obj), 201, warnings)
+            return WriteResult(await self._answer(rt, stored, dry_run=True), 201, warnings)
+        stored["metadata"]["resourceVersion"] = str(self.store.next_rv())
+        self.store.commit(ADDED, rt.storage_key, stored, None)
+        self._after_commit(rt, stored)
+        return WriteResult(await self._answer(rt, stored), 201, warnings)
 
     async def _admit(
         self,
@@ -514,11 +611,15 @@ class ClusterAPI:
         old: dict[str, Any] | None,
         opts: WriteOptions,
     ) -> bool:
-        """Run validating webhooks. True when the store changed while they ran (the caller re-checks)."""
+        """Run validating webhooks, on objects in the request's version (`old` of a DELETE is the stored
+        one). True when the store changed while they ran (the caller re-checks)."""
         configs = list(self.store.items(WEBHOOK_KEY))
         if not configs or rt.storage_key == WEBHOOK_KEY:
             return False
         before = self.store.rv
+        converter = self.converter(rt)
+        if operation == "DELETE" and old is not None:
+            old = await self._in_request_version(rt, old)
         target = obj if obj is not None else old
         assert target is not None
         meta = target["metadata"]
@@ -532,6 +633,7 @@ class ClusterAPI:
             old_obj=old,
             dry_run=opts.dry_run,
             equivalent_types=[t for t in self.types.all() if t.storage_key == rt.storage_key and t is not rt],
+            convert=None if converter is None else _admission_conversion(converter),
             options={
                 "kind": {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}[operation],
                 "apiVersion": "meta.k8s.io/v1",
@@ -615,30 +717,47 @@ class ClusterAPI:
         warnings: list[str] | None = None,
         apply_manager: bool = False,
     ) -> WriteResult:
-        """Read live, produce the new object from it, apply the update rules, admit and commit (with retries)."""
+        """Read live, produce the new object from it, apply the update rules, admit and commit (with retries).
+        `produce` and the rules see the live object in the request's version: for a webhook-converted kind, the
+        copy converted for lists and watches (kube-apiserver updates from its watch cache's copy); the new
+        object is converted to the storage version before it is compared with the live one (kube-apiserver
+        compares the encoded objects), so a failing webhook fails the write before admission."""
         warnings = list(warnings or [])
+        converter = self.converter(rt)
         for _attempt in range(8):
             live = self.store.get(rt.storage_key, ns, name)
             if live is None:
                 raise self._not_found(rt, name)
             if precondition_rv is not None and precondition_rv != live["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
-            new = produce(live)
-            new = self._apply_update_rules(rt, live, new, subresource, opts, apply_manager, warnings)
-            if _same_object(new, live):
+            current = live
+            if converter is not None:
+                current = await _converted(converter.cached_view(live, rt.version))
+                if self.store.get(rt.storage_key, ns, name) is not live:
+                    continue  # it moved while the webhook converted it
+            new = produce(current)
+            new = self._apply_update_rules(rt, current, new, subresource, opts, apply_manager, warnings)
+            stored = new
+            if converter is not None:
+                stored = await _converted(converter.convert(new, converter.config.storage_version))
+                if self.store.get(rt.storage_key, ns, name) is not live:
+                    continue
+                if _same_object(stored, live):  # (an object in an older storage version is written again)
+                    return WriteResult(current, 200, warnings)
+            elif _same_object(new, live):
                 return WriteResult(self._view(rt, live), 200, warnings)
-            if await self._admit("UPDATE", rt, subresource, new, live, opts):
+            if await self._admit("UPDATE", rt, subresource, new, current, opts):
                 continue
             if opts.dry_run:
-                return WriteResult(self._view(rt, new), 200, warnings)
-            new["metadata"]["resourceVersion"] = str(self.store.next_rv())
-            if self._should_delete(rt, new):
-                self.store.commit(DELETED, rt.storage_key, new, live)
-                self._after_delete(rt, new)
-                return WriteResult(self._view(rt, new), 200, warnings)
-            self.store.commit(MODIFIED, rt.storage_key, new, live)
-            self._after_commit(rt, new)
-            return WriteResult(self._view(rt, new), 200, warnings)
+                return WriteResult(await self._answer(rt, stored, dry_run=True), 200, warnings)
+            stored["metadata"]["resourceVersion"] = str(self.store.next_rv())
+            if self._should_delete(rt, stored):
+                self.store.commit(DELETED, rt.storage_key, stored, live)
+                self._after_delete(rt, stored)
+                return WriteResult(await self._answer(rt, stored), 200, warnings)
+            self.store.commit(MODIFIED, rt.storage_key, stored, live)
+            self._after_commit(rt, stored)
+            return WriteResult(await self._answer(rt, stored), 200, warnings)
         raise errors.conflict(rt.plural, rt.group, name)
 
     def _apply_update_rules(
@@ -924,7 +1043,7 @@ class ClusterAPI:
         if policy == "Orphan" and "orphan" not in finalizers:
             finalizers.append("orphan")
         if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
-            return WriteResult(self._view(rt, live), 200)
+            return WriteResult(await self._answer(rt, live), 200)
         new = dict(live)
         new_meta = dict(meta, finalizers=finalizers) if finalizers else dict(meta)
         new["metadata"] = new_meta
@@ -936,7 +1055,7 @@ class ClusterAPI:
         if rt.storage_key == NS_KEY:
             new["status"] = dict(live.get("status") or {}, phase="Terminating")
         if opts.dry_run:
-            return WriteResult(self._view(rt, new), 200)
+            return WriteResult(await self._answer(rt, new, dry_run=True), 200)
         new_meta["resourceVersion"] = str(self.store.next_rv())
         if self._should_delete(rt, new):
             self.store.commit(DELETED, rt.storage_key, new, live)
@@ -944,7 +1063,7 @@ class ClusterAPI:
             return WriteResult(self._deleted_status(rt, new), 200)
         self.store.commit(MODIFIED, rt.storage_key, new, live)
         self._after_commit(rt, new)
-        return WriteResult(self._view(rt, new), 200)
+        return WriteResult(await self._answer(rt, new), 200)
 
     @staticmethod
     def _deleted_status(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
@@ -963,7 +1082,7 @@ class ClusterAPI:
         options: dict[str, Any],
         opts: WriteOptions,
     ) -> dict[str, Any]:
-        items, _, _, _ = self.list_objects(rt, namespace, {k: v for k, v in query.items() if k != "limit"})
+        items, _, _, _ = await self.list_objects(rt, namespace, {k: v for k, v in query.items() if k != "limit"})
         deleted: list[dict[str, Any]] = []
         for obj in items:
             meta = obj["metadata"]
@@ -990,17 +1109,21 @@ class ClusterAPI:
     def _after_delete(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         if rt.storage_key == CRD_KEY:
             spec = obj.get("spec") or {}
+            key = (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
             self.types.set_crd(obj["metadata"]["name"], [])
-            self.store.drop_kind((spec.get("group", ""), (spec.get("names") or {}).get("plural", "")))
+            self.store.drop_kind(key)
+            self._converters.pop(key, None)
             self._crd_changed()
 
     def _crd_changed(self) -> None:
         self._schemas.clear()
+        self._unserved_schemas.clear()
         for callback in self.on_crd_change:
             callback()
 
     def _sync_crd_types(self, crd: dict[str, Any]) -> None:
         self.types.set_crd(crd["metadata"]["name"], types_from_crd(crd))
+        self._sync_converter(crd)
         self._crd_changed()
 
     def _establish(self, crd: dict[str, Any]) -> None:
@@ -1105,6 +1228,29 @@ def _merge_patch_sharing_managed_fields(base: dict[str, Any], patch: Any) -> Any
     if isinstance(patched_meta, dict) and patched_meta.get("managedFields") is _LIVE_MANAGED_FIELDS:
         patched_meta["managedFields"] = entries
     return patched
+
+
+def _admission_conversion(
+    converter: WebhookConverter,
+) -> Callable[[dict[str, Any], ResourceType], Awaitable[dict[str, Any]]]:
+    """How admission converts an object for a webhook that matched another version; a failure is an internal
+    error there (kube-apiserver's admission wraps it so)."""
+
+    async def convert(obj: dict[str, Any], version: ResourceType) -> dict[str, Any]:
+        try:
+            return await converter.convert(obj, version.version)
+        except ConversionError as exc:
+            raise errors.internal_error(str(exc)) from None
+
+    return convert
+
+
+async def _converted(conversion: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """A conversion's result; its failure answered as kube-apiserver answers it: 500, the message alone."""
+    try:
+        return await conversion
+    except ConversionError as exc:
+        raise APIError(500, "", str(exc)) from None
 
 
 def _new_uid() -> str:

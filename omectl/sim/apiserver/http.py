@@ -44,6 +44,9 @@ UNAUTHORIZED_BODY: Final = (
 PUBLIC_PATHS: Final = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 # The admin plane's paths: they always need the token and are not recorded in the request log.
 ADMIN_PREFIX: Final = "/_omectl/"
+# A watch whose next event cannot be converted (its CRD's conversion webhook fails) tries again after these.
+_CONVERSION_RETRY_FIRST = 0.1
+_CONVERSION_RETRY_MAX = 2.0
 
 AdminHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 
@@ -300,7 +303,7 @@ class ClusterHTTP:
             if method == "GET":
                 if parse_bool(query.get("watch"), "watch"):
                     return await self._watch(request, rt, namespace)
-                return self._list(request, rt, namespace)
+                return await self._list(request, rt, namespace)
             if method == "POST":
                 opts = WriteOptions.from_query(query, ua)
                 result = await self.api.create(rt, namespace, await _read_json(request, rt), opts)
@@ -314,7 +317,7 @@ class ClusterHTTP:
         if rt.namespaced and not namespace:
             raise errors.unknown_resource()
         if method == "GET":
-            obj = self.api.get(rt, namespace, name)
+            obj = await self.api.get(rt, namespace, name)
             return self._object_response(request, rt, obj)
         opts = WriteOptions.from_query(query, ua)
         if method == "PUT":
@@ -361,8 +364,8 @@ class ClusterHTTP:
             return json_response(table, code, headers)
         return json_response(obj, code, headers)
 
-    def _list(self, request: web.BaseRequest, rt: ResourceType, namespace: str) -> web.StreamResponse:
-        items, rv, token, remaining = self.api.list_objects(rt, namespace, request.query)
+    async def _list(self, request: web.BaseRequest, rt: ResourceType, namespace: str) -> web.StreamResponse:
+        items, rv, token, remaining = await self.api.list_objects(rt, namespace, request.query)
         if _wants_table(request):
             table = table_for(
                 rt, items, resource_version=rv, continue_token=token, include_object=_include_object(request)
@@ -463,11 +466,24 @@ class ClusterHTTP:
             if expired is not None:
                 await response.write(orjson.dumps({"type": "ERROR", "object": expired.status()}) + b"\n")
                 return response
-            encode = self._encoder(rt, table, include)
-            if initial:
-                await response.write(b"".join(encode(t, e) for t, e in initial))
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
+            if self.api.converter(rt) is not None:
+
+                def watching() -> bool:
+                    transport = request.transport
+                    gone = transport is None or transport.is_closing()
+                    return not (sub.closed or gone or loop.time() >= deadline)
+
+                encode = self._converting_encoder(rt, table, include, watching)
+            else:
+                plain = self._encoder(rt, table, include)
+
+                async def encode(batch: list[tuple[str, WatchEvent]]) -> bytes:
+                    return b"".join(plain(t, e) for t, e in batch)
+
+            if initial:
+                await response.write(await encode(initial))
             interval = self.server.bookmark_interval
             next_bookmark = loop.time() + interval
             while not sub.closed:
@@ -491,8 +507,8 @@ class ClusterHTTP:
                         await asyncio.sleep(0)
                 if sub.pending:
                     batch, sub.pending = sub.pending, []
-                    await response.write(b"".join(encode(t, e) for t, e in batch))
-        except (ConnectionResetError, asyncio.CancelledError):
+                    await response.write(await encode(batch))
+        except (ConnectionResetError, asyncio.CancelledError, _WatchOver):
             pass
         finally:
             store.unsubscribe(rt.storage_key, sub)
@@ -515,6 +531,38 @@ class ClusterHTTP:
             + b"\n"
         )
 
+    def _converting_encoder(
+        self, rt: ResourceType, table: str | None, include: str, watching: Callable[[], bool]
+    ) -> Callable[[list[tuple[str, WatchEvent]]], Awaitable[bytes]]:
+        """Watch lines of a kind converted through a webhook: each object in the watch's version. A conversion
+        that fails is tried again until it succeeds, holding back the events after it, as kube-apiserver's watch
+        cache holds back an event it cannot convert; the watch ends meanwhile when `watching()` turns false (its
+        timeout, its client gone, the server stopping)."""
+
+        async def served(event: WatchEvent) -> dict[str, Any]:
+            delay = _CONVERSION_RETRY_FIRST
+            while True:
+                try:
+                    return await self.api.served(rt, event.obj)
+                except APIError as exc:
+                    log.info("cluster %s: watch of %s waits for a conversion: %s", self.api.name, rt.plural, exc)
+                if not watching():
+                    raise _WatchOver
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _CONVERSION_RETRY_MAX)
+
+        async def encode(batch: list[tuple[str, WatchEvent]]) -> bytes:
+            lines = []
+            for type_, event in batch:
+                obj: Any = await served(event)
+                if table:
+                    rv = str(event.rv)
+                    obj = table_for(rt, [obj], resource_version=rv, include_object=include, with_columns=False)
+                lines.append(orjson.dumps({"type": type_, "object": obj}) + b"\n")
+            return b"".join(lines)
+
+        return encode
+
     def _encoder(self, rt: ResourceType, table: str | None, include: str) -> Callable[[str, WatchEvent], bytes]:
         if table:
 
@@ -531,6 +579,10 @@ class ClusterHTTP:
             return event.json_line(type_)
 
         return encode_json
+
+
+class _WatchOver(Exception):
+    """A watch ended while it waited for an event's conversion."""
 
 
 async def _expect_continue(request: web.BaseRequest, expect: str) -> None:

@@ -63,6 +63,16 @@ def name_errors(name: str, *, dns_label: bool = False, path: str = "metadata.nam
     return []
 
 
+def dns1123_subdomain_problems(value: str) -> list[str]:
+    """`IsDNS1123Subdomain`: what is wrong with `value` as a DNS subdomain (empty when nothing)."""
+    problems = []
+    if len(value) > 253:
+        problems.append("must be no more than 253 characters")
+    if not _subdomain_re.match(value):
+        problems.append(SUBDOMAIN_MSG)
+    return problems
+
+
 def qualified_name_errors(key: str, path: str) -> list[FieldError]:
     """A label/annotation key or finalizer: an optional DNS-subdomain prefix, '/', and a name part."""
     prefix, _, name = key.rpartition("/")

@@ -931,7 +931,7 @@ def _dns1123_subdomain_errors(value: str) -> list[str]:
     return errs
 
 
-def _dns1035_label_errors(value: str) -> list[str]:
+def dns1035_label_problems(value: str) -> list[str]:
     errs = []
     if len(value) > 63:
         errs.append("must be no more than 63 characters")
@@ -1015,7 +1015,7 @@ def validate_crd(crd: dict[str, Any]) -> list[FieldError]:
         seen_names.add(version_name)
         if version.get("storage") is True:
             storage_count += 1
-        if label_errors := _dns1035_label_errors(version_name):
+        if label_errors := dns1035_label_problems(version_name):
             errors.append(
                 FieldError("Invalid", f"{version_path}.name", value=version_name, detail=",".join(label_errors))
             )
@@ -1056,11 +1056,11 @@ def _validate_names(names: dict[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
     for field_name in ("plural", "singular"):
         value = names.get(field_name) or ""
-        if value and (errs := _dns1035_label_errors(value)):
+        if value and (errs := dns1035_label_problems(value)):
             errors.append(FieldError("Invalid", f"spec.names.{field_name}", value=value, detail=",".join(errs)))
     for field_name in ("kind", "listKind"):
         value = names.get(field_name) or ""
-        if value and (errs := _dns1035_label_errors(value.lower())):
+        if value and (errs := dns1035_label_problems(value.lower())):
             errors.append(
                 FieldError(
                     "Invalid",
@@ -1071,7 +1071,7 @@ def _validate_names(names: dict[str, Any]) -> list[FieldError]:
             )
     for field_name in ("shortNames", "categories"):
         for index, value in enumerate(names.get(field_name) or []):
-            if errs := _dns1035_label_errors(str(value)):
+            if errs := dns1035_label_problems(str(value)):
                 errors.append(
                     FieldError("Invalid", f"spec.names.{field_name}[{index}]", value=value, detail=",".join(errs))
                 )

@@ -17,6 +17,7 @@ from aiohttp import web
 from omectl.problems import read_problem
 from omectl.sim.apiserver.api import ClusterAPI
 from omectl.sim.apiserver.controllers import ClusterControllers
+from omectl.sim.apiserver.conversion import DEFAULT_TIMEOUT_SECONDS as DEFAULT_CONVERSION_TIMEOUT
 from omectl.sim.apiserver.http import ClusterHTTP
 from omectl.sim.apiserver.requestlog import DEFAULT_CAPACITY as DEFAULT_REQUEST_LOG_CAPACITY
 from omectl.sim.apiserver.requestlog import RequestLog
@@ -42,7 +43,8 @@ class EmbeddedAPIServer:
     `token` (random unless given; in `kubeconfig_entry()` and `auth_headers`) is checked as kube-apiserver does:
     a wrong one is refused everywhere, the fault plane needs it, and over HTTPS every path but `/healthz`,
     `/livez`, `/readyz` and `/version` does too (see `ClusterHTTP._authenticated`).
-    With `state_dir`, the store is saved on a clean stop and loaded on start. With `simulator`, simulated GPU
+    A CRD's conversion webhook gets `conversion_webhook_timeout` seconds (kube-apiserver's fixed 30 unless
+    given). With `state_dir`, the store is saved on a clean stop and loaded on start. With `simulator`, simulated GPU
     nodes make workloads ready (`omectl.sim.simulator`); it starts, stops and restarts with the server.
     """
 
@@ -58,6 +60,7 @@ class EmbeddedAPIServer:
         history_window: int = 50_000,
         bookmark_interval: float = 60.0,
         allow_http_webhooks: bool = False,
+        conversion_webhook_timeout: float = DEFAULT_CONVERSION_TIMEOUT,
         simulator: SimulatorConfig | None = None,
         request_log_capacity: int = DEFAULT_REQUEST_LOG_CAPACITY,
         token: str | None = None,
@@ -72,6 +75,7 @@ class EmbeddedAPIServer:
         self.history_window = history_window
         self.bookmark_interval = bookmark_interval
         self.allow_http_webhooks = allow_http_webhooks
+        self.conversion_webhook_timeout = conversion_webhook_timeout
         self.faults = FaultInjector()
         self.admin = AdminPlane(self)
         # Every API request, kept across restarts (GET /_omectl/requests).
@@ -89,7 +93,12 @@ class EmbeddedAPIServer:
     # --- construction ----------------------------------------------------------------------------------
 
     def _new_api(self, store: Store) -> ClusterAPI:
-        return ClusterAPI(self.name, store, allow_http_webhooks=self.allow_http_webhooks)
+        return ClusterAPI(
+            self.name,
+            store,
+            allow_http_webhooks=self.allow_http_webhooks,
+            conversion_timeout=self.conversion_webhook_timeout,
+        )
 
     def _new_simulator(self) -> WorkloadSimulator | None:
         if self.simulator_config is None:
