@@ -11,8 +11,9 @@ them is written as it is), so the package carries every CRD `omectl dev up` appl
 The models' JSON schema becomes a Kubernetes structural schema: `$ref`s are inlined, `title`s dropped, docstrings
 unwrapped into one line per paragraph, `anyOf [X, null]` becomes X with `nullable: true`, `int | str` becomes
 `x-kubernetes-int-or-string`, an open object (`additionalProperties: true`) becomes
-`x-kubernetes-preserve-unknown-fields`, and defaults are dropped unless the field is marked with `crd_default` (so the
-API server never invents a value the merge would take as set).
+`x-kubernetes-preserve-unknown-fields` (a node with that mark alone and no type holds any JSON value), an `allOf` of
+value validations (upstream's doubled enums) is kept as it is, and defaults are dropped unless the field is marked
+with `crd_default` (so the API server never invents a value the merge would take as set).
 """
 
 from __future__ import annotations
@@ -154,6 +155,8 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) 
             out["properties"] = {name: _convert(prop, defs, seen) for name, prop in value.items()}
         elif key == "items":
             out["items"] = _convert(value, defs, seen)
+        elif key == "allOf":
+            out["allOf"] = [_value_validation(item) for item in value]
         elif key == "additionalProperties":
             if value is True:
                 out["x-kubernetes-preserve-unknown-fields"] = True
@@ -168,13 +171,25 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) 
     if "properties" in out and "additionalProperties" in out:
         raise SchemaConversionError("properties and additionalProperties are mutually exclusive in a CRD")
     if "type" not in out and "x-kubernetes-int-or-string" not in out:
-        if "properties" in out or "additionalProperties" in out or out.get("x-kubernetes-preserve-unknown-fields"):
+        if "properties" in out or "additionalProperties" in out:
             out["type"] = "object"
-        else:
+        elif not out.get("x-kubernetes-preserve-unknown-fields"):  # that alone: any JSON value, kept as written
             raise SchemaConversionError(f"schema without a type: {node!r}")
     if out.get("nullable") is not True:
         out.pop("nullable", None)
     return out
+
+
+# What a structural schema allows under `allOf`: value validations only (no type, properties or defaults).
+_VALUE_VALIDATIONS: Final = frozenset(
+    ("enum", "pattern", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "multipleOf")
+)
+
+
+def _value_validation(node: dict[str, Any]) -> dict[str, Any]:
+    if not node.keys() <= _VALUE_VALIDATIONS:
+        raise SchemaConversionError(f"allOf may hold value validations only, not {sorted(node)}")
+    return copy.deepcopy(node)
 
 
 def _mirror(
@@ -323,6 +338,16 @@ _AIM_TEMPLATE_CACHE_COLUMNS: Final = (
 )
 
 
+_AIM_SERVICE_TEMPLATE_COLUMNS: Final = (
+    _column("Model", "string", ".spec.modelName"),
+    _AIM_STATUS,
+    _column("Hardware", "string", ".status.hardwareSummary"),
+    _column("Metric", "string", ".status.profile.metadata.metric"),
+    _column("Precision", "string", ".status.profile.metadata.precision"),
+)
+"""Upstream's columns, in its order (it has no Age column)."""
+
+
 _AIM_V1ALPHA2_KINDS: Final[
     tuple[tuple[type[ome.Resource], Literal["Namespaced", "Cluster"], tuple[dict[str, Any], ...], tuple[str, ...]], ...]
 ] = (
@@ -431,6 +456,28 @@ CRDS: Final = (
         ("aimtc",),
         group=aim.GROUP,
         versions=aim.TEMPLATE_CACHE_VERSIONS,
+        categories=_AIM_CATEGORIES,
+    ),
+    CRDDefinition(
+        aim.AIMServiceTemplate,
+        "AIMServiceTemplate",
+        "aimservicetemplates",
+        "Namespaced",
+        _AIM_SERVICE_TEMPLATE_COLUMNS,
+        ("aimtpl",),
+        group=aim.GROUP,
+        versions=aim.SERVICE_TEMPLATE_VERSIONS,
+        categories=_AIM_CATEGORIES,
+    ),
+    CRDDefinition(
+        aim.AIMClusterServiceTemplate,
+        "AIMClusterServiceTemplate",
+        "aimclusterservicetemplates",
+        "Cluster",
+        _AIM_SERVICE_TEMPLATE_COLUMNS,
+        ("aimcltpl",),
+        group=aim.GROUP,
+        versions=aim.SERVICE_TEMPLATE_VERSIONS,
         categories=_AIM_CATEGORIES,
     ),
 )

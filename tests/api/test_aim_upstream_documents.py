@@ -1,12 +1,14 @@
 """Upstream AIM Engine's own documents and schema parts (tests/fixtures/upstream/aim, commit in its SOURCE) against
-ours: its Helm values example read by our typed models without losing a field (they drop unknown fields, so a field
-upstream has and ours lacks would vanish), and its gatewayRef constraints on every gatewayRef of ours."""
+ours: its Helm values example and its service templates (samples and e2e documents, status included) read by our
+typed models without losing a field (they drop unknown fields, so a field upstream has and ours lacks would vanish),
+and its gatewayRef constraints on every gatewayRef of ours."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from omectl.api import aim, crdgen
@@ -49,3 +51,36 @@ def test_every_gateway_ref_of_ours_carries_upstreams_gateway_api_constraints() -
 
 def _without_default(found: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in found.items() if k != "default"}
+
+
+TEMPLATE_KINDS = ("AIMServiceTemplate", "AIMClusterServiceTemplate")
+
+
+def upstream_template_documents() -> list[tuple[str, dict[str, Any]]]:
+    """Every AIMServiceTemplate and AIMClusterServiceTemplate of upstream's pinned samples and e2e tests, with the
+    file it came from."""
+    found = []
+    for path in sorted(UPSTREAM.rglob("*.yaml")):
+        if "crd" in path.parts:
+            continue
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") in TEMPLATE_KINDS:
+                found.append((str(path.relative_to(UPSTREAM)), doc))
+    return found
+
+
+def test_upstreams_template_documents_are_pinned() -> None:
+    documents = upstream_template_documents()
+    assert {doc["kind"] for _, doc in documents} == set(TEMPLATE_KINDS)
+    assert len({path for path, _ in documents}) == 29, "2 samples and 27 e2e files"
+    assert sum(1 for _, doc in documents if "status" in doc) == 12, "the frozen ones, status included"
+
+
+@pytest.mark.parametrize(("path", "doc"), upstream_template_documents(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_upstream_template_document_is_read_by_our_models_without_losing_a_field(
+    path: str, doc: dict[str, Any]
+) -> None:
+    """Spec and status: the typed models drop what they do not know, so a field of upstream's that ours lacked would
+    be gone."""
+    model = aim.AIMServiceTemplate if doc["kind"] == "AIMServiceTemplate" else aim.AIMClusterServiceTemplate
+    assert model.model_validate(doc).to_dict() == doc
