@@ -831,15 +831,40 @@ class AIMTemplateCacheSpec(_Object):
     """Secrets for pulling the download image."""
 
 
-class AIMTemplateCacheStatus(ConsumerStatus):
-    """Observed state of a template cache."""
+class TemplateCacheArtifact(_Object):
+    """One artifact of a template cache."""
 
-    status: Literal["Pending", "Progressing", "Ready", "Failed", "Degraded", "NotAvailable"] | None = None
+    uid: str
+    """UID of the AIMArtifact."""
+    name: str
+    """Name of the AIMArtifact."""
+    model: str
+    """The model whose files it holds."""
+    status: str
+    """The artifact's status."""
+    persistent_volume_claim: str | None = None
+    """Its PVC, once there is one."""
+    mount_point: str | None = None
+    """Where the inference container mounts it."""
+
+
+class AIMTemplateCacheStatus(_Object):
+    """Observed state of a template cache, as upstream's controller publishes it."""
+
+    status: Literal["Pending", "Progressing", "Ready", "Failed", "Degraded", "NotAvailable"] = ome.crd_default(
+        "Pending"
+    )
     """The cache's overall state."""
+    conditions: MetaConditionList
+    """Conditions of the cache."""
+    observed_generation: Int64
+    """The metadata.generation this status was computed from."""
+    resolved_runtime_config: LegacyResolvedReference | None = None
+    """The runtime config in use."""
     resolved_template_kind: str | None = None
     """AIMServiceTemplate or AIMClusterServiceTemplate."""
-    artifacts: dict[str, Any] | None = None
-    """The cache's artifacts by model id."""
+    artifacts: dict[str, TemplateCacheArtifact] | None = None
+    """The cache's artifacts by the name of the model whose files each holds."""
 
 
 class AIMTemplateCache(_AIMResource):

@@ -182,6 +182,7 @@ def test_the_two_config_kinds_share_one_schema() -> None:
 UNLAYERED_DEFAULTS: dict[tuple[str, str], str] = {
     ("AIMTemplateCache", ".spec.mode"): "upstream's default (Shared); a cache's mode is no runtime-config layer",
     ("AIMTemplateCache", ".spec.imagePullSecrets[*].name"): "Kubernetes' own LocalObjectReference default",
+    ("AIMTemplateCache", ".status.status"): "upstream's default (Pending) of a status nothing of ours writes yet",
     **{
         (kind, path): why
         for kind in ("AIMServiceTemplate", "AIMClusterServiceTemplate")

@@ -182,7 +182,7 @@ OWN_DEFAULTS: dict[str, dict[str, Any]] = {
         for kind in ("BaseModel", "ClusterBaseModel")
     },
     # upstream aim-engine's defaults (tests/fixtures/upstream/aim)
-    "AIMTemplateCache": {".spec.mode": "Shared"},
+    "AIMTemplateCache": {".spec.mode": "Shared", ".status.status": "Pending"},
     "AIMClusterServiceTemplate": TEMPLATE_DEFAULTS,
     "AIMServiceTemplate": {**TEMPLATE_DEFAULTS, ".spec.caching.enabled": False},
 }

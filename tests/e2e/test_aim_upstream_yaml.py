@@ -452,6 +452,42 @@ def test_a_template_cache_gets_upstreams_default_mode_and_its_patterns(env: Env)
     assert "spec.modelSources[0].modelId" in refused.stderr and "spec.modelSources[0].sourceUri" in refused.stderr
 
 
+def test_a_template_caches_status_is_stored_as_upstreams_controller_writes_it(env: Env) -> None:
+    """Nothing of ours writes a template cache's status yet; upstream's shape is kept whole (artifacts by model, a
+    Merged runtime config, metav1 conditions) and `status` defaults to Pending, as upstream's CRD has it."""
+    ns = "legacy-cache-3"
+    env.apply(namespace(ns))
+    spec = {"templateName": "qwen-mi300x", "templateScope": "Namespace"}
+    env.apply({"apiVersion": V1, "kind": "AIMTemplateCache", "metadata": {"name": "tc", "namespace": ns}, "spec": spec})
+    artifact = {"uid": "0c5d", "name": "tc-qwen", "model": "Qwen/Qwen3-32B", "status": "Ready", "mountPoint": "/cache"}
+    status = {
+        "artifacts": {"Qwen/Qwen3-32B": artifact},
+        "resolvedRuntimeConfig": {"name": "default", "namespace": ns, "scope": "Merged", "kind": "AIMRuntimeConfig"},
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "AllComponentsReady",
+                "message": "All components are ready",
+                "lastTransitionTime": "2024-01-01T00:00:00Z",
+            }
+        ],
+    }
+    env.k(
+        "patch",
+        "aimtemplatecache",
+        "tc",
+        "-n",
+        ns,
+        "--type=merge",
+        "--subresource=status",
+        "-p",
+        json.dumps({"status": status}),
+    )
+    stored = env.get("aimtemplatecaches", "tc", ns)
+    assert stored is not None and stored["status"] == {**status, "status": "Pending"}
+
+
 # --- AIMServiceTemplate / AIMClusterServiceTemplate: upstream's legacy kinds, served at v1alpha1 (not reconciled)
 
 TEMPLATE_KINDS = ("AIMServiceTemplate", "AIMClusterServiceTemplate")
