@@ -55,6 +55,21 @@ class Env:
             return None
         return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
+    def patch_status(self, kind: str, name: str, namespace: str | None, status: dict[str, Any]) -> None:
+        """Write a status as upstream's e2e tests write a frozen one (its hack/apply-with-status.sh): a merge patch
+        of the status subresource."""
+        where = ["-n", namespace] if namespace else []
+        self.k(
+            "patch",
+            kind.lower(),
+            name,
+            *where,
+            "--type=merge",
+            "--subresource=status",
+            "-p",
+            json.dumps({"status": status}),
+        )
+
     def status(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         return (self.get(resource, name, namespace) or {}).get("status") or {}
 
@@ -414,20 +429,89 @@ def test_engine_args_of_the_cluster_config_namespace_config_and_service_deep_mer
     until(lambda: engine_args_of_the_inference_service() == want, f"AIM_ENGINE_ARGS {want}")
 
 
-# --- AIMTemplateCache: upstream's legacy kind, served at v1alpha1 (not yet reconciled) ------------------------
+# --- upstream's legacy kinds, served at v1alpha1 (not yet reconciled): its samples and e2e YAML ----------------
+
+LEGACY_KINDS = ("AIMTemplateCache", "AIMServiceTemplate", "AIMClusterServiceTemplate")
+TEMPLATE_KINDS = LEGACY_KINDS[1:]
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def test_upstreams_template_cache_sample_applies_at_v1alpha1_and_is_stored_as_upstream_would(env: Env) -> None:
-    """The scaffold's empty `spec:` is null, which kube-apiserver prunes from a non-nullable field: stored with no
-    spec, everything else as written."""
-    doc = upstream_doc("config/samples/aim_v1alpha1_aimtemplatecache.yaml")
-    assert (doc["apiVersion"], doc["spec"]) == (V1, None)
-    env.apply(namespace("legacy-cache"))
-    env.k("apply", "-n", "legacy-cache", "-f", "-", stdin=yaml.safe_dump(doc))
-    stored = env.get("aimtemplatecaches", doc["metadata"]["name"], "legacy-cache")
-    assert stored is not None
-    assert stored["apiVersion"] == V1 and "spec" not in stored
-    assert stored["metadata"]["labels"] == doc["metadata"]["labels"]
+def upstream_legacy_files() -> list[str]:
+    """Upstream's pinned samples and e2e files holding its legacy kinds, relative to the fixtures."""
+    return sorted(
+        str(path.relative_to(UPSTREAM))
+        for path in UPSTREAM.rglob("*.yaml")
+        if "crd" not in path.parts
+        and any(doc and doc.get("kind") in LEGACY_KINDS for doc in yaml.safe_load_all(path.read_text()))
+    )
+
+
+def upstream_schema(kind: str) -> dict[str, Any]:
+    """The openAPIV3Schema of upstream's pinned CRD of `kind`."""
+    path = UPSTREAM / "config" / "crd" / "bases" / f"aim.eai.amd.com_{kind.lower()}s.yaml"
+    crd = yaml.safe_load(path.read_text())
+    (version,) = crd["spec"]["versions"]
+    return version["schema"]["openAPIV3Schema"]  # type: ignore[no-any-return]
+
+
+def stored_by_upstreams_crd(value: Any, schema: dict[str, Any]) -> Any:
+    """`value` as kube-apiserver stores it under upstream's schema: a null of a non-nullable field dropped, absent
+    fields with a schema default filled in (objects under x-kubernetes-preserve-unknown-fields kept as written). A
+    field upstream's schema lacks raises KeyError: it would be pruned, and no upstream document has one."""
+    if isinstance(value, list):
+        return [stored_by_upstreams_crd(item, schema["items"]) for item in value]
+    if not isinstance(value, dict) or "properties" not in schema:
+        return value
+    properties = schema["properties"]
+    stored = {key: stored_by_upstreams_crd(item, properties[key]) for key, item in value.items() if item is not None}
+    for key, field in properties.items():
+        if key not in stored and "default" in field:
+            stored[key] = field["default"]
+    return stored
+
+
+@pytest.mark.parametrize("path", upstream_legacy_files())
+def test_upstreams_legacy_yaml_applies_and_is_stored_as_upstreams_crd_stores_it(env: Env, path: str) -> None:
+    """Applied as upstream's e2e tests apply it: `kubectl apply -f FILE`, then a document's status (a frozen
+    dependency) patched onto the status subresource. Stored: the document with upstream's schema defaults (a
+    cache's mode, a GPU's resourceName, caching.enabled; a scaffold's null `spec:` dropped), its labels and
+    annotations."""
+    ns = f"legacy-{upstream_legacy_files().index(path)}"
+    env.apply(namespace(ns))
+    docs = [doc for doc in yaml.safe_load_all((UPSTREAM / path).read_text()) if doc]
+    assert {doc["kind"] for doc in docs} <= set(LEGACY_KINDS) and all(d["apiVersion"] == V1 for d in docs)
+    env.k("apply", "-n", ns, "-f", str(UPSTREAM / path))
+    for doc in docs:
+        if "status" in doc:
+            env.patch_status(doc["kind"], doc["metadata"]["name"], ns, doc["status"])
+    listed = json.loads(env.k("get", "-n", ns, "-f", str(UPSTREAM / path), "-o", "json"))
+    stored_docs = listed["items"] if listed["kind"] == "List" else [listed]
+    assert len(stored_docs) == len(docs)
+    for doc, stored in zip(docs, stored_docs, strict=True):
+        schema = upstream_schema(doc["kind"])
+        expected = stored_by_upstreams_crd({k: doc.get(k) for k in ("spec", "status")}, schema)
+        assert {k: stored.get(k) for k in ("spec", "status") if k in stored} == expected, doc["metadata"]["name"]
+        annotations = {k: v for k, v in (stored["metadata"].get("annotations") or {}).items() if k != LAST_APPLIED}
+        assert annotations == (doc["metadata"].get("annotations") or {})
+        assert stored["metadata"].get("labels") == doc["metadata"].get("labels")
+
+
+def test_the_stored_form_expected_above_carries_upstreams_defaults() -> None:
+    """The expectation of the test above is no copy of the document: upstream's schema defaults are in it, and a
+    null `spec:` is not."""
+    doc = upstream_doc("tests/e2e/aimservice/frozen/env-propagation-to-cache/template.yaml")
+    expected = stored_by_upstreams_crd(doc["spec"], upstream_schema("AIMServiceTemplate")["properties"]["spec"])
+    assert expected["hardware"]["gpu"]["resourceName"] == "amd.com/gpu"
+    assert expected["caching"]["enabled"] is False and doc["spec"]["caching"]["enabled"] is False
+    assert "resourceName" not in doc["spec"]["hardware"]["gpu"]
+    cache = upstream_doc("tests/e2e/aimtemplatecache/happy-path-namespace/template-cache.yaml")
+    assert "mode" not in cache["spec"]
+    assert stored_by_upstreams_crd(cache, upstream_schema("AIMTemplateCache"))["spec"]["mode"] == "Shared"
+    scaffold = upstream_doc("config/samples/aim_v1alpha1_aimtemplatecache.yaml")
+    assert stored_by_upstreams_crd({"spec": scaffold["spec"]}, upstream_schema("AIMTemplateCache")) == {}
+
+
+# --- AIMTemplateCache -------------------------------------------------------------------------------------------
 
 
 def test_a_template_cache_gets_upstreams_default_mode_and_its_patterns(env: Env) -> None:
@@ -473,104 +557,12 @@ def test_a_template_caches_status_is_stored_as_upstreams_controller_writes_it(en
             }
         ],
     }
-    env.k(
-        "patch",
-        "aimtemplatecache",
-        "tc",
-        "-n",
-        ns,
-        "--type=merge",
-        "--subresource=status",
-        "-p",
-        json.dumps({"status": status}),
-    )
+    env.patch_status("AIMTemplateCache", "tc", ns, status)
     stored = env.get("aimtemplatecaches", "tc", ns)
     assert stored is not None and stored["status"] == {**status, "status": "Pending"}
 
 
-# --- AIMServiceTemplate / AIMClusterServiceTemplate: upstream's legacy kinds, served at v1alpha1 (not reconciled)
-
-TEMPLATE_KINDS = ("AIMServiceTemplate", "AIMClusterServiceTemplate")
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
-def upstream_template_files() -> list[str]:
-    """Upstream's pinned samples and e2e files holding service templates, relative to the fixtures."""
-    return sorted(
-        str(path.relative_to(UPSTREAM))
-        for path in UPSTREAM.rglob("*.yaml")
-        if "crd" not in path.parts
-        and any(doc and doc.get("kind") in TEMPLATE_KINDS for doc in yaml.safe_load_all(path.read_text()))
-    )
-
-
-def upstream_schema(kind: str) -> dict[str, Any]:
-    """The openAPIV3Schema of upstream's pinned CRD of `kind`."""
-    path = UPSTREAM / "config" / "crd" / "bases" / f"aim.eai.amd.com_{kind.lower()}s.yaml"
-    crd = yaml.safe_load(path.read_text())
-    (version,) = crd["spec"]["versions"]
-    return version["schema"]["openAPIV3Schema"]  # type: ignore[no-any-return]
-
-
-def stored_by_upstreams_crd(value: Any, schema: dict[str, Any]) -> Any:
-    """`value` as kube-apiserver stores it under upstream's schema: a null of a non-nullable field dropped, absent
-    fields with a schema default filled in (objects under x-kubernetes-preserve-unknown-fields kept as written). A
-    field upstream's schema lacks raises KeyError: it would be pruned, and no upstream document has one."""
-    if isinstance(value, list):
-        return [stored_by_upstreams_crd(item, schema["items"]) for item in value]
-    if not isinstance(value, dict) or "properties" not in schema:
-        return value
-    properties = schema["properties"]
-    stored = {key: stored_by_upstreams_crd(item, properties[key]) for key, item in value.items() if item is not None}
-    for key, field in properties.items():
-        if key not in stored and "default" in field:
-            stored[key] = field["default"]
-    return stored
-
-
-@pytest.mark.parametrize("path", upstream_template_files())
-def test_upstreams_template_yaml_applies_and_is_stored_as_upstreams_crd_stores_it(env: Env, path: str) -> None:
-    """Applied as upstream's e2e tests apply it: `kubectl apply -f FILE`, then a document's status (a frozen
-    dependency) merge-patched onto the status subresource, as its hack/apply-with-status.sh does. Stored: the
-    document with upstream's schema defaults (a GPU's resourceName, caching.enabled), its labels and annotations."""
-    ns = f"tpl-{upstream_template_files().index(path)}"
-    env.apply(namespace(ns))
-    docs = [doc for doc in yaml.safe_load_all((UPSTREAM / path).read_text()) if doc]
-    assert {doc["kind"] for doc in docs} <= set(TEMPLATE_KINDS) and all(d["apiVersion"] == V1 for d in docs)
-    env.k("apply", "-n", ns, "-f", str(UPSTREAM / path))
-    for doc in docs:
-        if "status" in doc:
-            patch = json.dumps({"status": doc["status"]})
-            env.k(
-                "patch",
-                doc["kind"].lower(),
-                doc["metadata"]["name"],
-                "-n",
-                ns,
-                "--type=merge",
-                "--subresource=status",
-                "-p",
-                patch,
-            )
-    listed = json.loads(env.k("get", "-n", ns, "-f", str(UPSTREAM / path), "-o", "json"))
-    stored_docs = listed["items"] if listed["kind"] == "List" else [listed]
-    assert len(stored_docs) == len(docs)
-    for doc, stored in zip(docs, stored_docs, strict=True):
-        schema = upstream_schema(doc["kind"])
-        expected = stored_by_upstreams_crd({k: doc.get(k) for k in ("spec", "status")}, schema)
-        assert {k: stored.get(k) for k in ("spec", "status") if k in stored} == expected, doc["metadata"]["name"]
-        annotations = {k: v for k, v in (stored["metadata"].get("annotations") or {}).items() if k != LAST_APPLIED}
-        assert annotations == (doc["metadata"].get("annotations") or {})
-        assert stored["metadata"].get("labels") == doc["metadata"].get("labels")
-
-
-def test_the_stored_form_expected_above_carries_upstreams_defaults() -> None:
-    """The expectation of the test above is no copy of the document: upstream's schema defaults are in it."""
-    doc = upstream_doc("tests/e2e/aimservice/frozen/env-propagation-to-cache/template.yaml")
-    expected = stored_by_upstreams_crd(doc["spec"], upstream_schema("AIMServiceTemplate")["properties"]["spec"])
-    assert expected["hardware"]["gpu"]["resourceName"] == "amd.com/gpu"
-    assert expected["caching"]["enabled"] is False and doc["spec"]["caching"]["enabled"] is False
-    assert "resourceName" not in doc["spec"]["hardware"]["gpu"]
+# --- AIMServiceTemplate / AIMClusterServiceTemplate ----------------------------------------------------------
 
 
 def template(kind: str, name: str, **spec: Any) -> dict[str, Any]:
@@ -695,8 +687,7 @@ def test_a_templates_status_gets_upstreams_default_and_keeps_the_discovery_outpu
     where = ["-n", "templates"] if kind == "AIMServiceTemplate" else []
     profile = {"engine_args": ["--max-model-len", 8192], "env_vars": {"A": "1"}, "originalDiscoveryOutput": "raw"}
     status = {"hardwareSummary": "1 x MI300X", "profile": profile}
-    patch = json.dumps({"status": status})
-    env.k("patch", kind.lower(), name, *where, "--type=merge", "--subresource=status", "-p", patch)
+    env.patch_status(kind, name, "templates" if where else None, status)
     stored = env.get(f"{kind.lower()}s", name, "templates" if where else None)
     assert stored is not None and stored["status"] == {**status, "status": "Pending"}
     table = env.k("get", "aimtpl" if kind == "AIMServiceTemplate" else "aimcltpl", name, *where)
