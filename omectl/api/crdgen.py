@@ -13,7 +13,8 @@ unwrapped into one line per paragraph, `anyOf [X, null]` becomes X with `nullabl
 `x-kubernetes-int-or-string`, an open object (`additionalProperties: true`) becomes
 `x-kubernetes-preserve-unknown-fields` (a node with that mark alone and no type holds any JSON value), an `allOf` of
 value validations (upstream's doubled enums) is kept as it is, and defaults are dropped unless the field is marked
-with `crd_default` (so the API server never invents a value the merge would take as set).
+with `crd_default` (so the API server never invents a value the merge would take as set). A kind served as
+upstream serves it (`CRDDefinition.nullable=False`) allows null nowhere, as upstream's CRD.
 """
 
 from __future__ import annotations
@@ -380,6 +381,9 @@ class CRDDefinition:
     group: str = ome.GROUP
     versions: tuple[str, ...] = (ome.VERSION,)
     categories: tuple[str, ...] = ()
+    nullable: bool = True
+    """Whether an optional field may hold null (omectl's own kinds). False for a kind served as upstream serves it,
+    whose CRD allows null nowhere: the API server drops a null there, and so must ours to store what it stores."""
 
     @property
     def name(self) -> str:
@@ -457,6 +461,7 @@ CRDS: Final = (
         group=aim.GROUP,
         versions=aim.TEMPLATE_CACHE_VERSIONS,
         categories=_AIM_CATEGORIES,
+        nullable=False,
     ),
     CRDDefinition(
         aim.AIMServiceTemplate,
@@ -468,6 +473,7 @@ CRDS: Final = (
         group=aim.GROUP,
         versions=aim.SERVICE_TEMPLATE_VERSIONS,
         categories=_AIM_CATEGORIES,
+        nullable=False,
     ),
     CRDDefinition(
         aim.AIMClusterServiceTemplate,
@@ -479,6 +485,7 @@ CRDS: Final = (
         group=aim.GROUP,
         versions=aim.SERVICE_TEMPLATE_VERSIONS,
         categories=_AIM_CATEGORIES,
+        nullable=False,
     ),
 )
 
@@ -525,11 +532,23 @@ def _overrides_need_not_be_complete(schema: dict[str, Any]) -> None:
                         actions.get(action, {}).pop("required", None)
 
 
+def _allow_no_null(node: Any) -> None:
+    if isinstance(node, dict):
+        node.pop("nullable", None)
+        for value in node.values():
+            _allow_no_null(value)
+    elif isinstance(node, list):
+        for value in node:
+            _allow_no_null(value)
+
+
 def build_crd(definition: CRDDefinition) -> dict[str, Any]:
     """The CustomResourceDefinition object for one kind."""
     schema = structural_schema(definition.model)
     if definition.model is ome.InferenceService:
         _overrides_need_not_be_complete(schema)
+    if not definition.nullable:
+        _allow_no_null(schema)
     names: dict[str, Any] = {
         "kind": definition.kind,
         "listKind": f"{definition.kind}List",

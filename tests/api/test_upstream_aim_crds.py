@@ -183,6 +183,15 @@ def test_a_legacy_kinds_status_is_upstreams_field_by_field(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", legacy_kinds())
+def test_a_legacy_kind_allows_null_nowhere_as_upstreams_crd(kind: str) -> None:
+    """The comparison leaves `nullable` out (ours accepts null where a field is optional), but a null is stored
+    where the schema allows it and dropped where it does not: a legacy kind, stored as upstream's, allows none."""
+    for crd in (upstream_crds()[kind], crdgen.build_crd(served_v1alpha1()[kind])):
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        assert [path for path, node in schema_nodes(schema) if "nullable" in node] == []
+
+
+@pytest.mark.parametrize("kind", legacy_kinds())
 def test_a_legacy_kind_has_upstreams_names_scope_printer_columns_and_status_subresource(kind: str) -> None:
     """A kind upstream serves at v1alpha1 only is served here as upstream serves it: same names (plural, short
     names, categories), scope, printer columns and a status subresource, at v1alpha1 only."""

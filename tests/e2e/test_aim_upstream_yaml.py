@@ -621,6 +621,18 @@ def test_a_templates_model_name_metric_precision_and_hardware_cannot_change(env:
 
 
 @pytest.mark.parametrize("kind", TEMPLATE_KINDS)
+def test_a_templates_nulls_are_dropped_as_upstreams_crd_drops_them(env: Env, kind: str) -> None:
+    """Upstream's CRD allows null nowhere, so kube-apiserver drops a null field instead of storing it (and of
+    checking it against the enum or running a rule on it); ours too. `kubectl create` sends the nulls as written."""
+    env.apply(namespace("templates"))
+    doc = template(kind, "nulls", metric=None, precision=None, hardware={"gpu": {"model": None, "requests": 1}})
+    env.k("create", "-f", "-", stdin=json.dumps(doc))
+    stored = env.get(f"{kind.lower()}s", "nulls", "templates" if kind == "AIMServiceTemplate" else None)
+    assert stored is not None
+    assert stored["spec"] == {"modelName": "qwen", "hardware": {"gpu": {"requests": 1, "resourceName": "amd.com/gpu"}}}
+
+
+@pytest.mark.parametrize("kind", TEMPLATE_KINDS)
 def test_a_templates_hardware_needs_a_gpu_or_a_cpu_and_a_gpu_model_or_a_minimum_vram(env: Env, kind: str) -> None:
     env.apply(namespace("templates"))
     stderr = refused(env, "apply", "-f", "-", stdin=json.dumps(template(kind, "no-hardware", hardware={})))
