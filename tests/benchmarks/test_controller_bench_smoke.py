@@ -19,6 +19,7 @@ import pytest
 from benchmarks import (
     cel_rules,
     cli_startup,
+    cold_list,
     engine_rollout,
     fleet_convergence,
     fleet_scale,
@@ -190,6 +191,22 @@ def test_fleet_scale_quick_run_reports_every_figure_as_a_positive_number_draws_t
         assert writes["PATCH clusterservingruntimes"] == clusters  # the edit itself, once per cluster
     assert (tmp_path / "scale.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # drawn beside --out
     assert (fleet_scale.README.read_text() if fleet_scale.README.exists() else None) == readme_before
+
+
+def test_cold_list_quick_run_reports_every_figure_and_a_paged_first_list_holds_less_than_a_collected_one(
+    tmp_path: Path,
+) -> None:
+    readme_before = cold_list.README.read_text() if cold_list.README.exists() else None
+    results = run_quick("benchmarks.cold_list", tmp_path / "cold_list.json", timeout=300)
+
+    sizes = cold_list.QUICK_SIZES
+    assert_every_figure_positive(results, cold_list.figures_of(sizes), cold_list.targets_of(sizes))
+    assert_within_spread(results, 3)
+    assert results["details"]["sizes"] == list(sizes)
+    largest = max(sizes)  # several pages of 500: the paged list holds about one page beyond the cache, not them all
+    figures = results["figures"]
+    assert figures[f"list_held_kib_{largest}"] < 0.75 * figures[f"collected_list_held_kib_{largest}"], figures
+    assert (cold_list.README.read_text() if cold_list.README.exists() else None) == readme_before
 
 
 def test_cli_startup_quick_run_reports_every_figure_and_leaves_the_readme(tmp_path: Path) -> None:
