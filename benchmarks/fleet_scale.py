@@ -102,7 +102,7 @@ from omectl.kube.field_managers import FIELD_MANAGER
 DEFAULT_OUT = RESULTS_DIR / "fleet_scale.json"
 README_BEGIN = "<!-- fleet-scale:begin -->"
 README_END = "<!-- fleet-scale:end -->"
-PEER = ROOT / "benchmarks" / "peers" / "kopf_runtime_status.py"
+PEER = ROOT / "benchmarks" / "peers" / "kopf_engine.py"
 
 OME_PATH = "/apis/ome.io/v1beta1"
 APPS_PATH = "/apis/apps/v1"
