@@ -24,16 +24,16 @@ namespaces and 1,000 InferenceServices, each naming a child of its namespace. Th
 then `omectl run` is stopped and **the same writes** are made by a plain client (`ScaleFleet.writes_on_servers`
 reads the controller's writes back from the servers: its server-side applies from their managedFields, its status
 writes from the InferenceServices; engine_rollout's `EngineFleet.same_writes_jobs` and `send_jobs` replay them from
-32 connections): for the cold start each engine Deployment and Service applied under a new name and each status
-written, for an edit each engine Deployment applied with a new image and each status written; each round beside
-the same round of the controller's phase. Then the kopf peer (`benchmarks/peers/kopf_runtime_status.py`, one `kopf
-run --standalone --all-namespaces` process per cluster) runs step 4 on the same clusters: omectl/kopf ratios of
-convergence time, CPU seconds and RSS. Each figure is the median of its rounds, with their range (`spread`); its
-growth from the smallest to the largest fleet is compared with linear growth, and drawn (with the ratios) to
-`benchmarks/results/fleet_scale.png` with matplotlib (the `bench` extra). A full run writes
-`benchmarks/results/fleet_scale.json` (the plot beside it) and a section of `benchmarks/README.md`; `--quick` runs
-tiny counts on fleets of 1 and 2 (the smoke test) and, as `--no-readme` does, leaves both alone; `--out` writes the
-results JSON and the plot where it says.
+32 connections): for the cold start each engine Deployment and Service applied (all deleted just before, so created,
+as in a cold start) and each status written, for an edit each engine Deployment applied with a new image and each
+status written; each round beside the same round of the controller's phase. Then the kopf peer
+(`benchmarks/peers/kopf_runtime_status.py`, one `kopf run --standalone --all-namespaces` process per cluster) runs
+step 4 on the same clusters: omectl/kopf ratios of convergence time, CPU seconds and RSS. Each figure is the median
+of its rounds, with their range (`spread`); its growth from the smallest to the largest fleet is compared with
+linear growth, and drawn (with the ratios) to `benchmarks/results/fleet_scale.png` with matplotlib (the `bench`
+extra). A full run writes `benchmarks/results/fleet_scale.json` (the plot beside it) and a section of
+`benchmarks/README.md`; `--quick` runs tiny counts on fleets of 1 and 2 (the smoke test) and, as `--no-readme` does,
+leaves both alone; `--out` writes the results JSON and the plot where it says.
 """
 
 from __future__ import annotations
@@ -384,9 +384,10 @@ def rss(pids: Iterable[int]) -> int:
     return sum(int(psutil.Process(pid).memory_info().rss) for pid in pids)
 
 
-def child_env() -> dict[str, str]:
+def child_env(root: Path = ROOT) -> dict[str, str]:
+    """The environment of a child process that imports omectl from the checkout at `root`."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     return env
 
 
@@ -404,8 +405,9 @@ def stop_process(proc: subprocess.Popen[bytes]) -> int:
 class OmectlProcess:
     """`python -m omectl run --clusters-dir DIR --no-install-webhooks` (tracing to a file, as by default)."""
 
-    def __init__(self, workdir: Path, label: str) -> None:
+    def __init__(self, workdir: Path, label: str, root: Path = ROOT) -> None:
         self.workdir = workdir
+        self.root = root  # the checkout whose omectl runs
         self.status_file = workdir / f"{label}.status.json"
         self.log = workdir / f"{label}.log"
         self.command = [
@@ -432,7 +434,7 @@ class OmectlProcess:
         with self.log.open("wb") as log:
             self.started = time.perf_counter()
             self.proc = subprocess.Popen(
-                self.command, cwd=self.workdir, env=child_env(), stdout=log, stderr=subprocess.STDOUT
+                self.command, cwd=self.workdir, env=child_env(self.root), stdout=log, stderr=subprocess.STDOUT
             )
 
     @property
@@ -612,20 +614,30 @@ class ScaleFleet(EngineFleet):
         path = f"{OME_PATH}/clusterservingruntimes" + ("" if method == "POST" else f"/{PROFILE_NAME}")
         await asyncio.gather(*(self.call(method, url + path, body, content_type) for url in self.urls.values()))
 
+    async def delete_rendered(self, sizes: Sizes, *, revisions: bool = False) -> None:
+        """Delete every engine Deployment and Service (and, with `revisions`, every ControllerRevision)."""
+        paths = [f"{APPS_PATH}/namespaces/{{}}/deployments", "/api/v1/namespaces/{}/services"]
+        calls: list[Callable[[], Any]] = [
+            functools.partial(self.call, "DELETE", f"{url}{path.format(namespace)}?labelSelector={ISVC_LABEL}")
+            for url in self.urls.values()
+            for namespace in namespaces_of(sizes)
+            for path in paths
+        ]
+        if revisions:
+            calls += [
+                functools.partial(self.call, "DELETE", f"{url}{APPS_PATH}/namespaces/{namespace}/controllerrevisions")
+                for url in self.urls.values()
+                for namespace in namespaces_of(sizes)
+            ]
+        await run_concurrently(calls, SETUP_CLIENTS)
+
     async def undo_cold_start(self, sizes: Sizes) -> None:
         """With the controller stopped, undo what its cold start wrote, so the next one does the same work: the
         engine Deployments and Services and the ControllerRevisions deleted, every runtime's and InferenceService's
         status removed."""
+        await self.delete_rendered(sizes, revisions=True)
         calls: list[Callable[[], Any]] = []
-        selector = f"?labelSelector={ISVC_LABEL}"
         for url in self.urls.values():
-            for namespace in namespaces_of(sizes):
-                for path in (
-                    f"{APPS_PATH}/namespaces/{namespace}/deployments{selector}",
-                    f"/api/v1/namespaces/{namespace}/services{selector}",
-                    f"{APPS_PATH}/namespaces/{namespace}/controllerrevisions",
-                ):
-                    calls.append(functools.partial(self.call, "DELETE", url + path))
             statuses = [f"{OME_PATH}/clusterservingruntimes/{PROFILE_NAME}/status"]
             statuses += [f"{OME_PATH}/namespaces/{ns}/servingruntimes/{name}/status" for ns, name in child_names(sizes)]
             statuses += [
@@ -725,10 +737,10 @@ class SizeRun:
         try:
             for index in range(ROUNDS):  # the last one's process runs the phases below
                 if omectl is not None:
-                    self._stopped(omectl)
-                    await self._undo_cold_start(observer)
+                    self.stopped(omectl)
+                    await self.undo_cold_start(observer)
                 omectl = OmectlProcess(self.workdir, f"omectl-{index + 1}")
-                await self._cold_start(observer, omectl, baseline_rss, index)
+                await self.cold_start(observer, omectl, baseline_rss, index)
             assert omectl is not None
             for index in range(ROUNDS):
                 await self._edit(observer, omectl, index)
@@ -739,7 +751,7 @@ class SizeRun:
             self.once["omectl_rss_mb"] = round(rss([omectl.pid]) / 2**20, 1)
         finally:
             if omectl is not None:
-                self._stopped(omectl)
+                self.stopped(omectl)
         await observer.stop()  # no watcher but the controller's own in the baselines, as when the controller ran
         await self._same_writes()
         await observer.start()
@@ -750,12 +762,12 @@ class SizeRun:
                 figures[f"{name}_omectl_over_kopf"] = round(figures[f"omectl_{name}"] / figures[f"kopf_{name}"], 3)
         self.once["rss_mb_omectl_over_kopf"] = round(self.once["omectl_rss_mb"] / self.once["kopf_rss_mb"], 3)
 
-    def _stopped(self, omectl: OmectlProcess) -> None:
+    def stopped(self, omectl: OmectlProcess) -> None:
         code = omectl.stop()
         if code not in (0, None):
             print(f"warning: omectl run exited with {code}", flush=True)
 
-    async def _undo_cold_start(self, observer: Observer) -> None:
+    async def undo_cold_start(self, observer: Observer) -> None:
         """Between cold starts (the controller stopped): undo what the last one wrote, and see it undone."""
         waits = [
             *self.runtime_waits(observer, status_cleared, children_only=False),
@@ -769,7 +781,7 @@ class SizeRun:
             raise RuntimeError("the cold start's writes were not undone before the deadline")
         self.say("undo", f"engine Deployments and Services deleted, every status removed in {elapsed:.2f} s")
 
-    async def _cold_start(self, observer: Observer, omectl: OmectlProcess, baseline_rss: int, index: int) -> None:
+    async def cold_start(self, observer: Observer, omectl: OmectlProcess, baseline_rss: int, index: int) -> None:
         waits = [
             *self.runtime_waits(observer, resolved, children_only=False),
             observer.expect("inferenceservices", self.isvc_keys, isvc_reconciled),
@@ -954,9 +966,9 @@ class SizeRun:
     async def _same_writes(self) -> None:
         """With `omectl run` stopped, a plain client makes the writes it made (`ScaleFleet.writes_on_servers`),
         replayed as engine_rollout replays its recording: per InferenceService, for the cold start the engine
-        Deployment and Service applied under new names (so created) and the status written, for an edit the
-        Deployment applied with a new runner image and the status written; each round beside the same round of
-        the controller's phase."""
+        Deployment and Service applied (deleted just before, untimed, so created on the fleet as the cold start
+        found it) and the status written, for an edit the Deployment applied with a new runner image and the status
+        written; each round beside the same round of the controller's phase."""
         recorded = await self.fleet.writes_on_servers()
         complete = {
             key: writes for key, writes in recorded.items() if set(writes) == {"Deployment", "Service", "status"}
@@ -970,11 +982,13 @@ class SizeRun:
             for index, figures in enumerate(self.rounds):
                 mark = f"sw{kind[0]}{index + 1}"
                 render = kind == "render"
+                if render:  # the fleet as the cold start found it: no engine Deployment or Service yet (untimed)
+                    await self.fleet.delete_rendered(self.sizes)
                 jobs = await self.fleet.same_writes_jobs(
                     complete,
                     ("Deployment", "Service") if render else ("Deployment",),
                     mark,
-                    rename=render,
+                    rename=False,
                     image=None if render else f"{NEW_IMAGE}-{mark}",
                 )
                 cpu_before = self.server.cpu_seconds()
@@ -1285,7 +1299,7 @@ def missed_targets(results: dict[str, Any]) -> list[str]:
 README_INTRO = """## Fleet scale (1, 4 and 10 clusters; a kopf peer)
 
 ```sh
-make bench-fleet                                                        # 1, 4, 10, 20 clusters
+make bench-fleet                                                        # 1, 4, 10, 20 clusters (an hour or more)
 .venv/bin/python -m benchmarks.fleet_scale                              # 1, 4, 10; rewrites this section + PNG
 .venv/bin/python -m benchmarks.fleet_scale --quick --out /tmp/s.json    # tiny counts on 1 and 2 clusters
 .venv/bin/python -m benchmarks.fleet_scale --sizes 1,4 --no-readme      # chosen fleet sizes, README untouched
@@ -1309,9 +1323,10 @@ watch; each edit also re-renders the engine Deployments of that child's Inferenc
 `omectl run` stopped, and the benchmark's watches closed, a plain aiohttp client with 32 connections makes the
 writes the controller made, read back from the servers (its server-side applies from the objects' managedFields,
 `benchmarks/applied.py`; its status writes from the InferenceServices), replayed as the engine-rollout benchmark
-replays its recording: for the cold start each engine Deployment and Service applied under a new name (so created)
-and each status written, for an edit each engine Deployment applied with a new image and each status written; round
-i beside the controller's round i. Then the kopf peer, `benchmarks/peers/kopf_runtime_status.py` (the same resolve
+replays its recording: for the cold start each engine Deployment and Service applied (all deleted just before, so
+created on the fleet as the cold start found it) and each status written, for an edit each engine Deployment applied
+with a new image and each status written; round i beside the controller's round i. Then the kopf peer,
+`benchmarks/peers/kopf_runtime_status.py` (the same resolve
 + merge from `omectl.core`, the same status, one `kopf run --standalone --all-namespaces` process per cluster), runs
 the same runtime convergence on the same clusters.
 """

@@ -77,9 +77,7 @@ class FaultInjector:
     ) -> RequestFault:
         return self.fail_next(count, 0, method=method, path_contains=path_contains, delay=seconds)
 
-    def hold_next(
-        self, count: int = 1, *, method: str | None = None, path_contains: str | None = None
-    ) -> RequestFault:
+    def hold_next(self, count: int = 1, *, method: str | None = None, path_contains: str | None = None) -> RequestFault:
         """Hold the next `count` matching requests: each waits until `rule.release` is set, then is served normally.
         Await `rule.arrived.wait()` to know one is waiting."""
         rule = RequestFault(count, method=method, path_contains=path_contains, release=asyncio.Event())
