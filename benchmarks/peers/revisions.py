@@ -62,10 +62,13 @@ class PeerRevisions:
             for obj in await self.api.list(collection, label_selector=f"{RUNTIME_LABEL}={runtime}")
         ]
         body = revision_object(namespace, runtime, kind, chain, resource_versions, merged_spec, next_number(siblings))
-        created = await self.api.create(collection, body) or await self.api.get(f"{collection}/{name}")
-        if created is None:
-            raise RuntimeError(f"revision {namespace}/{name} was neither created nor found")
-        self.created += 1
+        created = await self.api.create(collection, body)
+        if created is not None:
+            self.created += 1
+        else:  # another reconcile of the same runtime created it meanwhile
+            created = await self.api.get(f"{collection}/{name}")
+            if created is None:
+                raise RuntimeError(f"revision {namespace}/{name} was neither created nor found")
         revision = self.known[(namespace, name)] = Revision.from_object(created)
         for stale in stale_revisions([*siblings, revision], referenced() | {name}):
             await self.api.delete(f"{collection}/{stale.name}")
