@@ -163,7 +163,7 @@ def assert_rollout_phases(phases: dict[str, Any], isvcs: int) -> None:
             assert (baseline["inference_services"], baseline["requests"]) == (isvcs, requests * isvcs), baseline
 
 
-def test_fleet_scale_quick_run_reports_every_figure_beside_the_same_writes_draws_the_plot_and_leaves_the_readme(
+def test_fleet_scale_quick_run_reports_every_figure_beside_the_same_writes_and_the_kopf_peer_and_leaves_the_readme(
     tmp_path: Path,
 ) -> None:
     readme_before = fleet_scale.README.read_text() if fleet_scale.README.exists() else None
@@ -190,6 +190,13 @@ def test_fleet_scale_quick_run_reports_every_figure_beside_the_same_writes_draws
             for who in ("omectl", "kopf"):
                 steps = phases[f"runtime_convergence_{who}_{i}"]
                 assert not steps["delete"]["deadline_hit"] and not steps["recreate"]["deadline_hit"], who
+            # the kopf peer's cold start renders every engine, its profile edit applies each once, and writes statuses
+            kopf_cold = phases[f"kopf_cold_start_{i}"]
+            assert not kopf_cold["deadline_hit"] and kopf_cold["reconcile_errors"] == 0, kopf_cold
+            assert kopf_cold["failures"] == {} and kopf_cold["applies"] == 2 * isvcs, kopf_cold
+            assert not phases[f"kopf_edit_{i}"]["deadline_hit"]
+            writes = phases[f"kopf_edit_{i}"]["api_writes_by_request"]
+            assert writes["PATCH deployments"] == isvcs and writes["PUT inferenceservices"] >= isvcs, writes
             # the baselines make the controller's writes per InferenceService: 2 applies + status, apply + status
             for kind, requests in (("render", 3), ("edit", 2)):
                 baseline = phases[f"same_writes_{kind}_{i}"]
@@ -200,6 +207,12 @@ def test_fleet_scale_quick_run_reports_every_figure_beside_the_same_writes_draws
             edit = figures["edit_isvcs_per_s"] / figures["same_writes_edit_per_s"]
             assert figures["cold_vs_same_writes"] == pytest.approx(cold, rel=0.01, abs=0.002)
             assert figures["edit_vs_same_writes"] == pytest.approx(edit, rel=0.01, abs=0.002)
+            for name in fleet_scale.KOPF_COUNTERPARTS:  # and from omectl's and the kopf peer's same round
+                ratio = figures[name] / figures[f"kopf_{name}"]
+                assert figures[f"{name}_omectl_over_kopf"] == pytest.approx(ratio, rel=0.01, abs=0.002), name
+            # the lowest ratio reachable: the same round's same writes' time over the peer's
+            floor = isvcs / figures["same_writes_render_per_s"] / figures["kopf_cold_reconciled_s"]
+            assert figures["cold_reconciled_s_floor_over_kopf"] == pytest.approx(floor, rel=0.01, abs=0.002)
     assert (tmp_path / "scale.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # drawn beside --out
     assert (fleet_scale.README.read_text() if fleet_scale.README.exists() else None) == readme_before
 
