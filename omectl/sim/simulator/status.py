@@ -20,7 +20,7 @@ LWS_READY = "All replicas are ready"
 LWS_PROGRESSING = "Replicas are progressing"
 JOB_COMPLETE = "Reached expected number of succeeded pods"
 JOB_FAILED = "Job has reached the specified backoff limit"
-_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.SafeEncodeString
+SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.SafeEncodeString
 
 
 def unavailable_message(base: str, scheduler_message: str) -> str:
@@ -216,7 +216,7 @@ def pod_template_hash(template: Any) -> str:
     """A ReplicaSet name suffix that changes with the pod template: a 32-bit hash's decimal digits, safe-encoded
     as upstream encodes its FNV-32a hash (the hash itself differs: upstream hashes the Go struct)."""
     raw = hashlib.blake2b(orjson.dumps(template, option=orjson.OPT_SORT_KEYS), digest_size=4).digest()
-    return "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in str(int.from_bytes(raw, "big")))
+    return "".join(SAFE_ALPHABET[ord(c) % len(SAFE_ALPHABET)] for c in str(int.from_bytes(raw, "big")))
 
 
 # --- conditions ------------------------------------------------------------------------------------------
