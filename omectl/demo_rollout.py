@@ -163,15 +163,14 @@ def rollout_story(sh: Shell, kubeconfig: Path, servers: list[str]) -> dict[str, 
     status()
 
     print("\n# 7b. A bad revision: a typo in its image tag (cu192 for cu129), an image the registry does not have.")
-    print(
-        "#     sim-1's engine waits in ImagePullBackOff, so wave 1 fails its gate after "
-        f"{LAB_DEADLINE_SECONDS}s and sim-1 gets"
-    )
-    print("#     revision 2 back on its own; sim-2 and sim-3 never see revision 3.")
+    print("#     sim-1's new engine pod waits in ImagePullBackOff while the old one keeps serving (the rolling update")
+    print("#     takes no old pod down first), so the engine stays Ready but never rolls revision 3 out: wave 1 fails")
+    print(f"#     its gate after {LAB_DEADLINE_SECONDS}s and sim-1 gets revision 2 back on its own; sim-2 and sim-3")
+    print("#     never see revision 3.")
     apply(fleet_runtime(BAD_IMAGE))
     sh.wait_for(
         [hub, "get", "fleetruntime", FLEET_RUNTIME, "-o", "jsonpath={.status.rollout.message}"],
-        "ImagePullBackOff",
+        "not rolled out",
     )
     sh.k(f"--context={LAB_CLUSTER}", "get", "pods", "-n", "llama-demo", "-l", f"{ISVC_LABEL}={ISVC}")
     status()

@@ -342,3 +342,49 @@ async def test_a_kserve_predictor_naming_a_missing_image_is_not_ready(
     assert pod["status"]["containerStatuses"][0]["name"] == "kserve-container"
     ready = condition((await raw.get(KSERVE + "/chat")).body["status"], "Ready")
     assert (ready["status"], ready["message"]) == ("False", UNAVAILABLE)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "counts"),
+    [
+        # omectl's render: no old pod may go before a new one is available: 4 serve beside 1 new
+        (
+            {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            {"replicas": 5, "updatedReplicas": 1, "readyReplicas": 4, "availableReplicas": 4},
+        ),
+        # kube's default (25% each): one old pod goes, two new ones wait
+        (None, {"replicas": 5, "updatedReplicas": 2, "readyReplicas": 3, "availableReplicas": 3}),
+        ({"type": "Recreate"}, None),  # every old pod goes first: unavailable
+    ],
+)
+async def test_a_rolling_update_to_a_missing_image_keeps_old_pods_serving_as_its_strategy_allows(
+    server: EmbeddedAPIServer, raw: RawClient, strategy: dict[str, Any] | None, counts: dict[str, int] | None
+) -> None:
+    body = deployment("engine", GOOD, replicas=4)
+    if strategy is not None:
+        body["spec"]["strategy"] = strategy
+    await create(raw, DEPLOYMENTS, body)
+    await settle(server)
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "engine", "image": BAD}]}}}}
+    assert (await raw.patch(DEPLOYMENTS + "/engine", patch, "application/strategic-merge-patch+json")).status == 200
+    await settle(server)
+    status = (await raw.get(DEPLOYMENTS + "/engine")).body["status"]
+    if counts is None:
+        assert condition(status, "Available")["message"] == UNAVAILABLE
+        return
+    assert {k: status.get(k) for k in counts} == counts
+    assert status.get("unavailableReplicas", 0) == 4 - counts["availableReplicas"]  # what full capacity lacks
+    available = condition(status, "Available")  # as many available as the strategy requires
+    assert (available["status"], available["reason"]) == ("True", "MinimumReplicasAvailable")
+    progressing = condition(status, "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("True", "ReplicaSetUpdated")
+    assert progressing["message"].startswith('ReplicaSet "engine-')
+    assert progressing["message"].endswith('" is progressing.')
+    waiting = [p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] for p in await pods_of(raw, "engine")]
+    assert waiting and set(waiting) == {"ImagePullBackOff"}
+    # Fixed: the rollout completes.
+    fixed = {"spec": {"template": {"spec": {"containers": [{"name": "engine", "image": GOOD}]}}}}
+    await raw.patch(DEPLOYMENTS + "/engine", fixed, "application/strategic-merge-patch+json")
+    await settle(server)
+    status = (await raw.get(DEPLOYMENTS + "/engine")).body["status"]
+    assert (status["replicas"], status["updatedReplicas"], status["availableReplicas"]) == (4, 4, 4)

@@ -53,7 +53,9 @@ from omectl.sim.simulator.status import (
     job_status,
     kserve_status,
     leader_worker_set_status,
+    pod_template_hash,
     route_status,
+    stuck_rollout_status,
 )
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,9 @@ class WorkloadSimulator:
         self.cluster = cluster or api.name
         self.ledger = GPULedger()
         self.placements: dict[ObjectRef, _Placement] = {}
+        # Deployment -> (uid, pod-template hash) of the last template whose every pod was ready: its pods keep
+        # serving during a rolling update that does not complete (`_rolling_status`)
+        self.available_templates: dict[ObjectRef, tuple[str, str]] = {}
         self.node_names = [n["metadata"]["name"] for n in simulated_nodes(self.cluster, config)]
         self.idle = asyncio.Event()
         self.idle.set()
@@ -276,6 +281,7 @@ class WorkloadSimulator:
         return len(placement.groups) > placed_before
 
     def _release(self, ref: ObjectRef) -> None:
+        self.available_templates.pop(ref, None)
         placement = self.placements.pop(ref)
         for bindings in placement.groups:
             self.ledger.release(bindings)
@@ -298,13 +304,32 @@ class WorkloadSimulator:
         kubelet_message = await self.image_pulls.sync(obj, placement.groups, kind.manager)
         ready = 0 if kubelet_message else len(placement.groups)  # every group runs the same pod templates
         message = " ".join(m for m in (placement.message, kubelet_message) if m)
-        status = kind.status(obj, placement.shape, ready, message, now_rfc3339())
+        status = self._rolling_status(ref, obj, placement, ready) or kind.status(
+            obj, placement.shape, ready, message, now_rfc3339()
+        )
         await self._write_status(ref, obj, status, kind.manager)
         if placement.message and placement.message != placement.reported:
             placement.reported = placement.message
             await self.events.record(obj, "Warning", "FailedScheduling", placement.message, "default-scheduler")
         elif not placement.message:
             placement.reported = ""
+
+    def _rolling_status(
+        self, ref: ObjectRef, obj: dict[str, Any], placement: _Placement, ready: int
+    ) -> dict[str, Any] | None:
+        """A Deployment whose pods of its last fully available template keep serving while the pods of its new
+        template are not ready (same placement: a changed image, say), as a RollingUpdate with `maxUnavailable` 0
+        leaves it (`stuck_rollout_status`); None otherwise."""
+        if ref[0] != DEPLOYMENTS:
+            return None
+        template = pod_template_hash((obj.get("spec") or {}).get("template"))
+        if ready >= placement.shape.groups:
+            self.available_templates[ref] = (placement.uid, template)
+            return None
+        available = self.available_templates.get(ref)
+        if available is None or available[0] != placement.uid or available[1] == template or placement.pending:
+            return None
+        return stuck_rollout_status(obj, placement.shape, now_rfc3339())
 
     async def _fill_model_spec(self, ref: ObjectRef, model: dict[str, Any]) -> bool:
         """Write the model's missing spec fields from the model table, as upstream's agent updates the spec;

@@ -62,6 +62,54 @@ def deployment_status(
     return status
 
 
+def stuck_rollout_status(obj: Mapping[str, Any], shape: WorkloadShape, now: str) -> dict[str, Any] | None:
+    """A Deployment's status while a RollingUpdate waits for new pods that never become ready (an image that cannot
+    be pulled): the old ReplicaSet is scaled down only to `replicas - maxUnavailable`, the new one up to `maxSurge +
+    maxUnavailable`, so `Available` stays True (as many available as the strategy requires) and only the counts and
+    `Progressing` show it. With omectl's `maxUnavailable: 0` every old replica keeps serving. None for Recreate (the
+    old pods are gone: the caller reports it unavailable)."""
+    spec = obj.get("spec") or {}
+    strategy = spec.get("strategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return None
+    rolling = strategy.get("rollingUpdate") or {}
+    replicas = shape.groups
+    unavailable = min(_scaled(rolling.get("maxUnavailable", "25%"), replicas, round_up=False), replicas)
+    surge = _scaled(rolling.get("maxSurge", "25%"), replicas, round_up=True)
+    old = replicas - unavailable
+    new = min(max(surge + unavailable, 1), replicas)
+    status: dict[str, Any] = {"observedGeneration": obj["metadata"].get("generation", 1)}
+    for key, value in (
+        ("replicas", old + new),
+        ("updatedReplicas", new),
+        ("readyReplicas", old),
+        ("availableReplicas", old),
+        ("unavailableReplicas", replicas - old),  # what full capacity still lacks
+    ):
+        if value:
+            status[key] = value
+    replica_set = f"{obj['metadata']['name']}-{pod_template_hash(spec.get('template'))}"
+    previous = _conditions(obj)
+    status["conditions"] = [
+        _deployment_condition(previous, "Available", "True", "MinimumReplicasAvailable", DEPLOYMENT_AVAILABLE, now=now),
+        _deployment_condition(
+            previous, "Progressing", "True", "ReplicaSetUpdated", f'ReplicaSet "{replica_set}" is progressing.', now=now
+        ),
+    ]
+    return status
+
+
+def _scaled(value: Any, replicas: int, *, round_up: bool) -> int:
+    """An int-or-percent of a rolling update, as the Deployment controller scales it (surge up, unavailable down)."""
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    if not text.endswith("%") or not text[:-1].isdigit():
+        return 0
+    share = int(text[:-1]) * replicas
+    return -(-share // 100) if round_up else share // 100
+
+
 def leader_worker_set_status(
     obj: Mapping[str, Any], shape: WorkloadShape, ready_groups: int, scheduler_message: str, now: str
 ) -> dict[str, Any]:
