@@ -20,7 +20,7 @@ import yaml
 
 from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
-from omectl.demo_rollout import HUB_NAMESPACE, hub_registrations, rollout_story
+from omectl.demo_rollout import HUB_NAMESPACE, REGISTRY, hub_registrations, rollout_story
 from omectl.settings import Settings
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet, apply_document
 from omectl.sim.kubeconfig import write_kubeconfig
@@ -68,9 +68,11 @@ READY_COLUMNS = (
 
 
 def simulated_nodes() -> dict[str, SimulatorConfig]:
-    """Two 8-GPU nodes per cluster, of the cluster's GPU model."""
+    """Two 8-GPU nodes per cluster, of the cluster's GPU model, pulling from the rollout story's registry."""
     return {
-        cluster: SimulatorConfig(pools=(NodePool(count=2, gpus_per_node=8, gpu_resource=resource, gpu_type=gpu),))
+        cluster: SimulatorConfig(
+            pools=(NodePool(count=2, gpus_per_node=8, gpu_resource=resource, gpu_type=gpu),), registry=REGISTRY
+        )
         for cluster, (gpu, resource) in GPU_VARIANTS.items()
     }
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL, LABEL_ANNOTATION_PREFIX
+from omectl.sim.simulator import ImageRegistry
 
 if TYPE_CHECKING:
     from omectl.demo import Shell
@@ -26,13 +27,13 @@ FLEET_RUNTIME = "sglang-fleet"
 ISVC = "llama-fleet"
 START_IMAGE = "docker.io/lmsysorg/sglang:v0.5.5.post3-cu129-amd64"
 BUMPED_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-cu129-amd64"
-BAD_IMAGE = "docker.io/lmsysorg/sglang:v0.5.7-b200-amd64"
-# The simulator models scheduling, not image pulls: the bad revision's engines never turn Ready because they ask
-# for a GPU type no simulated node has (omectl/sim/simulator/__init__.py, "Scheduling").
-BAD_NODE_SELECTOR = {"gpu.omectl.io/type": "B200"}
+BAD_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-cu192-amd64"  # a typo in the tag (cu192 for cu129)
+REGISTRY = ImageRegistry(missing=(BAD_IMAGE,))
+"""The demo clusters' simulated registry: it has every image but the typo, whose engines stay in ImagePullBackOff."""
 LAB_SOAK_SECONDS = 3
 REST_SOAK_SECONDS = 1
 LAB_DEADLINE_SECONDS = 6
+ISVC_LABEL = "ome.io/inferenceservice"
 IMAGE_JSONPATH = 'jsonpath={.spec.template.spec.containers[0].image}{"\\n"}'
 WAVE_PHASES = "jsonpath={.status.waves[*].phase}"
 
@@ -62,13 +63,11 @@ def hub_registrations(members: dict[str, str], gpus: dict[str, str]) -> list[dic
     return docs
 
 
-def fleet_runtime(image: str, node_selector: dict[str, str] | None = None, *, waves: bool = True) -> dict[str, Any]:
+def fleet_runtime(image: str, *, waves: bool = True) -> dict[str, Any]:
     """FleetRuntime sglang-fleet: a ClusterServingRuntime inheriting the demo's profile, for every registered
     cluster, rolled out in two waves (lab, then the rest) with short soaks so the demo stays quick; without
     `waves`, applied everywhere at once."""
     engine: dict[str, Any] = {"runner": {"name": "ome-container", "image": image, "args": ["--tp-size=1"]}}
-    if node_selector:
-        engine["nodeSelector"] = node_selector
     template = {
         "apiVersion": "ome.io/v1beta1",
         "kind": "ClusterServingRuntime",
@@ -163,14 +162,17 @@ def rollout_story(sh: Shell, kubeconfig: Path, servers: list[str]) -> dict[str, 
     rollout_phase("Succeeded", 2)
     status()
 
-    print("\n# 7b. A bad revision whose engines never turn Ready (it asks for B200 GPUs, which no cluster has):")
-    print(f"#     wave 1 fails its gate after {LAB_DEADLINE_SECONDS}s and sim-1 gets revision 2 back on its own;")
-    print("#     sim-2 and sim-3 never see revision 3.")
-    apply(fleet_runtime(BAD_IMAGE, BAD_NODE_SELECTOR))
+    print("\n# 7b. A bad revision: a typo in its image tag (cu192 for cu129), an image the registry does not have.")
+    print("#     sim-1's new engine pod waits in ImagePullBackOff while the old one keeps serving (the rolling update")
+    print("#     takes no old pod down first), so the engine stays Ready but never rolls revision 3 out: wave 1 fails")
+    print(f"#     its gate after {LAB_DEADLINE_SECONDS}s and sim-1 gets revision 2 back on its own; sim-2 and sim-3")
+    print("#     never see revision 3.")
+    apply(fleet_runtime(BAD_IMAGE))
     sh.wait_for(
         [hub, "get", "fleetruntime", FLEET_RUNTIME, "-o", "jsonpath={.status.rollout.message}"],
-        "waiting for sim-1",
+        "not rolled out",
     )
+    sh.k(f"--context={LAB_CLUSTER}", "get", "pods", "-n", "llama-demo", "-l", f"{ISVC_LABEL}={ISVC}")
     status()
     rollout_phase("RolledBack", 3)
     status()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from omectl.core.ome.engine_status import AVAILABLE
+from omectl.core.ome.engine_status import AVAILABLE, ROLLOUT_COUNTS
 from omectl.core.ome.inheritance import inherit_from
 from omectl.core.ome.pipeline import CachedModels, CachedRuntimes
 from omectl.core.ome.runtimes import SERVING_RUNTIME, RuntimeKind
@@ -99,7 +99,8 @@ def stripped(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def slim_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
     """What the peer keeps of a rendered Deployment or Service: its identity and generation, its InferenceService
-    label and render stamp, and of its status `observedGeneration` and the `Available` condition."""
+    label and render stamp, and of its status `observedGeneration`, the `Available` condition and the replica counts
+    that say whether its rollout is complete (as omectl's cache keeps them)."""
     meta = obj["metadata"]
     kept_meta: dict[str, Any] = {
         k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "generation") if k in meta
@@ -123,6 +124,7 @@ def slim_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
         ]
         if conditions:
             kept["conditions"] = conditions
+        kept.update((key, status[key]) for key in ROLLOUT_COUNTS if key in status)
         slim["status"] = kept
     return slim
 

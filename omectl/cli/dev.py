@@ -21,7 +21,7 @@ from omectl.cli.signals import StopSignals
 from omectl.envtest.fleet import RealFleet
 from omectl.fleet.registration import validate_cluster_name
 from omectl.sim.fleet import EmbeddedFleet, FleetSimulation, simulator_for
-from omectl.sim.simulator import NODES_HELP, parse_nodes_option
+from omectl.sim.simulator import NODES_HELP, ImageRegistry, parse_nodes_option
 
 dev_app = typer.Typer(no_args_is_help=True, help="Run a simulated fleet for development and demos.")
 DEFAULT_MANIFESTS = Path("deploy/crds")
@@ -59,6 +59,13 @@ def up(
         "and Deployments, LeaderWorkerSets, KServe InferenceServices, Jobs and PVCs made ready when they fit.",
     ),
     nodes: list[str] = typer.Option(None, "--nodes", help=NODES_HELP),
+    missing_images: list[str] = typer.Option(
+        None,
+        "--missing-image",
+        metavar="PATTERN",
+        help="An image the simulated registry does not have (a glob, e.g. '*:v0.0.0-typo'): pods that use one "
+        "stay in ImagePullBackOff. Repeatable; turns the workload simulator on.",
+    ),
     real: bool = typer.Option(
         False,
         "--real",
@@ -73,9 +80,10 @@ def up(
         if problem is not None:
             raise typer.BadParameter(problem, param_hint="--name-prefix")
     simulation: FleetSimulation | None = None
-    if simulate or nodes:
+    if simulate or nodes or missing_images:
+        registry = ImageRegistry(missing=tuple(missing_images or ()))
         try:
-            simulation = parse_nodes_option(nodes or [], clusters=names)
+            simulation = parse_nodes_option(nodes or [], clusters=names, registry=registry)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--nodes") from None
     manifests = list(apply or [])

@@ -336,7 +336,9 @@ def engine_state(isvc: Mapping[str, Any], expected_hash: str | None, problem: st
     """Where one InferenceService the change reaches stands: `pinned` (`spec.runtime.autoSync: false` or a pinned
     `spec.runtime.revision`: never moved, never holds the gate), `behind` (its status does not record the merged
     runtime `expected_hash` yet; a RuntimeValidationError or a broken chain keeps it there, `problem` says which),
-    `updated` (at it, not Ready) or `ready`; and why it is not ready."""
+    `updated` (at it, but not Ready, or Ready while a component's workload has not rolled the revision out:
+    `latestReadyRevision` behind `latestCreatedRevision`, omectl.core.ome.engine_status) or `ready`; and why it is
+    not ready."""
     spec_runtime = (isvc.get("spec") or {}).get("runtime") or {}
     if spec_runtime.get("autoSync") is False or spec_runtime.get("revision"):
         return "pinned", ""
@@ -350,6 +352,12 @@ def engine_state(isvc: Mapping[str, Any], expected_hash: str | None, problem: st
     if ready is None or ready.get("status") != "True":
         why = (ready or {}).get("message") or (ready or {}).get("reason") or "no Ready condition yet"
         return "updated", f"not Ready: {why}"
+    for component, entry in sorted((status.get("components") or {}).items()):
+        created = (entry or {}).get("latestCreatedRevision")
+        if created and (entry or {}).get("latestReadyRevision") != created:
+            # Ready (it serves) but its workload still runs pods of an older revision beside the new one's, which
+            # are not available (an image that cannot be pulled, say): on a real cluster `Available` stays True
+            return "updated", f"not rolled out: its {component} has not made revision {created} available yet"
     return "ready", ""
 
 

@@ -31,7 +31,7 @@ from omectl.sim.apiserver.errors import APIError
 from omectl.sim.apiserver.registry import ResourceType
 from omectl.sim.apiserver.store import WatchEvent
 from omectl.sim.simulator import SimulatorConfig, WorkloadSimulator
-from omectl.sim.simulator.engine import (
+from omectl.sim.simulator.cluster import (
     CLAIMS,
     CONFIG_MAPS,
     DEPLOYMENTS,
@@ -43,6 +43,7 @@ from omectl.sim.simulator.engine import (
     LEADER_WORKER_SETS,
     MODEL_KINDS,
     NODES,
+    PODS,
 )
 
 __all__ = ["RemoteClusterAPI", "RemoteSimulator"]
@@ -54,6 +55,7 @@ StorageKey = tuple[str, str]
 # Built-in kinds: (version, kind, namespaced). The simulator creates Events but never reads them.
 _BUILTIN: dict[StorageKey, tuple[str, str, bool]] = {
     NODES: ("v1", "Node", False),
+    PODS: ("v1", "Pod", True),
     CLAIMS: ("v1", "PersistentVolumeClaim", True),
     DEPLOYMENTS: ("v1", "Deployment", True),
     JOBS: ("v1", "Job", True),
@@ -235,6 +237,16 @@ class RemoteClusterAPI:
 
     def _apply_defaults(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         return obj  # the real API server defaults the PUT itself
+
+    async def delete(
+        self, rt: ResourceType, namespace: str, name: str, options: dict[str, Any], opts: WriteOptions
+    ) -> _WriteResult:
+        """DELETE at once (grace period 0: no kubelet is there to finish a graceful pod deletion)."""
+        try:
+            status = await self.client.delete(_ref(rt), name, namespace or None, grace_period_seconds=0)
+        except KubeAPIError as exc:
+            raise _api_error(exc) from exc
+        return _WriteResult(status)
 
     async def _write_update(
         self,

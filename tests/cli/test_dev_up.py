@@ -91,6 +91,21 @@ def test_dev_up_rejects_a_missing_manifest(tmp_path: Path) -> None:
     assert "does not exist" in proc.stderr
 
 
+def typo_deployment() -> str:
+    container = {"name": "app", "image": "registry.example/app:v1-typo"}
+    return yaml.safe_dump(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "typo", "namespace": "default"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "typo"}},
+                "template": {"metadata": {"labels": {"app": "typo"}}, "spec": {"containers": [container]}},
+            },
+        }
+    )
+
+
 def test_dev_up_nodes_turns_on_the_simulator_per_cluster(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "fleet.kubeconfig"
     ready = tmp_path / "ready"
@@ -115,6 +130,8 @@ def test_dev_up_nodes_turns_on_the_simulator_per_cluster(tmp_path: Path) -> None
             "2x8:amd:MI300X",
             "--nodes",
             "n-2=none",
+            "--missing-image",
+            "*-typo",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -129,11 +146,15 @@ def test_dev_up_nodes_turns_on_the_simulator_per_cluster(tmp_path: Path) -> None
         out = k.run("--context=n-1", "get", "nodes", "-o", f"jsonpath={jsonpath}").stdout
         assert out.split("\n")[:2] == ["n-1-gpu-node-1 8", "n-1-gpu-node-2 8"]
         assert k.run("--context=n-2", "get", "nodes", "-o", "name").stdout.strip() == ""
+        k.run("--context=n-1", "apply", "-f", "-", input=typo_deployment())
+        k.run("--context=n-1", "wait", "deployment/typo", "--for=condition=Available=False", "--timeout=30s")
+        pods = k.run("--context=n-1", "get", "pods", "-l", "app=typo", "--no-headers").stdout.split()
+        assert pods[1:3] == ["0/1", "ImagePullBackOff"]  # the registry --missing-image describes lacks its image
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
-    assert "2x8 amd.com/gpu MI300X" in out
+    assert "2x8 amd.com/gpu MI300X; registry lacks *-typo" in out
 
 
 def test_dev_up_rejects_a_malformed_nodes_option(tmp_path: Path) -> None:

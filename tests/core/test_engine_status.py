@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from omectl.core.ome.engine_status import desired_isvc_status, drift_condition, readiness, service_url
+from omectl.core.ome.engine_status import desired_isvc_status, drift_condition, readiness, rolled_out, service_url
 
 
 def workload(kind: str, name: str, component: str, revision: str = "rt-abc") -> dict[str, Any]:
@@ -57,6 +57,30 @@ def test_an_available_engine_makes_the_service_ready_with_its_url_and_revisions(
     assert ready.components == {
         "engine": {"url": ready.url, "latestCreatedRevision": "rt-abc", "latestReadyRevision": "rt-abc"}
     }
+
+
+def test_a_deployment_still_rolling_out_is_ready_but_its_new_revision_is_not() -> None:
+    # A real cluster's Deployment updated to an image that cannot be pulled (maxUnavailable 0, maxSurge 1): the old
+    # pod still serves, so Available stays True; the new ReplicaSet's pod is not available.
+    rolling = reported("True")
+    rolling["status"].update(replicas=2, updatedReplicas=1, availableReplicas=1, unavailableReplicas=1)
+    ready = readiness(ENGINE, lambda kind, name: rolling)
+    assert by_type(ready.conditions)["EngineReady"]["status"] == "True" and ready.ready  # it serves
+    assert ready.components["engine"] == {"url": ready.url, "latestCreatedRevision": "rt-abc"}
+    assert not rolled_out("Deployment", rolling)
+    done = reported("True")
+    done["status"].update(replicas=1, updatedReplicas=1, availableReplicas=1)
+    ready = readiness(ENGINE, lambda kind, name: done)
+    assert ready.components["engine"]["latestReadyRevision"] == "rt-abc" and rolled_out("Deployment", done)
+    # the new pods up but not yet available (minReadySeconds), or none of an old generation observed yet
+    starting = reported("True")
+    starting["status"].update(replicas=1, updatedReplicas=1)
+    assert not rolled_out("Deployment", starting)
+    assert not rolled_out("Deployment", reported("True", generation=2, observed=1))
+    assert not rolled_out("Deployment", None)
+    assert rolled_out("LeaderWorkerSet", reported("True")) and not rolled_out(
+        "LeaderWorkerSet", reported("True", generation=2)
+    )
 
 
 def test_an_engine_that_does_not_fit_carries_the_schedulers_message_to_ready() -> None:

@@ -235,6 +235,15 @@ def test_each_engine_is_pinned_behind_updated_or_ready() -> None:
     assert fr.engine_state(isvc(True, "new"), "new", "chain broken") == ("behind", "chain broken")
     assert fr.engine_state(isvc(False, "old", autoSync=False), "new") == ("pinned", "")
     assert fr.engine_state(isvc(False, "old", revision="rt-1"), "new") == ("pinned", "")
+    # Ready (its old pods serve) while its Deployment has not made the new revision available: it holds the gate
+    rolling = isvc(True, "new")
+    rolling["status"]["components"] = {"engine": {"latestCreatedRevision": "rt-2", "latestReadyRevision": "rt-1"}}
+    assert fr.engine_state(rolling, "new") == (
+        "updated",
+        "not rolled out: its engine has not made revision rt-2 available yet",
+    )
+    rolling["status"]["components"]["engine"]["latestReadyRevision"] = "rt-2"
+    assert fr.engine_state(rolling, "new") == ("ready", "")
     engines = fr.Engines.of(
         [("ns/a", "ready", ""), ("ns/b", "updated", "not Ready: x"), ("ns/c", "pinned", ""), ("ns/d", "behind", "y")]
     )

@@ -3,7 +3,9 @@ simulated clusters registered in its hub hub-1, the controller, the real kubectl
 out the story's soaks and deadline in real time (about 10 s): the story is the demo's, unchanged.
 
 Asserted: the image bump reached sim-1 first (its wave soaked while sim-2 and sim-3 kept revision 1) and then every
-cluster; the bad revision failed wave 1, was rolled back on sim-1, and never went to sim-2 or sim-3.
+cluster; the bad revision, an image the simulated registry does not have, left sim-1's new engine pod in
+ImagePullBackOff while the old one served, failed wave 1 because the engine never rolled it out, was rolled back on
+sim-1, and never went to sim-2 or sim-3.
 """
 
 from __future__ import annotations
@@ -82,6 +84,9 @@ def test_the_demos_rollout_goes_to_sim_1_first_and_a_bad_revision_is_rolled_back
         "wave 2 (rest) started at revision 2"
     )
     assert "wave 2 (rest) started at revision 3" not in messages
+    (failed,) = [m for m in messages if m.startswith("wave 1 (lab) did not pass its gate")]
+    assert "llama-demo/llama-fleet: not rolled out: its engine has not made revision" in failed  # its old pod serves
+    assert "ImagePullBackOff" in shown.split("get pods -n llama-demo", 1)[1].splitlines()[2]  # sim-1's engine pod
     assert "revision 2 re-applied to sim-1 after revision 3 failed its gate" in messages
     for member in MEMBERS:
         runtime = get(demo, member, "clusterservingruntime", FLEET_RUNTIME)

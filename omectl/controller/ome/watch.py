@@ -30,7 +30,7 @@ from omectl.controller.ome.revisions import RevisionStore
 from omectl.controller.runtime.apply import RENDER_HASH, child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
-from omectl.core.ome.engine_status import AVAILABLE
+from omectl.core.ome.engine_status import AVAILABLE, ROLLOUT_COUNTS
 from omectl.core.ome.reach import Reach, reach
 from omectl.core.ome.runtimes import (
     CLUSTER_SERVING_RUNTIME,
@@ -84,8 +84,11 @@ def _chain_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None
 
 
 def _availability(status: Mapping[str, Any]) -> dict[str, Any]:
-    """What readiness reads of a workload's status: `observedGeneration` and the `Available` condition."""
-    return condition_fields(status, (AVAILABLE,))
+    """What readiness reads of a workload's status: `observedGeneration`, the `Available` condition and the replica
+    counts that say whether its rollout is complete (`engine_status.rolled_out`)."""
+    kept = condition_fields(status, (AVAILABLE,))
+    kept.update((key, status[key]) for key in ROLLOUT_COUNTS if key in status)
+    return kept
 
 
 class OmeWatch(DomainView):

@@ -12,7 +12,11 @@ Deployment, or a LeaderWorkerSet in MultiNode mode — is read as the cluster re
 - `status.url` and each component's `url` are the in-cluster address of the component's Service
   (`http://<service>.<namespace>.svc.cluster.local`); the InferenceService's URL is the router's when it has one,
   else the engine's. A component's `latestCreatedRevision` is the runtime revision its workload was rendered from,
-  and `latestReadyRevision` the same once the component is ready.
+  and `latestReadyRevision` the same once the component is ready *and its workload has rolled that revision out*:
+  a Deployment whose every replica is updated and available and that keeps no old one (kubectl's `rollout status`
+  rule). On a real cluster a Deployment updated to an image that cannot be pulled keeps its old pods serving
+  (`maxUnavailable: 0`), so `Available` stays True while the new revision never runs: the component is Ready (it
+  serves) but the revision is not (`rolled_out`); a fleet rollout's gate waits for the latter.
 
 `desired_isvc_status` puts readiness together with the runtime record and the `RuntimeDrifted` condition into the
 status the engine reconciler writes.
@@ -32,12 +36,14 @@ __all__ = [
     "COMPONENT_CONDITIONS",
     "DRIFT_CONDITION",
     "READY",
+    "ROLLOUT_COUNTS",
     "WORKLOAD_KINDS",
     "Readiness",
     "component_of",
     "desired_isvc_status",
     "drift_condition",
     "readiness",
+    "rolled_out",
     "service_url",
 ]
 
@@ -98,7 +104,9 @@ def readiness(rendered: Sequence[Mapping[str, Any]], live: LiveWorkload) -> Read
         if workload is None:
             continue
         meta = as_mapping(workload.get("metadata"))
-        condition = _component_condition(component, live(str(workload.get("kind")), str(meta.get("name"))))
+        kind = str(workload.get("kind"))
+        reported = live(kind, str(meta.get("name")))
+        condition = _component_condition(component, reported)
         conditions.append(condition)
         entry: dict[str, str] = {}
         if component in services:
@@ -106,12 +114,38 @@ def readiness(rendered: Sequence[Mapping[str, Any]], live: LiveWorkload) -> Read
         revision = as_mapping(meta.get("annotations")).get(RUNTIME_REVISION_ANNOTATION)
         if isinstance(revision, str) and revision:
             entry["latestCreatedRevision"] = revision
-            if condition["status"] == "True":
+            if condition["status"] == "True" and rolled_out(kind, reported):
                 entry["latestReadyRevision"] = revision
         components[component] = entry
     conditions.append(_ready_condition(conditions))
     entry_component = "router" if "router" in services else "engine"
     return Readiness(conditions, services.get(entry_component), components)
+
+
+ROLLOUT_COUNTS: Final = ("replicas", "updatedReplicas", "availableReplicas")
+"""The status counts `rolled_out` reads (an informer transform keeps them with the `Available` condition)."""
+
+
+def rolled_out(kind: str, workload: Mapping[str, Any] | None) -> bool:
+    """Whether a workload of `kind`, as the cluster reports it, has rolled out its newest generation: generation
+    observed and, for a Deployment, every replica updated and available with none of an older revision left
+    (`replicas` counts the old ReplicaSets' pods too). For a LeaderWorkerSet, its generation observed."""
+    if workload is None:
+        return False
+    status = as_mapping(workload.get("status"))
+    generation = as_mapping(workload.get("metadata")).get("generation")
+    observed = status.get("observedGeneration")
+    if isinstance(generation, int) and (not isinstance(observed, int) or observed < generation):
+        return False
+    if kind != "Deployment":
+        return True
+    replicas, updated, available = (_count(status, key) for key in ROLLOUT_COUNTS)
+    return updated == replicas and available >= updated
+
+
+def _count(status: Mapping[str, Any], key: str) -> int:
+    value = status.get(key)
+    return value if isinstance(value, int) else 0  # the API omits zero counts
 
 
 def _component_condition(component: str, workload: Mapping[str, Any] | None) -> dict[str, str]:

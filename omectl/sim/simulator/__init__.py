@@ -26,13 +26,30 @@ What it does, and the contract other code may rely on:
   group (leader + size-1 workers) is placed whole or not at all. A spec change that keeps the shape only
   moves `observedGeneration` on. Status is rewritten only when it changes, and only for spec (generation)
   changes, never for status or metadata writes.
+- **Image pulls.** Nodes pull from one registry, `SimulatorConfig.registry` (`.images.ImageRegistry`), which has
+  every image except those matching its `missing` glob patterns (tried against the image as written and as
+  containerd qualifies it, `docker.io/library/nginx:latest` for `nginx`). Running pods are not made as objects,
+  but a placed pod with a container whose image is missing is, as its workload's controller would make it (a
+  Deployment's `<name>-<pod-template-hash>-<suffix>`, an LWS's `<name>-<group>[-<worker>]`, a KServe predictor's
+  `<name>-predictor-<hash>-<suffix>`; owned by the workload itself, bound to its node), and kubelet fails it:
+  status `ErrImagePull` (message: containerd's `rpc error: code = NotFound desc = failed to pull and unpack
+  image "<ref>": ...`) then `ImagePullBackOff` (`Back-off pulling image "<image>"`), phase `Pending`, `Ready` and
+  `ContainersReady` False `ContainersNotReady` (`containers with unready status: [<names>]`), its other
+  containers running; Events `Scheduled`, `Pulling`, `Failed` (`Failed to pull image ...`, `Error:
+  ErrImagePull`), `BackOff`, `Failed` (`Error: ImagePullBackOff`). The pod keeps its GPUs; kubelet's retries
+  are not simulated (it stays in `ImagePullBackOff`). The workload counts none of its groups ready and its
+  unavailability message (the contract below) ends `ImagePullBackOff: Back-off pulling image "<image>"`
+  (after the scheduler's message when some groups are not placed either). A spec whose pods can all pull
+  deletes them; a stuck pod deleted by hand is made again.
 - **The unavailability contract.** When some replica (group) does not fit, the scheduler's message is, in
   kube-scheduler's words, `0/2 nodes are available: 2 Insufficient nvidia.com/gpu.` or
   `0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.` (one `<count> <reason>` per
   reason, sorted, comma-separated; `no nodes available to schedule pods` without nodes), and it appears
   1. in a `v1` Event on the workload: type `Warning`, reason `FailedScheduling`, source/reportingComponent
      `default-scheduler`, once per distinct message;
-  2. in the False availability condition's message, after the kind's usual text and one space:
+  2. in the False availability condition's message, after the kind's usual text and one space, followed by
+     kubelet's `ImagePullBackOff: ...` (above) when a placed pod cannot pull its image (that alone when every
+     group is placed):
      - Deployment `Available`: True `MinimumReplicasAvailable` `Deployment has minimum availability.`, or
        False `MinimumReplicasUnavailable` `Deployment does not have minimum availability. <message>`;
        `Progressing` True `NewReplicaSetAvailable` (`ReplicaSet "<name>-<hash>" has successfully progressed.`)
@@ -42,7 +59,7 @@ What it does, and the contract other code may rely on:
      - LeaderWorkerSet `Available`: True `AllGroupsReady` `All replicas are ready` (and `Progressing` False),
        or False `GroupsProgressing` `Replicas are progressing. <message>` (and `Progressing` True
        `GroupsProgressing` `Replicas are progressing`); `replicas`/`updatedReplicas` = groups,
-       `readyReplicas` = groups fully placed, `hpaPodSelector`.
+       `readyReplicas` = groups fully placed (and pulled), `hpaPodSelector`.
      - KServe InferenceService `PredictorReady` and `Ready`: True, or False `MinimumReplicasUnavailable`
        `Deployment does not have minimum availability. <message>`; `url` and `address.url`
        `http://<name>.<namespace>.svc.cluster.local`, `observedGeneration`.
@@ -62,10 +79,12 @@ from __future__ import annotations
 from omectl.core.ome.workloads import GPU_RESOURCES, gpu_requests, workload_shape
 from omectl.sim.simulator.config import NODES_HELP, NodePool, SimulatorConfig, parse_nodes_option, parse_pools
 from omectl.sim.simulator.engine import WorkloadSimulator
+from omectl.sim.simulator.images import ImageRegistry
 
 __all__ = [
     "GPU_RESOURCES",
     "NODES_HELP",
+    "ImageRegistry",
     "NodePool",
     "SimulatorConfig",
     "WorkloadSimulator",

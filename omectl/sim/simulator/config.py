@@ -1,4 +1,5 @@
-"""What a simulated cluster's nodes look like: `NodePool`s in a `SimulatorConfig`, and the `--nodes` syntax."""
+"""What a simulated cluster looks like: its nodes (`NodePool`s) and the registry they pull from, in a
+`SimulatorConfig`; the `--nodes` syntax."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from omectl.sim.simulator.images import ImageRegistry
 from omectl.sim.simulator.models import ModelMetadata
 
 GPU_RESOURCES_BY_VENDOR = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
@@ -48,15 +50,19 @@ class NodePool:
 
 @dataclass(frozen=True)
 class SimulatorConfig:
-    """The workload simulator of one cluster: its node pools (none: workloads stay unschedulable)."""
+    """The workload simulator of one cluster: its node pools (none: workloads stay unschedulable) and the image
+    registry they pull from."""
 
     pools: tuple[NodePool, ...] = field(default_factory=lambda: (NodePool(),))
+    # Every image can be pulled but those the registry lists as missing: their pods stay in ImagePullBackOff.
+    registry: ImageRegistry = field(default_factory=ImageRegistry)
     # What the simulated model agent fills into models' specs, by storage URI or model name, over its built-in
     # table (`omectl.sim.simulator.models.BUILTIN_MODELS`).
     model_metadata: Mapping[str, ModelMetadata] = field(default_factory=dict, hash=False, compare=False)
 
     def describe(self) -> str:
-        return ", ".join(p.describe() for p in self.pools) or "no nodes"
+        nodes = ", ".join(p.describe() for p in self.pools) or "no nodes"
+        return f"{nodes}; registry lacks {self.registry.describe()}" if self.registry.missing else nodes
 
 
 # --- the `omectl dev up --nodes` syntax -----------------------------------------------------------------
@@ -99,13 +105,15 @@ def parse_pools(text: str) -> tuple[NodePool, ...]:
 
 
 def parse_nodes_option(
-    values: Sequence[str], clusters: Sequence[str] | None = None
+    values: Sequence[str], clusters: Sequence[str] | None = None, registry: ImageRegistry | None = None
 ) -> Callable[[str], SimulatorConfig]:
     """The `--nodes` values as a cluster name -> `SimulatorConfig` function (for `EmbeddedFleet(simulator=)`).
 
     Pools without `CLUSTER=` form every other cluster's config (default one pool of 2x8 nvidia H100); the pools
-    of repeated values for one cluster add up. With `clusters`, a value naming another cluster is an error.
+    of repeated values for one cluster add up. With `clusters`, a value naming another cluster is an error. Every
+    cluster pulls from `registry` (default: one that has every image).
     """
+    registry = registry or ImageRegistry()
     default: list[NodePool] | None = None
     named: dict[str, list[NodePool]] = {}
     for value in values:
@@ -118,8 +126,8 @@ def parse_nodes_option(
             raise ValueError(f"{value!r}: there is no cluster {cluster.strip()!r} (the clusters: {_span(clusters)})")
         else:
             named.setdefault(cluster.strip(), []).extend(parse_pools(pools))
-    fallback = SimulatorConfig() if default is None else SimulatorConfig(tuple(default))
-    configs = {name: SimulatorConfig(tuple(pools)) for name, pools in named.items()}
+    fallback = SimulatorConfig(registry=registry) if default is None else SimulatorConfig(tuple(default), registry)
+    configs = {name: SimulatorConfig(tuple(pools), registry) for name, pools in named.items()}
     return lambda cluster: configs.get(cluster, fallback)
 
 

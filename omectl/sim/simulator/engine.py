@@ -2,7 +2,8 @@
 
 A store listener queues what changed (coalesced per object, so a burst of updates to one Deployment is one
 piece of work); the task then schedules, labels and writes status through the cluster's own write path, so
-readiness arrives after the write that asked for it, as on a real cluster.
+readiness arrives after the write that asked for it, as on a real cluster. A placed pod whose image the
+registry lacks is made as a Pod in ImagePullBackOff before its workload's status says it is not ready.
 """
 
 from __future__ import annotations
@@ -10,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import itertools
 import logging
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from omectl.core.aim.discovery import simulated_discovery_configmap
 from omectl.core.ome.render import model_node_selector_key
@@ -25,7 +24,24 @@ from omectl.sim.apiserver.clock import now_rfc3339
 from omectl.sim.apiserver.errors import APIError
 from omectl.sim.apiserver.registry import ResourceType
 from omectl.sim.apiserver.store import DELETED, MODIFIED, StorageKey, WatchEvent
+from omectl.sim.simulator.cluster import (
+    CLAIMS,
+    CONFIG_MAPS,
+    DEPLOYMENTS,
+    GATEWAYS,
+    HTTP_ROUTES,
+    JOBS,
+    KSERVE_INFERENCE_SERVICES,
+    LEADER_WORKER_SETS,
+    MODEL_KINDS,
+    NODES,
+    PODS,
+    ObjectRef,
+    SimulatedCluster,
+)
 from omectl.sim.simulator.config import SimulatorConfig
+from omectl.sim.simulator.events import EventRecorder
+from omectl.sim.simulator.kubelet import ImagePulls
 from omectl.sim.simulator.models import filled_spec, metadata_for
 from omectl.sim.simulator.nodes import simulated_nodes
 from omectl.sim.simulator.scheduler import Binding, GPULedger
@@ -37,76 +53,12 @@ from omectl.sim.simulator.status import (
     job_status,
     kserve_status,
     leader_worker_set_status,
+    pod_template_hash,
     route_status,
+    stuck_rollout_status,
 )
 
 log = logging.getLogger(__name__)
-
-NODES: StorageKey = ("", "nodes")
-EVENTS: StorageKey = ("", "events")
-CLAIMS: StorageKey = ("", "persistentvolumeclaims")
-DEPLOYMENTS: StorageKey = ("apps", "deployments")
-JOBS: StorageKey = ("batch", "jobs")
-CONFIG_MAPS: StorageKey = ("", "configmaps")
-LEADER_WORKER_SETS: StorageKey = ("leaderworkerset.x-k8s.io", "leaderworkersets")
-KSERVE_INFERENCE_SERVICES: StorageKey = ("serving.kserve.io", "inferenceservices")
-HTTP_ROUTES: StorageKey = ("gateway.networking.k8s.io", "httproutes")
-GATEWAYS: StorageKey = ("gateway.networking.k8s.io", "gateways")
-MODEL_KINDS: dict[StorageKey, str] = {
-    ("ome.io", "clusterbasemodels"): "ClusterBaseModel",
-    ("ome.io", "basemodels"): "BaseModel",
-}
-
-ObjectRef = tuple[StorageKey, str, str]  # storage key, namespace, name
-
-
-class _StoreView(Protocol):
-    @property
-    def listeners(self) -> list[Callable[[WatchEvent], None]]: ...
-
-    def get(self, key: StorageKey, namespace: str, name: str) -> dict[str, Any] | None: ...
-
-    def items(self, key: StorageKey, namespace: str | None = None) -> Iterator[dict[str, Any]]: ...
-
-
-class _TypesView(Protocol):
-    def storage_version(self, key: StorageKey) -> ResourceType | None: ...
-
-
-class _Written(Protocol):
-    @property
-    def obj(self) -> dict[str, Any]: ...
-
-
-class SimulatedCluster(Protocol):
-    """What the simulator reads and writes: the embedded `ClusterAPI` in-process, or
-    `omectl.envtest.simulator.RemoteClusterAPI` over HTTP against a real kube-apiserver."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def store(self) -> _StoreView: ...
-
-    @property
-    def types(self) -> _TypesView: ...
-
-    async def create(self, rt: ResourceType, namespace: str, body: Any, opts: WriteOptions) -> _Written: ...
-
-    async def _write_update(
-        self,
-        rt: ResourceType,
-        ns: str,
-        name: str,
-        produce: Callable[[dict[str, Any]], dict[str, Any]],
-        opts: WriteOptions,
-        subresource: str,
-        *,
-        precondition_rv: str | None,
-    ) -> _Written: ...
-
-    def _apply_defaults(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]: ...
-
 
 _RETRY: ObjectRef = (("", ""), "", "")  # the work item "try the pending workloads again"
 
@@ -124,6 +76,13 @@ _SCHEDULED: dict[StorageKey, _ScheduledKind] = {
     LEADER_WORKER_SETS: _ScheduledKind("lws-controller-manager", leader_worker_set_status),
     KSERVE_INFERENCE_SERVICES: _ScheduledKind("kserve-controller-manager", kserve_status),
 }
+
+_WORKLOAD_KEYS: dict[tuple[str, Any], StorageKey] = {
+    ("apps", "Deployment"): DEPLOYMENTS,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): LEADER_WORKER_SETS,
+    ("serving.kserve.io", "InferenceService"): KSERVE_INFERENCE_SERVICES,
+}
+"""(group, kind) of a workload that owns pods -> its storage key."""
 
 
 @dataclass
@@ -151,13 +110,17 @@ class WorkloadSimulator:
         self.cluster = cluster or api.name
         self.ledger = GPULedger()
         self.placements: dict[ObjectRef, _Placement] = {}
+        # Deployment -> (uid, pod-template hash) of the last template whose every pod was ready: its pods keep
+        # serving during a rolling update that does not complete (`_rolling_status`)
+        self.available_templates: dict[ObjectRef, tuple[str, str]] = {}
         self.node_names = [n["metadata"]["name"] for n in simulated_nodes(self.cluster, config)]
         self.idle = asyncio.Event()
         self.idle.set()
         self._work: dict[ObjectRef, None] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._event_serial = itertools.count()
+        self.events = EventRecorder(api)
+        self.image_pulls = ImagePulls(api, config.registry, self.events, self._write_status)
         self._handlers: dict[StorageKey, Callable[[ObjectRef], Awaitable[None]]] = {
             **dict.fromkeys(_SCHEDULED, self._sync_workload),
             JOBS: self._sync_job,
@@ -233,6 +196,10 @@ class WorkloadSimulator:
             for ref in [r for r in self.placements if r[0] == kind]:
                 self._enqueue(ref)
             return
+        if key == PODS:
+            if event.type == DELETED:
+                self._enqueue_owner(event.obj)  # a stuck pod deleted by hand comes back, as its controller makes it
+            return
         if key not in self._handlers:
             return
         obj, old = event.obj, event.old
@@ -248,6 +215,14 @@ class WorkloadSimulator:
                 return  # a status or metadata write: nothing to schedule
         meta = obj["metadata"]
         self._enqueue((key, meta.get("namespace", ""), meta["name"]))
+
+    def _enqueue_owner(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        for owner in meta.get("ownerReferences") or []:
+            group = str(owner.get("apiVersion") or "").rpartition("/")[0]
+            key = _WORKLOAD_KEYS.get((group, owner.get("kind")))
+            if key is not None and owner.get("controller"):
+                self._enqueue((key, meta.get("namespace", ""), owner.get("name", "")))
 
     # --- the loop --------------------------------------------------------------------------------------
 
@@ -306,6 +281,7 @@ class WorkloadSimulator:
         return len(placement.groups) > placed_before
 
     def _release(self, ref: ObjectRef) -> None:
+        self.available_templates.pop(ref, None)
         placement = self.placements.pop(ref)
         for bindings in placement.groups:
             self.ledger.release(bindings)
@@ -325,13 +301,35 @@ class WorkloadSimulator:
 
     async def _write_workload_status(self, ref: ObjectRef, obj: dict[str, Any], placement: _Placement) -> None:
         kind = _SCHEDULED[ref[0]]
-        status = kind.status(obj, placement.shape, len(placement.groups), placement.message, now_rfc3339())
+        kubelet_message = await self.image_pulls.sync(obj, placement.groups, kind.manager)
+        ready = 0 if kubelet_message else len(placement.groups)  # every group runs the same pod templates
+        message = " ".join(m for m in (placement.message, kubelet_message) if m)
+        status = self._rolling_status(ref, obj, placement, ready) or kind.status(
+            obj, placement.shape, ready, message, now_rfc3339()
+        )
         await self._write_status(ref, obj, status, kind.manager)
         if placement.message and placement.message != placement.reported:
             placement.reported = placement.message
-            await self._record_failed_scheduling(obj, placement.message)
+            await self.events.record(obj, "Warning", "FailedScheduling", placement.message, "default-scheduler")
         elif not placement.message:
             placement.reported = ""
+
+    def _rolling_status(
+        self, ref: ObjectRef, obj: dict[str, Any], placement: _Placement, ready: int
+    ) -> dict[str, Any] | None:
+        """A Deployment whose pods of its last fully available template keep serving while the pods of its new
+        template are not ready (same placement: a changed image, say), as a RollingUpdate with `maxUnavailable` 0
+        leaves it (`stuck_rollout_status`); None otherwise."""
+        if ref[0] != DEPLOYMENTS:
+            return None
+        template = pod_template_hash((obj.get("spec") or {}).get("template"))
+        if ready >= placement.shape.groups:
+            self.available_templates[ref] = (placement.uid, template)
+            return None
+        available = self.available_templates.get(ref)
+        if available is None or available[0] != placement.uid or available[1] == template or placement.pending:
+            return None
+        return stuck_rollout_status(obj, placement.shape, now_rfc3339())
 
     async def _fill_model_spec(self, ref: ObjectRef, model: dict[str, Any]) -> bool:
         """Write the model's missing spec fields from the model table, as upstream's agent updates the spec;
@@ -366,37 +364,6 @@ class WorkloadSimulator:
         await self.api._write_update(
             rt, ref[1], ref[2], produce, WriteOptions(field_manager=manager), "status", precondition_rv=None
         )
-
-    async def _record_failed_scheduling(self, obj: dict[str, Any], message: str) -> None:
-        rt = self._served(EVENTS)
-        meta = obj["metadata"]
-        if rt is None:
-            return
-        now = now_rfc3339()
-        namespace = meta.get("namespace", "default")
-        event: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{time.time_ns() + next(self._event_serial):x}"},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion", ""),
-                "kind": obj.get("kind", ""),
-                "name": meta["name"],
-                "namespace": meta.get("namespace", ""),
-                "uid": meta.get("uid", ""),
-                "resourceVersion": meta.get("resourceVersion", ""),
-            },
-            "reason": "FailedScheduling",
-            "message": message,
-            "type": "Warning",
-            "source": {"component": "default-scheduler"},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "reportingComponent": "default-scheduler",
-            "reportingInstance": "",
-        }
-        await self.api.create(rt, namespace, event, WriteOptions(field_manager="default-scheduler"))
 
     # --- Jobs and claims -------------------------------------------------------------------------------
 

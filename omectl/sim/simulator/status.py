@@ -20,7 +20,7 @@ LWS_READY = "All replicas are ready"
 LWS_PROGRESSING = "Replicas are progressing"
 JOB_COMPLETE = "Reached expected number of succeeded pods"
 JOB_FAILED = "Job has reached the specified backoff limit"
-_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.SafeEncodeString
+SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.SafeEncodeString
 
 
 def unavailable_message(base: str, scheduler_message: str) -> str:
@@ -60,6 +60,54 @@ def deployment_status(
         _deployment_condition(previous, "Progressing", *progressing, now=now),
     ]
     return status
+
+
+def stuck_rollout_status(obj: Mapping[str, Any], shape: WorkloadShape, now: str) -> dict[str, Any] | None:
+    """A Deployment's status while a RollingUpdate waits for new pods that never become ready (an image that cannot
+    be pulled): the old ReplicaSet is scaled down only to `replicas - maxUnavailable`, the new one up to `maxSurge +
+    maxUnavailable`, so `Available` stays True (as many available as the strategy requires) and only the counts and
+    `Progressing` show it. With omectl's `maxUnavailable: 0` every old replica keeps serving. None for Recreate (the
+    old pods are gone: the caller reports it unavailable)."""
+    spec = obj.get("spec") or {}
+    strategy = spec.get("strategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return None
+    rolling = strategy.get("rollingUpdate") or {}
+    replicas = shape.groups
+    unavailable = min(_scaled(rolling.get("maxUnavailable", "25%"), replicas, round_up=False), replicas)
+    surge = _scaled(rolling.get("maxSurge", "25%"), replicas, round_up=True)
+    old = replicas - unavailable
+    new = min(max(surge + unavailable, 1), replicas)
+    status: dict[str, Any] = {"observedGeneration": obj["metadata"].get("generation", 1)}
+    for key, value in (
+        ("replicas", old + new),
+        ("updatedReplicas", new),
+        ("readyReplicas", old),
+        ("availableReplicas", old),
+        ("unavailableReplicas", replicas - old),  # what full capacity still lacks
+    ):
+        if value:
+            status[key] = value
+    replica_set = f"{obj['metadata']['name']}-{pod_template_hash(spec.get('template'))}"
+    previous = _conditions(obj)
+    status["conditions"] = [
+        _deployment_condition(previous, "Available", "True", "MinimumReplicasAvailable", DEPLOYMENT_AVAILABLE, now=now),
+        _deployment_condition(
+            previous, "Progressing", "True", "ReplicaSetUpdated", f'ReplicaSet "{replica_set}" is progressing.', now=now
+        ),
+    ]
+    return status
+
+
+def _scaled(value: Any, replicas: int, *, round_up: bool) -> int:
+    """An int-or-percent of a rolling update, as the Deployment controller scales it (surge up, unavailable down)."""
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    if not text.endswith("%") or not text[:-1].isdigit():
+        return 0
+    share = int(text[:-1]) * replicas
+    return -(-share // 100) if round_up else share // 100
 
 
 def leader_worker_set_status(
@@ -216,7 +264,7 @@ def pod_template_hash(template: Any) -> str:
     """A ReplicaSet name suffix that changes with the pod template: a 32-bit hash's decimal digits, safe-encoded
     as upstream encodes its FNV-32a hash (the hash itself differs: upstream hashes the Go struct)."""
     raw = hashlib.blake2b(orjson.dumps(template, option=orjson.OPT_SORT_KEYS), digest_size=4).digest()
-    return "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in str(int.from_bytes(raw, "big")))
+    return "".join(SAFE_ALPHABET[ord(c) % len(SAFE_ALPHABET)] for c in str(int.from_bytes(raw, "big")))
 
 
 # --- conditions ------------------------------------------------------------------------------------------

@@ -1,0 +1,117 @@
+"""`ImagePulls`: the simulated kubelets' image pulls. A placed pod whose image the registry lacks becomes a Pod in
+ImagePullBackOff; every other pod is taken as running and is not made (its workload's status says so)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from omectl.sim.apiserver.api import WriteOptions
+from omectl.sim.apiserver.clock import now_rfc3339
+from omectl.sim.apiserver.errors import APIError
+from omectl.sim.apiserver.registry import ResourceType
+from omectl.sim.simulator.cluster import NODES, PODS, ObjectRef, SimulatedCluster
+from omectl.sim.simulator.events import EventRecorder
+from omectl.sim.simulator.images import ImageRegistry
+from omectl.sim.simulator.pods import (
+    ERR_IMAGE_PULL,
+    IMAGE_PULL_BACK_OFF,
+    PodSlot,
+    images,
+    owned_by,
+    pod_slots,
+    pull_failures,
+    stuck_pod,
+    unavailable_reason,
+    waiting_status,
+)
+from omectl.sim.simulator.scheduler import Binding
+
+StatusWriter = Callable[[ObjectRef, dict[str, Any], dict[str, Any], str], Awaitable[None]]
+"""(ref, live object, new status, field manager): write the status unless the live one is it already."""
+
+
+class ImagePulls:
+    def __init__(
+        self, api: SimulatedCluster, registry: ImageRegistry, events: EventRecorder, write_status: StatusWriter
+    ) -> None:
+        self.api = api
+        self.registry = registry
+        self.events = events
+        self.write_status = write_status
+
+    async def sync(self, workload: dict[str, Any], groups: Sequence[Sequence[Binding]], manager: str) -> str:
+        """Make a Pod in ImagePullBackOff for each pod of the placed `groups` whose image the registry lacks, and
+        delete the workload's pods that are no longer so (as `manager`, its controller); returns why the workload
+        is unavailable (`ImagePullBackOff: Back-off pulling image "..."`), or "" when every placed pod runs."""
+        rt = self.api.types.storage_version(PODS)
+        if rt is None:
+            return ""
+        meta = workload["metadata"]
+        namespace = meta.get("namespace", "")
+        stuck = [
+            (slot, node, failures)
+            for slots, bindings in zip(pod_slots(workload, len(groups)), groups, strict=True)
+            for slot, (node, _) in zip(slots, bindings, strict=True)
+            if (failures := pull_failures(slot.spec, self.registry))
+        ]
+        wanted = {slot.name: (slot, node, failures) for slot, node, failures in stuck}
+        for pod in [p for p in self.api.store.items(PODS, namespace) if owned_by(p, meta["uid"])]:
+            name = pod["metadata"]["name"]
+            want = wanted.get(name)
+            if want is not None and _same_pod(pod, want[0], want[1]):
+                del wanted[name]  # already waiting on its image
+                continue
+            with contextlib.suppress(APIError):  # gone already (the workload's deletion took it)
+                await self.api.delete(rt, namespace, name, {}, WriteOptions(field_manager=manager))
+        for slot, node, failures in wanted.values():
+            await self._start(rt, workload, slot, node, failures, manager)
+        return unavailable_reason(stuck[0][2], stuck[0][0].spec) if stuck else ""
+
+    async def _start(
+        self,
+        rt: ResourceType,
+        workload: dict[str, Any],
+        slot: PodSlot,
+        node: str,
+        failures: dict[str, str],
+        manager: str,
+    ) -> None:
+        """Create the pod bound to its node, then fail its pull as kubelet does: ErrImagePull, then ImagePullBackOff,
+        each with its Events on the pod."""
+        namespace = workload["metadata"].get("namespace", "")
+        body = stuck_pod(workload, slot, node)
+        pod = (await self.api.create(rt, namespace, body, WriteOptions(field_manager=manager))).obj
+        ref: ObjectRef = (PODS, namespace, slot.name)
+        assigned = f"Successfully assigned {namespace}/{slot.name} to {node}"
+        await self.events.record(pod, "Normal", "Scheduled", assigned, "default-scheduler")
+        host_ip = self._node_ip(node)
+        for reason in (ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF):
+            await self.write_status(ref, pod, waiting_status(pod, failures, reason, host_ip, now_rfc3339()), "kubelet")
+            pod = self.api.store.get(*ref) or pod
+            for container, image in images(slot.spec):
+                if container not in failures:
+                    continue
+                if reason == ERR_IMAGE_PULL:
+                    events = [
+                        ("Normal", "Pulling", f'Pulling image "{image}"'),
+                        ("Warning", "Failed", f'Failed to pull image "{image}": {failures[container]}'),
+                    ]
+                else:
+                    events = [("Normal", "BackOff", f'Back-off pulling image "{image}"')]
+                events.append(("Warning", "Failed", f"Error: {reason}"))
+                for type_, why, message in events:
+                    path = f"spec.containers{{{container}}}"
+                    await self.events.record(pod, type_, why, message, "kubelet", host=node, field_path=path)
+
+    def _node_ip(self, name: str) -> str:
+        node = self.api.store.get(NODES, "", name) or {}
+        addresses = (node.get("status") or {}).get("addresses") or []
+        return next((a.get("address", "") for a in addresses if a.get("type") == "InternalIP"), "")
+
+
+def _same_pod(pod: dict[str, Any], slot: PodSlot, node: str) -> bool:
+    """Whether an existing pod is `slot`'s on `node`, pulling the same images (an LWS pod keeps its name when its
+    template changes)."""
+    return pod["spec"].get("nodeName") == node and images(pod["spec"]) == images(slot.spec)
