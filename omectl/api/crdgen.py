@@ -329,7 +329,7 @@ _AIM_V1ALPHA1_ARTIFACT_COLUMNS: Final = (
     _column("Model Size", "string", ".status.displaySize"),
     _column("Progress", "string", ".status.progress.displayPercentage"),
     _column("Protocol", "string", ".status.download.protocol"),
-    _column("Attempt", "integer", ".status.download.attempt"),
+    _column("Attempt", "string", ".status.download.attempt"),
     _AGE,
 )
 _AIM_V1ALPHA1_SOURCE_COLUMNS: Final = (
