@@ -56,8 +56,10 @@ bench: $(STAMP)
 
 # The fleet-scale benchmark (benchmarks/fleet_scale.py) on fleets of 1, 4, 10 and 20 clusters x 1,000
 # InferenceServices: rewrites its README section, benchmarks/results/fleet_scale.json and the PNG plot of each
-# figure against cluster count. Long: the committed run of 1, 4 and 10 clusters took 442 s on 2 CPUs, and the 20
-# clusters about double that, so plan for 20-30 minutes on a quiet machine. FLEET_SIZES=1,2 tries it small.
+# figure against cluster count. Long: each phase runs 3 times (medians), with the same writes replayed beside the
+# controller's; 1 and 4 clusters took 1,232 s where the single-round layout took 472 s (a loaded 2-CPU machine), and
+# the committed single-round run of 1, 4 and 10 clusters took 442 s on a quiet one, so plan for an hour or more with
+# 20 clusters. FLEET_SIZES=1,2 tries it small.
 FLEET_SIZES ?= 1,4,10,20
 bench-fleet: $(STAMP)
 	$(BIN)/python -m benchmarks.fleet_scale --sizes $(FLEET_SIZES) $(FLEET_ARGS)

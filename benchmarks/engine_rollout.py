@@ -88,7 +88,6 @@ OME_PATH = "/apis/ome.io/v1beta1"
 APPS_PATH = "/apis/apps/v1"
 RUNNER = "ome-container"  # the runner container of the sample profile
 NEW_IMAGE = "docker.io/lmsysorg/sglang:v0.5.6-cu129-amd64"
-PROBE_ANNOTATION = "bench.omectl.io/probe"
 SAME_WRITES_TARGET = 0.5  # the controller reaches >= 50% of the rate of the same writes made by a plain client
 SAME_WRITES_CLIENTS = 32  # the plain client's connections
 
@@ -389,7 +388,7 @@ APPLY_QUERY = f"?fieldManager={FIELD_MANAGER}&force=true"
 APPLY = PATCH_CONTENT_TYPES["apply"]
 
 
-# --- HTTP set-up, the raw baseline, the same-writes baseline, server-side checks ---------------------------------
+# --- HTTP set-up, the same-writes baseline, server-side checks ---------------------------------------------------
 
 
 class EngineFleet(Fleet):
@@ -438,44 +437,6 @@ class EngineFleet(Fleet):
             *(self.call("GET", f"{url}{APPS_PATH}/controllerrevisions") for url in self.urls.values())
         )
         return sum(len(listed["items"]) for listed in lists)
-
-    async def raw_updates(self, clients: int) -> tuple[int, float, int]:
-        """PUT every engine Deployment once (a new `bench.omectl.io/probe` annotation) from `clients` clients.
-
-        Bodies are built from a list taken just before (untimed), so each PUT carries the live resourceVersion; the
-        render-hash annotation is kept, so the controller has nothing to re-apply. Returns (writes, seconds, errors).
-        """
-        per_cluster = await asyncio.gather(*(self.list_deployments(cluster) for cluster in self.urls))
-        columns = [
-            [(url, item) for item in items if item["metadata"]["name"].endswith("-engine")]
-            for url, items in zip(self.urls.values(), per_cluster, strict=True)
-        ]
-        requests: list[tuple[str, bytes]] = []
-        for row in range(max(len(column) for column in columns)):  # interleave the clusters
-            for column in columns:
-                if row < len(column):
-                    url, item = column[row]
-                    meta = {k: v for k, v in item["metadata"].items() if k != "managedFields"}
-                    assert RENDER_HASH in (meta.get("annotations") or {})
-                    meta["annotations"] = {**meta["annotations"], PROBE_ANNOTATION: f"raw update {row}"}
-                    path = f"{APPS_PATH}/namespaces/{meta['namespace']}/deployments/{meta['name']}"
-                    requests.append((url + path, orjson.dumps({**item, "metadata": meta})))
-        errors = 0
-        next_request = 0
-
-        async def client() -> None:
-            nonlocal errors, next_request
-            while next_request < len(requests):
-                url, body = requests[next_request]
-                next_request += 1
-                async with self.session.put(url, data=body, **self.auth.options(url, "application/json")) as resp:
-                    await resp.read()
-                    if resp.status != 200:
-                        errors += 1
-
-        started = time.perf_counter()
-        await asyncio.gather(*(client() for _ in range(clients)))
-        return len(requests) - errors, time.perf_counter() - started, errors
 
     async def live_isvc_versions(self) -> dict[IsvcKey, str]:
         """(cluster, namespace, name) -> resourceVersion of every InferenceService (a status write carries it)."""

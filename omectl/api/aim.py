@@ -1,4 +1,5 @@
-"""Typed models of the AMD AIM resources omectl serves (`aim.eai.amd.com`): runtime configs and AIMService.
+"""Typed models of the AMD AIM resources omectl serves (`aim.eai.amd.com`): runtime configs, AIMService, the v1alpha2
+models, profiles, caches and artifacts, and upstream's legacy template kinds.
 
 These models are the one source of truth for the AIM CRD YAML in `deploy/crds/` (see `omectl.api.crdgen`), like
 `omectl.api.ome` is for `ome.io`, and follow its conventions: camelCase on the wire, every optional field defaults to
@@ -8,22 +9,25 @@ Schema defaults: upstream's CRDs default `storage.pvcHeadroomPercent` to 10, `la
 `routing.gatewayRef.group`/`kind` to `gateway.networking.k8s.io`/`Gateway`. Ours deliberately carry **no** schema
 default anywhere: runtime configs are layered field by field (inline > namespace > cluster > operator defaults), and
 a value the API server invented would count as set and mask the lower layers (absent stays absent).
-The operator defaults live in the controller, not in the schema.
+The operator defaults live in the controller, not in the schema. The legacy kinds (AIMTemplateCache,
+AIMServiceTemplate, AIMClusterServiceTemplate) carry upstream's own defaults, on fields no layer reads.
 
 Versions: AIMClusterRuntimeConfig and AIMRuntimeConfig are served as `v1alpha1` (the storage version) and as
-`v1alpha2` with the same schema ("they continue unchanged in v1alpha2"); AIMService is served as `v1alpha2` only.
+`v1alpha2` with the same schema ("they continue unchanged in v1alpha2"); AIMService and the models, profiles, caches
+and artifacts are served as `v1alpha2` only; the legacy kinds as `v1alpha1` only, with upstream's schema, spec and
+status (served, not yet reconciled).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BaseModel as _PydanticModel
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from omectl.api import ome
-from omectl.api.ome import ConditionList, EnvVar, IntOrString, ResourceRequirements, list_map
+from omectl.api.ome import ConditionList, EnvVar, IntOrString, ResourceRequirements, Unstructured, list_map
 
 GROUP: Final = "aim.eai.amd.com"
 V1ALPHA1: Final = "v1alpha1"
@@ -199,10 +203,15 @@ class AIMRuntimeConfig(AIMClusterRuntimeConfig):
 # AIMService
 
 
-def immutable(message: str) -> dict[str, Any]:
+def immutable_rule(message: str) -> dict[str, Any]:
     """Upstream's transition rule `self == oldSelf`: the value cannot change once set (it can still be removed, and
     set when it was absent, as kube-apiserver runs a transition rule only where an old value exists)."""
-    return {"x-kubernetes-validations": [{"rule": "self == oldSelf", "message": message}]}
+    return {"rule": "self == oldSelf", "message": message}
+
+
+def immutable(message: str) -> dict[str, Any]:
+    """Schema extras of a field with upstream's immutability rule alone (`immutable_rule`)."""
+    return {"x-kubernetes-validations": [immutable_rule(message)]}
 
 
 MODEL_EXACTLY_ONE: Final[dict[str, Any]] = {
@@ -757,6 +766,48 @@ class LegacyModelSource(_Object):
         return _check_quantity(value)
 
 
+CONDITION_TYPE_PATTERN: Final = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+CONDITION_REASON_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+
+
+class MetaCondition(_Object):
+    """A Kubernetes metav1.Condition, constrained as its Go markers constrain it in every generated CRD."""
+
+    type: str = Field(max_length=316, pattern=CONDITION_TYPE_PATTERN)
+    """Type of the condition, e.g. Ready."""
+    status: Literal["True", "False", "Unknown"]
+    """True, False or Unknown."""
+    observed_generation: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})
+    """The metadata.generation the condition was computed from."""
+    last_transition_time: str = Field(json_schema_extra={"format": "date-time"})
+    """When the status last changed."""
+    reason: str = Field(min_length=1, max_length=1024, pattern=CONDITION_REASON_PATTERN)
+    """Machine-readable reason for the last transition, in CamelCase."""
+    message: str = Field(max_length=32768)
+    """Human-readable detail of the last transition."""
+
+
+class LegacyResolvedReference(_Object):
+    """An object a legacy kind resolved (upstream's v1alpha1 reference: its scope may also be Merged or Unknown)."""
+
+    kind: str | None = None
+    """Kind of the object."""
+    name: str | None = None
+    """Name of the object."""
+    namespace: str | None = None
+    """Namespace of the object; empty for a cluster-scoped one."""
+    scope: Literal["Namespace", "Cluster", "Merged", "Unknown"] | None = None
+    """Namespace, Cluster, Merged (a namespace config over a cluster one) or Unknown."""
+    uid: str | None = None
+    """UID of the object."""
+
+
+MetaConditionList = Annotated[list[MetaCondition] | None, Field(default=None, json_schema_extra=list_map("type"))]
+Int64 = Annotated[int | None, Field(default=None, json_schema_extra={"format": "int64"})]
+
+
 class AIMTemplateCacheSpec(_Object):
     """The cached model files of one service template (the legacy counterpart of AIMProfileCache)."""
 
@@ -780,15 +831,40 @@ class AIMTemplateCacheSpec(_Object):
     """Secrets for pulling the download image."""
 
 
-class AIMTemplateCacheStatus(ConsumerStatus):
-    """Observed state of a template cache."""
+class TemplateCacheArtifact(_Object):
+    """One artifact of a template cache."""
 
-    status: Literal["Pending", "Progressing", "Ready", "Failed", "Degraded", "NotAvailable"] | None = None
+    uid: str
+    """UID of the AIMArtifact."""
+    name: str
+    """Name of the AIMArtifact."""
+    model: str
+    """The model whose files it holds."""
+    status: str
+    """The artifact's status."""
+    persistent_volume_claim: str | None = None
+    """Its PVC, once there is one."""
+    mount_point: str | None = None
+    """Where the inference container mounts it."""
+
+
+class AIMTemplateCacheStatus(_Object):
+    """Observed state of a template cache, as upstream's controller publishes it."""
+
+    status: Literal["Pending", "Progressing", "Ready", "Failed", "Degraded", "NotAvailable"] = ome.crd_default(
+        "Pending"
+    )
     """The cache's overall state."""
+    conditions: MetaConditionList
+    """Conditions of the cache."""
+    observed_generation: Int64
+    """The metadata.generation this status was computed from."""
+    resolved_runtime_config: LegacyResolvedReference | None = None
+    """The runtime config in use."""
     resolved_template_kind: str | None = None
     """AIMServiceTemplate or AIMClusterServiceTemplate."""
-    artifacts: dict[str, Any] | None = None
-    """The cache's artifacts by model id."""
+    artifacts: dict[str, TemplateCacheArtifact] | None = None
+    """The cache's artifacts by the name of the model whose files each holds."""
 
 
 class AIMTemplateCache(_AIMResource):
@@ -798,3 +874,235 @@ class AIMTemplateCache(_AIMResource):
     """Kind of the object."""
     spec: AIMTemplateCacheSpec | None = None
     status: AIMTemplateCacheStatus | None = None
+
+
+# Service templates (upstream's AIMServiceTemplate / AIMClusterServiceTemplate): served, not yet reconciled.
+
+SERVICE_TEMPLATE_VERSIONS: Final = (V1ALPHA1,)
+"""The versions a service template is served in (upstream's legacy kinds, v1alpha1 only)."""
+GPU_MODEL_OR_MIN_VRAM: Final[dict[str, Any]] = {
+    "rule": "!(has(self.model) && size(self.model) > 0 && has(self.minVram))",
+    "message": "model and minVram are mutually exclusive; specify either a specific GPU model OR a minimum VRAM "
+    "requirement, not both",
+}
+GPU_OR_CPU: Final[dict[str, Any]] = {
+    "rule": "has(self.gpu) || has(self.cpu)",
+    "message": "at least one of gpu or cpu must be specified",
+}
+"""Upstream's rules on a template's hardware, word for word."""
+
+
+MetricName = Literal["latency", "throughput"]
+PrecisionName = Literal["auto", "fp4", "fp8", "fp16", "fp32", "bf16", "int4", "int8"]
+TemplateTypeName = Literal["optimized", "preview", "unoptimized"]
+
+
+def upstream_enum(names: Any) -> WithJsonSchema:
+    """The CRD schema of a Literal as upstream's CRDs write a field whose Go type and field both carry the enum
+    marker: the enum twice, under `allOf`. Kept so a value outside it is refused with kube-apiserver's errors for
+    upstream's CRD."""
+    values = list(get_args(names))
+    return WithJsonSchema({"type": "string", "allOf": [{"enum": values}, {"enum": values}]})
+
+
+Metric = Annotated[MetricName, upstream_enum(MetricName)]
+Precision = Annotated[PrecisionName, upstream_enum(PrecisionName)]
+TemplateType = Annotated[TemplateTypeName, upstream_enum(TemplateTypeName)]
+RequiredQuantity = Annotated[IntOrString, Field(json_schema_extra={"pattern": QUANTITY_PATTERN})]
+
+
+class GpuRequirements(_Object):
+    """The GPUs a template runs on: a GPU model or a minimum of memory per GPU, not both (upstream's rule)."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [GPU_MODEL_OR_MIN_VRAM]})
+
+    requests: int | None = Field(default=None, ge=0, json_schema_extra=INT32)
+    """GPUs per replica."""
+    model: str | None = Field(default=None, max_length=64)
+    """GPU model, e.g. MI300X."""
+    min_vram: Quantity
+    """Least memory per GPU, a quantity such as 64Gi; any GPU model with as much will do."""
+    resource_name: str = ome.crd_default("amd.com/gpu")
+    """Extended resource name of the GPUs."""
+
+    @field_validator("min_vram")
+    @classmethod
+    def _quantity(cls, value: IntOrString | None) -> IntOrString | None:
+        return _check_quantity(value)
+
+
+class CpuRequirements(_Object):
+    """The CPU of a CPU-only template."""
+
+    requests: RequiredQuantity
+    """CPU requested per replica, a quantity such as 500m."""
+    limits: Quantity
+    """CPU limit per replica."""
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _quantity(cls, value: IntOrString | None) -> IntOrString | None:
+        return _check_quantity(value)
+
+
+class TemplateHardware(_Object):
+    """What a template runs on: GPUs, or CPU alone; at least one of them (upstream's rule)."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [GPU_OR_CPU]})
+
+    gpu: GpuRequirements | None = None
+    """GPUs per replica."""
+    cpu: CpuRequirements | None = None
+    """CPU per replica, for a template with no GPU."""
+
+
+class TemplateCaching(_Object):
+    """Caching of a namespaced template's model files."""
+
+    enabled: bool = ome.crd_default(False)
+    """Cache the model files in an AIMTemplateCache before serving."""
+    env: EnvList
+    """Environment of the cache's download Jobs."""
+
+
+class AIMClusterServiceTemplateSpec(_Object):
+    """One way to serve a model: its hardware, precision and optimisation goal. modelName, hardware, metric and
+    precision cannot change once the template exists (upstream's rules)."""
+
+    model_name: str = Field(min_length=1, json_schema_extra=immutable("model name is immutable"))
+    """The AIMModel (in the namespace) or AIMClusterModel the template serves."""
+    metric: Annotated[Metric | None, Field(default=None, json_schema_extra=immutable("metric is immutable"))]
+    """What the template optimises: latency or throughput."""
+    precision: Annotated[Precision | None, Field(default=None, json_schema_extra=immutable("precision is immutable"))]
+    """Numeric precision of the weights, e.g. fp8, bf16."""
+    hardware: Annotated[
+        TemplateHardware | None,
+        Field(
+            default=None,
+            json_schema_extra={"x-kubernetes-validations": [immutable_rule("hardware is immutable"), GPU_OR_CPU]},
+        ),
+    ]
+    """GPUs, or CPU alone, per replica."""
+    type: TemplateType | None = None
+    """How far the profile is tuned: optimized, preview or unoptimized; discovery says when unset."""
+    profile_id: str | None = None
+    """The profile of the model image the template runs (AIM_PROFILE_ID)."""
+    runtime_config_name: str | None = None
+    """Name of the runtime config; "default" when unset."""
+    env: EnvList
+    """Environment of the inference container."""
+    model_sources: list[LegacyModelSource] | None = None
+    """The model files; given here, discovery does not look for them."""
+    resources: Annotated[ResourceRequirements, ome.k8s_type(ome.CORE + "ResourceRequirements")] | None = None
+    """Default compute resources of the services made from the template; a service's own win."""
+    image_pull_secrets: list[AimLocalObjectReference] | None = None
+    """Secrets for pulling the model image (discovery and inference)."""
+    service_account_name: str | None = None
+    """Service account of the discovery Job and the inference pods."""
+
+
+class AIMServiceTemplateSpec(AIMClusterServiceTemplateSpec):
+    """A namespaced template: a cluster template's fields plus caching."""
+
+    caching: TemplateCaching | None = None
+    """Caching of the model files."""
+
+
+class TemplateDiscovery(_Object):
+    """How the template's discovery went."""
+
+    attempts: int | None = Field(default=None, json_schema_extra=INT32)
+    """Discovery runs so far."""
+    last_attempt_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When discovery last ran."""
+    last_failure_reason: str | None = None
+    """Why the last run failed."""
+    spec_hash: str | None = None
+    """Hash of the spec discovery last ran for."""
+
+
+class ProfileMetadata(_Object):
+    """What the discovered profile runs on and optimises."""
+
+    engine: str | None = None
+    """Inference engine, e.g. vllm."""
+    gpu: str | None = None
+    """GPU model."""
+    gpu_count: int | None = Field(default=None, json_schema_extra=INT32)
+    """GPUs per replica."""
+    metric: MetricName | None = None
+    """What the profile optimises."""
+    precision: PrecisionName | None = None
+    """Numeric precision."""
+    type: TemplateTypeName | None = None
+    """How far the profile is tuned."""
+
+
+AnyValue = Annotated[Any, WithJsonSchema({"x-kubernetes-preserve-unknown-fields": True})]
+"""Any JSON value, kept as written."""
+
+
+class TemplateProfile(_Object):
+    """The profile discovery found for the template."""
+
+    engine_args: AnyValue = Field(default=None, alias="engine_args")
+    """Arguments of the inference engine."""
+    env_vars: dict[str, str] | None = Field(default=None, alias="env_vars")
+    """Environment of the inference container."""
+    metadata: ProfileMetadata | None = None
+    """What the profile runs on and optimises."""
+    original_discovery_output: AnyValue = None
+    """The discovery Job's output, as written."""
+
+
+class AIMServiceTemplateStatus(_Object):
+    """Observed state of a service template, as upstream's controller publishes it."""
+
+    status: Literal["Pending", "Progressing", "Ready", "Degraded", "Failed", "NotAvailable"] = ome.crd_default(
+        "Pending"
+    )
+    """Overall state of the template."""
+    conditions: MetaConditionList
+    """Conditions of the template."""
+    observed_generation: Int64
+    """The metadata.generation this status was computed from."""
+    resolved_runtime_config: LegacyResolvedReference | None = None
+    """The runtime config in use."""
+    resolved_model: LegacyResolvedReference | None = None
+    """The model the template serves."""
+    resolved_cache: LegacyResolvedReference | None = None
+    """The template cache holding its model files."""
+    discovery_job: LegacyResolvedReference | None = None
+    """The discovery Job."""
+    discovery: TemplateDiscovery | None = None
+    """How discovery went."""
+    profile: TemplateProfile | None = None
+    """The profile discovery found."""
+    resolved_hardware: TemplateHardware | None = None
+    """The hardware discovery resolved."""
+    hardware_summary: str | None = None
+    """The hardware in a few words, e.g. 1 x MI300X or CPU."""
+    resolved_node_affinity: Annotated[Unstructured, ome.k8s_type(ome.CORE + "NodeAffinity")] | None = None
+    """Node affinity of the inference pods, from the resolved hardware."""
+    model_sources: list[LegacyModelSource] | None = None
+    """The model files, given or discovered."""
+
+
+class AIMClusterServiceTemplate(_AIMResource):
+    """Upstream's legacy (v1alpha1) cluster-wide service template: one way to serve an AIMClusterModel. Served, not
+    yet reconciled."""
+
+    kind: str | None = "AIMClusterServiceTemplate"
+    """Kind of the object."""
+    spec: AIMClusterServiceTemplateSpec | None = None
+    status: AIMServiceTemplateStatus | None = None
+
+
+class AIMServiceTemplate(_AIMResource):
+    """Upstream's legacy (v1alpha1) service template of one namespace: one way to serve a model, with caching.
+    Served, not yet reconciled."""
+
+    kind: str | None = "AIMServiceTemplate"
+    """Kind of the object."""
+    spec: AIMServiceTemplateSpec | None = None
+    status: AIMServiceTemplateStatus | None = None

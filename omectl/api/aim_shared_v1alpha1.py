@@ -25,13 +25,14 @@ from omectl.api.aim import (
     SOURCE_URI_IMMUTABLE,
     AimLocalObjectReference,
     EnvList,
+    MetaConditionList,
     Quantity,
     _AIMResource,
     _check_quantity,
     _Object,
     immutable,
 )
-from omectl.api.ome import ConditionList, IntOrString
+from omectl.api.ome import IntOrString
 
 INT64: Final[dict[str, Any]] = {"format": "int64"}
 DEFAULT_DOWNLOAD_IMAGE: Final = "ghcr.io/silogen/aim-artifact-downloader:0.2.0"
@@ -103,7 +104,7 @@ class AIMArtifactStatus(_Object):
         "Pending"
     )
     """Overall state (v1alpha2's `Downloading` is `Progressing`)."""
-    conditions: ConditionList
+    conditions: MetaConditionList
     """Conditions of the artifact."""
     observed_generation: int | None = Field(default=None, json_schema_extra=INT64)
     """The metadata.generation this status was computed from."""
@@ -175,7 +176,7 @@ class AIMClusterModelSourceStatus(_Object):
         Literal["Pending", "Starting", "Progressing", "Ready", "Running", "Degraded", "NotAvailable", "Failed"] | None
     ) = None
     """Overall state."""
-    conditions: ConditionList
+    conditions: MetaConditionList
     """Conditions of the source."""
     observed_generation: int | None = Field(default=None, json_schema_extra=INT64)
     """The metadata.generation this status was computed from."""

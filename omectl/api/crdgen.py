@@ -11,8 +11,10 @@ them is written as it is), so the package carries every CRD `omectl dev up` appl
 The models' JSON schema becomes a Kubernetes structural schema: `$ref`s are inlined, `title`s dropped, docstrings
 unwrapped into one line per paragraph, `anyOf [X, null]` becomes X with `nullable: true`, `int | str` becomes
 `x-kubernetes-int-or-string`, an open object (`additionalProperties: true`) becomes
-`x-kubernetes-preserve-unknown-fields`, and defaults are dropped unless the field is marked with `crd_default` (so the
-API server never invents a value the merge would take as set).
+`x-kubernetes-preserve-unknown-fields` (a node with that mark alone and no type holds any JSON value), an `allOf` of
+value validations (upstream's doubled enums) is kept as it is, and defaults are dropped unless the field is marked
+with `crd_default` (so the API server never invents a value the merge would take as set). A kind served as
+upstream serves it (`CRDDefinition.nullable=False`) allows null nowhere, as upstream's CRD.
 """
 
 from __future__ import annotations
@@ -154,6 +156,8 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) 
             out["properties"] = {name: _convert(prop, defs, seen) for name, prop in value.items()}
         elif key == "items":
             out["items"] = _convert(value, defs, seen)
+        elif key == "allOf":
+            out["allOf"] = [_value_validation(item) for item in value]
         elif key == "additionalProperties":
             if value is True:
                 out["x-kubernetes-preserve-unknown-fields"] = True
@@ -168,13 +172,25 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) 
     if "properties" in out and "additionalProperties" in out:
         raise SchemaConversionError("properties and additionalProperties are mutually exclusive in a CRD")
     if "type" not in out and "x-kubernetes-int-or-string" not in out:
-        if "properties" in out or "additionalProperties" in out or out.get("x-kubernetes-preserve-unknown-fields"):
+        if "properties" in out or "additionalProperties" in out:
             out["type"] = "object"
-        else:
+        elif not out.get("x-kubernetes-preserve-unknown-fields"):  # that alone: any JSON value, kept as written
             raise SchemaConversionError(f"schema without a type: {node!r}")
     if out.get("nullable") is not True:
         out.pop("nullable", None)
     return out
+
+
+# What a structural schema allows under `allOf`: value validations only (no type, properties or defaults).
+_VALUE_VALIDATIONS: Final = frozenset(
+    ("enum", "pattern", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "multipleOf")
+)
+
+
+def _value_validation(node: dict[str, Any]) -> dict[str, Any]:
+    if not node.keys() <= _VALUE_VALIDATIONS:
+        raise SchemaConversionError(f"allOf may hold value validations only, not {sorted(node)}")
+    return copy.deepcopy(node)
 
 
 def _mirror(
@@ -363,6 +379,15 @@ _UPSTREAM_V1ALPHA1: Final[dict[type[ome.Resource], ConvertedVersion]] = {
 }
 """The v1alpha2 kinds also served at upstream's v1alpha1, converted by the webhook."""
 
+_AIM_SERVICE_TEMPLATE_COLUMNS: Final = (
+    _column("Model", "string", ".spec.modelName"),
+    _AIM_STATUS,
+    _column("Hardware", "string", ".status.hardwareSummary"),
+    _column("Metric", "string", ".status.profile.metadata.metric"),
+    _column("Precision", "string", ".status.profile.metadata.precision"),
+)
+"""Upstream's columns, in its order (it has no Age column)."""
+
 
 _AIM_V1ALPHA2_KINDS: Final[
     tuple[tuple[type[ome.Resource], Literal["Namespaced", "Cluster"], tuple[dict[str, Any], ...], tuple[str, ...]], ...]
@@ -403,6 +428,10 @@ class CRDDefinition:
     def served_versions(self) -> tuple[str, ...]:
         """Every version served, the storage version first."""
         return (*self.versions, *(v.name for v in self.converted))
+
+    nullable: bool = True
+    """Whether an optional field may hold null (omectl's own kinds). False for a kind served as upstream serves it,
+    whose CRD allows null nowhere: the API server drops a null there, and so must ours to store what it stores."""
 
     @property
     def name(self) -> str:
@@ -481,6 +510,31 @@ CRDS: Final = (
         group=aim.GROUP,
         versions=aim.TEMPLATE_CACHE_VERSIONS,
         categories=_AIM_CATEGORIES,
+        nullable=False,
+    ),
+    CRDDefinition(
+        aim.AIMServiceTemplate,
+        "AIMServiceTemplate",
+        "aimservicetemplates",
+        "Namespaced",
+        _AIM_SERVICE_TEMPLATE_COLUMNS,
+        ("aimtpl",),
+        group=aim.GROUP,
+        versions=aim.SERVICE_TEMPLATE_VERSIONS,
+        categories=_AIM_CATEGORIES,
+        nullable=False,
+    ),
+    CRDDefinition(
+        aim.AIMClusterServiceTemplate,
+        "AIMClusterServiceTemplate",
+        "aimclusterservicetemplates",
+        "Cluster",
+        _AIM_SERVICE_TEMPLATE_COLUMNS,
+        ("aimcltpl",),
+        group=aim.GROUP,
+        versions=aim.SERVICE_TEMPLATE_VERSIONS,
+        categories=_AIM_CATEGORIES,
+        nullable=False,
     ),
 )
 
@@ -527,11 +581,23 @@ def _overrides_need_not_be_complete(schema: dict[str, Any]) -> None:
                         actions.get(action, {}).pop("required", None)
 
 
+def _allow_no_null(node: Any) -> None:
+    if isinstance(node, dict):
+        node.pop("nullable", None)
+        for value in node.values():
+            _allow_no_null(value)
+    elif isinstance(node, list):
+        for value in node:
+            _allow_no_null(value)
+
+
 def build_crd(definition: CRDDefinition) -> dict[str, Any]:
     """The CustomResourceDefinition object for one kind."""
     schema = structural_schema(definition.model)
     if definition.model is ome.InferenceService:
         _overrides_need_not_be_complete(schema)
+    if not definition.nullable:
+        _allow_no_null(schema)
     names: dict[str, Any] = {
         "kind": definition.kind,
         "listKind": f"{definition.kind}List",
@@ -546,9 +612,10 @@ def build_crd(definition: CRDDefinition) -> dict[str, Any]:
         _version(version, schema, definition.printer_columns, storage=index == 0)
         for index, version in enumerate(definition.versions)
     ]
-    versions += [
-        _version(v.name, structural_schema(v.model), v.printer_columns, storage=False) for v in definition.converted
-    ]
+    for converted in definition.converted:
+        upstream = structural_schema(converted.model)
+        _allow_no_null(upstream)  # upstream's schema, whose CRDs allow null nowhere
+        versions.append(_version(converted.name, upstream, converted.printer_columns, storage=False))
     spec: dict[str, Any] = {
         "group": definition.group,
         "names": names,

@@ -3,6 +3,10 @@
 The watch-resume rule, in one place:
 - list (paged with `limit`/`continue`; resourceVersion "0" the first time, "" — a consistent read — after 410),
   then watch from the list's resourceVersion with bookmarks and a random `timeoutSeconds`;
+- the first list is cached and delivered a page at a time, as each page arrives, and `synced` is set after the last
+  one; a relist is applied whole once its last page is in (the cache readers rely on never shows half of one); a
+  list that fails part-way (a continue token expired: 410) starts again, and the objects an earlier attempt cached
+  that the new list lacks are deleted;
 - a clean end of the stream re-watches from the newest resourceVersion seen (object or bookmark);
 - 410 Expired (an ERROR event or the HTTP status) re-lists and reconciles the cache with the fresh list, so
   objects deleted meanwhile produce DELETED, changed ones MODIFIED and new ones ADDED;
@@ -21,10 +25,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
-from omectl.kube.cache import ObjectCache, object_key
+from omectl.kube.cache import ObjectCache, ObjectKey, object_key
 from omectl.kube.client import ClusterClient, KubeAPIError, KubeConnectionError
 from omectl.kube.errors import NotFound, api_error
 from omectl.kube.resources import ResourceRef
@@ -214,7 +218,7 @@ class Informer:
             while True:
                 try:
                     if need_list:
-                        await self._list_and_replace(resource_version="" if consistent_list else "0")
+                        await self._list(resource_version="" if consistent_list else "0")
                         need_list = False
                     await self._watch_once()
                     self.restarts += 1
@@ -251,7 +255,7 @@ class Informer:
             log.info("%s: not served by the cluster; treated as empty until it is", self.name)
         self.served = False
         if len(self.cache):
-            self._replace([], self.cache.resource_version, initial=False)
+            self._replace([], self.cache.resource_version)
         self.cache.complete = True
         self.synced.set()
         self._set_connected(True, notify=True)
@@ -294,36 +298,89 @@ class Informer:
             query["fieldSelector"] = self.field_selector
         return query
 
-    async def _list_pages(self, resource_version: str) -> tuple[list[dict[str, Any]], str]:
-        """All items and the list's resourceVersion (the first page's: the snapshot every page belongs to)."""
+    async def _pages(self, resource_version: str) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+        """The list, a page at a time as each arrives: (items, the list's resourceVersion). The list's resourceVersion
+        is the first page's: the snapshot every page belongs to. A continue token that expired (410) raises like any
+        list failure; `run` then lists again from the start, as after a 410 on a watch."""
         self._watch_progressed = False
         path = self.resource.path(self.namespace)
         query = {**self._selector_query(), "limit": self.page_size, "resourceVersion": resource_version or None}
-        items: list[dict[str, Any]] = []
         list_rv: str | None = None
         while True:
             page = await self.client.request("GET", path, query=query)
             meta = page.get("metadata") or {}
             if list_rv is None:
                 list_rv = str(meta.get("resourceVersion") or "")
-            items.extend(page.get("items") or [])
+            yield page.get("items") or [], list_rv
             token = meta.get("continue")
             if not token:
-                return items, list_rv
+                return
             query = {**self._selector_query(), "limit": self.page_size, "continue": token}
 
-    async def _list_and_replace(self, resource_version: str) -> None:
-        items, list_rv = await self._list_pages(resource_version)
-        self.served = True
-        initial = not self.synced.is_set()
-        if not initial:
+    async def _list(self, resource_version: str) -> None:
+        """The first list fills the cache page by page, each page's events delivered as it arrives (nobody reads a
+        cache before it is synced: `synced` is set after the last page). A relist replaces a synced cache that
+        readers rely on, so it is applied whole once its last page is in, as client-go's reflector does."""
+        if self.synced.is_set():
+            items: list[dict[str, Any]] = []
+            list_rv = ""
+            async for page, page_list_rv in self._pages(resource_version):
+                items.extend(page)
+                list_rv = page_list_rv
+            self.served = True
             self.relists += 1
-        self._replace(items, list_rv, initial=initial)
-        if initial:
+            self._replace(items, list_rv)
+        else:
+            await self._fill(resource_version)
             self.cache.complete = True
             self.synced.set()
-            log.debug("%s: synced %d objects at resourceVersion %s", self.name, len(self.cache), list_rv)
+            log.debug(
+                "%s: synced %d objects at resourceVersion %s", self.name, len(self.cache), self.cache.resource_version
+            )
         self._set_connected(True, notify=True)
+
+    async def _fill(self, resource_version: str) -> None:
+        """The first list, into a cache that may hold part of an earlier attempt (its continue token expired, or
+        the server failed mid-list): what that attempt cached and this list lacks is deleted at the end."""
+        listed: set[ObjectKey] = set()
+        list_rv = ""
+        async for page, page_list_rv in self._pages(resource_version):
+            self.served = True
+            list_rv = page_list_rv
+            for item in page:
+                listed.add(self._apply_listed(item, initial=True))
+        self._delete_unlisted(listed)
+        self.cache.resource_version = list_rv
+
+    def _replace(self, items: list[dict[str, Any]], list_rv: str) -> None:
+        """Make the synced cache equal to a full list, delivering the difference as events."""
+        listed = {self._apply_listed(item, initial=False) for item in items}
+        self._delete_unlisted(listed)
+        self.cache.resource_version = list_rv
+
+    def _apply_listed(self, item: dict[str, Any], *, initial: bool) -> ObjectKey:
+        """Cache one listed object and deliver what changed (nothing when the cache holds it at that version)."""
+        cache = self.cache
+        obj = self._normalise(item)
+        key = object_key(obj)
+        old = cache.get(*key)
+        if old is not None:
+            if old["metadata"].get("resourceVersion") == obj["metadata"].get("resourceVersion"):
+                return key
+            if old["metadata"].get("uid") != obj["metadata"].get("uid"):
+                # deleted and re-created under the same name while we were away
+                cache.delete(*key)
+                self._dispatch(DELETED, old, old, False)
+                old = None
+        cache.upsert(obj)
+        self._dispatch(MODIFIED if old is not None else ADDED, obj, old, initial)
+        return key
+
+    def _delete_unlisted(self, listed: set[ObjectKey]) -> None:
+        for key in [k for k in self.cache.object_keys() if k not in listed]:
+            gone = self.cache.delete(*key)
+            if gone is not None:
+                self._dispatch(DELETED, gone, gone, False)
 
     def _normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
         # List items of built-in kinds come without apiVersion/kind; watch objects carry them. Keep them uniform.
@@ -332,31 +389,6 @@ class Informer:
         if "kind" not in obj:
             obj["kind"] = self.resource.kind
         return self.transform(obj)
-
-    def _replace(self, items: list[dict[str, Any]], list_rv: str, *, initial: bool) -> None:
-        """Make the cache equal to a full list, delivering the difference as events."""
-        cache = self.cache
-        listed: set[tuple[str, str]] = set()
-        for item in items:
-            obj = self._normalise(item)
-            key = object_key(obj)
-            listed.add(key)
-            old = cache.get(*key)
-            if old is not None:
-                if old["metadata"].get("resourceVersion") == obj["metadata"].get("resourceVersion"):
-                    continue
-                if old["metadata"].get("uid") != obj["metadata"].get("uid"):
-                    # deleted and re-created under the same name while we were away
-                    cache.delete(*key)
-                    self._dispatch(DELETED, old, old, False)
-                    old = None
-            cache.upsert(obj)
-            self._dispatch(MODIFIED if old is not None else ADDED, obj, old, initial)
-        for key in [k for k in cache.object_keys() if k not in listed]:
-            gone = cache.delete(*key)
-            if gone is not None:
-                self._dispatch(DELETED, gone, gone, False)
-        cache.resource_version = list_rv
 
     # --- watch -------------------------------------------------------------------------------------------
 

@@ -118,6 +118,8 @@ def test_generator_knows_the_aim_crds_by_file_name() -> None:
         "aim.eai.amd.com_aimartifacts.yaml",
         "aim.eai.amd.com_aimclustermodelsources.yaml",
         "aim.eai.amd.com_aimtemplatecaches.yaml",
+        "aim.eai.amd.com_aimservicetemplates.yaml",
+        "aim.eai.amd.com_aimclusterservicetemplates.yaml",
     ]
     assert {p.name for p in CRD_DIR.glob("*.yaml")} == {d.file_name for d in crdgen.CRDS}
 
@@ -180,6 +182,18 @@ def test_the_two_config_kinds_share_one_schema() -> None:
 UNLAYERED_DEFAULTS: dict[tuple[str, str], str] = {
     ("AIMTemplateCache", ".spec.mode"): "upstream's default (Shared); a cache's mode is no runtime-config layer",
     ("AIMTemplateCache", ".spec.imagePullSecrets[*].name"): "Kubernetes' own LocalObjectReference default",
+    ("AIMTemplateCache", ".status.status"): "upstream's default (Pending) of a status nothing of ours writes yet",
+    **{
+        (kind, path): why
+        for kind in ("AIMServiceTemplate", "AIMClusterServiceTemplate")
+        for path, why in (
+            (".spec.hardware.gpu.resourceName", "upstream's default (amd.com/gpu); hardware is no config layer"),
+            (".spec.imagePullSecrets[*].name", "Kubernetes' own LocalObjectReference default"),
+            (".status.status", "upstream's default (Pending) of a status nothing of ours writes yet"),
+            (".status.resolvedHardware.gpu.resourceName", "upstream's default, as on spec.hardware"),
+        )
+    },
+    ("AIMServiceTemplate", ".spec.caching.enabled"): "upstream's default (false); a template's caching is no layer",
 }
 """Schema defaults on fields no runtime-config layering reads, and why they are there."""
 

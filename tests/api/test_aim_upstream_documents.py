@@ -1,15 +1,17 @@
 """Upstream AIM Engine's own documents and schema parts (tests/fixtures/upstream/aim, commit in its SOURCE) against
-ours: its Helm values example read by our typed models without losing a field (they drop unknown fields, so a field
-upstream has and ours lacks would vanish), and its gatewayRef constraints on every gatewayRef of ours."""
+ours: its Helm values example and its legacy kinds (samples and e2e documents, status included) read by our
+typed models without losing a field (they drop unknown fields, so a field upstream has and ours lacks would vanish),
+and its gatewayRef constraints on every gatewayRef of ours."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from omectl.api import aim, crdgen
+from omectl.api import aim, crdgen, ome
 from tests.api.test_crds import schema_nodes
 from tests.api.test_upstream_aim_crds import compared, upstream_crds, v1alpha1_spec
 
@@ -49,3 +51,39 @@ def test_every_gateway_ref_of_ours_carries_upstreams_gateway_api_constraints() -
 
 def _without_default(found: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in found.items() if k != "default"}
+
+
+LEGACY_MODELS: dict[str, type[ome.Resource]] = {
+    "AIMTemplateCache": aim.AIMTemplateCache,
+    "AIMServiceTemplate": aim.AIMServiceTemplate,
+    "AIMClusterServiceTemplate": aim.AIMClusterServiceTemplate,
+}
+
+
+def upstream_legacy_documents() -> list[tuple[str, dict[str, Any]]]:
+    """Every document of upstream's legacy kinds (template caches, service templates) in its pinned samples and e2e
+    tests, with the file it came from."""
+    found = []
+    for path in sorted(UPSTREAM.rglob("*.yaml")):
+        if "crd" in path.parts:
+            continue
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") in LEGACY_MODELS:
+                found.append((str(path.relative_to(UPSTREAM)), doc))
+    return found
+
+
+def test_upstreams_legacy_documents_are_pinned() -> None:
+    documents = upstream_legacy_documents()
+    assert {doc["kind"] for _, doc in documents} == set(LEGACY_MODELS)
+    assert len({path for path, _ in documents}) == 39, "3 samples and 36 e2e files"
+    assert sum(1 for _, doc in documents if "status" in doc) == 12, "the frozen templates, status included"
+
+
+@pytest.mark.parametrize(("path", "doc"), upstream_legacy_documents(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_upstream_legacy_document_is_read_by_our_models_without_losing_a_field(
+    path: str, doc: dict[str, Any]
+) -> None:
+    """Spec and status: the typed models drop what they do not know, so a field of upstream's that ours lacked would
+    be gone."""
+    assert LEGACY_MODELS[doc["kind"]].model_validate(doc).to_dict() == doc

@@ -19,6 +19,7 @@ import pytest
 from benchmarks import (
     cel_rules,
     cli_startup,
+    cold_list,
     engine_rollout,
     fleet_convergence,
     fleet_scale,
@@ -162,34 +163,74 @@ def assert_rollout_phases(phases: dict[str, Any], isvcs: int) -> None:
             assert (baseline["inference_services"], baseline["requests"]) == (isvcs, requests * isvcs), baseline
 
 
-def test_fleet_scale_quick_run_reports_every_figure_as_a_positive_number_draws_the_plot_and_leaves_the_readme(
+def test_fleet_scale_quick_run_reports_every_figure_beside_the_same_writes_and_the_kopf_peer_and_leaves_the_readme(
     tmp_path: Path,
 ) -> None:
     readme_before = fleet_scale.README.read_text() if fleet_scale.README.exists() else None
-    results = run_quick("benchmarks.fleet_scale", tmp_path / "scale.json", timeout=240)
+    results = run_quick("benchmarks.fleet_scale", tmp_path / "scale.json", timeout=600)
 
     assert_every_figure_positive(
         results, fleet_scale.all_figures(fleet_scale.QUICK), fleet_scale.targets_of(fleet_scale.QUICK)
     )
+    assert_within_spread(results, 3)
     assert results["sizes"]["fleets"] == [1, 2]
     for clusters in (1, 2):
         phases = results["phases"][f"{clusters}_clusters"]
-        assert not phases["cold_start"]["deadline_hit"] and not phases["edit"]["deadline_hit"]
-        assert phases["raw"]["errors"] == 0 and phases["latency"]["errors"] == 0
-        assert phases["latency"]["samples"] > 0
-        for who in ("omectl", "kopf"):
-            steps = phases[f"runtime_convergence_{who}"]
-            assert not steps["delete"]["deadline_hit"] and not steps["recreate"]["deadline_hit"], who
-        assert phases["kopf"]["processes"] == clusters
         isvcs = clusters * fleet_scale.QUICK.isvcs_per_cluster
-        assert phases["cold_start"]["reconcile_errors"] == 0
-        assert phases["raw"]["writes"] == isvcs  # one PUT per engine Deployment
-        # the profile edit: every engine Deployment applied once and every InferenceService's status written once
-        writes = phases["edit"]["api_writes_by_request"]
-        assert (writes["PATCH deployments"], writes["PUT inferenceservices"]) == (isvcs, isvcs), writes
-        assert writes["PATCH clusterservingruntimes"] == clusters  # the edit itself, once per cluster
+        assert phases["kopf"]["processes"] == clusters
+        for i in (1, 2, 3):
+            cold = phases[f"cold_start_{i}"]  # each cold start on a fleet whose rendered objects were undone
+            assert not cold["deadline_hit"] and cold["reconcile_errors"] == 0, cold
+            assert not phases[f"edit_{i}"]["deadline_hit"]
+            # each profile edit: every engine Deployment applied once, every status written once, the edit itself
+            writes = phases[f"edit_{i}"]["api_writes_by_request"]
+            assert (writes["PATCH deployments"], writes["PUT inferenceservices"]) == (isvcs, isvcs), writes
+            assert writes["PATCH clusterservingruntimes"] == clusters
+            assert phases[f"latency_{i}"]["errors"] == 0 and phases[f"latency_{i}"]["samples"] > 0
+            for who in ("omectl", "kopf"):
+                steps = phases[f"runtime_convergence_{who}_{i}"]
+                assert not steps["delete"]["deadline_hit"] and not steps["recreate"]["deadline_hit"], who
+            # the kopf peer's cold start renders every engine, its profile edit applies each once, and writes statuses
+            kopf_cold = phases[f"kopf_cold_start_{i}"]
+            assert not kopf_cold["deadline_hit"] and kopf_cold["reconcile_errors"] == 0, kopf_cold
+            assert kopf_cold["failures"] == {} and kopf_cold["applies"] == 2 * isvcs, kopf_cold
+            assert not phases[f"kopf_edit_{i}"]["deadline_hit"]
+            writes = phases[f"kopf_edit_{i}"]["api_writes_by_request"]
+            assert writes["PATCH deployments"] == isvcs and writes["PUT inferenceservices"] >= isvcs, writes
+            # the baselines make the controller's writes per InferenceService: 2 applies + status, apply + status
+            for kind, requests in (("render", 3), ("edit", 2)):
+                baseline = phases[f"same_writes_{kind}_{i}"]
+                assert baseline["errors"] == 0, baseline
+                assert (baseline["inference_services"], baseline["requests"]) == (isvcs, requests * isvcs), baseline
+        for figures in phases["rounds"]:  # each ratio from the controller's round and the baseline's same round
+            cold = figures["cold_isvcs_per_s"] / figures["same_writes_render_per_s"]
+            edit = figures["edit_isvcs_per_s"] / figures["same_writes_edit_per_s"]
+            assert figures["cold_vs_same_writes"] == pytest.approx(cold, rel=0.01, abs=0.002)
+            assert figures["edit_vs_same_writes"] == pytest.approx(edit, rel=0.01, abs=0.002)
+            for name in fleet_scale.KOPF_COUNTERPARTS:  # and from omectl's and the kopf peer's same round
+                ratio = figures[name] / figures[f"kopf_{name}"]
+                assert figures[f"{name}_omectl_over_kopf"] == pytest.approx(ratio, rel=0.01, abs=0.002), name
+            # the lowest ratio reachable: the same round's same writes' time over the peer's
+            floor = isvcs / figures["same_writes_render_per_s"] / figures["kopf_cold_reconciled_s"]
+            assert figures["cold_reconciled_s_floor_over_kopf"] == pytest.approx(floor, rel=0.01, abs=0.002)
     assert (tmp_path / "scale.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # drawn beside --out
     assert (fleet_scale.README.read_text() if fleet_scale.README.exists() else None) == readme_before
+
+
+def test_cold_list_quick_run_reports_every_figure_and_a_paged_first_list_holds_less_than_a_collected_one(
+    tmp_path: Path,
+) -> None:
+    readme_before = cold_list.README.read_text() if cold_list.README.exists() else None
+    results = run_quick("benchmarks.cold_list", tmp_path / "cold_list.json", timeout=300)
+
+    sizes = cold_list.QUICK_SIZES
+    assert_every_figure_positive(results, cold_list.figures_of(sizes), cold_list.targets_of(sizes))
+    assert_within_spread(results, 3)
+    assert results["details"]["sizes"] == list(sizes)
+    largest = max(sizes)  # several pages of 500: the paged list holds about one page beyond the cache, not them all
+    figures = results["figures"]
+    assert figures[f"list_held_kib_{largest}"] < 0.75 * figures[f"collected_list_held_kib_{largest}"], figures
+    assert (cold_list.README.read_text() if cold_list.README.exists() else None) == readme_before
 
 
 def test_cli_startup_quick_run_reports_every_figure_and_leaves_the_readme(tmp_path: Path) -> None:

@@ -593,6 +593,25 @@ async def test_a_cluster_at_its_bound_waits_while_another_cluster_is_served() ->
     assert a1.key == key("a1", cluster="a")
 
 
+async def test_a_held_cluster_gathers_its_keys_deduplicated_and_hands_none_out_until_released() -> None:
+    queue = new_queue()
+    queue.hold("listing")
+    for name in ("r0", "r1", "r0"):  # its initial list, a page at a time
+        queue.add(key(name, cluster="listing"), lane=Lane.RESYNC)
+    queue.add(key("edit", cluster="listing"), lane=Lane.EDIT)  # a live edit while it lists
+    queue.add(key("other", cluster="synced"), lane=Lane.RESYNC)
+    waiting = asyncio.ensure_future(queue.get())
+    assert (await asyncio.wait_for(waiting, 1.0)).key == key("other", cluster="synced")  # others are served
+    held = asyncio.ensure_future(queue.get())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not held.done() and queue.is_held("listing")
+    assert queue.depth("listing") == 3 and queue.lane_depths() == {"EDIT": 1, "FANOUT": 0, "RESYNC": 2}
+    queue.release("listing")
+    taken = [(await asyncio.wait_for(held, 1.0)).key.name, (await take(queue)).key.name, (await take(queue)).key.name]
+    assert taken == ["edit", "r0", "r1"]  # the live edit first, then the initial list in its order
+
+
 def test_the_per_cluster_bound_is_at_least_one_and_at_most_the_queue_bound() -> None:
     with pytest.raises(ValueError, match="max_per_cluster"):
         WorkQueue(max_concurrency=4, max_per_cluster=0)

@@ -1,4 +1,5 @@
-"""An InferenceService's readiness from its workloads: component conditions, Ready, URLs and revisions."""
+"""An InferenceService's readiness from its workloads: component conditions, Ready, URLs and revisions; the status
+the engine reconciler writes from it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from omectl.core.ome.engine_status import readiness, service_url
+from omectl.core.ome.engine_status import desired_isvc_status, drift_condition, readiness, service_url
 
 
 def workload(kind: str, name: str, component: str, revision: str = "rt-abc") -> dict[str, Any]:
@@ -131,3 +132,29 @@ def test_a_false_component_wins_over_an_initializing_one_in_ready() -> None:
     ready = readiness(rendered, lambda kind, name: reported(states[name]) if states[name] else None)
     assert by_type(ready.conditions)["Ready"]["status"] == "False"
     assert by_type(ready.conditions)["Ready"]["reason"] == "DecoderNotReady"
+
+
+def test_the_desired_status_keeps_an_unchanged_conditions_time_and_stamps_a_changed_one() -> None:
+    rendered = [workload("Deployment", "svc-engine", "engine"), service("svc-engine", "engine")]
+    ready = readiness(rendered, lambda kind, name: reported("True"))
+    runtime = {"name": "rt", "kind": "ServingRuntime", "chain": ["rt"], "revision": "rt-abc", "hash": "abc"}
+    drift = drift_condition("False", "AutoSync", "the workload follows the live runtime")
+    isvc: dict[str, Any] = {"metadata": {"name": "svc", "generation": 3}, "status": {"conditions": [{"type": "Other"}]}}
+
+    first = desired_isvc_status(isvc, runtime, drift, ready, "2026-01-01T00:00:00Z")
+    assert first is not None
+    assert first["observedGeneration"] == 3 and first["runtime"] == runtime
+    assert first["url"] == service_url("svc-engine", "ns")
+    assert [c["type"] for c in first["conditions"]] == ["Other", "EngineReady", "Ready", "RuntimeDrifted"]
+    assert {c.get("lastTransitionTime") for c in first["conditions"][1:]} == {"2026-01-01T00:00:00Z"}
+    assert desired_isvc_status({**isvc, "status": first}, runtime, drift, ready, "later") is None  # unchanged
+
+    down = readiness(rendered, lambda kind, name: reported("False", message="0/1 nodes are available"))
+    second = desired_isvc_status({**isvc, "status": first}, runtime, drift, down, "2026-01-02T00:00:00Z")
+    assert second is not None
+    times = {c["type"]: c["lastTransitionTime"] for c in second["conditions"][1:]}
+    assert times == {
+        "EngineReady": "2026-01-02T00:00:00Z",
+        "Ready": "2026-01-02T00:00:00Z",
+        "RuntimeDrifted": "2026-01-01T00:00:00Z",
+    }

@@ -1,6 +1,8 @@
 """What upstream AIM Engine's own YAML found (issue 18's defects), through the real kubectl on one simulated cluster
 with the controller running: upstream's Helm values example, its kubebuilder scaffolds (a model or service with no
-spec), Gateway API patterns on a gatewayRef, the reconciliation-paused annotation and the AIM_ENGINE_ARGS merge.
+spec), Gateway API patterns on a gatewayRef, the reconciliation-paused annotation and the AIM_ENGINE_ARGS merge; and
+upstream's legacy kinds served at v1alpha1 (AIMTemplateCache, AIMServiceTemplate, AIMClusterServiceTemplate): its
+samples and e2e documents stored as its CRDs store them, its CEL rules and enums refused with kube-apiserver's words.
 
 Upstream's documents are pinned under tests/fixtures/upstream/aim (commit in its SOURCE and in each rendered file's
 header). A kind we serve only at v1alpha2 gets upstream's v1alpha1 document at that version, otherwise unchanged.
@@ -52,6 +54,21 @@ class Env:
             assert "NotFound" in proc.stderr, proc.stderr
             return None
         return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+    def patch_status(self, kind: str, name: str, namespace: str | None, status: dict[str, Any]) -> None:
+        """Write a status as upstream's e2e tests write a frozen one (its hack/apply-with-status.sh): a merge patch
+        of the status subresource."""
+        where = ["-n", namespace] if namespace else []
+        self.k(
+            "patch",
+            kind.lower(),
+            name,
+            *where,
+            "--type=merge",
+            "--subresource=status",
+            "-p",
+            json.dumps({"status": status}),
+        )
 
     def status(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         return (self.get(resource, name, namespace) or {}).get("status") or {}
@@ -412,20 +429,89 @@ def test_engine_args_of_the_cluster_config_namespace_config_and_service_deep_mer
     until(lambda: engine_args_of_the_inference_service() == want, f"AIM_ENGINE_ARGS {want}")
 
 
-# --- AIMTemplateCache: upstream's legacy kind, served at v1alpha1 (not yet reconciled) ------------------------
+# --- upstream's legacy kinds, served at v1alpha1 (not yet reconciled): its samples and e2e YAML ----------------
+
+LEGACY_KINDS = ("AIMTemplateCache", "AIMServiceTemplate", "AIMClusterServiceTemplate")
+TEMPLATE_KINDS = LEGACY_KINDS[1:]
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def test_upstreams_template_cache_sample_applies_at_v1alpha1_and_is_stored_as_upstream_would(env: Env) -> None:
-    """The scaffold's empty `spec:` is null, which kube-apiserver prunes from a non-nullable field: stored with no
-    spec, everything else as written."""
-    doc = upstream_doc("config/samples/aim_v1alpha1_aimtemplatecache.yaml")
-    assert (doc["apiVersion"], doc["spec"]) == (V1, None)
-    env.apply(namespace("legacy-cache"))
-    env.k("apply", "-n", "legacy-cache", "-f", "-", stdin=yaml.safe_dump(doc))
-    stored = env.get("aimtemplatecaches", doc["metadata"]["name"], "legacy-cache")
-    assert stored is not None
-    assert stored["apiVersion"] == V1 and "spec" not in stored
-    assert stored["metadata"]["labels"] == doc["metadata"]["labels"]
+def upstream_legacy_files() -> list[str]:
+    """Upstream's pinned samples and e2e files holding its legacy kinds, relative to the fixtures."""
+    return sorted(
+        str(path.relative_to(UPSTREAM))
+        for path in UPSTREAM.rglob("*.yaml")
+        if "crd" not in path.parts
+        and any(doc and doc.get("kind") in LEGACY_KINDS for doc in yaml.safe_load_all(path.read_text()))
+    )
+
+
+def upstream_schema(kind: str) -> dict[str, Any]:
+    """The openAPIV3Schema of upstream's pinned CRD of `kind`."""
+    path = UPSTREAM / "config" / "crd" / "bases" / f"aim.eai.amd.com_{kind.lower()}s.yaml"
+    crd = yaml.safe_load(path.read_text())
+    (version,) = crd["spec"]["versions"]
+    return version["schema"]["openAPIV3Schema"]  # type: ignore[no-any-return]
+
+
+def stored_by_upstreams_crd(value: Any, schema: dict[str, Any]) -> Any:
+    """`value` as kube-apiserver stores it under upstream's schema: a null of a non-nullable field dropped, absent
+    fields with a schema default filled in (objects under x-kubernetes-preserve-unknown-fields kept as written). A
+    field upstream's schema lacks raises KeyError: it would be pruned, and no upstream document has one."""
+    if isinstance(value, list):
+        return [stored_by_upstreams_crd(item, schema["items"]) for item in value]
+    if not isinstance(value, dict) or "properties" not in schema:
+        return value
+    properties = schema["properties"]
+    stored = {key: stored_by_upstreams_crd(item, properties[key]) for key, item in value.items() if item is not None}
+    for key, field in properties.items():
+        if key not in stored and "default" in field:
+            stored[key] = field["default"]
+    return stored
+
+
+@pytest.mark.parametrize("path", upstream_legacy_files())
+def test_upstreams_legacy_yaml_applies_and_is_stored_as_upstreams_crd_stores_it(env: Env, path: str) -> None:
+    """Applied as upstream's e2e tests apply it: `kubectl apply -f FILE`, then a document's status (a frozen
+    dependency) patched onto the status subresource. Stored: the document with upstream's schema defaults (a
+    cache's mode, a GPU's resourceName, caching.enabled; a scaffold's null `spec:` dropped), its labels and
+    annotations."""
+    ns = f"legacy-{upstream_legacy_files().index(path)}"
+    env.apply(namespace(ns))
+    docs = [doc for doc in yaml.safe_load_all((UPSTREAM / path).read_text()) if doc]
+    assert {doc["kind"] for doc in docs} <= set(LEGACY_KINDS) and all(d["apiVersion"] == V1 for d in docs)
+    env.k("apply", "-n", ns, "-f", str(UPSTREAM / path))
+    for doc in docs:
+        if "status" in doc:
+            env.patch_status(doc["kind"], doc["metadata"]["name"], ns, doc["status"])
+    listed = json.loads(env.k("get", "-n", ns, "-f", str(UPSTREAM / path), "-o", "json"))
+    stored_docs = listed["items"] if listed["kind"] == "List" else [listed]
+    assert len(stored_docs) == len(docs)
+    for doc, stored in zip(docs, stored_docs, strict=True):
+        schema = upstream_schema(doc["kind"])
+        expected = stored_by_upstreams_crd({k: doc.get(k) for k in ("spec", "status")}, schema)
+        assert {k: stored.get(k) for k in ("spec", "status") if k in stored} == expected, doc["metadata"]["name"]
+        annotations = {k: v for k, v in (stored["metadata"].get("annotations") or {}).items() if k != LAST_APPLIED}
+        assert annotations == (doc["metadata"].get("annotations") or {})
+        assert stored["metadata"].get("labels") == doc["metadata"].get("labels")
+
+
+def test_the_stored_form_expected_above_carries_upstreams_defaults() -> None:
+    """The expectation of the test above is no copy of the document: upstream's schema defaults are in it, and a
+    null `spec:` is not."""
+    doc = upstream_doc("tests/e2e/aimservice/frozen/env-propagation-to-cache/template.yaml")
+    expected = stored_by_upstreams_crd(doc["spec"], upstream_schema("AIMServiceTemplate")["properties"]["spec"])
+    assert expected["hardware"]["gpu"]["resourceName"] == "amd.com/gpu"
+    assert expected["caching"]["enabled"] is False and doc["spec"]["caching"]["enabled"] is False
+    assert "resourceName" not in doc["spec"]["hardware"]["gpu"]
+    cache = upstream_doc("tests/e2e/aimtemplatecache/happy-path-namespace/template-cache.yaml")
+    assert "mode" not in cache["spec"]
+    assert stored_by_upstreams_crd(cache, upstream_schema("AIMTemplateCache"))["spec"]["mode"] == "Shared"
+    scaffold = upstream_doc("config/samples/aim_v1alpha1_aimtemplatecache.yaml")
+    assert stored_by_upstreams_crd({"spec": scaffold["spec"]}, upstream_schema("AIMTemplateCache")) == {}
+
+
+# --- AIMTemplateCache -------------------------------------------------------------------------------------------
 
 
 def test_a_template_cache_gets_upstreams_default_mode_and_its_patterns(env: Env) -> None:
@@ -448,3 +534,186 @@ def test_a_template_cache_gets_upstreams_default_mode_and_its_patterns(env: Env)
     )
     assert refused.returncode != 0
     assert "spec.modelSources[0].modelId" in refused.stderr and "spec.modelSources[0].sourceUri" in refused.stderr
+
+
+def test_a_template_caches_status_is_stored_as_upstreams_controller_writes_it(env: Env) -> None:
+    """Nothing of ours writes a template cache's status yet; upstream's shape is kept whole (artifacts by model, a
+    Merged runtime config, metav1 conditions) and `status` defaults to Pending, as upstream's CRD has it."""
+    ns = "legacy-cache-3"
+    env.apply(namespace(ns))
+    spec = {"templateName": "qwen-mi300x", "templateScope": "Namespace"}
+    env.apply({"apiVersion": V1, "kind": "AIMTemplateCache", "metadata": {"name": "tc", "namespace": ns}, "spec": spec})
+    artifact = {"uid": "0c5d", "name": "tc-qwen", "model": "Qwen/Qwen3-32B", "status": "Ready", "mountPoint": "/cache"}
+    status = {
+        "artifacts": {"Qwen/Qwen3-32B": artifact},
+        "resolvedRuntimeConfig": {"name": "default", "namespace": ns, "scope": "Merged", "kind": "AIMRuntimeConfig"},
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "AllComponentsReady",
+                "message": "All components are ready",
+                "lastTransitionTime": "2024-01-01T00:00:00Z",
+            }
+        ],
+    }
+    env.patch_status("AIMTemplateCache", "tc", ns, status)
+    stored = env.get("aimtemplatecaches", "tc", ns)
+    assert stored is not None and stored["status"] == {**status, "status": "Pending"}
+
+
+# --- AIMServiceTemplate / AIMClusterServiceTemplate ----------------------------------------------------------
+
+
+def template(kind: str, name: str, **spec: Any) -> dict[str, Any]:
+    meta = {"name": name, **({"namespace": "templates"} if kind == "AIMServiceTemplate" else {})}
+    return {"apiVersion": V1, "kind": kind, "metadata": meta, "spec": {"modelName": "qwen", **spec}}
+
+
+def refused(env: Env, *args: str, stdin: str | None = None) -> str:
+    proc = env.run(*args, stdin=stdin)
+    assert proc.returncode == 1, proc.stdout
+    return proc.stderr  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("kind", TEMPLATE_KINDS)
+def test_a_templates_model_name_metric_precision_and_hardware_cannot_change(env: Env, kind: str) -> None:
+    """Upstream's transition rules, refused with their messages as kube-apiserver words a CEL failure; a field that
+    was absent may still be set once (a transition rule runs only where an old value exists)."""
+    env.apply(namespace("templates"))
+    name = "frozen-fields"
+    doc = template(kind, name, precision="fp8", hardware={"gpu": {"model": "MI300X", "requests": 1}})
+    env.apply(doc)
+    where = ["-n", "templates"] if kind == "AIMServiceTemplate" else []
+    header = f'The {kind} "{name}" is invalid: '
+
+    def patch(**spec: Any) -> list[str]:
+        return ["patch", kind.lower(), name, *where, "--type=merge", "-p", json.dumps({"spec": spec})]
+
+    env.k(*patch(metric="latency"))  # absent until now
+    for field, value, kind_of_value, message in (
+        ("modelName", "llama", "string", "model name is immutable"),
+        ("metric", "throughput", "string", "metric is immutable"),
+        ("precision", "bf16", "string", "precision is immutable"),
+        ("hardware", {"gpu": {"model": "MI300X", "requests": 2}}, "object", "hardware is immutable"),
+    ):
+        stderr = refused(env, *patch(**{field: value}))
+        assert stderr == f'{header}spec.{field}: Invalid value: "{kind_of_value}": {message}\n'
+    # several at once: one cause each (kube-apiserver walks a map of fields, so their order is not fixed)
+    stderr = refused(
+        env, *patch(modelName="llama", metric="throughput", precision="bf16", hardware={"cpu": {"requests": 1}})
+    )
+    first, *causes = stderr.splitlines()
+    assert first == header and sorted(causes) == [
+        '* spec.hardware: Invalid value: "object": hardware is immutable',
+        '* spec.metric: Invalid value: "string": metric is immutable',
+        '* spec.modelName: Invalid value: "string": model name is immutable',
+        '* spec.precision: Invalid value: "string": precision is immutable',
+    ]
+    stored = env.get(f"{kind.lower()}s", name, "templates" if where else None)
+    assert stored is not None
+    assert stored["spec"] == {
+        "modelName": "qwen",
+        "metric": "latency",
+        "precision": "fp8",
+        "hardware": {"gpu": {"model": "MI300X", "requests": 1, "resourceName": "amd.com/gpu"}},
+    }
+
+
+@pytest.mark.parametrize("kind", TEMPLATE_KINDS)
+def test_a_templates_nulls_are_dropped_as_upstreams_crd_drops_them(env: Env, kind: str) -> None:
+    """Upstream's CRD allows null nowhere, so kube-apiserver drops a null field instead of storing it (and of
+    checking it against the enum or running a rule on it); ours too. `kubectl create` sends the nulls as written."""
+    env.apply(namespace("templates"))
+    doc = template(kind, "nulls", metric=None, precision=None, hardware={"gpu": {"model": None, "requests": 1}})
+    env.k("create", "-f", "-", stdin=json.dumps(doc))
+    stored = env.get(f"{kind.lower()}s", "nulls", "templates" if kind == "AIMServiceTemplate" else None)
+    assert stored is not None
+    assert stored["spec"] == {"modelName": "qwen", "hardware": {"gpu": {"requests": 1, "resourceName": "amd.com/gpu"}}}
+
+
+@pytest.mark.parametrize("kind", TEMPLATE_KINDS)
+def test_a_templates_hardware_needs_a_gpu_or_a_cpu_and_a_gpu_model_or_a_minimum_vram(env: Env, kind: str) -> None:
+    env.apply(namespace("templates"))
+    stderr = refused(env, "apply", "-f", "-", stdin=json.dumps(template(kind, "no-hardware", hardware={})))
+    assert stderr == (
+        f'The {kind} "no-hardware" is invalid: spec.hardware: Invalid value: "object": at least one of gpu or cpu '
+        "must be specified\n"
+    )
+    both = template(kind, "both", hardware={"gpu": {"model": "MI300X", "minVram": "64Gi"}})
+    stderr = refused(env, "apply", "-f", "-", stdin=json.dumps(both))
+    assert stderr == (
+        f'The {kind} "both" is invalid: spec.hardware.gpu: Invalid value: "object": model and minVram are mutually '
+        "exclusive; specify either a specific GPU model OR a minimum VRAM requirement, not both\n"
+    )
+    stderr = refused(env, "apply", "-f", "-", stdin=json.dumps(template(kind, "cpu", hardware={"cpu": {"limits": 2}})))
+    assert stderr == (
+        f'The {kind} "cpu" is invalid: \n* spec.hardware.cpu.requests: Required value\n* <nil>: Invalid value: null: '
+        "some validation rules were not checked because the object was invalid; correct the existing errors to "
+        "complete validation\n"
+    )
+    # an empty GPU model names no model, so a minimum VRAM may go with it (upstream's rule counts a non-empty one)
+    env.apply(template(kind, "vram", hardware={"gpu": {"model": "", "minVram": "64Gi"}}))
+    env.apply(template(kind, "cpu-only", hardware={"cpu": {"requests": "500m", "limits": 2}}))
+    stored = env.get(f"{kind.lower()}s", "cpu-only", "templates" if kind == "AIMServiceTemplate" else None)
+    assert stored is not None and stored["spec"]["hardware"] == {"cpu": {"requests": "500m", "limits": 2}}
+
+
+@pytest.mark.parametrize("kind", TEMPLATE_KINDS)
+def test_a_templates_enums_are_upstreams_and_refused_as_its_crd_refuses_them(env: Env, kind: str) -> None:
+    """Upstream's CRD writes each enum twice under allOf (the Go type's and the field's); kube-apiserver refuses a
+    value outside it for the enum and for the allOf, and then runs no CEL rule."""
+    env.apply(namespace("templates"))
+    stderr = refused(env, "apply", "-f", "-", stdin=json.dumps(template(kind, "fast", metric="fast")))
+    assert stderr == (
+        f'The {kind} "fast" is invalid: \n'
+        '* spec.metric: Unsupported value: "fast": supported values: "latency", "throughput"\n'
+        '* <nil>: Invalid value: "": "spec.metric" must validate all the schemas (allOf). None validated\n'
+        "* <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; "
+        "correct the existing errors to complete validation\n"
+    )
+    stderr = refused(env, "apply", "-f", "-", stdin=json.dumps(template(kind, "odd", precision="fp64", type="best")))
+    first, *causes = stderr.splitlines()
+    assert first == f'The {kind} "odd" is invalid: '
+    assert sorted(causes) == [
+        '* <nil>: Invalid value: "": "spec.precision" must validate all the schemas (allOf). None validated',
+        '* <nil>: Invalid value: "": "spec.type" must validate all the schemas (allOf). None validated',
+        "* <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; "
+        "correct the existing errors to complete validation",
+        '* spec.precision: Unsupported value: "fp64": supported values: "auto", "fp4", "fp8", "fp16", "fp32", '
+        '"bf16", "int4", "int8"',
+        '* spec.type: Unsupported value: "best": supported values: "optimized", "preview", "unoptimized"',
+    ]
+    env.apply(template(kind, "every-enum", metric="throughput", precision="bf16", type="preview"))
+
+
+@pytest.mark.parametrize("kind", TEMPLATE_KINDS)
+def test_a_templates_status_gets_upstreams_default_and_keeps_the_discovery_output_as_written(
+    env: Env, kind: str
+) -> None:
+    """Nothing of ours writes a template's status; whatever does gets upstream's schema: `status` defaults to
+    Pending, and the profile's engine_args and originalDiscoveryOutput hold any JSON value."""
+    env.apply(namespace("templates"))
+    name = "status-writer"
+    env.apply(template(kind, name))
+    where = ["-n", "templates"] if kind == "AIMServiceTemplate" else []
+    profile = {"engine_args": ["--max-model-len", 8192], "env_vars": {"A": "1"}, "originalDiscoveryOutput": "raw"}
+    status = {"hardwareSummary": "1 x MI300X", "profile": profile}
+    env.patch_status(kind, name, "templates" if where else None, status)
+    stored = env.get(f"{kind.lower()}s", name, "templates" if where else None)
+    assert stored is not None and stored["status"] == {**status, "status": "Pending"}
+    table = env.k("get", "aimtpl" if kind == "AIMServiceTemplate" else "aimcltpl", name, *where)
+    assert table.split() == [
+        "NAME",
+        "MODEL",
+        "STATUS",
+        "HARDWARE",
+        "METRIC",
+        "PRECISION",
+        name,
+        "qwen",
+        "Pending",
+        "1",
+        "x",
+        "MI300X",
+    ]

@@ -499,6 +499,17 @@ SCENARIOS = [
         ),
     ),
     Scenario(
+        "crd-null-values",
+        "nulls in a custom resource: dropped where the schema allows none and has no default (even with an enum), "
+        "defaulted where it has one, kept under x-kubernetes-preserve-unknown-fields; on create and after a patch",
+        (
+            step("create", "-f", "-", input=dump(widget("nulls", size=None, color=None, mode=None, extra={"k": None}))),
+            step("get", "widget", "nulls", "-o", "json", json=True),
+            step("patch", "widget", "nulls", "--type=json", "-p", '[{"op":"add","path":"/spec/color","value":null}]'),
+            step("get", "widget", "nulls", "-o", "json", json=True),
+        ),
+    ),
+    Scenario(
         "cel-rule-denial",
         "CRD validation rules (x-kubernetes-validations): passing and failing objects, messageExpression, fieldPath "
         "and reason, list items, an evaluation error, a type error, and a transition rule on update",

@@ -16,6 +16,7 @@ from omectl.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS
 from omectl.kube.transforms import LAST_APPLIED, metadata_and_status
 from omectl.sim.apiserver.api import WriteOptions
 from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.faults.injector import RequestFault
 from tests.support import widget, widget_crd
 
 NS = "default"
@@ -154,6 +155,130 @@ async def test_initial_list_is_paged_fills_the_cache_and_sets_synced(
         assert (cached["apiVersion"], cached["kind"], cached["data"]) == ("v1", "ConfigMap", {"v": "3"})
         assert informer.cache.get("kube-system", "elsewhere") is None
         assert informer.connected
+
+
+class PageHolder:
+    """A handler that, on the first event it sees, holds the informer's next list request at the server: the first
+    page is then handled and the next one asked for, and the test acts while it waits (`next_page_asked`)."""
+
+    def __init__(self, server: EmbeddedAPIServer) -> None:
+        self.server = server
+        self.held: RequestFault | None = None
+        self.holding = asyncio.Event()
+        self.synced_at_events: list[bool] = []
+        self.informer: Informer | None = None
+
+    def __call__(self, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
+        assert self.informer is not None
+        self.synced_at_events.append(self.informer.synced.is_set())
+        if self.held is None:
+            self.held = self.server.faults.hold_next(1, method="GET", path_contains="/configmaps")
+            self.holding.set()
+
+    async def next_page_asked(self) -> None:
+        await asyncio.wait_for(self.holding.wait(), 10)
+        assert self.held is not None
+        await asyncio.wait_for(self.held.arrived.wait(), 10)
+
+    def release(self) -> None:
+        assert self.held is not None and self.held.release is not None
+        self.held.release.set()
+
+
+def paged_informer(client: ClusterClient, server: EmbeddedAPIServer, recorder: Recorder) -> tuple[Informer, PageHolder]:
+    holder = PageHolder(server)
+    informer = new_informer(client, recorder, page_size=3)
+    informer.add_handler(holder)
+    holder.informer = informer
+    return informer, holder
+
+
+async def test_the_first_list_is_cached_and_delivered_a_page_at_a_time_and_synced_after_the_last(
+    client: ClusterClient, server: EmbeddedAPIServer
+) -> None:
+    for i in range(7):
+        await client.create(CONFIG_MAPS, configmap(f"cm-{i}", v=str(i)))
+    recorder = Recorder()
+    informer, holder = paged_informer(client, server, recorder)
+    async with running(informer, wait_synced=False):
+        await holder.next_page_asked()
+        # the second page is asked for and not answered yet: the first is cached and its events delivered
+        assert cache_state(informer) == {f"cm-{i}": server_state(server)[f"cm-{i}"] for i in range(3)}
+        assert [(t, n, initial) for t, n, _, initial in recorder.events] == [
+            ("ADDED", f"cm-{i}", True) for i in range(3)
+        ]
+        assert not informer.synced.is_set() and not informer.cache.complete
+        holder.release()
+        await informer.wait_synced(10)
+        assert cache_state(informer) == server_state(server)
+        assert [(t, n, initial) for t, n, _, initial in recorder.events] == [
+            ("ADDED", f"cm-{i}", True) for i in range(7)
+        ]
+        assert holder.synced_at_events == [False] * 7  # synced only once the last page was in
+        assert informer.cache.complete and informer.relists == 0
+
+
+async def test_a_continue_token_expired_mid_list_starts_the_list_again_and_deletes_what_is_gone(
+    client: ClusterClient, server: EmbeddedAPIServer
+) -> None:
+    for i in range(7):
+        await client.create(CONFIG_MAPS, configmap(f"cm-{i}", v=str(i)))
+    recorder = Recorder()
+    informer, holder = paged_informer(client, server, recorder)
+    async with running(informer, wait_synced=False):
+        await holder.next_page_asked()
+        # between the first page and the second: one object of the first page deleted, one changed, one created,
+        # and the history compacted, so the second page's continue token has expired (a real 410)
+        await client.delete(CONFIG_MAPS, "cm-0", NS)
+        await client.patch(CONFIG_MAPS, "cm-1", {"data": {"v": "changed"}}, NS)
+        await client.create(CONFIG_MAPS, configmap("cm-new", v="new"))
+        server.api.store.compact()
+        holder.release()
+        await informer.wait_synced(10)
+        assert cache_state(informer) == server_state(server)
+        assert sorted(recorder.since(3)) == sorted(
+            [("DELETED", "cm-0"), ("MODIFIED", "cm-1"), ("ADDED", "cm-new")]
+            + [("ADDED", f"cm-{i}") for i in range(3, 7)]
+        )
+        changed = informer.cache.get(NS, "cm-1")
+        assert changed is not None and changed["data"] == {"v": "changed"}
+        assert holder.synced_at_events == [False] * len(recorder.events)
+        assert informer.relists == 0 and informer.restarts >= 1  # the first list started again, no relist
+        # and the watch runs from the new list's resourceVersion
+        await client.create(CONFIG_MAPS, configmap("after"))
+        await recorder.eventually(lambda: informer.cache.get(NS, "after") is not None, what="watched after the list")
+
+
+async def test_a_relist_after_410_is_applied_whole_once_its_last_page_is_in(
+    client: ClusterClient, server: EmbeddedAPIServer
+) -> None:
+    for i in range(7):
+        await client.create(CONFIG_MAPS, configmap(f"cm-{i}", v=str(i)))
+    recorder = Recorder()
+    lists_answered_at_event: list[int] = []
+
+    def lists_answered() -> int:
+        records = server.request_log.records(since)
+        return sum(1 for r in records if (r.verb, r.resource, r.code) == ("list", "configmaps", 200))
+
+    async with running(new_informer(client, recorder, page_size=3)) as informer:
+        start = len(recorder.events)
+        since = server.request_log.total
+        informer.add_handler(lambda *_: lists_answered_at_event.append(lists_answered()))
+        await server.partition()  # changed while the informer cannot watch; the history compacted: a 410
+        rt = configmap_type(server)
+        await server.api.delete(rt, NS, "cm-0", {}, WriteOptions())
+        await server.api.create(rt, NS, configmap("cm-new"), WriteOptions())
+        await server.api.patch(
+            rt, NS, "cm-4", "application/merge-patch+json", orjson.dumps({"data": {"v": "2"}}), WriteOptions()
+        )
+        server.api.store.compact()
+        await server.heal()
+        await recorder.eventually(lambda: cache_state(informer) == server_state(server), what="cache == server")
+        assert sorted(recorder.since(start)) == [("ADDED", "cm-new"), ("DELETED", "cm-0"), ("MODIFIED", "cm-4")]
+        assert informer.relists == 1
+        # seven objects in pages of three: the relist's three pages were all in before its first event
+        assert lists_answered_at_event[0] == lists_answered() >= 3
 
 
 async def test_live_create_update_delete_reach_handlers_in_order(client: ClusterClient) -> None:

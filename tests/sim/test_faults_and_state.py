@@ -71,6 +71,20 @@ async def test_delay_next_delays_the_answer(raw: RawClient, server: EmbeddedAPIS
     assert loop.time() - start >= 0.3
 
 
+async def test_hold_next_keeps_a_request_waiting_until_released_while_the_server_answers_others(
+    raw: RawClient, server: EmbeddedAPIServer
+) -> None:
+    held = server.faults.hold_next(1, method="GET", path_contains="/configmaps")
+    answer = asyncio.create_task(raw.get(CM + "/made-while-held"))
+    await asyncio.wait_for(held.arrived.wait(), 10)
+    assert not answer.done()
+    assert (await raw.post(CM, configmap("made-while-held"))).status == 201  # the server answers others meanwhile
+    assert held.release is not None
+    held.release.set()
+    assert (await asyncio.wait_for(answer, 10)).status == 200  # served after the release: it sees the new object
+    assert server.faults.rules == []
+
+
 async def test_restart_keeps_data_and_port() -> None:
     async with EmbeddedAPIServer("r") as server, aiohttp.ClientSession() as session:
         raw = RawClient(server.url, session, server.auth_headers)

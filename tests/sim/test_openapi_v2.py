@@ -53,6 +53,7 @@ def test_custom_schemas_lose_what_v2_cannot_say() -> None:
     assert converted == {
         "type": "object",
         "required": ["size"],
+        "x-kubernetes-validations": [{"rule": "self.size > 0"}],  # an extension: v2 keeps it, as kube-apiserver does
         "properties": {
             "size": {"type": "integer"},
             "maybe": {},

@@ -26,11 +26,13 @@ from omectl.controller.runtime.apply import (
     object_hash,
 )
 from omectl.controller.runtime.queue import RetryLater, WorkKey
-from omectl.core.conditions import by_type, stamped
-from omectl.core.ome.engine_status import COMPONENT_CONDITIONS, READY, Readiness, readiness
+from omectl.core.ome import engine_status
+from omectl.core.ome.engine_status import Readiness, readiness
 from omectl.core.ome.inheritance import ChainError
+from omectl.core.ome.pinning import AUTO_SYNC, AUTOMATIC_SELECTION, drift_from_live, pin_of
 from omectl.core.ome.pipeline import CachedModels, CachedRuntimes, Model, choose, model_of, render
 from omectl.core.ome.render import RenderError
+from omectl.core.ome.revisions import referenced_revisions
 from omectl.core.ome.selection import (
     ModelError,
     NoRuntimeFound,
@@ -59,60 +61,20 @@ _RESOURCES = {
 }
 
 
-DRIFT_CONDITION = "RuntimeDrifted"
-
-
-def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"type": DRIFT_CONDITION, "status": status, "reason": reason, "message": message, "lastTransitionTime": now}
-
-
-def _same_condition(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return all(a.get(k) == b.get(k) for k in ("type", "status", "reason", "message"))
-
-
-_OWN_CONDITIONS = frozenset({DRIFT_CONDITION, READY, *COMPONENT_CONDITIONS.values()})
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def desired_isvc_status(
     live: Mapping[str, Any], runtime: Mapping[str, Any], drift: Mapping[str, Any], ready: Readiness
 ) -> dict[str, Any] | None:
-    """The InferenceService's status with the runtime record, drift, readiness and URLs; None when unchanged.
-
-    A condition keeps its `lastTransitionTime` while its status stays the same."""
-    status = dict(live.get("status") or {})
-    prior = by_type(status.get("conditions") or [])
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    conditions = [c for c in status.get("conditions") or [] if c.get("type") not in _OWN_CONDITIONS]
-    for condition in [*ready.conditions, drift]:
-        wanted = {k: v for k, v in condition.items() if v != "" and k != "lastTransitionTime"}
-        before = prior.get(wanted["type"])
-        if before is not None and _same_condition(before, wanted):
-            conditions.append(before)
-            continue
-        conditions.append(stamped(wanted, before, now))
-    desired = dict(
-        status,
-        runtime=dict(runtime),
-        conditions=conditions,
-        observedGeneration=live["metadata"].get("generation", 0),
-        components=ready.components,
-    )
-    if ready.url:
-        desired["url"] = ready.url
-    else:
-        desired.pop("url", None)
-    return None if desired == status else desired
+    """`omectl.core.ome.engine_status.desired_isvc_status` as of now."""
+    return engine_status.desired_isvc_status(live, runtime, drift, ready, _now())
 
 
 def _referenced_revisions(cluster: OmeWatch, namespace: str) -> set[str]:
     """Revisions an InferenceService of the namespace pins or records: never collected."""
-    names: set[str] = set()
-    for isvc in cluster.inference_services.cache.list(namespace):
-        pinned = ((isvc.get("spec") or {}).get("runtime") or {}).get("revision")
-        recorded = ((isvc.get("status") or {}).get("runtime") or {}).get("revision")
-        names.update(n for n in (pinned, recorded) if n)
-    return names
+    return referenced_revisions(cluster.inference_services.cache.list(namespace))
 
 
 @dataclass(frozen=True)
@@ -176,7 +138,7 @@ class EngineReconciler:
             merged: Mapping[str, Any] = choice.own_spec
             chain = [name]
             revision: Revision | None = None
-            drift = _condition("False", "AutoSync", "automatic selection follows the live runtime")
+            drift: Mapping[str, Any] = AUTOMATIC_SELECTION
         else:
             try:
                 resolution = await self.resolver.resolve(cluster.name, choice.runtime, lookup)
@@ -258,11 +220,10 @@ class EngineReconciler:
 
     async def _pinned_revision(
         self, cluster: OmeWatch, isvc: dict[str, Any], runtime: str, kind: str, resolution: Any
-    ) -> tuple[Mapping[str, Any], Revision, dict[str, Any]] | None:
+    ) -> tuple[Mapping[str, Any], Revision, Mapping[str, Any]] | None:
         """The spec to render and the drift condition (None: leave the workload)."""
         meta = isvc["metadata"]
         namespace = meta.get("namespace", "")
-        runtime_spec = (isvc.get("spec") or {}).get("runtime") or {}
         store: RevisionStore = cluster.revisions
         live = await store.ensure(
             namespace,
@@ -273,37 +234,24 @@ class EngineReconciler:
             resolution.result.spec,
             lambda: _referenced_revisions(cluster, namespace),
         )
-        requested = runtime_spec.get("revision")
-        if requested:
-            chosen = await store.get(namespace, requested)
+        pin = pin_of(isvc, runtime)
+        if pin.follows_live:
+            return resolution.result.spec, live, AUTO_SYNC
+        if pin.requested:
+            chosen = await store.get(namespace, pin.requested)
             if chosen is None:
                 reason, message = event_for_named_runtime_failure(
                     isvc,
                     runtime,
                     ((isvc.get("spec") or {}).get("model") or {}).get("name"),
-                    f"runtime revision {requested} not found",
+                    f"runtime revision {pin.requested} not found",
                     chain_broken=True,
                 )
                 cluster.record_event(isvc, "Warning", reason, message)
                 return None
-        elif runtime_spec.get("autoSync", True) is False:
-            status_runtime = (isvc.get("status") or {}).get("runtime") or {}
-            pinned = status_runtime.get("revision") if status_runtime.get("name") == runtime else None
-            chosen = (await store.get(namespace, pinned) if pinned else None) or live  # the first reconcile pins
         else:
-            return (
-                resolution.result.spec,
-                live,
-                _condition("False", "AutoSync", "the workload follows the live runtime"),
-            )
-        if chosen.hash != live.hash:
-            message = f"pinned revision {chosen.name} differs from the live revision {live.name}"
-            return chosen.spec, chosen, _condition("True", "RevisionMismatch", message)
-        return (
-            chosen.spec,
-            chosen,
-            _condition("False", "UpToDate", f"pinned revision {chosen.name} is the live revision"),
-        )
+            chosen = (await store.get(namespace, pin.pinned) if pin.pinned else None) or live  # the first pins
+        return chosen.spec, chosen, drift_from_live(chosen, live)
 
     async def _apply(self, cluster: OmeWatch, obj: dict[str, Any]) -> Applied:
         """Apply one rendered object unless the cluster already holds this render."""

@@ -1,62 +1,30 @@
-"""Runtime revisions: immutable ControllerRevision snapshots of a merged runtime spec.
-
-A revision lives in the InferenceService's namespace, is named `<runtime>-<hash>` (the hash covers the merged
-spec), carries the labels `ome.io/runtime` and `ome.io/runtime-kind`, and holds in `data` the chain, the chain's
-resourceVersions and the merged spec; `revision` counts up per runtime and namespace. Revisions still referenced
-by an InferenceService are never deleted; the others beyond the newest 10 per runtime are collected.
+"""Runtime revisions in a cluster: reading and creating the ControllerRevisions of merged runtime specs, and
+collecting old ones. What a revision is, its name and which ones may go: `omectl.core.ome.revisions`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from omectl.core.ome.revisions import (
+    RUNTIME_KIND_LABEL,
+    RUNTIME_LABEL,
+    Revision,
+    next_number,
+    revision_name,
+    revision_object,
+    spec_hash,
+    stale_revisions,
+)
 from omectl.kube.client import ClusterClient
 from omectl.kube.errors import Conflict, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import CONTROLLER_REVISIONS
 
-RUNTIME_LABEL = "ome.io/runtime"
-RUNTIME_KIND_LABEL = "ome.io/runtime-kind"
-KEEP_UNREFERENCED = 10
-
-
-def spec_hash(merged_spec: Mapping[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(merged_spec, option=orjson.OPT_SORT_KEYS)).hexdigest()[:10]
-
-
-def revision_name(runtime: str, digest: str) -> str:
-    return f"{runtime}-{digest}"
-
-
-@dataclass(frozen=True)
-class Revision:
-    name: str
-    runtime: str
-    kind: str
-    number: int
-    hash: str
-    chain: tuple[str, ...]
-    spec: Mapping[str, Any]
-
-    @classmethod
-    def from_object(cls, obj: Mapping[str, Any]) -> Revision:
-        data = obj.get("data") or {}
-        labels = obj["metadata"].get("labels") or {}
-        return cls(
-            name=obj["metadata"]["name"],
-            runtime=labels.get(RUNTIME_LABEL, ""),
-            kind=labels.get(RUNTIME_KIND_LABEL, ""),
-            number=int(obj.get("revision", 0) or 0),
-            hash=data.get("hash", ""),
-            chain=tuple(data.get("chain") or ()),
-            spec=data.get("spec") or {},
-        )
+# The names of what a revision is stay importable here, where the CLI and the tests read them.
+__all__ = ["RUNTIME_KIND_LABEL", "RUNTIME_LABEL", "Revision", "RevisionStore", "revision_name", "spec_hash"]
 
 
 class RevisionStore:
@@ -96,23 +64,7 @@ class RevisionStore:
         if existing is not None:
             return existing
         siblings = await self._list(namespace, runtime)
-        number = max((r.number for r in siblings), default=0) + 1
-        body = {
-            "apiVersion": "apps/v1",
-            "kind": "ControllerRevision",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": {RUNTIME_LABEL: runtime, RUNTIME_KIND_LABEL: kind},
-            },
-            "revision": number,
-            "data": {
-                "hash": digest,
-                "chain": list(chain),
-                "resourceVersions": list(resource_versions),
-                "spec": merged_spec,
-            },
-        }
+        body = revision_object(namespace, runtime, kind, chain, resource_versions, merged_spec, next_number(siblings))
         try:
             created = await self.client.create(CONTROLLER_REVISIONS, body, namespace, field_manager=FIELD_MANAGER)
         except Conflict:
@@ -127,8 +79,7 @@ class RevisionStore:
         return [Revision.from_object(obj) for obj in items]
 
     async def _collect(self, revisions: list[Revision], namespace: str, referenced: set[str]) -> None:
-        unreferenced = sorted((r for r in revisions if r.name not in referenced), key=lambda r: r.number, reverse=True)
-        for stale in unreferenced[KEEP_UNREFERENCED:]:
+        for stale in stale_revisions(revisions, referenced):
             with contextlib.suppress(NotFound):
                 await self.client.delete(CONTROLLER_REVISIONS, stale.name, namespace)
             self._known.pop((namespace, stale.name), None)

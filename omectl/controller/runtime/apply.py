@@ -1,32 +1,35 @@
 """Minimal writes for rendered objects: a server-side apply only when the cluster does not already hold the render.
 
-Each applied object carries `omectl.io/render-hash`, the hash of what was rendered; an object whose live copy
-carries the same hash is not written again, so an unchanged render makes no API call at all.
+Each applied object carries `omectl.io/render-hash`, the hash of what was rendered (`omectl.core.render_stamp`); an
+object whose live copy carries the same hash is not written again, so an unchanged render makes no API call at all.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
+from omectl.core.render_stamp import RENDER_HASH, holds_render, object_hash, with_stamp
 from omectl.kube.cache import ObjectCache
 from omectl.kube.client import ClusterClient
 from omectl.kube.errors import NotFound
-from omectl.kube.field_managers import FIELD_MANAGER as FIELD_MANAGER  # re-exported for controller/ome/engine.py
+from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ResourceRef
 
-RENDER_HASH = "omectl.io/render-hash"
-
-
-def object_hash(obj: Mapping[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-
-
-def holds_render(live: Mapping[str, Any] | None, digest: str) -> bool:
-    return live is not None and (live["metadata"].get("annotations") or {}).get(RENDER_HASH) == digest
+# The stamp's names stay importable here, where the reconcilers and the tests read them.
+__all__ = [
+    "FIELD_MANAGER",
+    "RENDER_HASH",
+    "Applied",
+    "apply_render",
+    "apply_unless_held",
+    "child_status_changed",
+    "holds_render",
+    "live_object",
+    "object_hash",
+]
 
 
 class Applied:
@@ -61,9 +64,7 @@ async def apply_unless_held(
     digest = object_hash(obj)
     if live is not None and holds_render(live, digest):
         return Applied(digest, live, None)
-    meta = obj["metadata"]
-    body = dict(obj, metadata=dict(meta, annotations={**(meta.get("annotations") or {}), RENDER_HASH: digest}))
-    answer = await client.apply_bytes(resource, body, field_manager=field_manager, force=True)
+    answer = await client.apply_bytes(resource, with_stamp(obj, digest), field_manager=field_manager, force=True)
     return Applied(digest, None, answer)
 
 

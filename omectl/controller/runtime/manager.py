@@ -150,8 +150,13 @@ class ClusterRuntime:
             await self.recorder.record(obj if isinstance(obj, dict) else dict(obj), type_, reason, message)
 
     async def start(self) -> None:
+        # The informers' first lists arrive a page at a time and their events queue work at once; none of it runs
+        # until every informer of the cluster has listed (a chain read from half-listed caches could report a
+        # parent that exists as missing), so the queue holds the cluster's keys until then.
+        self.queue.hold(self.name)
         for informer in self.informers:
             self._tasks.spawn(informer.run(), f"informer-{self.name}-{informer.resource.plural}")
+        self._tasks.spawn(self._release_when_synced(), f"synced-{self.name}")
         self._tasks.spawn(self._watch_health(), f"health-{self.name}")
         self._tasks.spawn(self._check_runtime_crds(), f"crd-check-{self.name}")
 
@@ -178,9 +183,14 @@ class ClusterRuntime:
         await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in self.informers)), timeout)
         self.health.synced = True
 
+    async def _release_when_synced(self) -> None:
+        await self.wait_synced()
+        self.queue.release(self.name)
+
     async def stop(self) -> None:
         await self._event_tasks.stop(grace=5)  # the events recorded so far are written, if the server answers
         await self._tasks.stop()
+        self.queue.release(self.name)  # its keys are let go: with the cluster gone, a worker drops each one
         await self.client.close()
 
     def status(self) -> dict[str, Any]:
@@ -292,7 +302,8 @@ class FleetController:
             return Result()
         if not cluster.health.synced and not all(i.synced.is_set() for i in cluster.informers):
             # Like client-go's WaitForCacheSync: a chain read from half-listed caches could report a parent that
-            # exists as missing. Come back once every informer of the cluster has listed.
+            # exists as missing. The queue holds a cluster's keys until it has synced (`ClusterRuntime.start`);
+            # one taken before (a cluster re-added under its name) comes back once every informer has listed.
             return Result(requeue_after=0.1)
         handler = self.kinds.handler(key.kind)
         if handler is None:

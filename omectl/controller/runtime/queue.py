@@ -4,7 +4,9 @@ A key waits in exactly one place: ready (in one priority lane, in its cluster's 
 on the queue's clock), or parked (re-added while in flight; it becomes ready when `done` is called for it). Ready keys
 are taken from the highest lane that has one (`Lane`: user edits, then fan-out, then resync), round-robin across
 clusters within a lane, first in first out within a cluster; a cluster with `max_per_cluster` keys in flight is
-skipped until one of them is done, so one cluster's storm cannot take every worker.
+skipped until one of them is done, so one cluster's storm cannot take every worker. A held cluster (its caches are
+still listing: `hold`, `release`) is skipped too: its keys gather, deduplicated and in their lanes, and none is handed
+out until it is released (controller-runtime starts no worker before its caches have synced).
 """
 
 from __future__ import annotations
@@ -241,6 +243,7 @@ class WorkQueue:
         self._delay_seq = itertools.count()
         self._processing: set[WorkKey] = set()
         self._in_flight_of: dict[str, int] = {}  # cluster -> keys of it in `_processing`
+        self._held: set[str] = set()  # clusters whose keys are not handed out yet
         self._failures: dict[WorkKey, int] = {}
         self._changed: asyncio.Future[None] | None = None
         self._idle: asyncio.Future[None] | None = None
@@ -344,6 +347,19 @@ class WorkQueue:
             del self._failures[key]
         return len(keys)
 
+    def hold(self, cluster: str) -> None:
+        """Hand out none of `cluster`'s keys until `release`; they are still added, deduplicated and promoted."""
+        self._held.add(cluster)
+
+    def release(self, cluster: str) -> None:
+        """Hand `cluster`'s keys out again (they wait in their lanes, behind nothing they did not wait behind)."""
+        if cluster in self._held:
+            self._held.discard(cluster)
+            self._notify()
+
+    def is_held(self, cluster: str) -> bool:
+        return cluster in self._held
+
     # --- taking ------------------------------------------------------------------------------------------------
 
     async def get(self) -> WorkItem:
@@ -359,9 +375,9 @@ class WorkQueue:
             await self._wait_for_change()
 
     def _pop_ready(self) -> tuple[WorkKey, Lane] | None:
-        full = [name for name, count in self._in_flight_of.items() if count >= self.max_per_cluster]
+        blocked = self._held.union(name for name, count in self._in_flight_of.items() if count >= self.max_per_cluster)
         for lane in Lane:
-            key = self._lanes[lane].pop(full)
+            key = self._lanes[lane].pop(blocked)
             if key is not None:
                 return key, lane
         return None

@@ -13,6 +13,9 @@ Deployment, or a LeaderWorkerSet in MultiNode mode — is read as the cluster re
   (`http://<service>.<namespace>.svc.cluster.local`); the InferenceService's URL is the router's when it has one,
   else the engine's. A component's `latestCreatedRevision` is the runtime revision its workload was rendered from,
   and `latestReadyRevision` the same once the component is ready.
+
+`desired_isvc_status` puts readiness together with the runtime record and the `RuntimeDrifted` condition into the
+status the engine reconciler writes.
 """
 
 from __future__ import annotations
@@ -21,15 +24,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from omectl.core.conditions import by_type, stamped
 from omectl.core.jsonish import as_mapping
 
 __all__ = [
     "AVAILABLE",
     "COMPONENT_CONDITIONS",
+    "DRIFT_CONDITION",
     "READY",
     "WORKLOAD_KINDS",
     "Readiness",
     "component_of",
+    "desired_isvc_status",
+    "drift_condition",
     "readiness",
     "service_url",
 ]
@@ -37,6 +44,8 @@ __all__ = [
 READY: Final = "Ready"
 AVAILABLE: Final = "Available"  # the workload condition a component's readiness mirrors
 COMPONENT_CONDITIONS: Final = {"engine": "EngineReady", "decoder": "DecoderReady", "router": "RouterReady"}
+DRIFT_CONDITION: Final = "RuntimeDrifted"
+_OWN_CONDITIONS: Final = frozenset({DRIFT_CONDITION, READY, *COMPONENT_CONDITIONS.values()})
 WORKLOAD_KINDS: Final = frozenset({"Deployment", "LeaderWorkerSet"})
 COMPONENT_LABEL: Final = "component"
 RUNTIME_REVISION_ANNOTATION: Final = "ome.io/runtime-revision"
@@ -142,3 +151,43 @@ def _ready_condition(components: Sequence[Mapping[str, str]]) -> dict[str, str]:
         "reason": f"{failed['type'].removesuffix('Ready')}NotReady",
         "message": failed["message"],
     }
+
+
+def drift_condition(status: str, reason: str, message: str) -> dict[str, str]:
+    """The `RuntimeDrifted` condition (no `lastTransitionTime`: `desired_isvc_status` stamps it)."""
+    return {"type": DRIFT_CONDITION, "status": status, "reason": reason, "message": message}
+
+
+def desired_isvc_status(
+    live: Mapping[str, Any], runtime: Mapping[str, Any], drift: Mapping[str, Any], ready: Readiness, now: str
+) -> dict[str, Any] | None:
+    """The InferenceService's status with the runtime record, drift, readiness and URLs; None when unchanged.
+
+    A condition keeps its `lastTransitionTime` while its status stays the same; a new one gets `now`. Conditions of
+    other types (not the engine reconciler's) are kept as they are."""
+    status = dict(live.get("status") or {})
+    prior = by_type(status.get("conditions") or [])
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") not in _OWN_CONDITIONS]
+    for condition in [*ready.conditions, drift]:
+        wanted = {k: v for k, v in condition.items() if v != "" and k != "lastTransitionTime"}
+        before = prior.get(wanted["type"])
+        if before is not None and _same_condition(before, wanted):
+            conditions.append(before)
+            continue
+        conditions.append(stamped(wanted, before, now))
+    desired = dict(
+        status,
+        runtime=dict(runtime),
+        conditions=conditions,
+        observedGeneration=as_mapping(live.get("metadata")).get("generation", 0),
+        components=ready.components,
+    )
+    if ready.url:
+        desired["url"] = ready.url
+    else:
+        desired.pop("url", None)
+    return None if desired == status else desired
+
+
+def _same_condition(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a.get(k) == b.get(k) for k in ("type", "status", "reason", "message"))

@@ -412,7 +412,8 @@ class ClusterAPI:
     def _field_checks(
         self, rt: ResourceType, obj: dict[str, Any], opts: WriteOptions, *, defaults: bool = True
     ) -> list[str]:
-        """Unknown fields (Strict: 400, Warn: warnings), pruning and defaulting; returns warnings.
+        """Unknown fields (Strict: 400, Warn: warnings), pruning, defaulting and dropping the nulls a custom
+        resource's schema does not allow (kube's decoder: PruneNonNullableNullsWithoutDefaults); returns warnings.
 
         An applied configuration is not defaulted: its defaults are applied to the merged object instead, so
         the applier does not come to own fields it never set.
@@ -442,6 +443,7 @@ class ClusterAPI:
             schema.prune(obj)  # prune removes exactly what unknown_fields reports: nothing to do without them
         if defaults:
             schema.apply_defaults(obj)
+            schema.drop_nulls(obj)  # a null the schema does not allow and cannot default is dropped, not refused
         return warnings
 
     def _apply_defaults(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:

@@ -163,6 +163,9 @@ class ClusterHTTP:
         is_watch = request.method == "GET" and parse_bool_safe(request.query.get("watch"))
         fault = self.faults.take(request.method, path, is_watch) if self.faults.rules else None
         if fault is not None:
+            if fault.release is not None:
+                fault.arrived.set()
+                await fault.release.wait()
             if fault.delay:
                 await asyncio.sleep(fault.delay)
             if fault.status:

@@ -5,8 +5,9 @@ what `kubectl explain --output=plaintext-openapiv2` reads).
 Definitions are the v3 component schemas as kube-openapi writes them for v2: a lone `allOf` reference becomes a
 `$ref` beside its description, there are no defaults, and Quantity and IntOrString are strings. A custom
 resource's schema goes through apiextensions-apiserver's `ToStructuralOpenAPIV2`: no `allOf`, `anyOf`, `oneOf`,
-`not`, validation rules or defaults; a nullable or unknown-fields-preserving node loses its type, items and properties
-(kubectl cannot read them), an array without items its type, and a nullable property is no longer required.
+`not` or defaults (its validation rules stay); a nullable or unknown-fields-preserving node loses its type, items and
+properties (kubectl cannot read them), an array without items its type, and a nullable property is no longer
+required.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _STRING_TYPES: Final = {
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {"type": "string"},
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"type": "string", "format": "int-or-string"},
 }
-_V3_ONLY: Final = ("allOf", "anyOf", "oneOf", "not", "x-kubernetes-validations", "default")
+_V3_ONLY: Final = ("allOf", "anyOf", "oneOf", "not", "default")
 _METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch")
 
 

@@ -1,4 +1,4 @@
-"""Fault injection for reliability tests: failed or delayed requests, dropped watches, compaction, partitions.
+"""Fault injection for reliability tests: failed, delayed or held requests, dropped watches, compaction, partitions.
 
 Programmatic (`server.faults`) and over the admin endpoint `POST /_omectl/faults` (see `admin_http.py`); the REST
 surface (`omectl/sim/apiserver/http.py`) consults it before it routes a request.
@@ -6,6 +6,7 @@ surface (`omectl/sim/apiserver/http.py`) consults it before it routes a request.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 
@@ -20,6 +21,10 @@ class RequestFault:
     retry_after: int | None = None
     delay: float = 0.0
     include_watches: bool = False
+    # A held request waits, once it has `arrived`, until the test sets `release` (then answers as above); a test
+    # changes the server in between, at a point of a client's request sequence it chose (`hold_next`).
+    release: asyncio.Event | None = None
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     def matches(self, method: str, path: str, is_watch: bool) -> bool:
         if self.count <= 0:
@@ -71,6 +76,13 @@ class FaultInjector:
         self, count: int, seconds: float, *, method: str | None = None, path_contains: str | None = None
     ) -> RequestFault:
         return self.fail_next(count, 0, method=method, path_contains=path_contains, delay=seconds)
+
+    def hold_next(self, count: int = 1, *, method: str | None = None, path_contains: str | None = None) -> RequestFault:
+        """Hold the next `count` matching requests: each waits until `rule.release` is set, then is served normally.
+        Await `rule.arrived.wait()` to know one is waiting."""
+        rule = RequestFault(count, method=method, path_contains=path_contains, release=asyncio.Event())
+        self.rules.append(rule)
+        return rule
 
     def take(self, method: str, path: str, is_watch: bool) -> RequestFault | None:
         for rule in self.rules:
