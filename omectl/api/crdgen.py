@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel
 
 from omectl import k8s_openapi
-from omectl.api import aim, fleet, ome
+from omectl.api import aim, aim_shared_v1alpha1, fleet, ome
 
 # JSON-schema keys a CRD's JSONSchemaProps accepts and that we pass through unchanged.
 _PLAIN_KEYS: Final = frozenset(
@@ -339,6 +339,46 @@ _AIM_TEMPLATE_CACHE_COLUMNS: Final = (
 )
 
 
+_AIM_V1ALPHA1_ARTIFACT_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("Mode", "string", ".status.mode"),
+    _column("Model Size", "string", ".status.displaySize"),
+    _column("Progress", "string", ".status.progress.displayPercentage"),
+    _column("Protocol", "string", ".status.download.protocol"),
+    _column("Attempt", "string", ".status.download.attempt"),
+    _AGE,
+)
+_AIM_V1ALPHA1_SOURCE_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("Models", "integer", ".status.discoveredModels"),
+    _column("LastSync", "date", ".status.lastSyncTime"),
+    _AGE,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvertedVersion:
+    """A version served with its own schema and printer columns, converted to and from the storage version by
+    omectl's conversion webhook (docs/aim-versions.md)."""
+
+    name: str
+    model: type[ome.Resource]
+    printer_columns: tuple[dict[str, Any], ...]
+
+
+CONVERSION_PLACEHOLDER_URL: Final = "https://omectl-webhook.invalid/convert"
+"""The conversion webhook a generated CRD names until the owner of its cluster puts its own URL and caBundle there
+(`omectl.webhook.conversion_keeper`): `.invalid` never resolves, so until then kube-apiserver answers 500 for the
+versions it must convert, and serves the storage version as usual."""
+
+_UPSTREAM_V1ALPHA1: Final[dict[type[ome.Resource], ConvertedVersion]] = {
+    aim.AIMArtifact: ConvertedVersion(aim.V1ALPHA1, aim_shared_v1alpha1.AIMArtifact, _AIM_V1ALPHA1_ARTIFACT_COLUMNS),
+    aim.AIMClusterModelSource: ConvertedVersion(
+        aim.V1ALPHA1, aim_shared_v1alpha1.AIMClusterModelSource, _AIM_V1ALPHA1_SOURCE_COLUMNS
+    ),
+}
+"""The v1alpha2 kinds also served at upstream's v1alpha1, converted by the webhook."""
+
 _AIM_SERVICE_TEMPLATE_COLUMNS: Final = (
     _column("Model", "string", ".spec.modelName"),
     _AIM_STATUS,
@@ -368,8 +408,9 @@ _AIM_V1ALPHA2_KINDS: Final[
 class CRDDefinition:
     """What a CRD needs beyond its schema: names, scope, printer columns, group and served versions.
 
-    Every served version has the same schema (the API server converts between them with the `None` strategy); the
-    first of `versions` is the storage version.
+    Every version of `versions` has the same schema (the API server converts between them with the `None`
+    strategy); the first of them is the storage version. A version of `converted` has its own schema and is converted
+    by omectl's webhook (`conversion.strategy: Webhook`).
     """
 
     model: type[ome.Resource]
@@ -381,6 +422,13 @@ class CRDDefinition:
     group: str = ome.GROUP
     versions: tuple[str, ...] = (ome.VERSION,)
     categories: tuple[str, ...] = ()
+    converted: tuple[ConvertedVersion, ...] = ()
+
+    @property
+    def served_versions(self) -> tuple[str, ...]:
+        """Every version served, the storage version first."""
+        return (*self.versions, *(v.name for v in self.converted))
+
     nullable: bool = True
     """Whether an optional field may hold null (omectl's own kinds). False for a kind served as upstream serves it,
     whose CRD allows null nowhere: the API server drops a null there, and so must ours to store what it stores."""
@@ -448,6 +496,7 @@ CRDS: Final = (
             group=aim.GROUP,
             versions=aim.MODEL_VERSIONS,
             categories=_AIM_CATEGORIES,
+            converted=tuple(v for m, v in _UPSTREAM_V1ALPHA1.items() if m is model),
         )
         for model, scope, columns, short in _AIM_V1ALPHA2_KINDS
     ),
@@ -559,27 +608,54 @@ def build_crd(definition: CRDDefinition) -> dict[str, Any]:
         names["shortNames"] = list(definition.short_names)
     if definition.categories:
         names["categories"] = list(definition.categories)
+    versions = [
+        _version(version, schema, definition.printer_columns, storage=index == 0)
+        for index, version in enumerate(definition.versions)
+    ]
+    for converted in definition.converted:
+        upstream = structural_schema(converted.model)
+        _allow_no_null(upstream)  # upstream's schema, whose CRDs allow null nowhere
+        versions.append(_version(converted.name, upstream, converted.printer_columns, storage=False))
+    spec: dict[str, Any] = {
+        "group": definition.group,
+        "names": names,
+        "scope": definition.scope,
+        "versions": versions,
+    }
+    if definition.converted:
+        spec["conversion"] = conversion_webhook(CONVERSION_PLACEHOLDER_URL)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": definition.name},
-        "spec": {
-            "group": definition.group,
-            "names": names,
-            "scope": definition.scope,
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": index == 0,
-                    "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [dict(c) for c in definition.printer_columns],
-                }
-                for index, version in enumerate(definition.versions)
-            ],
-        },
+        "spec": spec,
     }
+
+
+def conversion_webhook(url: str, ca_bundle: str | None = None) -> dict[str, Any]:
+    """A CRD's `spec.conversion` through omectl's webhook at `url` (ConversionReview v1)."""
+    client_config: dict[str, Any] = {"url": url}
+    if ca_bundle:
+        client_config["caBundle"] = ca_bundle
+    return {"strategy": "Webhook", "webhook": {"clientConfig": client_config, "conversionReviewVersions": ["v1"]}}
+
+
+def _version(
+    name: str, schema: dict[str, Any], columns: tuple[dict[str, Any], ...], *, storage: bool
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "served": True,
+        "storage": storage,
+        "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": [dict(c) for c in columns],
+    }
+
+
+def converted_crds() -> tuple[CRDDefinition, ...]:
+    """The CRDs converted by omectl's webhook (served at versions with schemas of their own)."""
+    return tuple(d for d in CRDS if d.converted)
 
 
 _SafeDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when present: same text, 3x faster

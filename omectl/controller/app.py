@@ -2,7 +2,8 @@
 clean shutdown.
 
 The controller runs only the clusters whose ownership Lease this process holds (`omectl.controller.runtime.ownership`);
-for each, a `WebhookKeeper` installs and keeps its webhook configuration. The webhook server answers for every
+for each, a `WebhookKeeper` installs and keeps its webhook configuration, and a `ConversionKeeper` points the AIM
+CRDs served at two versions at this process's conversion webhook. The webhook server answers for every
 *registered* cluster: from the informer caches for the clusters it runs, from the cluster's API server for the
 others (so no replica ever denies a request because it is not the owner). Shutdown hands every cluster over
 (webhook configuration re-pointed or deleted, Lease released) before the webhook server stops.
@@ -24,6 +25,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from omectl.api.crdgen import conversion_webhook, converted_crds
 from omectl.background import BackgroundTasks
 from omectl.controller.aim.consumers import AimConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS as AIM_CONSUMER_KEYS
@@ -65,8 +67,9 @@ from omectl.problems import output_problem
 from omectl.settings import Settings
 from omectl.tls import CertificateAuthority, server_ssl_context
 from omectl.tracing.setup import configure_tracing
+from omectl.webhook.conversion_keeper import ConversionKeeper
 from omectl.webhook.keeper import RemoteEndpoint, WebhookKeeper
-from omectl.webhook.server import ClusterAdmission, WebhookServer, webhook_configuration
+from omectl.webhook.server import ClusterAdmission, WebhookEndpoint, WebhookServer, webhook_configuration
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +192,7 @@ class ControllerApp:
         self.holder = Holder.for_this_process(settings.replica_id, ha=settings.ha, host=settings.pod_name)
         self.provider: ShardedProvider | None = None
         self.keepers: dict[str, WebhookKeeper] = {}
+        self.conversion_keepers: dict[str, ConversionKeeper] = {}
         # with a hub (_start_fleet_runtimes): the applier, or under --ha the one run while holding the fleet Lease;
         # without a hub and without --ha, the applier over the FleetRuntime files (_start_fleet_runtimes_from_files)
         self.fleet_runtimes: FleetRuntimeApplier | ElectedFleetRuntimes | None = None
@@ -256,6 +260,9 @@ class ControllerApp:
         keeper = self.keepers.pop(cluster, None)
         if keeper is not None:
             await keeper.stop()
+        conversion = self.conversion_keepers.pop(cluster, None)
+        if conversion is not None:
+            await conversion.stop()
         if self.provider is not None and cluster in self.provider.coordinator.held:
             self.acquired(cluster)
 
@@ -291,6 +298,12 @@ class ControllerApp:
             self.webhook, cluster, self.settings.webhook_failure_policy, owner=self.holder.identity
         )
 
+    @staticmethod
+    def _conversion(endpoint: WebhookEndpoint, cluster: str) -> dict[str, Any]:
+        """The `spec.conversion` of the AIM CRDs served at two versions, through `endpoint`'s webhook server."""
+        ca_bundle = base64.b64encode(endpoint.ca_pem).decode() if endpoint.ca_pem else None
+        return conversion_webhook(endpoint.conversion_url(cluster), ca_bundle)
+
     def _advertise(self) -> dict[str, str]:
         """What other replicas need to hand a cluster over to this one (its membership Lease's annotations)."""
         if not self._webhook_started:
@@ -311,12 +324,22 @@ class ControllerApp:
             cluster, client, lambda: self._desired_webhooks(cluster), lambda: coordinator.writing(cluster)
         )
         self.keepers[cluster] = keeper
+        conversion = ConversionKeeper(
+            cluster,
+            client,
+            [d.name for d in converted_crds()],
+            lambda: self._conversion(self.webhook, cluster),
+            lambda: coordinator.writing(cluster),
+        )
+        self.conversion_keepers[cluster] = conversion
         if self._webhook_started:  # else once the server listens: the configuration needs its port
             keeper.start()
+            conversion.start()
 
     async def handing_over(self, cluster: str, successor: Replica | None, removed: bool) -> None:
         keeper = self.keepers.pop(cluster, None)
-        if keeper is None:
+        conversion = self.conversion_keepers.pop(cluster, None)
+        if keeper is None or conversion is None:
             return
         endpoint = RemoteEndpoint.parse(successor.webhook_url, successor.ca_bundle) if successor else None
         if endpoint is not None and not removed:
@@ -324,11 +347,14 @@ class ControllerApp:
             config = webhook_configuration(
                 endpoint, cluster, self.settings.webhook_failure_policy, owner=successor.identity
             )
+            await conversion.finish(self._conversion(endpoint, cluster))
             await keeper.finish(config)
         elif successor is not None and not removed and not self._stopping:
             await keeper.stop()  # the next owner re-points it; this server answers meanwhile
+            await conversion.stop()
         else:
             await keeper.finish(None)
+            await conversion.finish(None)  # left pointing here: nobody else converts (docs/aim-versions.md)
 
     async def stopping(self, cluster: str) -> None:
         return None
@@ -337,6 +363,9 @@ class ControllerApp:
         keeper = self.keepers.pop(cluster, None)
         if keeper is not None:
             self._tasks.spawn(keeper.stop(), f"webhooks-stop-{cluster}")
+        conversion = self.conversion_keepers.pop(cluster, None)
+        if conversion is not None:
+            self._tasks.spawn(conversion.stop(), f"conversion-stop-{cluster}")
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -456,6 +485,8 @@ class ControllerApp:
         self._webhook_started = True
         for keeper in self.keepers.values():
             keeper.start()
+        for conversion in self.conversion_keepers.values():
+            conversion.start()
 
     async def _watch_failure(self) -> None:
         assert self.provider is not None
@@ -566,6 +597,9 @@ class ControllerApp:
         for keeper in self.keepers.values():
             await keeper.stop()
         self.keepers.clear()
+        for conversion in self.conversion_keepers.values():
+            await conversion.stop()
+        self.conversion_keepers.clear()
         await self.webhook.stop()
         await self.observer.stop()
         if self.status_server is not None:

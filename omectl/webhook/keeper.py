@@ -53,6 +53,9 @@ class RemoteEndpoint:
     def url_for(self, cluster: str, kind: str) -> str:
         return f"{self.base_url}/validate/{cluster}/{kind.lower()}"
 
+    def conversion_url(self, cluster: str) -> str:
+        return f"{self.base_url}/convert/{cluster}"
+
 
 def _contains(live: Any, wanted: Any) -> bool:
     """Whether `live` says everything `wanted` says (the API server adds defaults: extra keys are fine)."""

@@ -6,6 +6,7 @@ InferenceService when the chain of the runtime it names resolves; otherwise the 
 exactly as the spec words it. Malformed objects get a clear denial, never a 500.
 
 AMD AIM kinds (`aimruntimeconfig`, `aimclusterruntimeconfig`, `aimservice`) are checked by `omectl.webhook.aim`.
+The same server answers the AIM CRDs' ConversionReviews at `POST /convert/<cluster>` (`omectl.webhook.conversion`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from aiohttp import web
 from omectl.core.ome.inheritance import ChainError, ResolutionContext, profile_error, resolve_chain
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
 from omectl.webhook.aim import AIM_KINDS, aim_verdict, aim_webhooks
+from omectl.webhook.conversion import handle_conversion
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +198,9 @@ class WebhookServer:
     def url_for(self, cluster: str, kind: str) -> str:
         return f"{self.base_url}/validate/{cluster}/{kind.lower()}"
 
+    def conversion_url(self, cluster: str) -> str:
+        return f"{self.base_url}/convert/{cluster}"
+
     def register(self, cluster: str, admission: Callable[[], ClusterAdmission]) -> None:
         self.clusters[cluster] = admission
 
@@ -205,6 +210,7 @@ class WebhookServer:
     async def start(self) -> None:
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_post("/validate/{cluster}/{kind}", self._handle)
+        app.router.add_post("/convert/{cluster}", handle_conversion)
         app.router.add_get("/healthz", self._healthz)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -272,6 +278,8 @@ class WebhookEndpoint(Protocol):
     def ca_pem(self) -> bytes | None: ...
 
     def url_for(self, cluster: str, kind: str) -> str: ...
+
+    def conversion_url(self, cluster: str) -> str: ...
 
 
 OWNER_LABEL = "omectl.io/owner"  # the holder identity of the cluster's ownership Lease that installed it

@@ -789,8 +789,10 @@ def test_v1alpha2_kinds_names_scope_and_common_fields(
     if short:
         names["shortNames"] = list(short)
     assert spec["names"] == names
-    assert [v["name"] for v in spec["versions"]] == ["v1alpha2"]
-    (version,) = spec["versions"]
+    storage = [v for v in spec["versions"] if v["storage"]]
+    assert [v["name"] for v in storage] == ["v1alpha2"]
+    assert [v["name"] for v in spec["versions"]] == ["v1alpha2", *(v.name for v in definition.converted)]
+    (version,) = storage
     assert version["subresources"] == {"status": {}}
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
     assert columns[0] == "Status" and columns[-1] == "Age"

@@ -95,6 +95,14 @@ class Fleet:
 
 @pytest.fixture
 async def fleet(tmp_path: Path) -> AsyncIterator[Fleet]:
+    async with two_clusters(tmp_path) as f:
+        yield f
+
+
+@contextlib.asynccontextmanager
+async def two_clusters(tmp_path: Path) -> AsyncIterator[Fleet]:
+    """Two embedded clusters with every CRD of deploy/crds, registered in `tmp_path/clusters`; the controllers
+    started with `Fleet.start` are stopped at the end."""
     sim = await EmbeddedFleet(2, name_prefix="own-").start()
     f = Fleet(sim, tmp_path)
     try:

@@ -1,0 +1,242 @@
+"""Lossless conversion of one object between AIM's two API versions, by field rules.
+
+A kind's conversion is a list of rules, each pairing a path of v1alpha1 with a path of v1alpha2:
+
+- `Field(v1, v2, to_v2, to_v1)` moves a value, through a function each way; a function may answer `UNHELD` for a value
+  the other version cannot hold (a status value its enum lacks, a number where the other version takes a string).
+  The two functions must be inverses of each other wherever neither answers `UNHELD`.
+- `Container(v1, v2)` says an object exists in both versions: when the object being converted has it, the converted
+  one has it too (maybe empty), and the rules of its fields fill it.
+
+Only `spec` and `status` are converted; everything else (metadata above all) is the same in both versions. What the
+rules do not move, whatever it is, is kept in an annotation of the converted object, as JSON:
+`aim.eai.amd.com/<version>-fields` names the version it came from (`{"spec": {...}, "status": {...}}`). Converting back
+to that version reads the annotation, puts its fields back where the rules left nothing, and removes it. So every
+object converts back to itself, as Kubernetes' own conversions keep what a version cannot hold in annotations.
+
+An annotation that is not JSON of that shape is ignored (its fields are lost, not the conversion). A value the rules
+moved wins over one the annotation holds: the annotation is older than anything written in the other version.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+GROUP: Final = "aim.eai.amd.com"
+V1ALPHA1: Final = "v1alpha1"
+V1ALPHA2: Final = "v1alpha2"
+VERSIONS: Final = (V1ALPHA1, V1ALPHA2)
+CONVERTED: Final = ("spec", "status")
+"""The parts of an object that differ between the versions."""
+
+Path = tuple[str, ...]
+
+
+class _Unheld:
+    def __repr__(self) -> str:
+        return "UNHELD"
+
+
+UNHELD: Final = _Unheld()
+"""What a value function answers for a value the other version cannot hold: it stays in the annotation."""
+_MISSING: Final = object()
+
+
+def carried_annotation(version: str) -> str:
+    """The annotation that keeps, on an object of the other version, what `version` holds and it cannot."""
+    return f"{GROUP}/{version}-fields"
+
+
+def same(value: Any) -> Any:
+    """The value as it is: both versions hold it alike."""
+    return copy.deepcopy(value)
+
+
+def same_if(*types: type) -> Callable[[Any], Any]:
+    """The value as it is when it is one of `types` (bool is never an int here); else `UNHELD`."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, bool) and bool not in types:
+            return UNHELD
+        return copy.deepcopy(value) if isinstance(value, types) else UNHELD
+
+    return convert
+
+
+@dataclass(frozen=True)
+class Values:
+    """A one-to-one renaming of values (an enum's): v1alpha1 value -> v1alpha2 value. Others are `UNHELD`."""
+
+    v1_to_v2: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        if len(set(self.v1_to_v2.values())) != len(self.v1_to_v2):
+            raise ValueError("a renaming of values must be one-to-one")
+
+    def to_v2(self, value: Any) -> Any:
+        return self.v1_to_v2.get(value, UNHELD) if isinstance(value, str) else UNHELD
+
+    def to_v1(self, value: Any) -> Any:
+        if not isinstance(value, str):
+            return UNHELD
+        return next((v1 for v1, v2 in self.v1_to_v2.items() if v2 == value), UNHELD)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A value at `v1` in v1alpha1 is the value at `v2` in v1alpha2."""
+
+    v1: Path
+    v2: Path
+    to_v2: Callable[[Any], Any] = same
+    to_v1: Callable[[Any], Any] = same
+
+    @classmethod
+    def both(cls, path: Path, to_v2: Callable[[Any], Any] = same, to_v1: Callable[[Any], Any] = same) -> Field:
+        """The same path in both versions."""
+        return cls(path, path, to_v2, to_v1)
+
+    @classmethod
+    def values(cls, v1: Path, v2: Path, renaming: Values) -> Field:
+        return cls(v1, v2, renaming.to_v2, renaming.to_v1)
+
+
+@dataclass(frozen=True)
+class Container:
+    """An object at `v1` in v1alpha1 is the object at `v2` in v1alpha2 (its fields have their own rules)."""
+
+    v1: Path
+    v2: Path
+
+    @classmethod
+    def both(cls, path: Path) -> Container:
+        return cls(path, path)
+
+
+Rule = Field | Container
+
+
+@dataclass(frozen=True)
+class KindConversion:
+    """How one kind converts: its rules, `spec` and `status` always among the containers."""
+
+    kind: str
+    rules: Sequence[Rule]
+
+    def convert(self, obj: Mapping[str, Any], to_version: str) -> dict[str, Any]:
+        """`obj` (of either version) in `to_version`; an object already there is returned as it is (a copy)."""
+        from_version = version_of(obj)
+        out = copy.deepcopy(dict(obj))
+        out["apiVersion"] = f"{GROUP}/{to_version}"
+        if from_version == to_version:
+            return out
+        if from_version not in VERSIONS or to_version not in VERSIONS:
+            raise ValueError(
+                f"{self.kind} converts between {' and '.join(VERSIONS)}, not {from_version} -> {to_version}"
+            )
+        to_v2 = to_version == V1ALPHA2
+        source: dict[str, Any] = {part: out.pop(part) for part in CONVERTED if part in out}
+        rest = copy.deepcopy(source)
+        target: dict[str, Any] = {}
+        containers = [*(Container.both((part,)) for part in CONVERTED)]
+        containers += [r for r in self.rules if isinstance(r, Container)]
+        for container in containers:
+            src, dst = (container.v1, container.v2) if to_v2 else (container.v2, container.v1)
+            if isinstance(_get(source, src), dict):
+                _ensure(target, dst)
+        for field in (r for r in self.rules if isinstance(r, Field)):
+            src, dst, convert = (field.v1, field.v2, field.to_v2) if to_v2 else (field.v2, field.v1, field.to_v1)
+            value = _get(source, src)
+            if value is _MISSING:
+                continue
+            converted = convert(value)
+            if converted is UNHELD:
+                continue
+            _set(target, dst, converted)
+            _remove(rest, src)
+        for container in sorted(containers, key=lambda c: -len(c.v1 if to_v2 else c.v2)):  # innermost first
+            src = container.v1 if to_v2 else container.v2
+            if _get(rest, src) == {} and isinstance(_get(source, src), dict):
+                _remove(rest, src)
+        metadata = out.get("metadata")
+        annotations = dict(metadata.get("annotations") or {}) if isinstance(metadata, Mapping) else {}
+        carried = _read_carried(annotations.pop(carried_annotation(to_version), None))
+        _fill(target, carried)
+        if rest:
+            annotations[carried_annotation(from_version)] = json.dumps(rest, sort_keys=True, separators=(",", ":"))
+        else:
+            annotations.pop(carried_annotation(from_version), None)
+        if isinstance(metadata, Mapping):
+            metadata = dict(metadata)
+            if annotations:
+                metadata["annotations"] = annotations
+            else:
+                metadata.pop("annotations", None)
+            out["metadata"] = metadata
+        elif annotations:
+            out["metadata"] = {"annotations": annotations}
+        out.update(target)
+        return out
+
+
+def version_of(obj: Mapping[str, Any]) -> str:
+    """The version of an object's `apiVersion` (`aim.eai.amd.com/v1alpha1` -> `v1alpha1`)."""
+    return str(obj.get("apiVersion") or "").rpartition("/")[2]
+
+
+def _get(node: Any, path: Path) -> Any:
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return _MISSING
+        node = node[key]
+    return node
+
+
+def _ensure(node: dict[str, Any], path: Path) -> dict[str, Any]:
+    for key in path:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = node[key] = {}
+        node = child
+    return node
+
+
+def _set(node: dict[str, Any], path: Path, value: Any) -> None:
+    _ensure(node, path[:-1])[path[-1]] = value
+
+
+def _remove(node: dict[str, Any], path: Path) -> None:
+    """Remove the value at `path`, and each object above it that this leaves empty."""
+    parents = [node]
+    for key in path[:-1]:
+        parents.append(parents[-1][key])
+    del parents[-1][path[-1]]
+    for depth in range(len(path) - 1, 0, -1):
+        if parents[depth]:
+            break
+        del parents[depth - 1][path[depth - 1]]
+
+
+def _read_carried(text: Any) -> dict[str, Any]:
+    if not isinstance(text, str):
+        return {}
+    try:
+        carried = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(carried, dict):
+        return {}
+    return {part: value for part, value in carried.items() if part in CONVERTED}
+
+
+def _fill(target: dict[str, Any], carried: Mapping[str, Any]) -> None:
+    """Put the carried fields where the target has nothing; objects merge, anything else the target has wins."""
+    for key, value in carried.items():
+        if key not in target:
+            target[key] = copy.deepcopy(value)
+        elif isinstance(target[key], dict) and isinstance(value, Mapping):
+            _fill(target[key], value)

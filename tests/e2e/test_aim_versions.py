@@ -1,0 +1,184 @@
+"""AIM's two API versions end to end (docs/aim-versions.md): upstream AIM Engine's own v1alpha1 YAML of a kind served
+at both versions, applied with the real kubectl to a simulated cluster whose controller runs; read back in both
+versions (one object, stored once, in v1alpha2); `kubectl get` in each version with that version's columns; the
+controller reconciling it; an edit in v1alpha1 reaching v1alpha2.
+
+Upstream's documents are pinned under tests/fixtures/upstream/aim (commit in its SOURCE): the e2e scenario
+basic-lifecycle-hf's artifact and auto-sourcing's cluster model source. With OMECTL_E2E_REAL=1 the same runs on a
+real kube-apiserver, which calls the controller's conversion webhook itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from omectl.api import crdgen
+from omectl.core.aim.versions import carried_annotation
+from omectl.sim.simulator import NodePool, SimulatorConfig
+from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
+from tests.e2e.test_aim_upstream_yaml import Env, namespace, until
+
+pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
+
+UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim"
+CLUSTER = "aimup-1"
+NS = "two-versions"
+V1 = "aim.eai.amd.com/v1alpha1"
+V2 = "aim.eai.amd.com/v1alpha2"
+DOWNLOADER = "ghcr.io/silogen/aim-artifact-downloader:0.2.0"
+
+
+def upstream(path: str) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((UPSTREAM / path).read_text())
+    return doc
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    simulator = SimulatorConfig(pools=(NodePool(count=1, gpus_per_node=8, gpu_resource="amd.com/gpu"),))
+    with running_fleet(tmp_path_factory.mktemp("aimver"), 1, "aimup-", simulator=simulator) as fleet:
+        env = Env(fleet)
+        env.apply(namespace(NS))
+        until(lambda: converting(env), "every converted CRD points at the controller's conversion webhook")
+        yield env
+
+
+def converting(env: Env) -> bool:
+    for definition in crdgen.converted_crds():
+        url = env.k("get", "crd", definition.name, "-o", "jsonpath={.spec.conversion.webhook.clientConfig.url}")
+        if f"/convert/{CLUSTER}" not in url:
+            return False
+    return True
+
+
+def get(env: Env, resource: str, version: str, name: str, ns: str | None = None) -> dict[str, Any]:
+    group_version = version.split("/")[1]
+    where = ["-n", ns] if ns else []
+    out = env.k("get", f"{resource}.{group_version}.aim.eai.amd.com", name, *where, "-o", "json")
+    obj: dict[str, Any] = json.loads(out)
+    return obj
+
+
+def stored(fleet: ControlledFleet, plural: str, name: str, ns: str = "") -> dict[str, Any] | None:
+    """The object as the embedded server stores it (None on a real server: etcd is not read here)."""
+    if fleet.real_api_server or fleet.bg is None:
+        return None
+    server = fleet.bg.fleet[CLUSTER]
+
+    async def read() -> dict[str, Any] | None:
+        return server.api.store.get(("aim.eai.amd.com", plural), ns, name)
+
+    obj: dict[str, Any] | None = fleet.bg.run(read())
+    return obj
+
+
+def columns(env: Env, resource: str, name: str, ns: str | None = None) -> list[str]:
+    where = ["-n", ns] if ns else []
+    header = env.k("get", resource, name, *where).splitlines()[0]
+    return header.split()
+
+
+def test_upstreams_artifact_applied_in_v1alpha1_is_one_object_in_both_versions_and_is_reconciled(env: Env) -> None:
+    doc = upstream("tests/e2e/aimartifact/basic-lifecycle-hf/artifact.yaml")
+    assert doc["apiVersion"] == V1
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
+    name = doc["metadata"]["name"]
+
+    def one_revision() -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The object read in both versions at one resourceVersion (the controller may write its status between
+        two reads)."""
+        v1, v2 = get(env, "aimartifacts", V1, name, NS), get(env, "aimartifacts", V2, name, NS)
+        return (v1, v2) if v1["metadata"]["resourceVersion"] == v2["metadata"]["resourceVersion"] else None
+
+    v1, v2 = until(one_revision, "both versions read at one resourceVersion")
+    assert v1["apiVersion"] == V1 and v2["apiVersion"] == V2
+    assert v1["spec"] == {**doc["spec"], "modelDownloadImage": DOWNLOADER}  # upstream's default, in v1alpha1
+    assert v2["spec"] == {
+        "sourceUri": doc["spec"]["sourceUri"],
+        "size": doc["spec"]["size"],
+        "downloadImage": DOWNLOADER,
+    }
+    assert v1["metadata"]["uid"] == v2["metadata"]["uid"], "one object"
+    assert carried_annotation("v1alpha1") not in (v2["metadata"].get("annotations") or {}), "nothing lost"
+    kept = stored(env.fleet, "aimartifacts", name, NS)
+    if kept is not None:
+        assert kept["apiVersion"] == V2 and kept["spec"] == v2["spec"], "stored once, in the storage version"
+
+    # the controller reconciles it (in v1alpha2): its PVC and download Job; the status reads in both versions
+    def ready() -> dict[str, Any] | None:
+        status: dict[str, Any] = get(env, "aimartifacts", V2, name, NS).get("status") or {}
+        return status if status.get("status") == "Ready" else None
+
+    status = until(ready, f"artifact {name} Ready")
+    pvc = status["persistentVolumeClaim"]
+    assert env.get("persistentvolumeclaims", pvc, NS) is not None
+    v1_status = get(env, "aimartifacts", V1, name, NS)["status"]
+    assert v1_status["status"] == "Ready"
+    assert v1_status["persistentVolumeClaim"] == pvc
+    assert v1_status["download"]["protocolSequence"] == status["download"]["protocolSequence"]
+    assert "job" not in v1_status["download"], "v1alpha1 has no download Job; it waits in the annotation"
+    # kubectl get: the preferred version is v1alpha2 (omectl's columns); v1alpha1 shows upstream's
+    assert columns(env, "aimartifacts", name, NS) == ["NAME", "STATUS", "MODELID", "SIZE", "PVC", "PROTOCOL", "AGE"]
+    assert columns(env, "aimartifacts.v1alpha1.aim.eai.amd.com", name, NS) == [
+        "NAME", "STATUS", "MODE", "MODEL", "SIZE", "PROGRESS", "PROTOCOL", "ATTEMPT", "AGE"
+    ]  # fmt: skip
+
+
+def test_an_edit_in_v1alpha1_reaches_v1alpha2_and_what_it_cannot_hold_is_kept(env: Env) -> None:
+    doc = upstream("tests/e2e/aimartifact/basic-lifecycle-hf/artifact.yaml")
+    doc["metadata"]["name"] = "edited-in-v1"
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
+    doc["spec"]["env"] = [{"name": "AIM_DOWNLOADER_PROTOCOL", "value": "HTTP"}]
+    doc["spec"]["imagePullSecrets"] = [{"name": "pull"}]
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
+    v2 = get(env, "aimartifacts", V2, "edited-in-v1", NS)
+    assert v2["spec"]["env"] == doc["spec"]["env"]
+    assert json.loads(v2["metadata"]["annotations"][carried_annotation("v1alpha1")]) == {
+        "spec": {"imagePullSecrets": [{"name": "pull"}]}
+    }
+    v1 = get(env, "aimartifacts", V1, "edited-in-v1", NS)
+    assert v1["spec"]["imagePullSecrets"] == [{"name": "pull"}]
+    assert carried_annotation("v1alpha1") not in (v1["metadata"].get("annotations") or {})
+    # upstream's CEL rule, in v1alpha1: the source cannot change
+    doc["spec"]["sourceUri"] = "hf://other/model"
+    proc = env.run("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
+    assert proc.returncode == 1
+    assert "sourceUri is immutable" in proc.stderr
+
+
+def test_upstreams_cluster_model_source_keeps_its_registry_scan_and_is_reconciled(env: Env) -> None:
+    doc = upstream("tests/e2e/aimclustermodelsource/auto-sourcing/cluster-model-source.yaml")
+    env.apply(doc)
+    name = doc["metadata"]["name"]
+    v1 = get(env, "aimclustermodelsources", V1, name)
+    assert v1["spec"] == {**doc["spec"], "registry": "docker.io", "syncInterval": "1h"}  # upstream's defaults
+    v2 = get(env, "aimclustermodelsources", V2, name)
+    assert v2["spec"] == {}
+    assert json.loads(v2["metadata"]["annotations"][carried_annotation("v1alpha1")]) == {"spec": v1["spec"]}
+    # omectl scans no registry: the source lists no models, so it makes none, and is Ready
+    status = until(lambda: get(env, "aimclustermodelsources", V2, name).get("status"), f"source {name} reconciled")
+    assert (status["status"], status["modelCount"]) == ("Ready", 0)
+    v1_status = get(env, "aimclustermodelsources", V1, name)["status"]
+    assert (v1_status["status"], v1_status["discoveredModels"]) == ("Ready", 0)
+    assert columns(env, "aimclustermodelsources.v1alpha1.aim.eai.amd.com", name) == [
+        "NAME", "STATUS", "MODELS", "LASTSYNC", "AGE"
+    ]  # fmt: skip
+
+
+def test_crds_applied_again_are_pointed_back_at_the_controller(env: Env) -> None:
+    """Re-applying deploy/crds by server-side apply meets the owner's clientConfig: a conflict, unless forced (as
+    `omectl doctor` suggests); forced, the placeholder lands and the owner puts its webhook back."""
+    path = str(ROOT / "deploy" / "crds" / "aim.eai.amd.com_aimartifacts.yaml")
+    proc = env.run("apply", "--server-side", "-f", path)
+    assert proc.returncode == 1
+    assert 'conflict with "omectl"' in proc.stderr and ".spec.conversion.webhook.clientConfig.url" in proc.stderr
+    env.k("apply", "--server-side", "--force-conflicts", "-f", path)
+    until(lambda: converting(env), "the owner's webhook put back")
+    doc = upstream("tests/e2e/aimartifact/basic-lifecycle-s3/artifact.yaml")
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
+    assert get(env, "aimartifacts", V1, doc["metadata"]["name"], NS)["spec"]["sourceUri"] == doc["spec"]["sourceUri"]
