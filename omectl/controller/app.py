@@ -84,7 +84,9 @@ class Reconcilers:
         self.engine = EngineReconciler(self.resolver)
         self.aim = AimServiceReconciler(operator_namespace=aim_operator_namespace)
         self.aim_consumers = AimConsumerReconciler(operator_namespace=self.aim.operator_namespace)  # AIM v1alpha2
-        self.aim_legacy = LegacyReconciler(operator_namespace=self.aim.operator_namespace)  # upstream's templates
+        self.aim_legacy = LegacyReconciler(  # upstream's legacy template path
+            operator_namespace=self.aim.operator_namespace, children=self.aim_consumers
+        )
         self.tracer = tracer
 
     def work_kinds(self) -> WorkKinds:

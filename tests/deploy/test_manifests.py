@@ -309,8 +309,10 @@ MEMBER_RULES = {
     "configmaps": {"get", "list", "watch", "delete"},
     **{
         f"{plural}.aim.eai.amd.com": {"get", "list", "watch"}
-        for plural in ("aimservicetemplates", "aimclusterservicetemplates", "aimtemplatecaches")
+        for plural in ("aimservicetemplates", "aimclusterservicetemplates")
     },
+    "aimtemplatecaches.aim.eai.amd.com": {"get", "list", "watch", "create", "patch"},
+    "nodes": {"list", "watch"},
     **{
         f"{plural}/status.aim.eai.amd.com": {"update"}
         for plural in ("aimservicetemplates", "aimclusterservicetemplates", "aimtemplatecaches")

@@ -15,7 +15,8 @@ representative run of every end-to-end suite's features:
 - AIM v1alpha2: the models-and-caching samples (a cluster model source, cluster and namespaced models with
   discovery Jobs and result ConfigMaps, profiles, a profile set, a service with caching -> profile cache ->
   artifact -> PVC and download Job), then a new model image (the stale discovery Job and ConfigMap deleted);
-- AIM legacy template path: a template, a cluster template and a template cache reconciled;
+- AIM legacy template path: a template discovered (its Job and result ConfigMap, the Nodes' GPUs) and cached (its
+  template cache), a cluster template and a template cache reconciled;
 - FleetRuntimes (the hub's): a template applied to the member (server-side apply), edited (a second revision),
   edited back (its revision renumbered), the copy edited by hand and put back (driftPolicy Correct), then the
   FleetRuntime deleted (its copy and revisions deleted);
@@ -546,19 +547,37 @@ async def aim_model_flows(f: Fleet) -> None:
 
 
 async def aim_legacy_flows(f: Fleet) -> None:
-    """Upstream's legacy template path: a template, a cluster template and a template cache reconciled (their
-    informers, their status)."""
+    """Upstream's legacy template path: a template whose model's image is discovered (the discovery Job and its result
+    ConfigMap, the Nodes' GPUs) and that caches its files (its template cache applied), a cluster template and a
+    template cache reconciled (their informers, their status)."""
     m = f.member
     a = "aim.eai.amd.com"
     v1 = f"{a}/v1alpha1"
+    dry_run = [
+        {"profile": {"metadata": {"gpu": "MI300X", "gpu_count": 1}}, "models": [{"name": "o/m", "source": "hf://o/m"}]}
+    ]
     await apply(m, namespace("legacy"))
     await apply(
         m,
         {
+            "apiVersion": f"{a}/v1alpha2",
+            "kind": "AIMModel",
+            "metadata": {
+                "name": "m",
+                "namespace": "legacy",
+                "annotations": {DISCOVERY_ANNOTATION: orjson.dumps(dry_run).decode()},
+            },
+            "spec": {"image": "example/m:1", "discovery": {"enabled": False}},
+        },
+        {
             "apiVersion": v1,
             "kind": "AIMServiceTemplate",
             "metadata": {"name": "tpl", "namespace": "legacy"},
-            "spec": {"modelName": "m"},
+            "spec": {
+                "modelName": "m",
+                "hardware": {"gpu": {"model": "MI300X", "requests": 1}},
+                "caching": {"enabled": True},
+            },
         },
         {
             "apiVersion": v1,
@@ -573,7 +592,8 @@ async def aim_legacy_flows(f: Fleet) -> None:
             "spec": {"templateName": "tpl", "templateScope": "Namespace"},
         },
     )
-    await until(lambda: status(m, a, "aimservicetemplates", "tpl", "legacy").get("conditions"), "template status")
+    await until(lambda: status(m, a, "aimservicetemplates", "tpl", "legacy").get("status") == "Ready", "discovered")
+    await until(lambda: get(m, a, "aimtemplatecaches", "tpl", "legacy"), "the template's cache")
     await until(lambda: status(m, a, "aimclusterservicetemplates", "ctpl").get("conditions"), "cluster template status")
     await until(lambda: status(m, a, "aimtemplatecaches", "tc", "legacy").get("conditions"), "template cache status")
 

@@ -22,17 +22,24 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
+from omectl.controller.aim.consumers import AimConsumerReconciler
+from omectl.controller.aim.legacy_outcome import Outcome
+from omectl.controller.aim.legacy_templates import reconcile_template
 from omectl.controller.aim.legacy_watch import LEGACY_KEYS, LEGACY_RESOURCES
 from omectl.controller.aim.service import ConfigEvents, _now
 from omectl.controller.aim.watch import AimWatch
-from omectl.core.aim.legacy.kinds import AIM_V1ALPHA1
+from omectl.controller.runtime.apply import live_object
+from omectl.core.aim.legacy.kinds import (
+    AIM_V1ALPHA1,
+    CLUSTER_SERVICE_TEMPLATE,
+    SERVICE_TEMPLATE,
+    TEMPLATE_CACHE,
+)
 from omectl.core.aim.legacy.status import (
     ERROR_STATES,
     READY,
-    Component,
     LegacyStatus,
     legacy_status,
     runtime_config_component,
@@ -41,17 +48,6 @@ from omectl.core.aim.resolution import Resolution, resolve
 from omectl.core.conditions import stamp_all
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.writer import write_status
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a kind's step found: its components (after `RuntimeConfig`), its extra conditions, and the status fields
-    it sets (a field set to None is removed; fields it does not name are kept as they are)."""
-
-    components: tuple[Component, ...] = ()
-    conditions: tuple[dict[str, str], ...] = ()
-    fields: Mapping[str, Any] = field(default_factory=dict)
-
 
 Step = Callable[["LegacyReconciler", AimWatch, dict[str, Any], Resolution], Awaitable[Outcome]]
 
@@ -62,15 +58,21 @@ async def _nothing_yet(
     return Outcome()
 
 
-STEPS: Final[dict[str, Step]] = {kind: _nothing_yet for kind in LEGACY_RESOURCES}
+STEPS: Final[dict[str, Step]] = {
+    SERVICE_TEMPLATE: reconcile_template,
+    CLUSTER_SERVICE_TEMPLATE: reconcile_template,
+    TEMPLATE_CACHE: _nothing_yet,
+}
 
 
 class LegacyReconciler:
     """Reconciles the legacy kinds (module docstring): the work keys of `LEGACY_KEYS`, registered for it in
     `omectl.controller.app`."""
 
-    def __init__(self, *, operator_namespace: str) -> None:
+    def __init__(self, *, operator_namespace: str, children: AimConsumerReconciler) -> None:
         self.operator_namespace = operator_namespace
+        self.children = children
+        """Applies and reads the children the legacy kinds share with the v1alpha2 consumers (Jobs, artifacts)."""
         self.writes = 0
         self.reconciles: Counter[tuple[str, str, str, str]] = Counter()
         """Reconciles per (cluster, kind, namespace, name)."""
@@ -95,6 +97,12 @@ class LegacyReconciler:
             [config, *outcome.components], extra_conditions=outcome.conditions, previous_conditions=previous
         )
         await self.write_status(cluster, obj, resolution, status, outcome.fields)
+
+    async def live(self, cluster: AimWatch, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A legacy object from its informer cache (else the API server); None when it does not exist."""
+        informer = cluster.legacy.kinds[kind]
+        found = await live_object(cluster.client, informer.resource, informer.cache, namespace, name)
+        return cast("dict[str, Any] | None", found)  # caches and the client hold plain dicts
 
     async def write_status(
         self,

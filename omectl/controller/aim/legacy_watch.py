@@ -6,6 +6,12 @@ without the legacy CRDs counts as synced and empty).
   each indexed by effective runtime-config name. A create, or an update of the spec, labels or annotations, queues
   the object itself; our own status writes do not. A runtime config change queues the ones it reaches
   (`AimWatch._config_handler`, through `consumers_named`).
+- What a template reads: its model (the v1alpha2 AIMModel / AIMClusterModel informers of `AimWatch.consumers`: a
+  model's create, delete, spec or status change queues the templates naming it, `MODEL_NAME_INDEX`), the Nodes (their
+  labels only: a change of a Node's labels, or a Node coming or going, queues the templates that require a GPU), its
+  discovery Job (the consumers' Job informer: a status change or deletion of a Job labelled
+  `aim.eai.amd.com/template` queues its owner) and the Job's result ConfigMap (the consumers' discovery result
+  informer: one labelled `aim.eai.amd.com/template` queues the templates of that name it may belong to).
 """
 
 from __future__ import annotations
@@ -13,14 +19,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
-from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE, TEMPLATE_CACHE
+from omectl.core.aim.legacy.gpus import requires_gpu
+from omectl.core.aim.legacy.kinds import (
+    CLUSTER_SERVICE_TEMPLATE,
+    SERVICE_TEMPLATE,
+    TEMPLATE_CACHE,
+    TEMPLATE_KINDS,
+    TEMPLATE_LABEL,
+)
 from omectl.core.aim.resolution import effective_config_name
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
     AIM_CLUSTER_SERVICE_TEMPLATES,
     AIM_SERVICE_TEMPLATES,
     AIM_TEMPLATE_CACHES,
+    NODES,
     ResourceRef,
 )
 from omectl.tracing.spans import object_event_context
@@ -38,6 +53,10 @@ LEGACY_RESOURCES: Final[Mapping[str, ResourceRef]] = {
 LEGACY_KEYS: Final[Mapping[str, str]] = {f"{KEY_PREFIX}{kind}": kind for kind in LEGACY_RESOURCES}
 """Work key kind (`aim.eai.amd.com/<Kind>`) → kind."""
 CONFIG_NAME_INDEX: Final = "aim.eai.amd.com/runtime-config-name"
+MODEL_NAME_INDEX: Final = "aim.eai.amd.com/template-model-name"
+"""Templates by `spec.modelName`."""
+MODEL_KINDS: Final[Mapping[str, str]] = {"AIMModel": SERVICE_TEMPLATE, "AIMClusterModel": CLUSTER_SERVICE_TEMPLATE}
+"""Model kind → the template kind that names it."""
 
 
 def work_kind(kind: str) -> str:
@@ -47,6 +66,18 @@ def work_kind(kind: str) -> str:
 def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     meta = (obj or {}).get("metadata")
     return meta if isinstance(meta, Mapping) else {}
+
+
+def model_name_index(obj: dict[str, Any]) -> list[str]:
+    spec = obj.get("spec")
+    name = spec.get("modelName") if isinstance(spec, Mapping) else None
+    return [name] if isinstance(name, str) and name else []
+
+
+def node_labels(obj: dict[str, Any]) -> dict[str, Any]:
+    """What a template reads of a Node: its name and labels."""
+    meta = _metadata(obj)
+    return {"kind": "Node", "metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}}
 
 
 def _self_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
@@ -68,10 +99,18 @@ class LegacyWatch:
             informer = Informer(client, resource, handlers=[self._self_handler(kind)], optional=True)
             informer.cache.add_index(CONFIG_NAME_INDEX, lambda obj: [effective_config_name(obj)])
             self.kinds[kind] = informer
+        for kind in TEMPLATE_KINDS:
+            self.kinds[kind].cache.add_index(MODEL_NAME_INDEX, model_name_index)
+        self.nodes = Informer(client, NODES, handlers=[self._node_handler], optional=True, transform=node_labels)
+        consumers = watch.consumers
+        for model_kind in MODEL_KINDS:
+            consumers.kinds[model_kind].add_handler(self._model_handler(model_kind))
+        consumers.jobs.add_handler(self._job_handler)
+        consumers.results.add_handler(self._result_handler)
 
     @property
     def informers(self) -> list[Informer]:
-        return list(self.kinds.values())
+        return [*self.kinds.values(), self.nodes]
 
     def consumers_named(self, config_name: str) -> list[tuple[str, dict[str, Any]]]:
         """`(kind, object)` of every legacy object whose effective runtime-config name is `config_name`."""
@@ -99,3 +138,77 @@ class LegacyWatch:
             self.enqueue(kind, str(meta.get("namespace") or ""), str(meta["name"]), self._trigger(kind, obj), lane)
 
         return on_event
+
+    def _enqueue_template(self, kind: str, namespace: str, name: str, trigger: Any) -> None:
+        if self.kinds[kind].cache.get(namespace, name) is not None:
+            self.enqueue(kind, namespace, name, trigger, Lane.FANOUT)
+
+    def _model_handler(self, model_kind: str) -> Any:
+        template_kind = MODEL_KINDS[model_kind]
+
+        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
+            if initial:
+                return  # every template of the initial list is queued anyway
+            unchanged = (
+                old is not None and obj.get("spec") == old.get("spec") and obj.get("status") == old.get("status")
+            )
+            if event_type == "MODIFIED" and unchanged:
+                return
+            meta = _metadata(obj)
+            namespace = str(meta.get("namespace") or "")
+            trigger = self._trigger(model_kind, obj)
+            for template in self.kinds[template_kind].cache.by_index(MODEL_NAME_INDEX, str(meta["name"])):
+                template_ns = str(_metadata(template).get("namespace") or "")
+                if template_ns == namespace:
+                    self.enqueue(template_kind, template_ns, str(_metadata(template)["name"]), trigger, Lane.FANOUT)
+
+        return on_event
+
+    def _node_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if initial:
+            return
+        if (
+            event_type == "MODIFIED"
+            and old is not None
+            and _metadata(obj).get("labels") == _metadata(old).get("labels")
+        ):
+            return
+        trigger = self._trigger("Node", obj)
+        for kind in TEMPLATE_KINDS:
+            for template in self.kinds[kind].cache.list():
+                if requires_gpu(template):
+                    meta = _metadata(template)
+                    self.enqueue(kind, str(meta.get("namespace") or ""), str(meta["name"]), trigger, Lane.FANOUT)
+
+    def _job_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        meta = _metadata(obj)
+        if not (meta.get("labels") or {}).get(TEMPLATE_LABEL):
+            return
+        if event_type != "DELETED" and not child_status_changed(event_type, obj, old, initial):
+            return
+        for ref in meta.get("ownerReferences") or []:
+            if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") in TEMPLATE_KINDS:
+                kind = str(ref["kind"])
+                namespace = "" if kind == CLUSTER_SERVICE_TEMPLATE else str(meta.get("namespace") or "")
+                self._enqueue_template(kind, namespace, str(ref.get("name") or ""), self._trigger("Job", obj))
+
+    def _result_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if initial:
+            return
+        if event_type == "MODIFIED" and old is not None and old.get("data") == obj.get("data"):
+            return
+        meta = _metadata(obj)
+        template = (meta.get("labels") or {}).get(TEMPLATE_LABEL)
+        if not template:
+            return
+        trigger = self._trigger("ConfigMap", obj)
+        namespace = str(meta.get("namespace") or "")
+        self._enqueue_template(SERVICE_TEMPLATE, namespace, str(template), trigger)
+        if namespace == self.watch.operator_namespace:
+            self._enqueue_template(CLUSTER_SERVICE_TEMPLATE, "", str(template), trigger)
