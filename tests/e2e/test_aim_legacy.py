@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -67,6 +68,17 @@ class Env:
     def condition(self, resource: str, name: str, namespace: str | None, condition_type: str) -> dict[str, Any]:
         conditions = self.status(resource, name, namespace).get("conditions") or []
         return next((c for c in conditions if c["type"] == condition_type), {})
+
+    def apply_frozen(self, path: Path, ns: str | None) -> None:
+        """As upstream's e2e tests apply a frozen dependency (its hack/apply-with-status.sh): `kubectl apply`, then
+        the document's status merge-patched onto the status subresource (the document is paused)."""
+        where = ["-n", ns] if ns else []
+        self.k("apply", *where, "-f", str(path))
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and "status" in doc:
+                kind, name = doc["kind"].lower(), doc["metadata"]["name"]
+                body = json.dumps({"status": doc["status"]})
+                self.k("patch", kind, name, *where, "--type=merge", "--subresource=status", "-p", body)
 
     def events(self, name: str, reason: str, namespace: str = "default") -> list[dict[str, Any]]:
         items = json.loads(self.k("get", "events", "-n", namespace, "-o", "json"))["items"]
@@ -490,3 +502,150 @@ def test_a_template_with_caching_gets_its_template_cache_once_ready_with_its_lab
     owner = cache["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"], owner["controller"]) == ("AIMServiceTemplate", "cached-tpl", True)
     assert cache["metadata"]["labels"]["org.example/team"] == "ml" and "other" not in cache["metadata"]["labels"]
+
+
+# --- template caches: their template, their artifacts (upstream's scenarios) ------------------------------------
+
+
+def artifacts_of(env: Env, ns: str, cache: str) -> list[dict[str, Any]]:
+    items = env.items("aimartifacts.aim.eai.amd.com", ns, f"aim.eai.amd.com/template-cache.name={cache}")
+    return sorted(items, key=lambda a: a["metadata"]["labels"]["aim.eai.amd.com/template.index"])
+
+
+def test_a_template_cache_makes_one_artifact_per_model_source_of_its_template_and_turns_ready(env: Env) -> None:
+    """Ported: aimtemplatecache/happy-path-namespace, and its TODO (the cache becomes Ready once its artifacts are:
+    the simulator completes their download Jobs and binds their PVCs)."""
+    ns = "tc-happy"
+    env.apply(namespace(ns))
+    env.apply_frozen(UPSTREAM / "aimtemplatecache/happy-path-namespace/service-template.yaml", ns)
+    apply_upstream(env, "aimtemplatecache/happy-path-namespace/template-cache.yaml", ns)
+    name = "happy-path-namespace"
+    first, second = until(lambda: len(a := artifacts_of(env, ns, name)) == 2 and a, "two artifacts")
+    for index, artifact in enumerate((first, second)):
+        labels = artifact["metadata"]["labels"]
+        assert labels["aim.eai.amd.com/template.index"] == str(index)
+        assert labels["aim.eai.amd.com/template.scope"] == "Namespace"
+        assert labels["aim.eai.amd.com/template.name"] == name
+        assert artifact["apiVersion"] == V2 and "ownerReferences" not in artifact["metadata"], "Shared: nobody's"
+    assert (first["spec"]["sourceUri"], first["spec"]["size"]) == ("hf://sshleifer/tiny-gpt2", "2Gi")
+    assert first["spec"]["env"] == [{"name": "HF_TOKEN", "value": "my-token"}]
+    assert (second["spec"]["sourceUri"], second["spec"]["size"]) == ("hf://HuggingFaceTB/SmolLM-135M", "4Gi")
+    status = until(lambda: (s := env.status("aimtemplatecaches", name, ns)).get("status") == "Ready" and s, "Ready")
+    assert status["resolvedTemplateKind"] == "AIMServiceTemplate"
+    assert sorted(status["artifacts"]) == sorted(a["metadata"]["name"] for a in (first, second))
+    entry = status["artifacts"][first["metadata"]["name"]]
+    assert (entry["model"], entry["status"], entry["uid"]) == ("sshleifer/tiny-gpt2", "Ready", first["metadata"]["uid"])
+    assert entry["persistentVolumeClaim"].startswith(first["metadata"]["name"] + "-cache-")
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert (conditions["ArtifactsReady"]["reason"], conditions["ServiceTemplateReady"]["status"]) == (
+        "AllCachesReady",
+        "True",
+    )
+    # a second Shared cache of the same sources reuses the artifacts instead of making its own
+    env.apply(
+        legacy(
+            "AIMTemplateCache",
+            "second",
+            ns,
+            templateName=name,
+            templateScope="Namespace",
+            env=[{"name": "HF_TOKEN", "value": "my-token"}],
+        )
+    )
+    reused = until(lambda: (s := env.status("aimtemplatecaches", "second", ns)).get("status") == "Ready" and s, "Ready")
+    assert sorted(reused["artifacts"]) == sorted(status["artifacts"])
+    assert artifacts_of(env, ns, "second") == []
+
+
+def test_a_cluster_template_cache_labels_its_artifacts_with_the_cluster_scope(env: Env) -> None:
+    """Ported: aimtemplatecache/happy-path-cluster; a Dedicated cache owns its artifacts."""
+    ns = "tc-cluster"
+    env.apply(namespace(ns))
+    env.apply_frozen(UPSTREAM / "aimtemplatecache/happy-path-cluster/cluster-service-template.yaml", None)
+    doc = yaml.safe_load((UPSTREAM / "aimtemplatecache/happy-path-cluster/template-cache.yaml").read_text())
+    doc["metadata"]["namespace"] = ns
+    doc["spec"]["mode"] = "Dedicated"
+    env.apply(doc)
+    artifacts = until(lambda: len(a := artifacts_of(env, ns, "happy-path-cluster")) == 2 and a, "two artifacts")
+    cache = env.get("aimtemplatecaches", "happy-path-cluster", ns)
+    assert cache is not None
+    for artifact in artifacts:
+        assert artifact["metadata"]["labels"]["aim.eai.amd.com/template.scope"] == "Cluster"
+        owner = artifact["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["uid"], owner["controller"]) == (
+            "AIMTemplateCache",
+            cache["metadata"]["uid"],
+            True,
+        )
+    status = until(
+        lambda: (s := env.status("aimtemplatecaches", "happy-path-cluster", ns)).get("status") == "Ready" and s, "Ready"
+    )
+    assert status["resolvedTemplateKind"] == "AIMClusterServiceTemplate"
+
+
+def test_a_template_cache_fails_while_its_template_is_missing(env: Env) -> None:
+    """Ported: aimtemplatecache/fails-if-service-template-not-found."""
+    ns = "tc-missing"
+    env.apply(namespace(ns))
+    apply_upstream(env, "aimtemplatecache/fails-if-service-template-not-found/template-cache.yaml", ns)
+    name = "failure-service-template-not-found"
+    status = until(lambda: (s := env.status("aimtemplatecaches", name, ns)).get("status") and s, "a status")
+    assert status["status"] == "Failed"
+    conditions = {c["type"]: c for c in status["conditions"]}
+    for condition_type in ("Ready", "ServiceTemplateReady"):
+        assert (conditions[condition_type]["status"], conditions[condition_type]["reason"]) == (
+            "False",
+            "ReferenceNotFound",
+        )
+    assert env.items("aimartifacts.aim.eai.amd.com", ns) == []
+
+
+def test_a_template_cache_is_not_available_while_its_templates_gpu_is_not(env: Env) -> None:
+    """Ported: aimtemplatecache/not-available-when-gpu-unavailable."""
+    ns = "tc-no-gpu"
+    env.apply(namespace(ns), model("AIMModel", "template-cache-not-available-model", ns))
+    apply_upstream(env, "aimtemplatecache/not-available-when-gpu-unavailable/service-template.yaml", ns)
+    name = "not-available-due-to-gpu"
+    until(
+        lambda: env.status("aimservicetemplates", name, ns).get("status") == "NotAvailable", "the template NotAvailable"
+    )
+    apply_upstream(env, "aimtemplatecache/not-available-when-gpu-unavailable/template-cache.yaml", ns)
+    status = until(lambda: (s := env.status("aimtemplatecaches", name, ns)).get("status") and s, "a status")
+    assert status["status"] == "NotAvailable"
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["Ready"]["status"] == "False" and conditions["ServiceTemplateReady"]["status"] == "False"
+
+
+def test_labels_propagate_from_template_to_cache_to_artifacts_and_their_pvcs_and_jobs(env: Env) -> None:
+    """The spec's legacy edges, AIMServiceTemplate -> AIMTemplateCache -> AIMArtifact, then the artifact's own
+    (-> PVC, download Job and its pods); each hop under the parent's config."""
+    ns = "tc-labels"
+    cost = {"org.example/cost-center": "eng-ml", "org.example/team": "chat"}
+    propagation = {"enabled": True, "match": ["org.example/*"]}
+    env.apply(namespace(ns), config("AIMRuntimeConfig", "default", ns, labelPropagation=propagation))
+    env.apply(model("AIMModel", "m", ns))
+    doc = legacy(
+        "AIMServiceTemplate",
+        "labelled",
+        ns,
+        modelName="m",
+        caching={"enabled": True},
+        modelSources=[{"modelId": "org/m", "sourceUri": "hf://org/m", "size": "1Gi"}],
+    )
+    doc["metadata"]["labels"] = {**cost, "env": "test"}
+    env.apply(doc)
+    (artifact,) = until(lambda: artifacts_of(env, ns, "labelled"), "the cache's artifact")
+    cache = env.get("aimtemplatecaches", "labelled", ns)
+    assert cache is not None
+    for obj in (cache, artifact):
+        labels = obj["metadata"]["labels"]
+        assert {k: labels.get(k) for k in cost} == cost and "env" not in labels, obj["kind"]
+    name = artifact["metadata"]["name"]
+    (job,) = until(lambda: env.items("jobs", ns, f"aim.eai.amd.com/artifact={name}"), "the download Job")
+    (claim,) = until(lambda: env.items("pvc", ns, f"aim.eai.amd.com/artifact={name}"), "the PVC")
+    for labels in (
+        job["metadata"]["labels"],
+        job["spec"]["template"]["metadata"]["labels"],
+        claim["metadata"]["labels"],
+    ):
+        assert {k: labels.get(k) for k in cost} == cost and labels["aim.eai.amd.com/template-cache.name"] == "labelled"

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, cast
 
 from omectl.controller.aim.consumers import AimConsumerReconciler
+from omectl.controller.aim.legacy_caches import reconcile_template_cache
 from omectl.controller.aim.legacy_outcome import Outcome
 from omectl.controller.aim.legacy_templates import reconcile_template
 from omectl.controller.aim.legacy_watch import LEGACY_KEYS, LEGACY_RESOURCES
@@ -52,16 +53,10 @@ from omectl.kube.writer import write_status
 Step = Callable[["LegacyReconciler", AimWatch, dict[str, Any], Resolution], Awaitable[Outcome]]
 
 
-async def _nothing_yet(
-    reconciler: LegacyReconciler, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution
-) -> Outcome:
-    return Outcome()
-
-
 STEPS: Final[dict[str, Step]] = {
     SERVICE_TEMPLATE: reconcile_template,
     CLUSTER_SERVICE_TEMPLATE: reconcile_template,
-    TEMPLATE_CACHE: _nothing_yet,
+    TEMPLATE_CACHE: reconcile_template_cache,
 }
 
 

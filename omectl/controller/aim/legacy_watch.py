@@ -12,6 +12,9 @@ without the legacy CRDs counts as synced and empty).
   discovery Job (the consumers' Job informer: a status change or deletion of a Job labelled
   `aim.eai.amd.com/template` queues its owner) and the Job's result ConfigMap (the consumers' discovery result
   informer: one labelled `aim.eai.amd.com/template` queues the templates of that name it may belong to).
+- What a template cache reads: its template (a template's create, delete or status change queues the caches naming
+  it, `TEMPLATE_REF_INDEX`) and its artifacts (the consumers' AIMArtifact informer: a status change or deletion of an
+  artifact labelled `aim.eai.amd.com/template-cache.name` queues that cache).
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.core.aim.legacy.gpus import requires_gpu
 from omectl.core.aim.legacy.kinds import (
+    ARTIFACT,
     CLUSTER_SERVICE_TEMPLATE,
     SERVICE_TEMPLATE,
     TEMPLATE_CACHE,
+    TEMPLATE_CACHE_LABEL,
     TEMPLATE_KINDS,
     TEMPLATE_LABEL,
 )
+from omectl.core.aim.legacy.template_caches import template_refs
 from omectl.core.aim.resolution import effective_config_name
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
@@ -55,6 +61,8 @@ LEGACY_KEYS: Final[Mapping[str, str]] = {f"{KEY_PREFIX}{kind}": kind for kind in
 CONFIG_NAME_INDEX: Final = "aim.eai.amd.com/runtime-config-name"
 MODEL_NAME_INDEX: Final = "aim.eai.amd.com/template-model-name"
 """Templates by `spec.modelName`."""
+TEMPLATE_REF_INDEX: Final = "aim.eai.amd.com/template-ref"
+"""Template caches by `<kind>/<namespace>/<name>` of each template they may name."""
 MODEL_KINDS: Final[Mapping[str, str]] = {"AIMModel": SERVICE_TEMPLATE, "AIMClusterModel": CLUSTER_SERVICE_TEMPLATE}
 """Model kind → the template kind that names it."""
 
@@ -72,6 +80,10 @@ def model_name_index(obj: dict[str, Any]) -> list[str]:
     spec = obj.get("spec")
     name = spec.get("modelName") if isinstance(spec, Mapping) else None
     return [name] if isinstance(name, str) and name else []
+
+
+def template_ref_index(obj: dict[str, Any]) -> list[str]:
+    return [f"{kind}/{namespace}/{name}" for kind, namespace, name in template_refs(obj)]
 
 
 def node_labels(obj: dict[str, Any]) -> dict[str, Any]:
@@ -101,12 +113,15 @@ class LegacyWatch:
             self.kinds[kind] = informer
         for kind in TEMPLATE_KINDS:
             self.kinds[kind].cache.add_index(MODEL_NAME_INDEX, model_name_index)
+            self.kinds[kind].add_handler(self._template_handler(kind))
+        self.kinds[TEMPLATE_CACHE].cache.add_index(TEMPLATE_REF_INDEX, template_ref_index)
         self.nodes = Informer(client, NODES, handlers=[self._node_handler], optional=True, transform=node_labels)
         consumers = watch.consumers
         for model_kind in MODEL_KINDS:
             consumers.kinds[model_kind].add_handler(self._model_handler(model_kind))
         consumers.jobs.add_handler(self._job_handler)
         consumers.results.add_handler(self._result_handler)
+        consumers.kinds[ARTIFACT].add_handler(self._artifact_handler)
 
     @property
     def informers(self) -> list[Informer]:
@@ -212,3 +227,37 @@ class LegacyWatch:
         self._enqueue_template(SERVICE_TEMPLATE, namespace, str(template), trigger)
         if namespace == self.watch.operator_namespace:
             self._enqueue_template(CLUSTER_SERVICE_TEMPLATE, "", str(template), trigger)
+
+    def _template_handler(self, kind: str) -> Any:
+        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
+            if initial:
+                return  # every cache of the initial list is queued anyway
+            if event_type == "MODIFIED" and old is not None and obj.get("status") == old.get("status"):
+                return
+            meta = _metadata(obj)
+            key = f"{kind}/{meta.get('namespace') or ''}/{meta['name']}"
+            trigger = self._trigger(kind, obj)
+            for cache in self.kinds[TEMPLATE_CACHE].cache.by_index(TEMPLATE_REF_INDEX, key):
+                cache_meta = _metadata(cache)
+                self.enqueue(
+                    TEMPLATE_CACHE,
+                    str(cache_meta.get("namespace") or ""),
+                    str(cache_meta["name"]),
+                    trigger,
+                    Lane.FANOUT,
+                )
+
+        return on_event
+
+    def _artifact_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        meta = _metadata(obj)
+        cache = (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL)
+        if not cache:
+            return
+        if event_type != "DELETED" and not child_status_changed(event_type, obj, old, initial):
+            return
+        namespace = str(meta.get("namespace") or "")
+        if self.kinds[TEMPLATE_CACHE].cache.get(namespace, str(cache)) is not None:
+            self.enqueue(TEMPLATE_CACHE, namespace, str(cache), self._trigger(ARTIFACT, obj), Lane.FANOUT)

@@ -6,4 +6,5 @@
 - `gpus`: the GPU models a cluster's Nodes offer, and whether a template's hardware fits them.
 - `templates`: a template's model, profile, hardware, status fields and template cache.
 - `discovery`: a template's discovery Job and what its result becomes.
+- `template_caches`: a template cache's template, its artifacts and its status.
 """
