@@ -733,7 +733,7 @@ class AIMClusterModelSource(_AIMResource):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Legacy template path (v1alpha1 only): served, not yet reconciled
+# Legacy template path (v1alpha1 only): served and reconciled (controller/aim/legacy.py)
 
 TEMPLATE_CACHE_VERSIONS: Final = (V1ALPHA1,)
 """The versions an AIMTemplateCache is served in (upstream's legacy kind, v1alpha1 only)."""
@@ -868,7 +868,7 @@ class AIMTemplateCacheStatus(_Object):
 
 
 class AIMTemplateCache(_AIMResource):
-    """Upstream's legacy (v1alpha1) cache of a service template's model files. Served, not yet reconciled."""
+    """Upstream's legacy (v1alpha1) cache of a service template's model files: one AIMArtifact per model source."""
 
     kind: str | None = "AIMTemplateCache"
     """Kind of the object."""
@@ -876,7 +876,7 @@ class AIMTemplateCache(_AIMResource):
     status: AIMTemplateCacheStatus | None = None
 
 
-# Service templates (upstream's AIMServiceTemplate / AIMClusterServiceTemplate): served, not yet reconciled.
+# Service templates (upstream's AIMServiceTemplate / AIMClusterServiceTemplate): served and reconciled.
 
 SERVICE_TEMPLATE_VERSIONS: Final = (V1ALPHA1,)
 """The versions a service template is served in (upstream's legacy kinds, v1alpha1 only)."""
@@ -1089,8 +1089,7 @@ class AIMServiceTemplateStatus(_Object):
 
 
 class AIMClusterServiceTemplate(_AIMResource):
-    """Upstream's legacy (v1alpha1) cluster-wide service template: one way to serve an AIMClusterModel. Served, not
-    yet reconciled."""
+    """Upstream's legacy (v1alpha1) cluster-wide service template: one way to serve an AIMClusterModel."""
 
     kind: str | None = "AIMClusterServiceTemplate"
     """Kind of the object."""
@@ -1099,8 +1098,7 @@ class AIMClusterServiceTemplate(_AIMResource):
 
 
 class AIMServiceTemplate(_AIMResource):
-    """Upstream's legacy (v1alpha1) service template of one namespace: one way to serve a model, with caching.
-    Served, not yet reconciled."""
+    """Upstream's legacy (v1alpha1) service template of one namespace: one way to serve a model, with caching."""
 
     kind: str | None = "AIMServiceTemplate"
     """Kind of the object."""

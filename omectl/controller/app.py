@@ -29,6 +29,8 @@ from omectl.api.crdgen import conversion_webhook, converted_crds
 from omectl.background import BackgroundTasks
 from omectl.controller.aim.consumers import AimConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS as AIM_CONSUMER_KEYS
+from omectl.controller.aim.legacy import LegacyReconciler
+from omectl.controller.aim.legacy_watch import LEGACY_KEYS as AIM_LEGACY_KEYS
 from omectl.controller.aim.service import AimServiceReconciler
 from omectl.controller.aim.watch import AIM_SERVICE_KEY, AimWatch
 from omectl.controller.fleet_driver import ElectedFleetRuntimes
@@ -85,6 +87,9 @@ class Reconcilers:
         self.engine = EngineReconciler(self.resolver)
         self.aim = AimServiceReconciler(operator_namespace=aim_operator_namespace)
         self.aim_consumers = AimConsumerReconciler(operator_namespace=self.aim.operator_namespace)  # AIM v1alpha2
+        self.aim_legacy = LegacyReconciler(  # upstream's legacy template path
+            operator_namespace=self.aim.operator_namespace, children=self.aim_consumers
+        )
         self.tracer = tracer
 
     def work_kinds(self) -> WorkKinds:
@@ -133,12 +138,26 @@ class Reconcilers:
                 reconcile=lambda aim, key, obj: consumers.reconcile(aim, key.kind, obj, tracer),
                 paused=_aim_paused,
             )
+        legacy = self.aim_legacy
+        for key_kind, kind in AIM_LEGACY_KEYS.items():
+            kinds[key_kind] = WorkKind(
+                get=_legacy_cache(kind),
+                reconcile=lambda aim, key, obj: legacy.reconcile(aim, key.kind, obj),
+                paused=_aim_paused,
+            )
         return Domain("aim", service.watch, kinds)
 
 
 def _consumer_cache(kind: str) -> Callable[[AimWatch, str, str], dict[str, Any] | None]:
     def get(aim: AimWatch, namespace: str, name: str) -> dict[str, Any] | None:
         return aim.consumers.kinds[kind].cache.get(namespace, name)
+
+    return get
+
+
+def _legacy_cache(kind: str) -> Callable[[AimWatch, str, str], dict[str, Any] | None]:
+    def get(aim: AimWatch, namespace: str, name: str) -> dict[str, Any] | None:
+        return aim.legacy.kinds[kind].cache.get(namespace, name)
 
     return get
 

@@ -11,12 +11,15 @@ __all__ = [
     "AIM_CLUSTER_MODEL_SOURCES",
     "AIM_CLUSTER_PROFILES",
     "AIM_CLUSTER_RUNTIME_CONFIGS",
+    "AIM_CLUSTER_SERVICE_TEMPLATES",
     "AIM_MODELS",
     "AIM_PROFILES",
     "AIM_PROFILE_CACHES",
     "AIM_PROFILE_SETS",
     "AIM_RUNTIME_CONFIGS",
     "AIM_SERVICES",
+    "AIM_SERVICE_TEMPLATES",
+    "AIM_TEMPLATE_CACHES",
     "BASE_MODELS",
     "CLUSTER_BASE_MODELS",
     "CLUSTER_SERVING_RUNTIMES",
@@ -33,6 +36,7 @@ __all__ = [
     "LEADER_WORKER_SETS",
     "LEASES",
     "NAMESPACES",
+    "NODES",
     "PERSISTENT_VOLUME_CLAIMS",
     "SECRETS",
     "SERVICES",
@@ -131,5 +135,12 @@ AIM_PROFILE_CACHES = ResourceRef(_AIM, "v1alpha2", "aimprofilecaches", "AIMProfi
 AIM_ARTIFACTS = ResourceRef(_AIM, "v1alpha2", "aimartifacts", "AIMArtifact", True)
 AIM_CLUSTER_MODEL_SOURCES = ResourceRef(_AIM, "v1alpha2", "aimclustermodelsources", "AIMClusterModelSource", False)
 JOBS = ResourceRef("batch", "v1", "jobs", "Job", True)
+# Upstream's legacy template path (v1alpha1 only; controller/aim/legacy.py) and the Nodes whose GPUs a template needs.
+AIM_SERVICE_TEMPLATES = ResourceRef(_AIM, "v1alpha1", "aimservicetemplates", "AIMServiceTemplate", True)
+AIM_CLUSTER_SERVICE_TEMPLATES = ResourceRef(
+    _AIM, "v1alpha1", "aimclusterservicetemplates", "AIMClusterServiceTemplate", False
+)
+AIM_TEMPLATE_CACHES = ResourceRef(_AIM, "v1alpha1", "aimtemplatecaches", "AIMTemplateCache", True)
+NODES = ResourceRef("", "v1", "nodes", "Node", False)
 # The hub's own kind (omectl.api.fleet): runtimes applied across the fleet.
 FLEET_RUNTIMES = ResourceRef("fleet.omectl.io", "v1alpha1", "fleetruntimes", "FleetRuntime", False)

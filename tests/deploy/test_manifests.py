@@ -307,6 +307,16 @@ MEMBER_RULES = {
     },
     "jobs.batch": {"get", "list", "watch", "create", "patch", "delete"},
     "configmaps": {"get", "list", "watch", "delete"},
+    **{
+        f"{plural}.aim.eai.amd.com": {"get", "list", "watch"}
+        for plural in ("aimservicetemplates", "aimclusterservicetemplates")
+    },
+    "aimtemplatecaches.aim.eai.amd.com": {"get", "list", "watch", "create", "patch"},
+    "nodes": {"list", "watch"},
+    **{
+        f"{plural}/status.aim.eai.amd.com": {"update"}
+        for plural in ("aimservicetemplates", "aimclusterservicetemplates", "aimtemplatecaches")
+    },
     "events": {"create", "patch"},
     "validatingwebhookconfigurations.admissionregistration.k8s.io[omectl-ome-webhooks]": {
         "get",

@@ -21,6 +21,7 @@ import yaml
 
 from omectl.api import aim, crdgen
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS
+from omectl.controller.aim.legacy_watch import LEGACY_KEYS
 from omectl.controller.runtime.queue import WorkKey
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
@@ -264,12 +265,15 @@ RECONCILED: dict[str, tuple[bool, dict[str, Any]]] = {
     "AIMProfileCache": (True, {"profileName": "p"}),
     "AIMArtifact": (True, {"sourceUri": "hf://org/repo", "size": "1Gi"}),
     "AIMClusterModelSource": (False, {"models": []}),
+    "AIMServiceTemplate": (True, {"modelName": "m"}),
+    "AIMClusterServiceTemplate": (False, {"modelName": "m"}),
+    "AIMTemplateCache": (True, {"templateName": "t", "templateScope": "Namespace"}),
 }
 """Every AIM kind the controller reconciles: namespaced, and a spec it accepts."""
 
 
 def test_every_reconciled_aim_kind_is_listed() -> None:
-    assert set(RECONCILED) == {"AIMService", *CONSUMER_KEYS.values()}
+    assert set(RECONCILED) == {"AIMService", *CONSUMER_KEYS.values(), *LEGACY_KEYS.values()}
 
 
 @pytest.mark.parametrize("kind", list(RECONCILED))
@@ -296,6 +300,8 @@ def test_a_paused_object_is_left_alone_status_included_until_the_annotation_goes
     def reconciles() -> int:
         if kind == "AIMService":
             return app.reconcilers.aim.reconciles[(CLUSTER, ns or "", name)]
+        if kind in LEGACY_KEYS.values():
+            return app.reconcilers.aim_legacy.reconciles[(CLUSTER, kind, ns or "", name)]
         return app.reconcilers.aim_consumers.reconciles[(CLUSTER, kind, ns or "", name)]
 
     caplog.set_level(logging.DEBUG)
@@ -429,7 +435,7 @@ def test_engine_args_of_the_cluster_config_namespace_config_and_service_deep_mer
     until(lambda: engine_args_of_the_inference_service() == want, f"AIM_ENGINE_ARGS {want}")
 
 
-# --- upstream's legacy kinds, served at v1alpha1 (not yet reconciled): its samples and e2e YAML ----------------
+# --- upstream's legacy kinds, served at v1alpha1: its samples and e2e YAML ----------------------------------------
 
 LEGACY_KINDS = ("AIMTemplateCache", "AIMServiceTemplate", "AIMClusterServiceTemplate")
 TEMPLATE_KINDS = LEGACY_KINDS[1:]
@@ -473,9 +479,9 @@ def stored_by_upstreams_crd(value: Any, schema: dict[str, Any]) -> Any:
 @pytest.mark.parametrize("path", upstream_legacy_files())
 def test_upstreams_legacy_yaml_applies_and_is_stored_as_upstreams_crd_stores_it(env: Env, path: str) -> None:
     """Applied as upstream's e2e tests apply it: `kubectl apply -f FILE`, then a document's status (a frozen
-    dependency) patched onto the status subresource. Stored: the document with upstream's schema defaults (a
-    cache's mode, a GPU's resourceName, caching.enabled; a scaffold's null `spec:` dropped), its labels and
-    annotations."""
+    dependency, paused as upstream pauses every one) patched onto the status subresource. Stored: the document with
+    upstream's schema defaults (a cache's mode, a GPU's resourceName, caching.enabled; a scaffold's null `spec:`
+    dropped), its labels and annotations, and a paused document's status as applied."""
     ns = f"legacy-{upstream_legacy_files().index(path)}"
     env.apply(namespace(ns))
     docs = [doc for doc in yaml.safe_load_all((UPSTREAM / path).read_text()) if doc]
@@ -489,8 +495,10 @@ def test_upstreams_legacy_yaml_applies_and_is_stored_as_upstreams_crd_stores_it(
     assert len(stored_docs) == len(docs)
     for doc, stored in zip(docs, stored_docs, strict=True):
         schema = upstream_schema(doc["kind"])
-        expected = stored_by_upstreams_crd({k: doc.get(k) for k in ("spec", "status")}, schema)
-        assert {k: stored.get(k) for k in ("spec", "status") if k in stored} == expected, doc["metadata"]["name"]
+        # the controller writes the status of what it reconciles; a paused (frozen) document keeps the one applied
+        parts = ("spec", "status") if (doc["metadata"].get("annotations") or {}).get(PAUSED) == "true" else ("spec",)
+        expected = stored_by_upstreams_crd({k: doc.get(k) for k in parts}, schema)
+        assert {k: stored.get(k) for k in parts if k in stored} == expected, doc["metadata"]["name"]
         annotations = {k: v for k, v in (stored["metadata"].get("annotations") or {}).items() if k != LAST_APPLIED}
         assert annotations == (doc["metadata"].get("annotations") or {})
         assert stored["metadata"].get("labels") == doc["metadata"].get("labels")
@@ -537,12 +545,13 @@ def test_a_template_cache_gets_upstreams_default_mode_and_its_patterns(env: Env)
 
 
 def test_a_template_caches_status_is_stored_as_upstreams_controller_writes_it(env: Env) -> None:
-    """Nothing of ours writes a template cache's status yet; upstream's shape is kept whole (artifacts by model, a
-    Merged runtime config, metav1 conditions) and `status` defaults to Pending, as upstream's CRD has it."""
+    """A paused cache's status (the controller leaves it alone) is upstream's shape, kept whole (artifacts by model, a
+    Merged runtime config, metav1 conditions), and `status` defaults to Pending, as upstream's CRD has it."""
     ns = "legacy-cache-3"
     env.apply(namespace(ns))
     spec = {"templateName": "qwen-mi300x", "templateScope": "Namespace"}
-    env.apply({"apiVersion": V1, "kind": "AIMTemplateCache", "metadata": {"name": "tc", "namespace": ns}, "spec": spec})
+    meta = {"name": "tc", "namespace": ns, "annotations": {PAUSED: "true"}}
+    env.apply({"apiVersion": V1, "kind": "AIMTemplateCache", "metadata": meta, "spec": spec})
     artifact = {"uid": "0c5d", "name": "tc-qwen", "model": "Qwen/Qwen3-32B", "status": "Ready", "mountPoint": "/cache"}
     status = {
         "artifacts": {"Qwen/Qwen3-32B": artifact},
@@ -691,11 +700,14 @@ def test_a_templates_enums_are_upstreams_and_refused_as_its_crd_refuses_them(env
 def test_a_templates_status_gets_upstreams_default_and_keeps_the_discovery_output_as_written(
     env: Env, kind: str
 ) -> None:
-    """Nothing of ours writes a template's status; whatever does gets upstream's schema: `status` defaults to
-    Pending, and the profile's engine_args and originalDiscoveryOutput hold any JSON value."""
+    """A status written by something else (the template paused, so the controller leaves it alone) gets upstream's
+    schema: `status` defaults to Pending, and the profile's engine_args and originalDiscoveryOutput hold any JSON
+    value."""
     env.apply(namespace("templates"))
     name = "status-writer"
-    env.apply(template(kind, name))
+    doc = template(kind, name)
+    doc["metadata"]["annotations"] = {PAUSED: "true"}
+    env.apply(doc)
     where = ["-n", "templates"] if kind == "AIMServiceTemplate" else []
     profile = {"engine_args": ["--max-model-len", 8192], "env_vars": {"A": "1"}, "originalDiscoveryOutput": "raw"}
     status = {"hardwareSummary": "1 x MI300X", "profile": profile}

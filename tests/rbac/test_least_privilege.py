@@ -15,6 +15,8 @@ representative run of every end-to-end suite's features:
 - AIM v1alpha2: the models-and-caching samples (a cluster model source, cluster and namespaced models with
   discovery Jobs and result ConfigMaps, profiles, a profile set, a service with caching -> profile cache ->
   artifact -> PVC and download Job), then a new model image (the stale discovery Job and ConfigMap deleted);
+- AIM legacy template path: a template discovered (its Job and result ConfigMap, the Nodes' GPUs) and cached (its
+  template cache), a cluster template and a template cache reconciled;
 - FleetRuntimes (the hub's): a template applied to the member (server-side apply), edited (a second revision),
   edited back (its revision renumbered), the copy edited by hand and put back (driftPolicy Correct), then the
   FleetRuntime deleted (its copy and revisions deleted);
@@ -544,6 +546,58 @@ async def aim_model_flows(f: Fleet) -> None:
     )
 
 
+async def aim_legacy_flows(f: Fleet) -> None:
+    """Upstream's legacy template path: a template whose model's image is discovered (the discovery Job and its result
+    ConfigMap, the Nodes' GPUs) and that caches its files (its template cache applied), a cluster template and a
+    template cache reconciled (their informers, their status)."""
+    m = f.member
+    a = "aim.eai.amd.com"
+    v1 = f"{a}/v1alpha1"
+    dry_run = [
+        {"profile": {"metadata": {"gpu": "MI300X", "gpu_count": 1}}, "models": [{"name": "o/m", "source": "hf://o/m"}]}
+    ]
+    await apply(m, namespace("legacy"))
+    await apply(
+        m,
+        {
+            "apiVersion": f"{a}/v1alpha2",
+            "kind": "AIMModel",
+            "metadata": {
+                "name": "m",
+                "namespace": "legacy",
+                "annotations": {DISCOVERY_ANNOTATION: orjson.dumps(dry_run).decode()},
+            },
+            "spec": {"image": "example/m:1", "discovery": {"enabled": False}},
+        },
+        {
+            "apiVersion": v1,
+            "kind": "AIMServiceTemplate",
+            "metadata": {"name": "tpl", "namespace": "legacy"},
+            "spec": {
+                "modelName": "m",
+                "hardware": {"gpu": {"model": "MI300X", "requests": 1}},
+                "caching": {"enabled": True},
+            },
+        },
+        {
+            "apiVersion": v1,
+            "kind": "AIMClusterServiceTemplate",
+            "metadata": {"name": "ctpl"},
+            "spec": {"modelName": "m"},
+        },
+        {
+            "apiVersion": v1,
+            "kind": "AIMTemplateCache",
+            "metadata": {"name": "tc", "namespace": "legacy"},
+            "spec": {"templateName": "tpl", "templateScope": "Namespace"},
+        },
+    )
+    await until(lambda: status(m, a, "aimservicetemplates", "tpl", "legacy").get("status") == "Ready", "discovered")
+    await until(lambda: get(m, a, "aimtemplatecaches", "tpl", "legacy"), "the template's cache")
+    await until(lambda: status(m, a, "aimclusterservicetemplates", "ctpl").get("conditions"), "cluster template status")
+    await until(lambda: status(m, a, "aimtemplatecaches", "tc", "legacy").get("conditions"), "template cache status")
+
+
 async def fleet_runtime_flows(f: Fleet) -> None:
     """A FleetRuntime applied to the member, edited, edited back, its copy drifting and put back, rolled in a wave
     (paused, resumed, paused: its Events), then deleted."""
@@ -719,6 +773,7 @@ async def test_every_controller_request_is_allowed_and_every_grant_is_used(fleet
     await ome_flows(fleet)
     await aim_service_flows(fleet)
     await aim_model_flows(fleet)
+    await aim_legacy_flows(fleet)
     await fleet_runtime_flows(fleet)
     await rotate_registration(fleet)
     await ownership_flows(fleet)

@@ -180,6 +180,8 @@ async def test_simulated_nodes_register_ready_with_gpu_capacity_and_labels(
     assert labels["gpu.omectl.io/type"] == "H100"
     assert labels["gpu.omectl.io/vendor"] == "nvidia"
     assert labels["node.kubernetes.io/instance-type"]
+    # as NVIDIA's GPU feature discovery labels it
+    assert (labels["nvidia.com/gpu.product"], labels["nvidia.com/gpu.memory"]) == ("NVIDIA-H100-80GB-HBM3", "81559")
 
 
 async def test_several_pools_number_their_nodes_and_offer_their_own_gpu_resource() -> None:
@@ -195,6 +197,9 @@ async def test_several_pools_number_their_nodes_and_offer_their_own_gpu_resource
     assert "nvidia.com/gpu" not in amd["status"]["allocatable"]
     assert amd["metadata"]["labels"]["gpu.omectl.io/vendor"] == "amd"
     assert amd["metadata"]["labels"]["gpu.omectl.io/type"] == "MI300X"
+    # as the AMD GPU operator labels it: the device id of an MI300X, its family and memory per GPU
+    gpu = {k: v for k, v in amd["metadata"]["labels"].items() if k.startswith("amd.com/")}
+    assert gpu == {"amd.com/gpu.device-id": "74a1", "amd.com/gpu.family": "AI", "amd.com/gpu.vram": "192G"}
 
 
 async def test_the_simulator_is_off_by_default() -> None:

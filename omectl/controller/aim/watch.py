@@ -17,6 +17,8 @@ and empty, so the OME side of the fleet is unaffected.
   children: `aim_consumers_watch.ConsumerWatch` (`AimWatch.consumers`). A config change queues them as it queues
   services; an AIMProfileCache's status change queues its AIMService (which mounts the Ready artifacts), and a
   profile's change queues the AIMServices with caching of its model (`SERVICE_MODEL_INDEX`).
+- Upstream's legacy template path (templates, cluster templates, template caches) and what they read:
+  `legacy_watch.LegacyWatch` (`AimWatch.legacy`); config changes queue them as they queue services.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from omectl.controller.aim.consumers_watch import ConsumerWatch
+from omectl.controller.aim.legacy_watch import LegacyWatch
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
@@ -115,6 +118,7 @@ class AimWatch(DomainView):
         self.http_routes = self._child_informer(HTTP_ROUTES)
         self.claims = self._child_informer(PERSISTENT_VOLUME_CLAIMS)
         self.consumers = ConsumerWatch(self)  # the v1alpha2 consumers and their children
+        self.legacy = LegacyWatch(self)  # upstream's legacy template path
 
     def _child_informer(self, resource: ResourceRef) -> Informer:
         # the children's spec is what the service rendered: their readers (`_child_handler`, the status roll-up,
@@ -138,6 +142,7 @@ class AimWatch(DomainView):
             self.http_routes,
             self.claims,
             *self.consumers.informers,
+            *self.legacy.informers,
         ]
 
     def child_cache(self, kind: str) -> ObjectCache | None:
@@ -207,13 +212,14 @@ class AimWatch(DomainView):
                     service_meta = _metadata(service)
                     service_ns = str(service_meta.get("namespace") or "")
                     self._enqueue(service_ns, str(service_meta["name"]), trigger, Lane.FANOUT)
-            for kind, consumer in self.consumers.consumers_named(name):
-                if config_change_reaches(
-                    config_kind, namespace, name, consumer, operator_namespace=self.operator_namespace
-                ):
-                    consumer_meta = _metadata(consumer)
-                    namespace_of = str(consumer_meta.get("namespace") or "")
-                    self.consumers.enqueue(kind, namespace_of, str(consumer_meta["name"]), trigger, Lane.FANOUT)
+            for consumers in (self.consumers, self.legacy):
+                for kind, consumer in consumers.consumers_named(name):
+                    if config_change_reaches(
+                        config_kind, namespace, name, consumer, operator_namespace=self.operator_namespace
+                    ):
+                        consumer_meta = _metadata(consumer)
+                        namespace_of = str(consumer_meta.get("namespace") or "")
+                        consumers.enqueue(kind, namespace_of, str(consumer_meta["name"]), trigger, Lane.FANOUT)
 
         return on_event
 

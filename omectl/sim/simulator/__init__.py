@@ -10,8 +10,9 @@ What it does, and the contract other code may rely on:
 - **Nodes.** One `v1` Node per pool member, `<cluster>-<pool.name>-node-<i>` (pool name default `gpu`), Ready,
   `status.capacity` = `status.allocatable` = cpu, memory, pods, ephemeral-storage and `<gpu_resource>: <gpus>`;
   labels `kubernetes.io/hostname`, `node.kubernetes.io/instance-type`, `gpu.omectl.io/type: <model>`,
-  `gpu.omectl.io/vendor: nvidia|amd`, `sim.omectl.io/node-pool: <pool name>`. Created when the server starts
-  (existing ones are left alone). Every Node in the store counts for scheduling, simulated or not.
+  `gpu.omectl.io/vendor: nvidia|amd`, `sim.omectl.io/node-pool: <pool name>`, and the GPU vendor's labeller's
+  (`nodes.gpu_labels`: `amd.com/gpu.device-id|family|vram`, `nvidia.com/gpu.product|memory|count`). Created when
+  the server starts (existing ones are left alone). Every Node in the store counts for scheduling, simulated or not.
 - **Model agent.** For each `ome.io/v1beta1` ClusterBaseModel / BaseModel whose storage URI (or name) the model
   table knows (`.models.BUILTIN_MODELS`, overridden by `SimulatorConfig.model_metadata`), the spec fields upstream's
   agent reads from config.json and the spec leaves unset are written into the spec first (manager

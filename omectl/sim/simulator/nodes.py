@@ -6,12 +6,30 @@ import hashlib
 import uuid
 from typing import Any
 
+from omectl.core.aim.legacy.gpus import (
+    AMD_DEVICE_ID,
+    AMD_DEVICES,
+    AMD_FAMILY,
+    AMD_VRAM,
+    KNOWN_VRAM,
+    NVIDIA_MEMORY,
+    NVIDIA_PRODUCT,
+)
 from omectl.sim.apiserver.clock import now_rfc3339
-from omectl.sim.simulator.config import SimulatorConfig
+from omectl.sim.simulator.config import NodePool, SimulatorConfig
 
 GPU_TYPE_LABEL = "gpu.omectl.io/type"
 GPU_VENDOR_LABEL = "gpu.omectl.io/vendor"
 SIMULATED_LABEL = "sim.omectl.io/node-pool"
+NVIDIA_PRODUCTS = {
+    "A100": ("NVIDIA-A100-SXM4-80GB", "81920"),
+    "H100": ("NVIDIA-H100-80GB-HBM3", "81559"),
+    "H200": ("NVIDIA-H200", "143771"),
+    "B200": ("NVIDIA-B200", "183359"),
+    "L40S": ("NVIDIA-L40S", "46068"),
+}
+"""GPU type → (`nvidia.com/gpu.product`, `nvidia.com/gpu.memory` in MiB) as NVIDIA's GPU feature discovery labels
+them."""
 KUBELET_VERSION = "v1.32.5"
 
 
@@ -45,6 +63,7 @@ def simulated_nodes(cluster: str, config: SimulatorConfig) -> list[dict[str, Any
                             GPU_TYPE_LABEL: pool.gpu_type,
                             GPU_VENDOR_LABEL: pool.vendor,
                             SIMULATED_LABEL: pool.name,
+                            **gpu_labels(pool),
                         },
                     },
                     "spec": {"providerID": f"omectl-sim://{cluster}/{name}"},
@@ -66,6 +85,28 @@ def simulated_nodes(cluster: str, config: SimulatorConfig) -> list[dict[str, Any
                 }
             )
     return nodes
+
+
+def gpu_labels(pool: NodePool) -> dict[str, str]:
+    """The labels the GPU vendor's node labeller puts on a Node of the pool: for AMD (the GPU operator's) the PCI
+    device id of the model, the family and the memory per GPU; for NVIDIA (GPU feature discovery's) the product,
+    the memory per GPU in MiB and the count. A model the tables do not know gets what can be said of it."""
+    if pool.vendor == "amd":
+        labels = {AMD_FAMILY: "AI"}
+        device = next((d for d, model in AMD_DEVICES.items() if model == pool.gpu_type.upper()), None)
+        if device is not None:
+            labels[AMD_DEVICE_ID] = device
+        vram = KNOWN_VRAM.get(pool.gpu_type.upper())
+        if vram is not None:
+            labels[AMD_VRAM] = vram
+        return labels
+    if pool.vendor == "nvidia":
+        product, memory = NVIDIA_PRODUCTS.get(pool.gpu_type.upper(), (f"NVIDIA-{pool.gpu_type}", ""))
+        labels = {NVIDIA_PRODUCT: product, "nvidia.com/gpu.count": str(pool.gpus_per_node)}
+        if memory:
+            labels[NVIDIA_MEMORY] = memory
+        return labels
+    return {}
 
 
 def _node_info(name: str) -> dict[str, str]:

@@ -1,0 +1,59 @@
+"""A template cache's reconcile step (AIMTemplateCache; docs/aim-resources.md, "The legacy template path"): the
+decisions are `omectl.core.aim.legacy.template_caches`, this module reads what they need and applies what they render.
+
+1. Its template (`template_refs`, `template_component`) from the template informers; missing, the cache fails.
+2. For each model source (`cache_sources`), the best live AIMArtifact holding it (`match_artifacts`); a source none
+   holds gets its artifact (`render_artifact`), created once, as upstream creates it: later changes of the cache's
+   labels do not reach an artifact (a Shared one may serve other caches).
+3. Status: `ArtifactsReady`, `status.artifacts`, `status.resolvedTemplateKind`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from omectl.controller.aim.legacy_outcome import Outcome
+from omectl.core.aim.legacy.kinds import ARTIFACT
+from omectl.core.aim.legacy.status import Component
+from omectl.core.aim.legacy.template_caches import (
+    artifacts_component,
+    artifacts_status,
+    cache_sources,
+    match_artifacts,
+    render_artifact,
+    template_component,
+    template_refs,
+)
+from omectl.core.aim.meta import namespace_of
+from omectl.core.aim.resolution import Resolution
+
+if TYPE_CHECKING:
+    from omectl.controller.aim.legacy import LegacyReconciler
+    from omectl.controller.aim.watch import AimWatch
+
+
+async def reconcile_template_cache(
+    reconciler: LegacyReconciler, cluster: AimWatch, cache: dict[str, Any], resolution: Resolution
+) -> Outcome:
+    template, kind = None, None
+    for ref_kind, namespace, name in template_refs(cache):
+        found = cluster.legacy.kinds[ref_kind].cache.get(namespace, name)
+        if found is not None:
+            template, kind = dict(found, kind=ref_kind), ref_kind
+            break
+    components: list[Component] = [template_component(cache, template)]
+    fields: dict[str, Any] = {"resolvedTemplateKind": kind}
+    if template is None or kind is None:
+        return Outcome(tuple(components), (), fields)
+    sources = cache_sources(cache, template)
+    live = cluster.consumers.kinds[ARTIFACT].cache.list(namespace_of(cache))
+    chosen = match_artifacts(cache, sources, live)
+    for index, (source, artifact) in enumerate(zip(sources, chosen, strict=True)):
+        if artifact is None:
+            rendered = render_artifact(cache, source, index, kind, resolution.config)
+            await reconciler.children.apply(cluster, cache, rendered, resolution.config)
+    artifacts = artifacts_component(chosen)
+    if artifacts is not None:
+        components.append(artifacts)
+    fields["artifacts"] = artifacts_status(sources, chosen)
+    return Outcome(tuple(components), (), fields)

@@ -1,0 +1,162 @@
+"""A template cache's decisions: its template, its artifacts, its status (omectl/core/aim/legacy/template_caches.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from omectl.core.aim.legacy.kinds import LEGACY_PROPAGATION_EDGES, propagate_legacy_edge
+from omectl.core.aim.legacy.template_caches import (
+    artifact_name,
+    artifacts_component,
+    artifacts_status,
+    cache_sources,
+    match_artifacts,
+    render_artifact,
+    template_component,
+    template_refs,
+)
+
+SOURCES = [
+    {"modelId": "org/a", "sourceUri": "hf://org/a.b", "size": "2Gi", "env": [{"name": "X", "value": "source"}]},
+    {"modelId": "org/b", "sourceUri": "hf://org/b"},
+]
+
+
+def cache(mode: str = "Shared", scope: str = "Namespace", **spec: Any) -> dict[str, Any]:
+    meta = {"name": "tc", "namespace": "team", "uid": "c-1", "labels": {"team": "ml", "other": "x"}}
+    spec = {"templateName": "tpl", "templateScope": scope, "mode": mode, **spec}
+    return {"apiVersion": "aim.eai.amd.com/v1alpha1", "kind": "AIMTemplateCache", "metadata": meta, "spec": spec}
+
+
+def artifact(name: str, uri: str, status: str | None, owner: str | None = None, **spec: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "team", "uid": f"uid-{name}"}
+    if owner:
+        meta["ownerReferences"] = [{"kind": "AIMTemplateCache", "name": "tc", "uid": owner, "controller": True}]
+    obj: dict[str, Any] = {"kind": "AIMArtifact", "metadata": meta, "spec": {"sourceUri": uri, **spec}}
+    if status:
+        obj["status"] = {"status": status, "persistentVolumeClaim": f"{name}-pvc"}
+    return obj
+
+
+def test_the_scope_says_where_the_template_is_looked_up() -> None:
+    assert template_refs(cache()) == [("AIMServiceTemplate", "team", "tpl")]
+    assert template_refs(cache(scope="Cluster")) == [("AIMClusterServiceTemplate", "", "tpl")]
+    assert template_refs(cache(scope="Unknown")) == [
+        ("AIMServiceTemplate", "team", "tpl"),
+        ("AIMClusterServiceTemplate", "", "tpl"),
+    ]
+
+
+def test_the_templates_state_is_the_caches_service_template_component() -> None:
+    missing = template_component(cache(), None)
+    assert (missing.state, missing.reason, missing.missing_reference) == ("Failed", "ReferenceNotFound", True)
+    assert missing.message == "AIMServiceTemplate tpl not found"
+    ready = {
+        "status": {
+            "status": "Ready",
+            "conditions": [{"type": "Ready", "status": "True", "reason": "AllComponentsReady"}],
+        }
+    }
+    assert template_component(cache(), ready).state == "Ready"
+    gpu = {"type": "Ready", "status": "False", "reason": "GPUNotAvailable", "message": "no MI355X"}
+    unavailable = template_component(cache(), {"status": {"status": "NotAvailable", "conditions": [gpu]}})
+    assert (unavailable.state, unavailable.reason, unavailable.message) == (
+        "NotAvailable",
+        "GPUNotAvailable",
+        "no MI355X",
+    )
+    assert template_component(cache(), {"kind": "AIMServiceTemplate"}).state == "Pending"
+
+
+def test_the_caches_own_sources_win_over_its_templates() -> None:
+    template = {"status": {"modelSources": SOURCES}}
+    assert cache_sources(cache(), template) == SOURCES
+    own = [{"modelId": "org/c", "sourceUri": "s3://bucket/c"}]
+    assert cache_sources(cache(modelSources=own), template) == own
+
+
+def test_an_artifact_holds_one_source_with_the_caches_env_under_the_sources_and_its_labels() -> None:
+    tc = cache(
+        env=[{"name": "X", "value": "cache"}, {"name": "Y", "value": "cache"}],
+        storageClassName="fast",
+        runtimeConfigName="rc",
+    )
+    rendered = render_artifact(
+        tc, SOURCES[0], 0, "AIMServiceTemplate", {"labelPropagation": {"enabled": True, "match": ["team"]}}
+    )
+    assert rendered["apiVersion"] == "aim.eai.amd.com/v1alpha2"
+    assert rendered["spec"] == {
+        "sourceUri": "hf://org/a.b",
+        "modelId": "org/a",
+        "size": "2Gi",
+        "env": [{"name": "X", "value": "source"}, {"name": "Y", "value": "cache"}],
+        "storageClassName": "fast",
+        "runtimeConfigName": "rc",
+    }
+    labels = rendered["metadata"]["labels"]
+    assert labels["aim.eai.amd.com/template-cache.name"] == "tc" and labels["aim.eai.amd.com/template.index"] == "0"
+    assert labels["aim.eai.amd.com/template.scope"] == "Namespace" and labels["team"] == "ml" and "other" not in labels
+    assert "ownerReferences" not in rendered["metadata"], "a Shared cache's artifacts are nobody's"
+    dedicated = render_artifact(cache("Dedicated"), SOURCES[0], 0, "AIMClusterServiceTemplate", {})
+    assert dedicated["metadata"]["ownerReferences"][0]["uid"] == "c-1"
+    assert dedicated["metadata"]["labels"]["aim.eai.amd.com/template.scope"] == "Cluster"
+
+
+def test_artifact_names_are_dns_labels_shared_by_shared_caches_and_own_to_a_dedicated_one() -> None:
+    name = artifact_name(cache(), SOURCES[0])
+    assert name.startswith("hf-org-a-b-") and len(name) == len("hf-org-a-b-") + 10
+    other_shared = {**cache(), "metadata": {"name": "other", "namespace": "team"}}
+    assert artifact_name(other_shared, SOURCES[0]) == name
+    assert artifact_name(cache("Dedicated"), SOURCES[0]) != name
+    assert artifact_name(cache(storageClassName="fast"), SOURCES[0]) != name
+    assert len(artifact_name(cache(), {"sourceUri": "hf://" + "x" * 100})) <= 63
+
+
+def test_the_best_artifact_holding_each_source_is_chosen_within_the_caches_mode() -> None:
+    live = [
+        artifact("failed-a", "hf://org/a.b", "Failed"),
+        artifact("ready-a", "hf://org/a.b", "Ready"),
+        artifact("owned-b", "hf://org/b", "Ready", owner="c-1"),
+        artifact("new-b", "hf://org/b", None),
+    ]
+    shared = match_artifacts(cache(), SOURCES, live)
+    assert [a["metadata"]["name"] if a else None for a in shared] == ["ready-a", None]
+    dedicated = match_artifacts(cache("Dedicated"), SOURCES, live)
+    assert [a["metadata"]["name"] if a else None for a in dedicated] == [None, "owned-b"]
+    other_class = match_artifacts(cache(storageClassName="fast"), SOURCES, live)
+    assert other_class == [None, None]
+
+
+def test_the_worst_artifact_is_the_caches_artifacts_component_and_status_lists_them() -> None:
+    assert artifacts_component([]) is None
+    creating = artifacts_component([artifact("a", "hf://org/a.b", "Ready"), None])
+    assert creating is not None and (creating.state, creating.reason) == ("Progressing", "CreatingCaches")
+    downloading = artifact("b", "hf://org/b", "Downloading")
+    downloading["status"]["conditions"] = [
+        {"type": "Ready", "status": "False", "reason": "Downloading", "message": "1/2"}
+    ]
+    worst = artifacts_component([artifact("a", "hf://org/a.b", "Ready"), downloading])
+    assert worst is not None and (worst.state, worst.reason, worst.message) == (
+        "Progressing",
+        "Downloading",
+        "One or more caches are not ready: 1/2",
+    )
+    ready = artifacts_component([artifact("a", "hf://org/a.b", "Ready")])
+    assert ready is not None and (ready.state, ready.reason) == ("Ready", "AllCachesReady")
+    listed = artifacts_status(SOURCES, [artifact("a", "hf://org/a.b", "Ready"), None])
+    assert listed == {
+        "a": {"uid": "uid-a", "name": "a", "model": "org/a", "status": "Ready", "persistentVolumeClaim": "a-pvc"}
+    }
+    assert artifacts_status(SOURCES, [None, None]) is None
+
+
+def test_the_legacy_graph_has_only_the_specs_legacy_edges_and_the_discovery_job() -> None:
+    assert {
+        "AIMServiceTemplate": frozenset({"AIMTemplateCache", "Job"}),
+        "AIMClusterServiceTemplate": frozenset({"Job"}),
+        "AIMTemplateCache": frozenset({"AIMArtifact"}),
+    } == LEGACY_PROPAGATION_EDGES
+    with pytest.raises(ValueError, match="no propagation edge AIMTemplateCache -> AIMServiceTemplate"):
+        propagate_legacy_edge(cache(), {"kind": "AIMServiceTemplate", "metadata": {}}, {})
