@@ -59,7 +59,13 @@ class Index:
         return old
 
     def pop(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Forget `obj` (a DELETED event's object); not a newer object of the same name: kopf hands each uid's events
+        to a worker of its own, so a re-created object's ADDED can be handled before its predecessor's DELETED."""
         key = key_of(obj)
+        cached = self.objects.get(key)
+        uid = (obj.get("metadata") or {}).get("uid")
+        if cached is not None and uid and (cached.get("metadata") or {}).get("uid") not in (None, uid):
+            return None
         old = self.objects.pop(key, None)
         if old is not None:
             for name, function in self._functions.items():
