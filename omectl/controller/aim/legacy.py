@@ -40,12 +40,12 @@ from omectl.core.aim.legacy.kinds import (
 )
 from omectl.core.aim.legacy.status import (
     ERROR_STATES,
-    READY,
     LegacyStatus,
     legacy_status,
     runtime_config_component,
 )
 from omectl.core.aim.resolution import Resolution
+from omectl.core.aim.status import READY
 from omectl.core.conditions import stamp_all
 
 Step = Callable[["LegacyReconciler", AimWatch, dict[str, Any], Resolution], Awaitable[Outcome]]
