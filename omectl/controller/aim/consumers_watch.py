@@ -116,6 +116,14 @@ def controller_owner(obj: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def result_changed(event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None, initial: bool) -> bool:
+    """Whether a discovery result ConfigMap appeared, went or changed its data (its initial list queues nothing: every
+    object that reads one is queued anyway)."""
+    if initial:
+        return False
+    return not (event_type == "MODIFIED" and old is not None and old.get("data") == obj.get("data"))
+
+
 class ConsumerWatch(KindWatch):
     """The informers of the v1alpha2 consumers and their children in one cluster."""
 
@@ -188,9 +196,7 @@ class ConsumerWatch(KindWatch):
     def _result_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
-        if initial:
-            return
-        if event_type == "MODIFIED" and old is not None and old.get("data") == obj.get("data"):
+        if not result_changed(event_type, obj, old, initial):
             return
         meta = metadata(obj)
         labels = meta.get("labels") or {}

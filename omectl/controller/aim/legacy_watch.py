@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from omectl.controller.aim.consumers_watch import result_changed
 from omectl.controller.aim.kind_watch import KindWatch, metadata, work_keys
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane
@@ -159,9 +160,7 @@ class LegacyWatch(KindWatch):
     def _result_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
-        if initial:
-            return
-        if event_type == "MODIFIED" and old is not None and old.get("data") == obj.get("data"):
+        if not result_changed(event_type, obj, old, initial):
             return
         meta = metadata(obj)
         template = (meta.get("labels") or {}).get(TEMPLATE_LABEL)
