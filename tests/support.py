@@ -1,5 +1,6 @@
-"""Shared test helpers: a sample CRD, raw HTTP calls, a kubectl runner with its own cache dir, a simulated fleet
-served from a background thread, `omectl` as a real process, and a deadline to wait for an outcome."""
+"""Shared test helpers: a sample CRD, raw HTTP calls, a kubectl runner with its own cache dir (and bound to one
+cluster), a simulated fleet served from a background thread, `omectl` as a real process, and a deadline to wait for
+an outcome."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import aiohttp
 import orjson
 import pytest
+import yaml
 
 if TYPE_CHECKING:
     from omectl.sim.fleet import BackgroundFleet
@@ -244,6 +246,33 @@ class Kubectl:
         if check and rc != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({rc}):\n{err.decode()}{out.decode()}")
         return rc, out.decode(), err.decode()
+
+
+class ClusterKubectl:
+    """kubectl on one cluster of a fleet (`--context=<cluster>`), as the e2e tests' environments drive it: a command's
+    whole result (`run`) or its output, the command having succeeded (`k`), documents applied, an object read."""
+
+    def __init__(self, kubectl: Kubectl, cluster: str) -> None:
+        self.kubectl = kubectl
+        self.cluster = cluster
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return self.kubectl.run(f"--context={self.cluster}", *args, input=stdin, check=False)
+
+    def k(self, *args: str, stdin: str | None = None) -> str:
+        return self.kubectl.run(f"--context={self.cluster}", *args, input=stdin).stdout
+
+    def apply(self, *docs: dict[str, Any]) -> None:
+        self.k("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+    def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """`kubectl get <resource> <name> -o json`, None when it is not found (any other failure fails the test)."""
+        proc = self.run("get", resource, name, "-o", "json", *(["-n", namespace] if namespace else []))
+        if proc.returncode != 0:
+            assert "NotFound" in proc.stderr, proc.stderr
+            return None
+        found: dict[str, Any] = orjson.loads(proc.stdout)
+        return found
 
 
 def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:

@@ -29,10 +29,10 @@ from benchmarks.peers.cache import ISVC_LABEL, Index, PeerCache, slim_workload, 
 from benchmarks.peers.engine import EngineReconcile, now
 from benchmarks.peers.merges import Merges
 from benchmarks.peers.revisions import PeerRevisions
-from benchmarks.peers.runtime_status import RESOLVED, desired_runtime_status, resolved_message
 from benchmarks.peers.work import Reconciles
 from omectl.core.ome.inheritance import ChainError, resolve_chain
 from omectl.core.ome.reach import reach
+from omectl.core.ome.runtime_status import RESOLVED, desired_runtime_status, resolved_message
 from omectl.core.ome.runtimes import (
     CLUSTER_SERVING_RUNTIME,
     INHERIT_FROM_ANNOTATION,

@@ -206,27 +206,22 @@ async def _fleet_runtime(client: ClusterClient, name: str) -> dict[str, Any]:
     return found
 
 
-def _waves_of(fr: Mapping[str, Any]) -> list[Any]:
-    return list(((fr.get("spec") or {}).get("rollout") or {}).get("waves") or [])
-
-
 async def _revisions(client: ClusterClient, name: str, namespace: str) -> list[dict[str, Any]]:
+    from omectl.cli.fleet_runtime_reads import newest_first
     from omectl.kube.resources import CONTROLLER_REVISIONS
 
     items = await client.list_all(CONTROLLER_REVISIONS, namespace, label_selector=f"{FLEET_RUNTIME_LABEL}={name}")
-    return sorted(items, key=lambda item: int(item.get("revision") or 0), reverse=True)
+    return newest_first(items)
 
 
 async def _patch(client: ClusterClient, name: str, body: dict[str, Any], *, needs_waves: str) -> None:
     """Merge-patch the FleetRuntime, after checking it exists and has waves (`needs_waves`: what the command does,
     for the error)."""
-    from omectl.cli.errors import CommandError
+    from omectl.cli.fleet_runtime_reads import require_waves
     from omectl.kube.field_managers import ROLLOUT_FIELD_MANAGER
     from omectl.kube.resources import FLEET_RUNTIMES
 
-    fr = await _fleet_runtime(client, name)
-    if not _waves_of(fr):
-        raise CommandError(f"fleetruntime {name} has no spec.rollout.waves: nothing to {needs_waves}")
+    require_waves(await _fleet_runtime(client, name), name, needs_waves)
     await client.patch(FLEET_RUNTIMES, name, body, None, patch_type="merge", field_manager=ROLLOUT_FIELD_MANAGER)
 
 

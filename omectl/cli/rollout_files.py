@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from omectl.cli.errors import CommandError
+from omectl.cli.fleet_runtime_reads import newest_first, require_waves
 from omectl.fleet.runtime_files import FleetRuntimeFiles
 from omectl.fleet.runtime_state import FleetRuntimeState, with_requests
 
@@ -51,8 +52,7 @@ class FleetRuntimeDirectory:
 
     def revisions(self, name: str) -> list[dict[str, Any]]:
         """Its kept revisions, newest first (ControllerRevision-shaped, as with a hub)."""
-        found = self.state.revisions(name)
-        return sorted(found, key=lambda item: int(item.get("revision") or 0), reverse=True)
+        return newest_first(self.state.revisions(name))
 
     def steer(
         self,
@@ -65,8 +65,7 @@ class FleetRuntimeDirectory:
         """Make a request: `paused` (pause, resume) holds until the file's own `spec.rollout.paused` changes;
         `annotations` are request annotations (a None value removes one)."""
         obj, spec = self._read(name)
-        if not ((obj.get("spec") or {}).get("rollout") or {}).get("waves"):
-            raise CommandError(f"fleetruntime {name} has no spec.rollout.waves: nothing to {needs_waves}")
+        require_waves(obj, name, needs_waves)
         own = (spec.get("rollout") or {}).get("paused")
 
         def change(requests: dict[str, Any]) -> None:

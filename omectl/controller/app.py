@@ -135,7 +135,7 @@ class Reconcilers:
         for key_kind, kind in AIM_CONSUMER_KEYS.items():
             kinds[key_kind] = WorkKind(
                 get=_consumer_cache(kind),
-                reconcile=lambda aim, key, obj: consumers.reconcile(aim, key.kind, obj, tracer),
+                reconcile=lambda aim, key, obj: consumers.reconcile(aim, key.kind, obj),
                 paused=_aim_paused,
             )
         legacy = self.aim_legacy

@@ -23,17 +23,16 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from omectl.kube.client import ClusterClient, KubeError
+from omectl.kube.client import ClusterClient
 from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.informer import Informer
 from omectl.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
+from omectl.webhook.keeping import Keeper
 
 __all__ = ["ConversionKeeper", "conversion_of"]
 
 log = logging.getLogger(__name__)
-
-RETRY = (0.5, 30.0)  # backoff between failed writes, s
 
 
 def conversion_of(crd: Mapping[str, Any] | None) -> Any:
@@ -57,8 +56,12 @@ def _patch(conversion: Mapping[str, Any]) -> dict[str, Any]:
     return {"spec": {"conversion": {**conversion, "webhook": {**webhook, "clientConfig": client_config}}}}
 
 
-class ConversionKeeper:
+class ConversionKeeper(Keeper):
     """Keeps the conversion webhook of the CRDs `crds` (names) in one member as `desired()` says, until `finish`."""
+
+    task_prefix = "conversion"
+    keeping = "keeping the CRDs' conversion"
+    logger = log
 
     def __init__(
         self,
@@ -68,11 +71,8 @@ class ConversionKeeper:
         desired: Callable[[], dict[str, Any]],
         writing: Callable[[], AbstractContextManager[None]],
     ) -> None:
-        self.cluster = cluster
-        self.client = client
+        super().__init__(cluster, client, desired, writing)
         self.crds = tuple(crds)
-        self.desired = desired
-        self.writing = writing
         self.informers = {
             name: Informer(
                 client,
@@ -83,17 +83,8 @@ class ConversionKeeper:
             )
             for name in self.crds
         }
-        self.applied = 0  # writes that put a CRD's conversion (back) in place
         self.kept = asyncio.Event()  # set once every CRD the cluster has was pointed at `desired()`
         self._patched_from: dict[str, str | None] = {}  # CRD -> the resourceVersion it had when last patched
-        self._dirty = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    def _changed(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
-        self._dirty.set()
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"conversion-{self.cluster}")
 
     def _stale(self, desired: Mapping[str, Any]) -> list[str]:
         """The CRDs the cluster has whose conversion is not `desired` (one patched already counts once the informer
@@ -115,26 +106,17 @@ class ConversionKeeper:
         try:
             await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
             self._dirty.set()
-            delay = RETRY[0]
-            while True:
-                await self._dirty.wait()
-                self._dirty.clear()
-                desired = self.desired()
-                try:
-                    for name in self._stale(desired):
-                        await self._apply(name, desired)
-                except KubeError as exc:
-                    log.warning("cluster %s: keeping the CRDs' conversion failed (%s); retrying", self.cluster, exc)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, RETRY[1])
-                    self._dirty.set()
-                    continue
-                delay = RETRY[0]
-                self.kept.set()
+            await self._keep_while_running()
         finally:
             for task in informers:
                 task.cancel()
             await asyncio.gather(*informers, return_exceptions=True)
+
+    async def _keep(self, desired: dict[str, Any]) -> bool:
+        for name in self._stale(desired):
+            await self._apply(name, desired)
+        self.kept.set()
+        return True
 
     async def _apply(self, name: str, conversion: Mapping[str, Any]) -> None:
         """Point CRD `name` at `conversion`; a CRD the cluster lacks is skipped (it is never created here)."""
@@ -146,13 +128,6 @@ class ConversionKeeper:
             )
             self.applied += 1
             log.info("cluster %s: CRD %s converts through %s", self.cluster, name, _url(conversion))
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
 
     async def finish(self, successor: dict[str, Any] | None) -> None:
         """Stop keeping them; point them at `successor` (the next owner's conversion) or leave them as they are."""

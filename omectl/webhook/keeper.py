@@ -23,18 +23,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from omectl.background import alongside
-from omectl.kube.client import ClusterClient, KubeError
+from omectl.kube.client import ClusterClient
 from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.informer import Informer
 from omectl.kube.resources import VALIDATING_WEBHOOK_CONFIGURATIONS
+from omectl.webhook.keeping import Keeper
 from omectl.webhook.server import WEBHOOK_CONFIGURATION_NAME
 
 __all__ = ["RemoteEndpoint", "WebhookKeeper", "matches"]
 
 log = logging.getLogger(__name__)
-
-RETRY = (0.5, 30.0)  # backoff between failed writes, s
 
 
 @dataclass(frozen=True)
@@ -82,8 +81,12 @@ def matches(live: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> bool:
     return all(_contains(by_name.get(h["name"]), h) for h in desired["webhooks"])
 
 
-class WebhookKeeper:
+class WebhookKeeper(Keeper):
     """Installs one member's webhook configuration and keeps it as `desired()` says, until `finish`."""
+
+    task_prefix = "webhooks"
+    keeping = "installing webhooks"
+    logger = log
 
     def __init__(
         self,
@@ -92,51 +95,30 @@ class WebhookKeeper:
         desired: Callable[[], dict[str, Any]],
         writing: Callable[[], AbstractContextManager[None]],
     ) -> None:
-        self.cluster = cluster
-        self.client = client
-        self.desired = desired
-        self.writing = writing
+        super().__init__(cluster, client, desired, writing)
         self.informer = Informer(
             client,
             VALIDATING_WEBHOOK_CONFIGURATIONS,
             field_selector=f"metadata.name={WEBHOOK_CONFIGURATION_NAME}",
             handlers=[self._changed],
         )
-        self.applied = 0  # writes that put the configuration (back) in place
         self.installed = asyncio.Event()
-        self._dirty = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    def _changed(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
-        self._dirty.set()
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"webhooks-{self.cluster}")
 
     async def _run(self) -> None:
         async with alongside(self.informer.run, f"webhooks-informer-{self.cluster}"):
             self._dirty.set()  # the first install does not wait for the informer
-            delay = RETRY[0]
-            while True:
-                await self._dirty.wait()
-                self._dirty.clear()
-                desired = self.desired()
-                synced = self.informer.synced.is_set()
-                live = self.informer.cache.get("", WEBHOOK_CONFIGURATION_NAME) if synced else None
-                if self.installed.is_set() and synced and matches(live, desired):
-                    continue
-                try:
-                    await self._apply(desired)
-                except KubeError as exc:
-                    log.warning("cluster %s: installing webhooks failed (%s); retrying", self.cluster, exc)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, RETRY[1])
-                    self._dirty.set()
-                    continue
-                delay = RETRY[0]
-                if self.installed.is_set():
-                    log.info("cluster %s: webhook configuration %s put back", self.cluster, WEBHOOK_CONFIGURATION_NAME)
-                self.installed.set()
+            await self._keep_while_running()
+
+    async def _keep(self, desired: dict[str, Any]) -> bool:
+        synced = self.informer.synced.is_set()
+        live = self.informer.cache.get("", WEBHOOK_CONFIGURATION_NAME) if synced else None
+        if self.installed.is_set() and synced and matches(live, desired):
+            return False
+        await self._apply(desired)
+        if self.installed.is_set():
+            log.info("cluster %s: webhook configuration %s put back", self.cluster, WEBHOOK_CONFIGURATION_NAME)
+        self.installed.set()
+        return True
 
     async def _apply(self, config: dict[str, Any]) -> None:
         with self.writing():
@@ -149,13 +131,6 @@ class WebhookKeeper:
                 force=True,
             )
         self.applied += 1
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
 
     async def finish(self, successor: dict[str, Any] | None) -> None:
         """Stop keeping it, then leave `successor` in place (the next owner's configuration) or delete it."""

@@ -9,19 +9,18 @@ Runtime config resolution for the three kinds, as every AIM consumer of omectl d
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
 
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
+from tests.support import ClusterKubectl, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
-T = TypeVar("T")
 
 CLUSTER = "aimleg-1"
 V1 = "aim.eai.amd.com/v1alpha1"
@@ -34,27 +33,10 @@ PLURALS = {
 STATUSES = {"Pending", "Progressing", "Ready", "Degraded", "Failed", "NotAvailable"}
 
 
-class Env:
+class Env(ClusterKubectl):
     def __init__(self, fleet: ControlledFleet) -> None:
+        super().__init__(fleet.kubectl, CLUSTER)
         self.fleet = fleet
-
-    def run(self, *args: str, stdin: str | None = None) -> Any:
-        return self.fleet.kubectl.run(f"--context={CLUSTER}", *args, input=stdin, check=False)
-
-    def k(self, *args: str, stdin: str | None = None) -> str:
-        proc = self.run(*args, stdin=stdin)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout  # type: ignore[no-any-return]
-
-    def apply(self, *docs: dict[str, Any]) -> None:
-        self.k("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
-
-    def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        proc = self.run("get", resource, name, "-o", "json", *(["-n", namespace] if namespace else []))
-        if proc.returncode != 0:
-            assert "NotFound" in proc.stderr, proc.stderr
-            return None
-        return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
     def items(self, resource: str, namespace: str | None = None, selector: str | None = None) -> list[dict[str, Any]]:
         args = ["get", resource, "-o", "json", *(["-n", namespace] if namespace else ["-A"])]
@@ -83,17 +65,6 @@ class Env:
     def events(self, name: str, reason: str, namespace: str = "default") -> list[dict[str, Any]]:
         items = json.loads(self.k("get", "events", "-n", namespace, "-o", "json"))["items"]
         return [e for e in items if e["involvedObject"]["name"] == name and e["reason"] == reason]
-
-
-def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"never: {what} (last: {last!r})")
 
 
 def namespace(name: str) -> dict[str, Any]:

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
 
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import running_fleet
-from tests.support import Kubectl
+from tests.support import ClusterKubectl, Kubectl, until
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "deploy" / "samples" / "aim"
@@ -37,26 +36,11 @@ COST = {
     "org.example/project": "chatbot-v2",
 }
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
-T = TypeVar("T")
 
 
-class Env:
+class Env(ClusterKubectl):
     def __init__(self, kubectl: Kubectl) -> None:
-        self.kubectl = kubectl
-
-    def k(self, *args: str, **kw: Any) -> str:
-        return self.kubectl.run(f"--context={CLUSTER}", *args, **kw).stdout  # type: ignore[no-any-return]
-
-    def apply(self, *docs: dict[str, Any]) -> None:
-        self.k("apply", "-f", "-", input=yaml.safe_dump_all(docs))
-
-    def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        args = ["get", resource, name, "-o", "json", *(["-n", namespace] if namespace else [])]
-        proc = self.kubectl.run(f"--context={CLUSTER}", *args, check=False)
-        if proc.returncode != 0:
-            assert "NotFound" in proc.stderr, proc.stderr
-            return None
-        return json.loads(proc.stdout)  # type: ignore[no-any-return]
+        super().__init__(kubectl, CLUSTER)
 
     def items(self, resource: str, namespace: str | None = None, selector: str | None = None) -> list[dict[str, Any]]:
         args = ["get", resource, "-o", "json", *(["-n", namespace] if namespace else [])]
@@ -71,17 +55,6 @@ class Env:
     def condition(self, resource: str, name: str, namespace: str | None, condition_type: str) -> dict[str, Any]:
         conditions = self.status(resource, name, namespace).get("conditions") or []
         return next((c for c in conditions if c["type"] == condition_type), {})
-
-
-def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"never: {what} (last: {last!r})")
 
 
 def obj(kind: str, name: str, namespace: str | None = None, labels: dict[str, str] | None = None, **spec: Any):  # type: ignore[no-untyped-def]

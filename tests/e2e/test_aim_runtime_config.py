@@ -10,10 +10,9 @@ cluster-wide object they share, the `default` AIMClusterRuntimeConfig, is set by
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
@@ -22,7 +21,7 @@ from omectl.controller.app import ControllerApp
 from omectl.sim.fleet import BackgroundFleet
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import running_fleet
-from tests.support import Kubectl
+from tests.support import ClusterKubectl, Kubectl, until
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "deploy" / "samples" / "aim"
@@ -30,26 +29,12 @@ CLUSTER = "aim-1"
 KSERVE = "inferenceservices.serving.kserve.io"
 ROUTES = "httproutes.gateway.networking.k8s.io"
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
-T = TypeVar("T")
 
 
-class Env:
+class Env(ClusterKubectl):
     def __init__(self, bg: BackgroundFleet, app: ControllerApp, kubectl: Kubectl) -> None:
-        self.bg, self.app, self.kubectl = bg, app, kubectl
-
-    def k(self, *args: str, **kw: Any) -> str:
-        return self.kubectl.run(f"--context={CLUSTER}", *args, **kw).stdout  # type: ignore[no-any-return]
-
-    def apply(self, *docs: dict[str, Any]) -> None:
-        self.k("apply", "-f", "-", input=yaml.safe_dump_all(docs))
-
-    def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        args = ["get", resource, name, "-o", "json", *(["-n", namespace] if namespace else [])]
-        proc = self.kubectl.run(f"--context={CLUSTER}", *args, check=False)
-        if proc.returncode != 0:
-            assert "NotFound" in proc.stderr, proc.stderr
-            return None
-        return json.loads(proc.stdout)  # type: ignore[no-any-return]
+        super().__init__(kubectl, CLUSTER)
+        self.bg, self.app = bg, app
 
     def service(self, name: str, namespace: str) -> dict[str, Any]:
         found = self.get("aimservices", name, namespace)
@@ -72,18 +57,6 @@ class Env:
 
     def idle(self) -> bool:
         return self.app.controller.queue.depth() == 0
-
-
-def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
-    """Re-run `probe` until it returns something truthy (the controller works asynchronously)."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"never: {what} (last: {last!r})")
 
 
 def sample(path: str, namespace: str | None = None) -> list[dict[str, Any]]:

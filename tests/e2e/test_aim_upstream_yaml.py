@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -25,36 +24,19 @@ from omectl.controller.aim.legacy_watch import LEGACY_KEYS
 from omectl.controller.runtime.queue import WorkKey
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
+from tests.support import ClusterKubectl, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
-T = TypeVar("T")
 
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim"
 CLUSTER = "aimup-1"
 V1 = f"{aim.GROUP}/{aim.V1ALPHA1}"
 
 
-class Env:
+class Env(ClusterKubectl):
     def __init__(self, fleet: ControlledFleet) -> None:
+        super().__init__(fleet.kubectl, CLUSTER)
         self.fleet = fleet
-
-    def run(self, *args: str, stdin: str | None = None) -> Any:
-        return self.fleet.kubectl.run(f"--context={CLUSTER}", *args, input=stdin, check=False)
-
-    def k(self, *args: str, stdin: str | None = None) -> str:
-        proc = self.run(*args, stdin=stdin)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout  # type: ignore[no-any-return]
-
-    def apply(self, *docs: dict[str, Any]) -> None:
-        self.k("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
-
-    def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        proc = self.run("get", resource, name, "-o", "json", *(["-n", namespace] if namespace else []))
-        if proc.returncode != 0:
-            assert "NotFound" in proc.stderr, proc.stderr
-            return None
-        return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
     def patch_status(self, kind: str, name: str, namespace: str | None, status: dict[str, Any]) -> None:
         """Write a status as upstream's e2e tests write a frozen one (its hack/apply-with-status.sh): a merge patch
@@ -77,17 +59,6 @@ class Env:
     def events(self, namespace: str, name: str, reason: str) -> list[dict[str, Any]]:
         items = json.loads(self.k("get", "events", "-n", namespace, "-o", "json"))["items"]
         return [e for e in items if e["involvedObject"]["name"] == name and e["reason"] == reason]
-
-
-def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"never: {what} (last: {last!r})")
 
 
 def upstream_doc(path: str) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from omectl.api import crdgen
 from omectl.core.aim.versions import carried_annotation
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
-from tests.e2e.test_aim_upstream_yaml import Env, namespace, until
+from tests.e2e.test_aim_upstream_yaml import Env, namespace
+from tests.support import until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
 

@@ -29,11 +29,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
@@ -45,11 +44,11 @@ from omectl.core.fleet_runtimes import FLEET_RUNTIME_LABEL, REVISION_ANNOTATION
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL, LABEL_ANNOTATION_PREFIX
 from omectl.kube.field_managers import FLEET_FIELD_MANAGER
 from omectl.settings import Settings
-from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.fleet import BackgroundFleet
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from omectl.tracing.reader import TraceStore
 from omectl.tracing.spans import ATTR_FLEET_RUNTIME, ATTR_ROLLOUT_CLUSTERS, ATTR_ROLLOUT_REVISION, ATTR_ROLLOUT_WAVE
-from tests.support import Kubectl, kubectl_path
+from tests.support import Kubectl, simulated_fleet, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("fleet-runtimes")]
 
@@ -59,19 +58,6 @@ MEMBERS = {"fr-2": {"gpu": "h200", "tier": "lab"}, "fr-3": {"gpu": "h200"}, "fr-
 NAMESPACE = "omectl-system"
 SAMPLES = ROOT / "deploy" / "samples" / "ome"
 EPOCH = 1_800_000_000.0  # the applier's FakeClock starts here (seconds since the epoch: its times go to status)
-T = TypeVar("T")
-
-
-def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
-    """Re-run `probe` until it returns something truthy (the controller works asynchronously)."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"never: {what} (last: {last!r})")
 
 
 @dataclass
@@ -162,24 +148,29 @@ def registration(name: str, kubeconfig: str, labels: dict[str, str]) -> dict[str
     }
 
 
+def register_members(
+    kubectl: Kubectl, bg: BackgroundFleet, base: Path, hub: str, members: dict[str, dict[str, str]]
+) -> Path:
+    """Register each of `members` (name → labels) in the hub's namespace `NAMESPACE` by a Secret holding its
+    kubeconfig (written under `base`); the hub's own kubeconfig is `base/hub.kubeconfig`, returned."""
+    kubectl.run(f"--context={hub}", "create", "namespace", NAMESPACE)
+    servers = {s.name: s for s in bg.fleet.servers}
+    for name, labels in members.items():
+        member_kubeconfig = servers[name].write_kubeconfig(base / f"{name}.kubeconfig").read_text()
+        doc = registration(name, member_kubeconfig, labels)
+        kubectl.run(f"--context={hub}", "apply", "--validate=false", "-f", "-", input=json.dumps(doc))
+    hub_kubeconfig: Path = servers[hub].write_kubeconfig(base / "hub.kubeconfig")
+    return hub_kubeconfig
+
+
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     base = tmp_path_factory.mktemp("fleet-runtimes")
-    binary = kubectl_path()
     simulator = {name: SimulatorConfig(pools=(NodePool(count=1, gpus_per_node=8),)) for name in MEMBERS}
-    bg = BackgroundFleet(EmbeddedFleet(1 + len(MEMBERS), name_prefix="fr-", simulator=simulator))
-    bg.start()
-    try:
-        bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))  # the hub's CRDs too (deploy/crds/hub)
-        kubeconfig = bg.fleet.write_kubeconfig(base / "fleet.kubeconfig")
-        kubectl = Kubectl(binary, kubeconfig, base / "kube-cache")
-        kubectl.run(f"--context={HUB}", "create", "namespace", NAMESPACE)
-        servers = {s.name: s for s in bg.fleet.servers}
-        for name, labels in MEMBERS.items():
-            member_kubeconfig = servers[name].write_kubeconfig(base / f"{name}.kubeconfig").read_text()
-            doc = registration(name, member_kubeconfig, labels)
-            kubectl.run(f"--context={HUB}", "apply", "--validate=false", "-f", "-", input=json.dumps(doc))
-        hub_kubeconfig = servers[HUB].write_kubeconfig(base / "hub.kubeconfig")
+    # every CRD of deploy/crds, the hub's too (deploy/crds/hub)
+    with simulated_fleet(base, 1 + len(MEMBERS), "fr-", simulator=simulator) as simulated:
+        bg, kubectl = simulated.bg, simulated.kubectl
+        hub_kubeconfig = register_members(kubectl, bg, base, HUB, MEMBERS)
         settings = Settings.load(
             webhook_port=0, hub_kubeconfig=hub_kubeconfig, hub_namespace=NAMESPACE, trace_file=base / "traces.jsonl"
         )
@@ -198,8 +189,6 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
             yield Hub(kubectl, app, bg, clock)
         finally:
             bg.run(app.stop())
-    finally:
-        bg.stop()
 
 
 def template(name: str, image: str, kind: str = "ClusterServingRuntime") -> dict[str, Any]:

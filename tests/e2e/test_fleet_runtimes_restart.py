@@ -11,26 +11,23 @@ restart: only a running controller that read the rollout from the status acts on
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from omectl.core.fleet_runtimes import PROMOTE_ANNOTATION, REVISION_ANNOTATION
-from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
-from tests.e2e.test_fleet_runtimes import NAMESPACE, fleet_runtime, registration, template
-from tests.support import Kubectl, kubectl_path
+from tests.e2e.test_fleet_runtimes import NAMESPACE, fleet_runtime, register_members, template
+from tests.support import SimulatedFleet, simulated_fleet, start_omectl_run, stop_process, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("fleet-runtimes-restart")]
 
-ROOT = Path(__file__).resolve().parents[2]
 HUB = "fk-1"
+WAIT = 60  # seconds to wait for each outcome
 MEMBERS = {"fk-2": {"gpu": "h200", "tier": "lab"}, "fk-3": {"gpu": "h200"}}
 ROLLOUT = {
     "waves": [
@@ -38,31 +35,11 @@ ROLLOUT = {
         {"name": "rest", "percent": 100},
     ]
 }
-T = TypeVar("T")
 
 
-def until(probe: Callable[[], T | None], what: str, timeout: float = 60) -> T:
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"never: {what} (last: {last!r})")
-
-
-class Fleet:
-    def __init__(self, kubectl: Kubectl, base: Path) -> None:
-        self.kubectl = kubectl
-        self.base = base
-
-    def k(self, cluster: str, *args: str, **kw: Any) -> str:
-        return self.kubectl.run(f"--context={cluster}", *args, **kw).stdout  # type: ignore[no-any-return]
-
-    def get(self, cluster: str, *what: str) -> dict[str, Any] | None:
-        proc = self.kubectl.run(f"--context={cluster}", "get", *what, "-o", "json", check=False)
-        return json.loads(proc.stdout) if proc.returncode == 0 else None
+@dataclass
+class Fleet(SimulatedFleet):
+    base: Path
 
     def status(self) -> dict[str, Any]:
         return (self.get(HUB, "fleetruntime", "bump") or {}).get("status") or {}
@@ -86,42 +63,14 @@ class Fleet:
             f"hub_kubeconfig: {self.base / 'hub.kubeconfig'}\nhub_namespace: {NAMESPACE}\n"
             "lease_duration: 3\nlease_renew_deadline: 2\nlease_retry_period: 0.5\n"
         )
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OMECTL_"))}
-        return subprocess.Popen(
-            [sys.executable, "-m", "omectl", "run", "--config", str(config), "--no-install-webhooks",
-             "--webhook-port", "0", "--metrics-port", "0", "--trace-file", str(self.base / f"{name}.jsonl")],
-            stdout=subprocess.DEVNULL, stderr=(self.base / f"{name}.log").open("w"), text=True,
-            env=dict(env, PYTHONPATH=str(ROOT)),
-        )  # fmt: skip
+        return start_omectl_run(self.base / f"{name}.log", "--config", str(config))
 
 
 @pytest.fixture
 def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    bg = BackgroundFleet(EmbeddedFleet(1 + len(MEMBERS), name_prefix="fk-"))
-    bg.start()
-    try:
-        bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))
-        kubectl = Kubectl(kubectl_path(), bg.fleet.write_kubeconfig(tmp_path / "fleet.kubeconfig"), tmp_path / "kc")
-        kubectl.run(f"--context={HUB}", "create", "namespace", NAMESPACE)
-        servers = {s.name: s for s in bg.fleet.servers}
-        for name, labels in MEMBERS.items():
-            member = servers[name].write_kubeconfig(tmp_path / f"{name}.kubeconfig").read_text()
-            doc = registration(name, member, labels)
-            kubectl.run(f"--context={HUB}", "apply", "--validate=false", "-f", "-", input=json.dumps(doc))
-        servers[HUB].write_kubeconfig(tmp_path / "hub.kubeconfig")
-        yield Fleet(kubectl, tmp_path)
-    finally:
-        bg.stop()
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with simulated_fleet(tmp_path, 1 + len(MEMBERS), "fk-") as simulated:
+        register_members(simulated.kubectl, simulated.bg, tmp_path, HUB, MEMBERS)
+        yield Fleet(simulated.bg, simulated.kubectl, tmp_path)
 
 
 def test_omectl_run_killed_mid_wave_goes_on_from_the_status_applying_nothing_twice(fleet: Fleet) -> None:
@@ -129,16 +78,16 @@ def test_omectl_run_killed_mid_wave_goes_on_from_the_status_applying_nothing_twi
     first = fleet.controller("first")
     try:
         fleet.k(HUB, *apply, input=json.dumps(fleet_runtime("bump", template("bump", "sglang:v1"))))
-        until(lambda: fleet.status().get("phase") == "Succeeded", "revision 1 everywhere")
+        until(lambda: fleet.status().get("phase") == "Succeeded", "revision 1 everywhere", timeout=WAIT)
         fleet.k(HUB, *apply, input=json.dumps(fleet_runtime("bump", template("bump", "sglang:v2"), rollout=ROLLOUT)))
-        until(lambda: (fleet.status().get("rollout") or {}).get("phase") == "Soaking", "wave 1 soaking")
+        until(lambda: (fleet.status().get("rollout") or {}).get("phase") == "Soaking", "wave 1 soaking", timeout=WAIT)
         before = fleet.status()["rollout"]
         lab_copy = fleet.copy("fk-2")
         assert lab_copy is not None and fleet.revision_of("fk-3") == "1"
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
     finally:
-        stop(first)
+        stop_process(first)
     second = fleet.controller("second")
     try:
         # Promoted once the new process has read the rollout from the status: wave 1 passes, wave 2 starts.
@@ -146,6 +95,7 @@ def test_omectl_run_killed_mid_wave_goes_on_from_the_status_applying_nothing_twi
         status = until(
             lambda: (s := fleet.status()) and (s.get("rollout") or {}).get("phase") == "Succeeded" and s,
             "the promoted rollout Succeeded under the new process",
+            timeout=WAIT,
         )
         assert status["rollout"]["revision"] == before["revision"] == 2
         assert status["rollout"]["requests"] == {"promote": "after-restart"}
@@ -153,9 +103,9 @@ def test_omectl_run_killed_mid_wave_goes_on_from_the_status_applying_nothing_twi
         assert again is not None
         assert again["metadata"]["resourceVersion"] == lab_copy["metadata"]["resourceVersion"]  # not written again
         assert fleet.revision_of("fk-3") == "2"
-        reasons = until(lambda: (r := fleet.reasons()) and "RolloutSucceeded" in r and r, "the events")
+        reasons = until(lambda: (r := fleet.reasons()) and "RolloutSucceeded" in r and r, "the events", timeout=WAIT)
         assert reasons.count("RolloutStarted") == 1  # revision 1 went everywhere at once: no rollout, no events
         expected = ["RolloutStarted", "Soaking", "Promoted", "WaveSucceeded", "WaveStarted", "WaveSucceeded"]
         assert reasons[reasons.index("RolloutStarted") :] == [*expected, "RolloutSucceeded"]
     finally:
-        stop(second)
+        stop_process(second)

@@ -13,20 +13,19 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
 
 from omectl.tracing.reader import TraceStore, object_of
 from tests.e2e.conftest import DATA, ControlledFleet, running_fleet
+from tests.support import until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
 
 CLUSTER = "ctx-1"
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -73,17 +72,6 @@ def isvc(name: str, namespace: str, runtime_name: str) -> Any:
 
 def apply(fleet: ControlledFleet, *docs: Any) -> None:
     fleet.k(CLUSTER, "apply", "-f", "-", input=yaml.safe_dump_all(docs))
-
-
-def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"never: {what} (last: {last!r})")
 
 
 def image(fleet: ControlledFleet, isvc_name: str, namespace: str) -> str:

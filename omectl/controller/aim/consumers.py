@@ -23,24 +23,23 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, cast
 
 from omectl.controller.aim import caching as aim_caching
 from omectl.controller.aim import models as aim_models
+from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
-from omectl.controller.aim.service import ConfigEvents, _now, apply_propagated, with_propagated_labels
+from omectl.controller.aim.service import _now, apply_propagated, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
-from omectl.core.aim.resolution import Resolution, resolve
+from omectl.core.aim.resolution import Resolution
 from omectl.core.conditions import stamp_all
 from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import CONFIG_MAPS, JOBS, PERSISTENT_VOLUME_CLAIMS, ResourceRef
-from omectl.kube.writer import write_status
 
 log = logging.getLogger(__name__)
 
@@ -66,31 +65,27 @@ CHILD_RESOURCES: Final[Mapping[str, ResourceRef]] = {
 """Every kind a consumer reads or applies, by kind."""
 
 
-class AimConsumerReconciler:
+class AimConsumerReconciler(ConfigConsumerReconciler):
     """Reconciles the v1alpha2 consumer kinds (module docstring): the work keys of `CONSUMER_KEYS`, registered for it
     in `omectl.controller.app`."""
 
     def __init__(self, *, operator_namespace: str) -> None:
-        self.operator_namespace = operator_namespace
-        self.writes = 0
-        self.reconciles: Counter[tuple[str, str, str, str]] = Counter()
-        """Reconciles per (cluster, kind, namespace, name)."""
-        self.config_events = ConfigEvents()
+        super().__init__(
+            operator_namespace=operator_namespace,
+            keys=CONSUMER_KEYS,
+            resources=CONSUMER_RESOURCES,
+            api_version=AIM_V1ALPHA2,
+        )
 
-    async def reconcile(self, cluster: AimWatch, key_kind: str, obj: dict[str, Any], tracer: Any = None) -> None:
-        kind = CONSUMER_KEYS[key_kind]
-        meta = obj["metadata"]
-        namespace, name = str(meta.get("namespace") or ""), str(meta["name"])
-        self.reconciles[(cluster.name, kind, namespace, name)] += 1
-        obj = dict(obj, apiVersion=obj.get("apiVersion") or AIM_V1ALPHA2, kind=kind)
-        resolution = resolve(obj, cluster.config_lookup, operator_namespace=self.operator_namespace)
-        previous = list((obj.get("status") or {}).get("conditions") or [])
-        if not resolution.may_apply:
-            await self.write_status(cluster, obj, resolution, {"status": "Failed"})
-            self.config_events.refuse(cluster, obj, resolution)
-        event_key = (cluster.name, str(meta.get("uid") or f"{kind}/{namespace}/{name}"))
-        self.config_events.note_default(cluster, obj, resolution, previous, event_key)
-        own = await STEPS[kind](self, cluster, obj, resolution.config)
+    async def write_refused(
+        self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, previous: list[Any]
+    ) -> None:
+        await self.write_status(cluster, obj, resolution, {"status": "Failed"})
+
+    async def reconcile_kind(
+        self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, previous: list[Any]
+    ) -> None:
+        own = await STEPS[obj["kind"]](self, cluster, obj, resolution.config)
         await self.write_status(cluster, obj, resolution, own)
 
     # --- children ----------------------------------------------------------------------------------------
@@ -197,19 +192,7 @@ class AimConsumerReconciler:
             status["conditions"] = stamp_all(status["conditions"], previous, now)
             return None if status == current else status
 
-        if desired(obj) is None:  # against the cache, before any request
-            return
-        meta = obj["metadata"]
-        await write_status(
-            cluster.client,
-            CONSUMER_RESOURCES[str(obj["kind"])],
-            meta.get("namespace") or None,
-            meta["name"],
-            desired,
-            field_manager=FIELD_MANAGER,
-            cached=obj,
-        )
-        self.writes += 1
+        await self.write_desired_status(cluster, obj, desired)
 
 
 def _annotations(obj: Mapping[str, Any]) -> dict[str, Any]:

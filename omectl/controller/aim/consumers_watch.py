@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from omectl.controller.aim.kind_watch import KindWatch, metadata, self_relevant_change, work_keys
 from omectl.controller.runtime.apply import child_status_changed
-from omectl.controller.runtime.queue import Lane, WorkKey
+from omectl.controller.runtime.queue import Lane
 from omectl.core.aim.consumers import (
     AIM_COMPONENT_LABEL,
     ARTIFACT,
@@ -42,7 +43,6 @@ from omectl.core.aim.consumers import (
 )
 from omectl.core.aim.discovery import DISCOVERY_COMPONENT
 from omectl.core.aim.meta import AIM_SERVICE_KIND
-from omectl.core.aim.resolution import effective_config_name
 from omectl.kube.cache import ObjectCache
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
@@ -59,12 +59,10 @@ from omectl.kube.resources import (
     PERSISTENT_VOLUME_CLAIMS,
     ResourceRef,
 )
-from omectl.tracing.spans import object_event_context
 
 if TYPE_CHECKING:
     from omectl.controller.aim.watch import AimWatch
 
-KEY_PREFIX: Final = "aim.eai.amd.com/"
 CONSUMER_RESOURCES: Final[Mapping[str, ResourceRef]] = {
     MODEL: AIM_MODELS,
     CLUSTER_MODEL: AIM_CLUSTER_MODELS,
@@ -76,24 +74,14 @@ CONSUMER_RESOURCES: Final[Mapping[str, ResourceRef]] = {
     CLUSTER_MODEL_SOURCE: AIM_CLUSTER_MODEL_SOURCES,
 }
 """The v1alpha2 consumer kinds this module watches, by kind."""
-CONSUMER_KEYS: Final[Mapping[str, str]] = {f"{KEY_PREFIX}{kind}": kind for kind in CONSUMER_RESOURCES}
+CONSUMER_KEYS: Final[Mapping[str, str]] = work_keys(CONSUMER_RESOURCES)
 """Work key kind (`aim.eai.amd.com/<Kind>`) → kind."""
-CONFIG_NAME_INDEX: Final = "aim.eai.amd.com/runtime-config-name"
 PROFILE_REF_INDEX: Final = "aim.eai.amd.com/profile-ref"
 """Caches and artifacts by `<scope>/<profileName>`."""
 MODEL_NAME_INDEX: Final = "aim.eai.amd.com/model-name"
 """Profiles by `spec.modelName`."""
 CACHE_INDEX: Final = "aim.eai.amd.com/profile-cache"
 """Artifacts by `<namespace>/<their cache's name>` (the `aim.eai.amd.com/profile-cache` label)."""
-
-
-def work_kind(kind: str) -> str:
-    return f"{KEY_PREFIX}{kind}"
-
-
-def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    meta = (obj or {}).get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def _spec(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -115,41 +103,37 @@ def model_name_index(obj: dict[str, Any]) -> list[str]:
 
 
 def cache_index(obj: dict[str, Any]) -> list[str]:
-    meta = _metadata(obj)
+    meta = metadata(obj)
     cache = (meta.get("labels") or {}).get("aim.eai.amd.com/profile-cache")
     return [f"{meta.get('namespace') or ''}/{cache}"] if cache else []
 
 
 def controller_owner(obj: Mapping[str, Any]) -> tuple[str, str] | None:
     """`(kind, name)` of the object's controller owner reference."""
-    for ref in _metadata(obj).get("ownerReferences") or []:
+    for ref in metadata(obj).get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") and ref.get("name"):
             return str(ref["kind"]), str(ref["name"])
     return None
 
 
-def _self_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
-    if old is None:
-        return True
-    meta, old_meta = _metadata(obj), _metadata(old)
-    return any(meta.get(k) != old_meta.get(k) for k in ("generation", "labels", "annotations"))
+def result_changed(event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None, initial: bool) -> bool:
+    """Whether a discovery result ConfigMap appeared, went or changed its data (its initial list queues nothing: every
+    object that reads one is queued anyway)."""
+    if initial:
+        return False
+    return not (event_type == "MODIFIED" and old is not None and old.get("data") == obj.get("data"))
 
 
-class ConsumerWatch:
+class ConsumerWatch(KindWatch):
     """The informers of the v1alpha2 consumers and their children in one cluster."""
 
     def __init__(self, watch: AimWatch) -> None:
-        self.watch = watch  # the cluster's AimWatch
-        self.cluster = watch.cluster
+        super().__init__(watch, CONSUMER_RESOURCES)
         client = self.cluster.client
-        self.kinds: dict[str, Informer] = {}
-        for kind, resource in CONSUMER_RESOURCES.items():
-            handlers = [self._self_handler(kind), self._child_handler]
+        for kind, informer in self.kinds.items():
+            informer.add_handler(self._child_handler)
             if kind in (PROFILE, CLUSTER_PROFILE):
-                handlers.append(self._profile_handler)
-            informer = Informer(client, resource, handlers=handlers, optional=True)
-            informer.cache.add_index(CONFIG_NAME_INDEX, lambda obj: [effective_config_name(obj)])
-            self.kinds[kind] = informer
+                informer.add_handler(self._profile_handler)
         for kind in (PROFILE_CACHE, ARTIFACT):
             self.kinds[kind].cache.add_index(PROFILE_REF_INDEX, profile_ref_index)
         for kind in (PROFILE, CLUSTER_PROFILE):
@@ -185,35 +169,7 @@ class ConsumerWatch:
         informer = children.get(kind)
         return informer.cache if informer is not None else None
 
-    def consumers_named(self, config_name: str) -> list[tuple[str, dict[str, Any]]]:
-        """`(kind, object)` of every consumer whose effective runtime-config name is `config_name`."""
-        return [
-            (kind, obj)
-            for kind, informer in self.kinds.items()
-            for obj in informer.cache.by_index(CONFIG_NAME_INDEX, config_name)
-        ]
-
     # --- handlers ----------------------------------------------------------------------------------------
-
-    def enqueue(self, kind: str, namespace: str, name: str, trigger: Any, lane: Lane) -> None:
-        key = WorkKey(self.cluster.name, work_kind(kind), namespace, name)
-        self.cluster.enqueue(key, lane=lane, trigger=trigger)
-
-    def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
-        return object_event_context(self.cluster.name, kind, obj)
-
-    def _self_handler(self, kind: str) -> Any:
-        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
-            if event_type == "DELETED":
-                return  # owner references let the API server collect the children
-            if event_type == "MODIFIED" and not _self_relevant_change(obj, old):
-                return  # our own status write
-            meta = _metadata(obj)
-            namespace = str(meta.get("namespace") or "")
-            lane = Lane.RESYNC if initial else Lane.EDIT
-            self.enqueue(kind, namespace, str(meta["name"]), self._trigger(kind, obj), lane)
-
-        return on_event
 
     def _child_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
@@ -224,7 +180,7 @@ class ConsumerWatch:
         if owner is None:
             return
         kind, name = owner
-        namespace = str(_metadata(obj).get("namespace") or "")
+        namespace = str(metadata(obj).get("namespace") or "")
         trigger = self._trigger(str(obj.get("kind") or ""), obj)
         if kind == AIM_SERVICE_KIND:
             if self.watch.services.cache.get(namespace, name) is not None:
@@ -240,11 +196,9 @@ class ConsumerWatch:
     def _result_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
-        if initial:
+        if not result_changed(event_type, obj, old, initial):
             return
-        if event_type == "MODIFIED" and old is not None and old.get("data") == obj.get("data"):
-            return
-        meta = _metadata(obj)
+        meta = metadata(obj)
         labels = meta.get("labels") or {}
         trigger = self._trigger("ConfigMap", obj)
         if labels.get(CLUSTER_MODEL_LABEL):
@@ -257,9 +211,9 @@ class ConsumerWatch:
     ) -> None:
         if initial:
             return
-        if event_type == "MODIFIED" and old is not None and not _self_relevant_change(obj, old):
+        if event_type == "MODIFIED" and old is not None and not self_relevant_change(obj, old):
             return
-        meta = _metadata(obj)
+        meta = metadata(obj)
         name = str(meta["name"])
         namespace = str(meta.get("namespace") or "")
         cluster_scoped = not namespace
@@ -267,7 +221,7 @@ class ConsumerWatch:
         trigger = self._trigger(str(obj.get("kind") or ""), obj)
         for kind in (PROFILE_CACHE, ARTIFACT):
             for ref in self.kinds[kind].cache.by_index(PROFILE_REF_INDEX, f"{scope}/{name}"):
-                ref_meta = _metadata(ref)
+                ref_meta = metadata(ref)
                 if cluster_scoped or ref_meta.get("namespace") == namespace:
                     ref_ns = str(ref_meta.get("namespace") or "")
                     self.enqueue(kind, ref_ns, str(ref_meta["name"]), trigger, Lane.FANOUT)

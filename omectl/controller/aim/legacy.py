@@ -20,16 +20,16 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `legacy_watch`):
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, cast
 
+from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
 from omectl.controller.aim.consumers import AimConsumerReconciler
 from omectl.controller.aim.legacy_caches import reconcile_template_cache
 from omectl.controller.aim.legacy_outcome import Outcome
 from omectl.controller.aim.legacy_templates import reconcile_template
 from omectl.controller.aim.legacy_watch import LEGACY_KEYS, LEGACY_RESOURCES
-from omectl.controller.aim.service import ConfigEvents, _now
+from omectl.controller.aim.service import _now
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import live_object
 from omectl.core.aim.legacy.kinds import (
@@ -40,15 +40,13 @@ from omectl.core.aim.legacy.kinds import (
 )
 from omectl.core.aim.legacy.status import (
     ERROR_STATES,
-    READY,
     LegacyStatus,
     legacy_status,
     runtime_config_component,
 )
-from omectl.core.aim.resolution import Resolution, resolve
+from omectl.core.aim.resolution import Resolution
+from omectl.core.aim.status import READY
 from omectl.core.conditions import stamp_all
-from omectl.kube.field_managers import FIELD_MANAGER
-from omectl.kube.writer import write_status
 
 Step = Callable[["LegacyReconciler", AimWatch, dict[str, Any], Resolution], Awaitable[Outcome]]
 
@@ -60,36 +58,34 @@ STEPS: Final[dict[str, Step]] = {
 }
 
 
-class LegacyReconciler:
+class LegacyReconciler(ConfigConsumerReconciler):
     """Reconciles the legacy kinds (module docstring): the work keys of `LEGACY_KEYS`, registered for it in
     `omectl.controller.app`."""
 
     def __init__(self, *, operator_namespace: str, children: AimConsumerReconciler) -> None:
-        self.operator_namespace = operator_namespace
+        super().__init__(
+            operator_namespace=operator_namespace,
+            keys=LEGACY_KEYS,
+            resources=LEGACY_RESOURCES,
+            api_version=AIM_V1ALPHA1,
+        )
         self.children = children
         """Applies and reads the children the legacy kinds share with the v1alpha2 consumers (Jobs, artifacts)."""
-        self.writes = 0
-        self.reconciles: Counter[tuple[str, str, str, str]] = Counter()
-        """Reconciles per (cluster, kind, namespace, name)."""
-        self.config_events = ConfigEvents()
 
-    async def reconcile(self, cluster: AimWatch, key_kind: str, obj: dict[str, Any]) -> None:
-        kind = LEGACY_KEYS[key_kind]
-        meta = obj["metadata"]
-        namespace, name = str(meta.get("namespace") or ""), str(meta["name"])
-        self.reconciles[(cluster.name, kind, namespace, name)] += 1
-        obj = dict(obj, apiVersion=obj.get("apiVersion") or AIM_V1ALPHA1, kind=kind)
-        resolution = resolve(obj, cluster.config_lookup, operator_namespace=self.operator_namespace)
-        previous = list((obj.get("status") or {}).get("conditions") or [])
+    async def write_refused(
+        self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, previous: list[Any]
+    ) -> None:
         config = runtime_config_component(resolution)
-        if not resolution.may_apply:
-            await self.write_status(cluster, obj, resolution, legacy_status([config], previous_conditions=previous))
-            self.config_events.refuse(cluster, obj, resolution)
-        event_key = (cluster.name, str(meta.get("uid") or f"{kind}/{namespace}/{name}"))
-        self.config_events.note_default(cluster, obj, resolution, previous, event_key)
-        outcome = await STEPS[kind](self, cluster, obj, resolution)
+        await self.write_status(cluster, obj, resolution, legacy_status([config], previous_conditions=previous))
+
+    async def reconcile_kind(
+        self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, previous: list[Any]
+    ) -> None:
+        outcome = await STEPS[obj["kind"]](self, cluster, obj, resolution)
         status = legacy_status(
-            [config, *outcome.components], extra_conditions=outcome.conditions, previous_conditions=previous
+            [runtime_config_component(resolution), *outcome.components],
+            extra_conditions=outcome.conditions,
+            previous_conditions=previous,
         )
         await self.write_status(cluster, obj, resolution, status, outcome.fields)
 
@@ -127,20 +123,8 @@ class LegacyReconciler:
                 status["observedGeneration"] = generation
             return None if status == current else status
 
-        if desired(obj) is None:  # against the cache, before any request
-            return
-        meta = obj["metadata"]
-        await write_status(
-            cluster.client,
-            LEGACY_RESOURCES[str(obj["kind"])],
-            meta.get("namespace") or None,
-            meta["name"],
-            desired,
-            field_manager=FIELD_MANAGER,
-            cached=obj,
-        )
-        self.writes += 1
-        self._note_failure(cluster, obj, rolled)
+        if await self.write_desired_status(cluster, obj, desired):
+            self._note_failure(cluster, obj, rolled)
 
     @staticmethod
     def _note_failure(cluster: AimWatch, obj: Mapping[str, Any], rolled: LegacyStatus) -> None:

@@ -22,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from omectl.controller.aim.consumers_watch import result_changed
+from omectl.controller.aim.kind_watch import KindWatch, metadata, work_keys
 from omectl.controller.runtime.apply import child_status_changed
-from omectl.controller.runtime.queue import Lane, WorkKey
+from omectl.controller.runtime.queue import Lane
 from omectl.core.aim.legacy.gpus import requires_gpu
 from omectl.core.aim.legacy.kinds import (
     ARTIFACT,
@@ -35,7 +37,6 @@ from omectl.core.aim.legacy.kinds import (
     TEMPLATE_LABEL,
 )
 from omectl.core.aim.legacy.template_caches import template_refs
-from omectl.core.aim.resolution import effective_config_name
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
     AIM_CLUSTER_SERVICE_TEMPLATES,
@@ -44,36 +45,24 @@ from omectl.kube.resources import (
     NODES,
     ResourceRef,
 )
-from omectl.tracing.spans import object_event_context
 
 if TYPE_CHECKING:
     from omectl.controller.aim.watch import AimWatch
 
-KEY_PREFIX: Final = "aim.eai.amd.com/"
 LEGACY_RESOURCES: Final[Mapping[str, ResourceRef]] = {
     SERVICE_TEMPLATE: AIM_SERVICE_TEMPLATES,
     CLUSTER_SERVICE_TEMPLATE: AIM_CLUSTER_SERVICE_TEMPLATES,
     TEMPLATE_CACHE: AIM_TEMPLATE_CACHES,
 }
 """The legacy kinds this module watches, by kind."""
-LEGACY_KEYS: Final[Mapping[str, str]] = {f"{KEY_PREFIX}{kind}": kind for kind in LEGACY_RESOURCES}
+LEGACY_KEYS: Final[Mapping[str, str]] = work_keys(LEGACY_RESOURCES)
 """Work key kind (`aim.eai.amd.com/<Kind>`) → kind."""
-CONFIG_NAME_INDEX: Final = "aim.eai.amd.com/runtime-config-name"
 MODEL_NAME_INDEX: Final = "aim.eai.amd.com/template-model-name"
 """Templates by `spec.modelName`."""
 TEMPLATE_REF_INDEX: Final = "aim.eai.amd.com/template-ref"
 """Template caches by `<kind>/<namespace>/<name>` of each template they may name."""
 MODEL_KINDS: Final[Mapping[str, str]] = {"AIMModel": SERVICE_TEMPLATE, "AIMClusterModel": CLUSTER_SERVICE_TEMPLATE}
 """Model kind → the template kind that names it."""
-
-
-def work_kind(kind: str) -> str:
-    return f"{KEY_PREFIX}{kind}"
-
-
-def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    meta = (obj or {}).get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def model_name_index(obj: dict[str, Any]) -> list[str]:
@@ -88,34 +77,22 @@ def template_ref_index(obj: dict[str, Any]) -> list[str]:
 
 def node_labels(obj: dict[str, Any]) -> dict[str, Any]:
     """What a template reads of a Node: its name and labels."""
-    meta = _metadata(obj)
+    meta = metadata(obj)
     return {"kind": "Node", "metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}}
 
 
-def _self_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
-    if old is None:
-        return True
-    meta, old_meta = _metadata(obj), _metadata(old)
-    return any(meta.get(k) != old_meta.get(k) for k in ("generation", "labels", "annotations"))
-
-
-class LegacyWatch:
+class LegacyWatch(KindWatch):
     """The informers of the legacy kinds in one cluster."""
 
     def __init__(self, watch: AimWatch) -> None:
-        self.watch = watch
-        self.cluster = watch.cluster
-        client = self.cluster.client
-        self.kinds: dict[str, Informer] = {}
-        for kind, resource in LEGACY_RESOURCES.items():
-            informer = Informer(client, resource, handlers=[self._self_handler(kind)], optional=True)
-            informer.cache.add_index(CONFIG_NAME_INDEX, lambda obj: [effective_config_name(obj)])
-            self.kinds[kind] = informer
+        super().__init__(watch, LEGACY_RESOURCES)
         for kind in TEMPLATE_KINDS:
             self.kinds[kind].cache.add_index(MODEL_NAME_INDEX, model_name_index)
             self.kinds[kind].add_handler(self._template_handler(kind))
         self.kinds[TEMPLATE_CACHE].cache.add_index(TEMPLATE_REF_INDEX, template_ref_index)
-        self.nodes = Informer(client, NODES, handlers=[self._node_handler], optional=True, transform=node_labels)
+        self.nodes = Informer(
+            self.cluster.client, NODES, handlers=[self._node_handler], optional=True, transform=node_labels
+        )
         consumers = watch.consumers
         for model_kind in MODEL_KINDS:
             consumers.kinds[model_kind].add_handler(self._model_handler(model_kind))
@@ -126,33 +103,6 @@ class LegacyWatch:
     @property
     def informers(self) -> list[Informer]:
         return [*self.kinds.values(), self.nodes]
-
-    def consumers_named(self, config_name: str) -> list[tuple[str, dict[str, Any]]]:
-        """`(kind, object)` of every legacy object whose effective runtime-config name is `config_name`."""
-        return [
-            (kind, obj)
-            for kind, informer in self.kinds.items()
-            for obj in informer.cache.by_index(CONFIG_NAME_INDEX, config_name)
-        ]
-
-    def enqueue(self, kind: str, namespace: str, name: str, trigger: Any, lane: Lane) -> None:
-        key = WorkKey(self.cluster.name, work_kind(kind), namespace, name)
-        self.cluster.enqueue(key, lane=lane, trigger=trigger)
-
-    def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
-        return object_event_context(self.cluster.name, kind, obj)
-
-    def _self_handler(self, kind: str) -> Any:
-        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
-            if event_type == "DELETED":
-                return  # owner references let the API server collect the children
-            if event_type == "MODIFIED" and not _self_relevant_change(obj, old):
-                return  # our own status write
-            meta = _metadata(obj)
-            lane = Lane.RESYNC if initial else Lane.EDIT
-            self.enqueue(kind, str(meta.get("namespace") or ""), str(meta["name"]), self._trigger(kind, obj), lane)
-
-        return on_event
 
     def _enqueue_template(self, kind: str, namespace: str, name: str, trigger: Any) -> None:
         if self.kinds[kind].cache.get(namespace, name) is not None:
@@ -169,13 +119,13 @@ class LegacyWatch:
             )
             if event_type == "MODIFIED" and unchanged:
                 return
-            meta = _metadata(obj)
+            meta = metadata(obj)
             namespace = str(meta.get("namespace") or "")
             trigger = self._trigger(model_kind, obj)
             for template in self.kinds[template_kind].cache.by_index(MODEL_NAME_INDEX, str(meta["name"])):
-                template_ns = str(_metadata(template).get("namespace") or "")
+                template_ns = str(metadata(template).get("namespace") or "")
                 if template_ns == namespace:
-                    self.enqueue(template_kind, template_ns, str(_metadata(template)["name"]), trigger, Lane.FANOUT)
+                    self.enqueue(template_kind, template_ns, str(metadata(template)["name"]), trigger, Lane.FANOUT)
 
         return on_event
 
@@ -184,23 +134,19 @@ class LegacyWatch:
     ) -> None:
         if initial:
             return
-        if (
-            event_type == "MODIFIED"
-            and old is not None
-            and _metadata(obj).get("labels") == _metadata(old).get("labels")
-        ):
+        if event_type == "MODIFIED" and old is not None and metadata(obj).get("labels") == metadata(old).get("labels"):
             return
         trigger = self._trigger("Node", obj)
         for kind in TEMPLATE_KINDS:
             for template in self.kinds[kind].cache.list():
                 if requires_gpu(template):
-                    meta = _metadata(template)
+                    meta = metadata(template)
                     self.enqueue(kind, str(meta.get("namespace") or ""), str(meta["name"]), trigger, Lane.FANOUT)
 
     def _job_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
-        meta = _metadata(obj)
+        meta = metadata(obj)
         if not (meta.get("labels") or {}).get(TEMPLATE_LABEL):
             return
         if event_type != "DELETED" and not child_status_changed(event_type, obj, old, initial):
@@ -214,11 +160,9 @@ class LegacyWatch:
     def _result_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
-        if initial:
+        if not result_changed(event_type, obj, old, initial):
             return
-        if event_type == "MODIFIED" and old is not None and old.get("data") == obj.get("data"):
-            return
-        meta = _metadata(obj)
+        meta = metadata(obj)
         template = (meta.get("labels") or {}).get(TEMPLATE_LABEL)
         if not template:
             return
@@ -234,11 +178,11 @@ class LegacyWatch:
                 return  # every cache of the initial list is queued anyway
             if event_type == "MODIFIED" and old is not None and obj.get("status") == old.get("status"):
                 return
-            meta = _metadata(obj)
+            meta = metadata(obj)
             key = f"{kind}/{meta.get('namespace') or ''}/{meta['name']}"
             trigger = self._trigger(kind, obj)
             for cache in self.kinds[TEMPLATE_CACHE].cache.by_index(TEMPLATE_REF_INDEX, key):
-                cache_meta = _metadata(cache)
+                cache_meta = metadata(cache)
                 self.enqueue(
                     TEMPLATE_CACHE,
                     str(cache_meta.get("namespace") or ""),
@@ -252,7 +196,7 @@ class LegacyWatch:
     def _artifact_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
-        meta = _metadata(obj)
+        meta = metadata(obj)
         cache = (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL)
         if not cache:
             return

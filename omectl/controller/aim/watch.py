@@ -27,17 +27,13 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from omectl.controller.aim.consumers_watch import ConsumerWatch
+from omectl.controller.aim.kind_watch import CONFIG_NAME_INDEX, config_name_index, metadata, self_relevant_change
 from omectl.controller.aim.legacy_watch import LegacyWatch
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
-from omectl.core.aim.resolution import (
-    CLUSTER_RUNTIME_CONFIG_KIND,
-    RUNTIME_CONFIG_KIND,
-    config_change_reaches,
-    effective_config_name,
-)
+from omectl.core.aim.resolution import CLUSTER_RUNTIME_CONFIG_KIND, RUNTIME_CONFIG_KIND, config_change_reaches
 from omectl.kube.cache import ObjectCache
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
@@ -54,14 +50,8 @@ from omectl.tracing.spans import object_event_context
 
 AIM_SERVICE_KEY: Final = "aim.eai.amd.com/AIMService"
 """Work key kind of an AIMService reconcile."""
-CONFIG_NAME_INDEX: Final = "aim.eai.amd.com/runtime-config-name"
-"""AIMServices by effective runtime-config name."""
 SERVICE_MODEL_INDEX: Final = "aim.eai.amd.com/service-model"
 """AIMServices with caching enabled, by `spec.model.name` (the model whose profile they cache)."""
-
-
-def config_name_index(obj: dict[str, Any]) -> list[str]:
-    return [effective_config_name(obj)]
 
 
 def service_model_index(obj: dict[str, Any]) -> list[str]:
@@ -71,21 +61,9 @@ def service_model_index(obj: dict[str, Any]) -> list[str]:
     return [name] if caching.get("enabled") is True and isinstance(name, str) and name else []
 
 
-def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    meta = (obj or {}).get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _service_relevant_change(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
-    if old is None:
-        return True
-    meta, old_meta = _metadata(obj), _metadata(old)
-    return any(meta.get(k) != old_meta.get(k) for k in ("generation", "labels", "annotations"))
-
-
 def owning_service(child: Mapping[str, Any]) -> str | None:
     """The AIMService a child belongs to: its controller owner reference, else its `aim.eai.amd.com/service` label."""
-    meta = _metadata(child)
+    meta = metadata(child)
     for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("kind") == AIM_SERVICE_KIND and ref.get("controller"):
             name = ref.get("name")
@@ -171,9 +149,9 @@ class AimWatch(DomainView):
     def enqueue_services_of_model(self, model: str, namespace: str | None, trigger: Any) -> None:
         """Queue the AIMServices with caching that serve `model` (in `namespace`, or anywhere when None)."""
         for service in self.services.cache.by_index(SERVICE_MODEL_INDEX, model):
-            service_ns = str(_metadata(service).get("namespace") or "")
+            service_ns = str(metadata(service).get("namespace") or "")
             if namespace is None or service_ns == namespace:
-                self._enqueue(service_ns, str(_metadata(service)["name"]), trigger, Lane.FANOUT)
+                self._enqueue(service_ns, str(metadata(service)["name"]), trigger, Lane.FANOUT)
 
     def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
         return object_event_context(self.cluster.name, kind, obj)
@@ -183,9 +161,9 @@ class AimWatch(DomainView):
     ) -> None:
         if event_type == "DELETED":
             return  # owner references let the API server collect the children
-        if event_type == "MODIFIED" and not _service_relevant_change(obj, old):
+        if event_type == "MODIFIED" and not self_relevant_change(obj, old):
             return  # our own status write
-        meta = _metadata(obj)
+        meta = metadata(obj)
         self._enqueue(
             str(meta.get("namespace") or ""),
             str(meta["name"]),
@@ -198,10 +176,10 @@ class AimWatch(DomainView):
             if initial:
                 return  # every service of the initial list is queued anyway
             if event_type == "MODIFIED" and old is not None:
-                meta, old_meta = _metadata(obj), _metadata(old)
+                meta, old_meta = metadata(obj), metadata(old)
                 if meta.get("generation") == old_meta.get("generation") and obj.get("spec") == old.get("spec"):
                     return  # a status or metadata edit changes no resolution
-            meta = _metadata(obj)
+            meta = metadata(obj)
             namespace = str(meta.get("namespace") or "")
             name = str(meta["name"])
             trigger = self._trigger(config_kind, obj)
@@ -209,7 +187,7 @@ class AimWatch(DomainView):
                 if config_change_reaches(
                     config_kind, namespace, name, service, operator_namespace=self.operator_namespace
                 ):
-                    service_meta = _metadata(service)
+                    service_meta = metadata(service)
                     service_ns = str(service_meta.get("namespace") or "")
                     self._enqueue(service_ns, str(service_meta["name"]), trigger, Lane.FANOUT)
             for consumers in (self.consumers, self.legacy):
@@ -217,7 +195,7 @@ class AimWatch(DomainView):
                     if config_change_reaches(
                         config_kind, namespace, name, consumer, operator_namespace=self.operator_namespace
                     ):
-                        consumer_meta = _metadata(consumer)
+                        consumer_meta = metadata(consumer)
                         namespace_of = str(consumer_meta.get("namespace") or "")
                         consumers.enqueue(kind, namespace_of, str(consumer_meta["name"]), trigger, Lane.FANOUT)
 
@@ -229,7 +207,7 @@ class AimWatch(DomainView):
         if not child_status_changed(event_type, obj, old, initial):
             return
         service = owning_service(obj)
-        namespace = str(_metadata(obj).get("namespace") or "")
+        namespace = str(metadata(obj).get("namespace") or "")
         if service is None or self.services.cache.get(namespace, service) is None:
             return
         # a child changes because the controller wrote it: that follows a rollout, it is no user's edit

@@ -18,8 +18,8 @@ from typing import Any
 from omectl.controller.ome.resolver import ChainResolver, Resolution
 from omectl.controller.ome.watch import OmeWatch
 from omectl.controller.runtime.queue import WorkKey
-from omectl.core.conditions import transition_time
 from omectl.core.ome.inheritance import ChainError
+from omectl.core.ome.runtime_status import RESOLVED, desired_runtime_status, resolved_message
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, RuntimeKind
 from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
@@ -29,8 +29,6 @@ from omectl.tracing.spans import merge_span
 
 log = logging.getLogger(__name__)
 
-CONDITION = "InheritanceReady"
-RESOLVED = "Resolved"
 RESOLVER_ERROR = "ResolverError"
 
 
@@ -57,38 +55,14 @@ async def resolve_runtime(
     except Exception as exc:  # anything else is a ResolverError, never a crash
         log.exception("cluster %s: resolving %s failed", cluster, runtime.get("metadata", {}).get("name"))
         return ChainOutcome(None, RESOLVER_ERROR, f"{type(exc).__name__}: {exc}")
-    chain = " ".join(resolution.names)
-    return ChainOutcome(resolution, RESOLVED, f"inheritance chain resolved: [{chain}]")
+    return ChainOutcome(resolution, RESOLVED, resolved_message(resolution.names))
 
 
 def desired_status(live: Mapping[str, Any], outcome: ChainOutcome, now: str | None = None) -> dict[str, Any] | None:
     """The status to write, or None when the live status already says it."""
-    status = dict(live.get("status") or {})
-    generation = int((live.get("metadata") or {}).get("generation", 0) or 0)
-    new = dict(status)
-    if outcome.ok:
-        assert outcome.resolution is not None
-        new["inheritanceChain"] = list(outcome.resolution.names)
-    state = "True" if outcome.ok else "False"
-    conditions = [dict(c) for c in status.get("conditions") or []]
-    prior = next((c for c in conditions if c.get("type") == CONDITION), None)
-    condition = {
-        "type": CONDITION,
-        "status": state,
-        "reason": outcome.reason,
-        "message": outcome.message,
-        "lastTransitionTime": transition_time(prior, state, now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")),
-        "observedGeneration": generation,
-    }
-    if prior is None:
-        conditions.append(condition)
-    else:
-        conditions[conditions.index(prior)] = condition
-    new["conditions"] = conditions
-    new["observedGeneration"] = generation
-    if status == new:
-        return None
-    return new
+    chain = outcome.resolution.names if outcome.resolution is not None else None
+    now = now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return desired_runtime_status(live, chain, outcome.reason, outcome.message, now)
 
 
 def record_merge_span(tracer: Any, outcome: ChainOutcome, kind: str, namespace: str, name: str) -> None:

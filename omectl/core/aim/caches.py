@@ -108,6 +108,24 @@ def artifact_name(cache: Mapping[str, Any], source: Mapping[str, Any]) -> str:
     return bounded_name(f"{name_of(cache)}-{source.get('name')}")
 
 
+def artifact_spec(cache: Mapping[str, Any], source: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec of the artifact holding one model source of a cache: the source's URI, model id and size, its env
+    over the cache's, and the cache's storage class, download image and runtime config name."""
+    cache_spec = spec_of(cache)
+    spec: dict[str, Any] = {"sourceUri": source["sourceUri"]}
+    for field in ("modelId", "size"):
+        if source.get(field) not in (None, ""):
+            spec[field] = copy_json(source[field])
+    env = merge_env(as_list(cache_spec.get("env")), as_list(source.get("env")))
+    if env:
+        spec["env"] = env
+    for field in ("storageClassName", "downloadImage", "runtimeConfigName"):
+        value = text(cache_spec.get(field))
+        if value is not None:
+            spec[field] = value
+    return spec
+
+
 def render_artifacts(
     cache: Mapping[str, Any], profile: Mapping[str, Any] | None, config: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
@@ -117,17 +135,7 @@ def render_artifacts(
     parent = {**cache, "kind": cache.get("kind") or "AIMProfileCache"}
     out: list[dict[str, Any]] = []
     for source in model_sources(cache, profile):
-        spec: dict[str, Any] = {"sourceUri": source["sourceUri"]}
-        for field in ("modelId", "size"):
-            if source.get(field) not in (None, ""):
-                spec[field] = copy_json(source[field])
-        env = merge_env(as_list(cache_spec.get("env")), as_list(source.get("env")))
-        if env:
-            spec["env"] = env
-        for field in ("storageClassName", "downloadImage", "runtimeConfigName"):
-            value = text(cache_spec.get(field))
-            if value is not None:
-                spec[field] = value
+        spec = artifact_spec(cache, source)
         profile_name = text(cache_spec.get("profileName"))
         if profile_name is not None:
             spec["profileName"] = profile_name

@@ -120,12 +120,17 @@ def base_labels(component: str, aim_labels: Mapping[str, str] | None = None) -> 
     return labels
 
 
-def propagate_edge(parent: Mapping[str, Any], child: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+def propagate_edge(
+    parent: Mapping[str, Any],
+    child: Mapping[str, Any],
+    config: Mapping[str, Any],
+    edges: Mapping[str, frozenset[str]] = PROPAGATION_EDGES,
+) -> dict[str, Any]:
     """`child` with `parent`'s labels propagated under `config`, the parent's own resolved config; a Job also on its
-    pod template. Raises ValueError for an edge the graph does not have."""
+    pod template. Raises ValueError for an edge the graph (`edges`: parent kind → child kinds) does not have."""
     parent_kind = str(parent.get("kind") or "")
     child_kind = str(child.get("kind") or "")
-    if child_kind not in PROPAGATION_EDGES.get(parent_kind, frozenset()):
+    if child_kind not in edges.get(parent_kind, frozenset()):
         raise ValueError(f"no propagation edge {parent_kind} -> {child_kind}")
     if child_kind == JOB:
         return propagate_to_job(parent, child, config)

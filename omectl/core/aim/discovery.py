@@ -144,28 +144,37 @@ def render_discovery_job(
     simulated = as_mapping(as_mapping(model.get("metadata")).get("annotations")).get(SIMULATED_RESULT_ANNOTATION)
     if isinstance(simulated, str):
         annotations[SIMULATED_RESULT_ANNOTATION] = simulated
-    job = {
+    pod = {
+        "restartPolicy": "Never",
+        "containers": [{"name": DISCOVERY_CONTAINER, "image": image, "args": ["discover"], "env": env}],
+    }
+    job = discovery_job(model, name, namespace, labels, annotations, {"backoffLimit": DISCOVERY_BACKOFF_LIMIT}, pod)
+    return propagate_edge(model, job, config)
+
+
+def discovery_job(
+    owner: Mapping[str, Any],
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    job_spec: Mapping[str, Any],
+    pod: dict[str, Any],
+) -> dict[str, Any]:
+    """A discovery Job owned by `owner`: `labels` on the Job and on its pod template, `job_spec` (backoffLimit and
+    the like) before the template."""
+    return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
             "name": name,
             "namespace": namespace,
             "labels": dict(labels),
-            "annotations": annotations,
-            "ownerReferences": [owner_reference(model)],
+            "annotations": dict(annotations),
+            "ownerReferences": [owner_reference(owner)],
         },
-        "spec": {
-            "backoffLimit": DISCOVERY_BACKOFF_LIMIT,
-            "template": {
-                "metadata": {"labels": dict(labels)},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": DISCOVERY_CONTAINER, "image": image, "args": ["discover"], "env": env}],
-                },
-            },
-        },
+        "spec": {**job_spec, "template": {"metadata": {"labels": dict(labels)}, "spec": pod}},
     }
-    return propagate_edge(model, job, config)
 
 
 def discovery_current(model: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
@@ -203,16 +212,21 @@ def simulated_discovery_configmap(job: Mapping[str, Any]) -> dict[str, Any] | No
     return discovery_configmap(job, result) if isinstance(result, str) else None
 
 
-def parse_discovery_result(data: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """The profile entries of a result ConfigMap's `data`, normalised: `id`, the fields present of gpu, gpuCount,
-    precision, metric, `containerEnv` / `engineEnv` as env lists, `modelSources`. Raises DiscoveryResultError."""
+def load_result(data: Mapping[str, Any] | None) -> Any:
+    """The YAML (or JSON) under `RESULT_KEY` of a result ConfigMap's `data`, as it is. Raises DiscoveryResultError."""
     raw = (data or {}).get(RESULT_KEY)
     if not isinstance(raw, str):
         raise DiscoveryResultError(f"the result ConfigMap has no {RESULT_KEY!r} key")
     try:
-        parsed = yaml.safe_load(raw)
+        return yaml.safe_load(raw)
     except yaml.YAMLError as error:
         raise DiscoveryResultError(f"{RESULT_KEY} is not YAML: {error}") from error
+
+
+def parse_discovery_result(data: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The profile entries of a result ConfigMap's `data`, normalised: `id`, the fields present of gpu, gpuCount,
+    precision, metric, `containerEnv` / `engineEnv` as env lists, `modelSources`. Raises DiscoveryResultError."""
+    parsed = load_result(data)
     if isinstance(parsed, Mapping):
         parsed = parsed.get("profiles")
     if parsed is None:

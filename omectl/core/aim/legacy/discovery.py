@@ -35,14 +35,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import yaml
-
-from omectl.core.aim.consumers import base_labels, owner_reference
+from omectl.core.aim.consumers import base_labels
 from omectl.core.aim.discovery import (
     INPUTS_ANNOTATION,
-    RESULT_KEY,
     SIMULATED_RESULT_ANNOTATION,
     DiscoveryResultError,
+    discovery_job,
+    load_result,
     parse_discovery_result,
 )
 from omectl.core.aim.env import env_var, merge_env
@@ -154,22 +153,8 @@ def render_discovery_job(
         pod["imagePullSecrets"] = copy_json(model_spec["imagePullSecrets"])
     if isinstance(model_spec.get("serviceAccountName"), str) and model_spec["serviceAccountName"]:
         pod["serviceAccountName"] = model_spec["serviceAccountName"]
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": dict(labels),
-            "annotations": annotations,
-            "ownerReferences": [owner_reference(template)],
-        },
-        "spec": {
-            "backoffLimit": 0,
-            "ttlSecondsAfterFinished": DISCOVERY_TTL_SECONDS,
-            "template": {"metadata": {"labels": dict(labels)}, "spec": pod},
-        },
-    }
+    job_spec = {"backoffLimit": 0, "ttlSecondsAfterFinished": DISCOVERY_TTL_SECONDS}
+    job = discovery_job(template, name, namespace, labels, annotations, job_spec, pod)
     return propagate_legacy_edge(template, job, config)
 
 
@@ -178,13 +163,7 @@ def parse_template_result(
 ) -> TemplateDiscovery:
     """The profile and model sources a result ConfigMap's `data` holds for `template` (module docstring). Raises
     DiscoveryResultError."""
-    raw = (data or {}).get(RESULT_KEY)
-    if not isinstance(raw, str):
-        raise DiscoveryResultError(f"the result ConfigMap has no {RESULT_KEY!r} key")
-    try:
-        parsed = yaml.safe_load(raw)
-    except yaml.YAMLError as error:
-        raise DiscoveryResultError(f"{RESULT_KEY} is not YAML: {error}") from error
+    parsed = load_result(data)
     entries = parsed.get("profiles") if isinstance(parsed, Mapping) else parsed
     if not isinstance(entries, list) or not entries:
         raise DiscoveryResultError("discovery output contains empty array")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from omectl.core.aim.labels import propagate_to_job, propagate_to_object
+from omectl.core.aim.consumers import propagate_edge
 
 AIM_V1ALPHA1: Final = "aim.eai.amd.com/v1alpha1"
 
@@ -54,10 +54,4 @@ def propagate_legacy_edge(
 ) -> dict[str, Any]:
     """`child` with `parent`'s labels propagated under `config` (the parent's resolved config); a Job also on its pod
     template. Raises ValueError for an edge the legacy graph does not have."""
-    parent_kind = str(parent.get("kind") or "")
-    child_kind = str(child.get("kind") or "")
-    if child_kind not in LEGACY_PROPAGATION_EDGES.get(parent_kind, frozenset()):
-        raise ValueError(f"no propagation edge {parent_kind} -> {child_kind}")
-    if child_kind == JOB:
-        return propagate_to_job(parent, child, config)
-    return propagate_to_object(parent, child, config)
+    return propagate_edge(parent, child, config, LEGACY_PROPAGATION_EDGES)

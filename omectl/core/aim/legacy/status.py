@@ -33,20 +33,22 @@ from omectl.core.aim.resolution import (
     RUNTIME_CONFIG_READY,
     Resolution,
 )
+from omectl.core.aim.status import (
+    ALL_COMPONENTS_READY,
+    ALL_COMPONENTS_READY_MESSAGE,
+    CONFIGURATION_VALID,
+    CONFIGURATION_VALID_MESSAGE,
+    PROGRESSING,
+    PROGRESSING_MESSAGE,
+    READY,
+    RUNTIME_CONFIG,
+    condition,
+)
 
 LegacyState = Literal["Failed", "NotAvailable", "Degraded", "Pending", "Progressing", "Ready"]
 STATE_ORDER: Final[tuple[LegacyState, ...]] = ("Failed", "NotAvailable", "Degraded", "Pending", "Progressing", "Ready")
 """Worst first."""
 ERROR_STATES: Final = frozenset(("Failed", "NotAvailable", "Degraded"))
-
-READY: Final = "Ready"
-ALL_COMPONENTS_READY: Final = "AllComponentsReady"
-ALL_COMPONENTS_READY_MESSAGE: Final = "All components are ready"
-PROGRESSING: Final = "Progressing"
-PROGRESSING_MESSAGE: Final = "Waiting for components to become ready"
-CONFIGURATION_VALID: Final = "ConfigurationValid"
-CONFIGURATION_VALID_MESSAGE: Final = "Configuration is valid"
-RUNTIME_CONFIG: Final = "RuntimeConfig"
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,6 @@ class LegacyStatus:
     def failed_on_reference(self) -> bool:
         """Whether a missing reference failed it (nothing may be applied)."""
         return any(c["type"] == CONFIG_VALID and c["status"] == "False" for c in self.conditions)
-
-
-def condition(condition_type: str, status: bool, reason: str, message: str) -> dict[str, str]:
-    return {"type": condition_type, "status": "True" if status else "False", "reason": reason, "message": message}
 
 
 def runtime_config_component(resolution: Resolution) -> Component:

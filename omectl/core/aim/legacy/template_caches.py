@@ -31,7 +31,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from omectl.core.aim.consumers import AIM_V1ALPHA2, base_labels, owner_reference
+from omectl.core.aim.caches import artifact_spec
+from omectl.core.aim.consumers import AIM_V1ALPHA2, base_labels, owner_reference, spec_of, status_of
 from omectl.core.aim.env import merge_env
 from omectl.core.aim.legacy.kinds import (
     ARTIFACT,
@@ -49,7 +50,6 @@ from omectl.core.aim.legacy.status import STATE_ORDER, Component, LegacyState
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.aim.resolution import REFERENCE_NOT_FOUND
 from omectl.core.jsonish import as_list, as_mapping
-from omectl.core.layering import copy_json
 
 DEDICATED: Final = "Dedicated"
 SHARED: Final = "Shared"
@@ -65,14 +65,6 @@ ARTIFACT_STATES: Final[Mapping[str, LegacyState]] = {
     "Pending": "Pending",
 }
 """An artifact's `status.status` as one of the legacy states."""
-
-
-def spec_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return as_mapping((obj or {}).get("spec"))
-
-
-def status_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return as_mapping((obj or {}).get("status"))
 
 
 def mode(cache: Mapping[str, Any]) -> str:
@@ -143,17 +135,7 @@ def render_artifact(
 ) -> dict[str, Any]:
     """The AIMArtifact holding one source of the cache (module docstring)."""
     cache_spec = spec_of(cache)
-    spec: dict[str, Any] = {"sourceUri": source["sourceUri"]}
-    for field in ("modelId", "size"):
-        if source.get(field) not in (None, ""):
-            spec[field] = copy_json(source[field])
-    env = merge_env(as_list(cache_spec.get("env")), as_list(source.get("env")))
-    if env:
-        spec["env"] = env
-    for field in ("storageClassName", "downloadImage", "runtimeConfigName"):
-        value = cache_spec.get(field)
-        if isinstance(value, str) and value:
-            spec[field] = value
+    spec = artifact_spec(cache, source)
     scope = SCOPE_CLUSTER if template_kind == CLUSTER_SERVICE_TEMPLATE else SCOPE_NAMESPACE
     labels = base_labels(
         ARTIFACT_COMPONENT,

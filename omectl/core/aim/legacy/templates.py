@@ -26,7 +26,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
 
-from omectl.core.aim.consumers import owner_reference
+from omectl.core.aim.consumers import owner_reference, spec_of, status_of
 from omectl.core.aim.legacy.gpus import GpuInfo, gpu_spec, node_affinity
 from omectl.core.aim.legacy.kinds import (
     AIM_V1ALPHA1,
@@ -51,14 +51,6 @@ DISCOVERY_COMPLETE_MESSAGE: Final = "Discovery job completed successfully"
 AWAITING_DISCOVERY: Final = "AwaitingDiscovery"
 AWAITING_DISCOVERY_MESSAGE: Final = "Waiting for discovery to complete"
 DISCOVERY_FAILED: Final = "DiscoveryFailed"
-
-
-def spec_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return as_mapping((obj or {}).get("spec"))
-
-
-def status_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return as_mapping((obj or {}).get("status"))
 
 
 def model_kind(template: Mapping[str, Any]) -> str:

@@ -1,6 +1,10 @@
-"""The kopf peer's runtime status: `status.inheritanceChain`, the `InheritanceReady` condition and
-`observedGeneration` of a ServingRuntime or ClusterServingRuntime, worded as omectl's runtime-status reconciler
-(`omectl.controller.ome.runtime_status.desired_status`) words them; an unchanged status is not written.
+"""A runtime's inheritance status: `status.inheritanceChain`, the `InheritanceReady` condition and
+`observedGeneration` of a ServingRuntime or ClusterServingRuntime, as the runtime-status reconciler
+(`omectl.controller.ome.runtime_status`) and the fleet-scale benchmark's kopf peer write it.
+
+A resolved chain is written root first with `InheritanceReady=True/Resolved`; a broken one sets `InheritanceReady=False`
+with the chain error's reason and message and keeps the last chain that resolved. An unchanged status is None: nothing
+to write.
 """
 
 from __future__ import annotations
