@@ -2,8 +2,11 @@
 
 Checks (`omectl.doctor.checks`): the CRDs at the versions this release needs (and the runtime CRDs with their
 status subresource), every validating webhook answering (a `failurePolicy: Fail` one that does not is a FAIL naming
-it), webhook certificates' expiry, the registered identity's permissions (a SelfSubjectAccessReview per grant of
-the member ClusterRole), broken chains and drifted InferenceServices per namespace, and the AIM operator namespace.
+it), every CRD converted by a webhook (`conversion.strategy: Webhook`, the AIM kinds served at v1alpha1 and v1alpha2)
+pointing at a server that answers (one that does not is a FAIL naming the kinds and versions whose reads and writes
+fail with 500), webhook certificates' expiry, the registered identity's permissions (a SelfSubjectAccessReview per
+grant of the member ClusterRole), broken chains and drifted InferenceServices per namespace, and the AIM operator
+namespace.
 Exit 0 when nothing FAILs (with `--strict`, nothing WARNs either), 1 otherwise.
 """
 
@@ -68,7 +71,8 @@ def doctor(
     output: OutputFormat = OUTPUT_OPTION,
     timeout: float = TIMEOUT_OPTION,
 ) -> None:
-    """Check each cluster for what omectl needs: CRDs, webhooks and their certificates, permissions, chains."""
+    """Check each cluster for what omectl needs: CRDs, webhooks (admission, conversion), certificates, permissions,
+    chains."""
     refuse_name(output, "a check's finding")
     try:
         if all_clusters:

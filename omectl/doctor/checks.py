@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import json
+import os
 import ssl
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -23,7 +25,7 @@ import yaml
 from cryptography import x509
 
 from omectl.api.aim import GROUP as AIM_GROUP
-from omectl.api.crdgen import CRDS
+from omectl.api.crdgen import CONVERSION_PLACEHOLDER_URL, CRDS
 from omectl.kube.client import ClusterClient, KubeError
 from omectl.kube.crds import INSTALL_CRDS, RUNTIME_CRDS, lacks_status_subresource, status_subresource_problem
 from omectl.kube.errors import NotFound
@@ -74,9 +76,16 @@ class Context:
     aim_namespace: str = "aim-system"
     lease_namespace: str = "omectl-system"
     now: dt.datetime | None = None
+    _crds: asyncio.Task[list[dict[str, Any]]] | None = field(default=None, init=False, repr=False)
 
     def time(self) -> dt.datetime:
         return self.now or dt.datetime.now(dt.UTC)
+
+    async def crds(self) -> list[dict[str, Any]]:
+        """The cluster's CRDs, listed once for every check that reads them (the runtime CRDs are ~0.8 MB each)."""
+        if self._crds is None:
+            self._crds = asyncio.ensure_future(self.client.list_all(CUSTOM_RESOURCE_DEFINITIONS))
+        return await asyncio.shield(self._crds)
 
 
 def _one_line(exc: BaseException, client: ClusterClient) -> str:
@@ -90,7 +99,7 @@ async def check_crds(ctx: Context) -> list[Finding]:
     """omectl's CRDs are installed and serve the versions this release needs; the runtime CRDs have the status
     subresource (upstream OME's do not, and every InheritanceReady write would fail)."""
     name = "crds"
-    installed = {crd["metadata"]["name"]: crd for crd in await ctx.client.list_all(CUSTOM_RESOURCE_DEFINITIONS)}
+    installed = {crd["metadata"]["name"]: crd for crd in await ctx.crds()}
     findings: list[Finding] = []
     missing: dict[str, list[str]] = defaultdict(list)
     for definition in CRDS:
@@ -135,12 +144,16 @@ def _ca_certificates(config: Mapping[str, Any]) -> list[x509.Certificate]:
         return []
 
 
-async def _answers(url: str, ca_pem: bytes | None) -> tuple[str | None, dt.datetime | None]:
-    """(None, the serving certificate's expiry) when an HTTPS server answers at `url`, else (why not, None)."""
+ADMISSION_REVIEW: Final = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+CONVERSION_REVIEW: Final = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview"}
+
+
+async def _answers(url: str, ca_pem: bytes | None, body: Mapping[str, str]) -> tuple[str | None, dt.datetime | None]:
+    """(None, the serving certificate's expiry) when an HTTPS server answers at `url` (any HTTP reply to the empty
+    review `body`), else (why not, None)."""
     context = ssl.create_default_context()
     if ca_pem:
         context = ssl.create_default_context(cadata=ca_pem.decode())
-    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
     timeout = aiohttp.ClientTimeout(total=WEBHOOK_TIMEOUT)
     try:
         async with (
@@ -156,8 +169,64 @@ async def _answers(url: str, ca_pem: bytes | None) -> tuple[str | None, dt.datet
             return None, expires
     except aiohttp.ClientConnectorCertificateError as exc:
         return f"its certificate is not trusted by the caBundle ({exc.certificate_error})", None
+    except aiohttp.ClientConnectorError as exc:  # its str() holds the SSL context's repr: say only what failed
+        cause = exc.os_error
+        reason = os.strerror(cause.errno) if cause.errno and cause.errno > 0 else cause.strerror or str(cause)
+        return f"cannot connect to {exc.host}:{exc.port}: {reason}", None
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         return " ".join(str(exc).split()) or type(exc).__name__, None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What probing a webhook's `clientConfig` found: why it does not answer (None when it does), whether it names
+    a Service (else a URL), the server it names (`host:port`, or the Service's `namespace/name`), and the expiries of
+    the certificates seen (the caBundle's, the served one)."""
+
+    problem: str | None
+    by_service: bool
+    server: str
+    expiries: tuple[tuple[dt.datetime, str], ...]
+
+
+async def probe_client_config(ctx: Context, client_config: Mapping[str, Any], body: Mapping[str, str]) -> Probe:
+    """Probe an admission or conversion webhook's `clientConfig`: a `url` must answer over HTTPS with a certificate
+    its caBundle trusts; a `service` must exist (the API server reaches it through the cluster's network)."""
+    expiries = [(cert.not_valid_after_utc, "caBundle") for cert in _ca_certificates(client_config)]
+    url = client_config.get("url")
+    if url:
+        bundle = client_config.get("caBundle")
+        why, served_expiry = await _answers(url, base64.b64decode(bundle) if bundle else None, body)
+        if served_expiry is not None:
+            expiries.append((served_expiry, "serving certificate"))
+        problem = None if why is None else f"{url} does not answer ({why})"
+        return Probe(problem, False, urlsplit(url).netloc, tuple(expiries))
+    service = client_config.get("service") or {}
+    where = f"{service.get('namespace')}/{service.get('name')}"
+    problem = None
+    if service:
+        try:
+            await ctx.client.get(SERVICES, service.get("name", ""), service.get("namespace"))
+        except NotFound:
+            problem = f"Service {where} does not exist"
+    return Probe(problem, True, where, tuple(expiries))
+
+
+def _certificate_findings(check: str, where: str, probe: Probe, now: dt.datetime) -> list[Finding]:
+    findings = []
+    for expiry, which in probe.expiries:
+        days = (expiry - now).total_seconds() / 86400
+        if days < CERT_WARN_DAYS:
+            findings.append(
+                Finding(
+                    check,
+                    FAIL if days < 0 else WARN,
+                    f"{where}: the {which} {'expired' if days < 0 else 'expires'} "
+                    f"{expiry:%Y-%m-%d} ({abs(days):.0f} days {'ago' if days < 0 else 'left'})",
+                    "renew it (scripts/webhook-certs.sh, or cert-manager) and restart the controller",
+                )
+            )
+    return findings
 
 
 async def check_webhooks(ctx: Context) -> list[Finding]:
@@ -170,54 +239,29 @@ async def check_webhooks(ctx: Context) -> list[Finding]:
         config_name = configuration["metadata"]["name"]
         for hook in configuration.get("webhooks") or []:
             where = f"ValidatingWebhookConfiguration {config_name}, webhook {hook.get('name')}"
-            client_config = hook.get("clientConfig") or {}
             fail_closed = hook.get("failurePolicy", "Fail") == "Fail"
-            expiries = [(cert.not_valid_after_utc, "caBundle") for cert in _ca_certificates(client_config)]
-            url = client_config.get("url")
-            if url:
-                why, served_expiry = await _answers(
-                    url, base64.b64decode(client_config["caBundle"]) if client_config.get("caBundle") else None
+            probe = await probe_client_config(ctx, hook.get("clientConfig") or {}, ADMISSION_REVIEW)
+            remove = f"remove the stale configuration: kubectl delete validatingwebhookconfiguration {config_name}"
+            if probe.problem is not None and not probe.by_service:
+                findings.append(
+                    Finding(
+                        "webhooks",
+                        FAIL if fail_closed else WARN,
+                        f"{where}: {probe.problem}"
+                        + (": every write it matches is denied" if fail_closed else " (failurePolicy Ignore)"),
+                        f"start the controller that serves {probe.server}, or {remove}",
+                    )
                 )
-                if served_expiry is not None:
-                    expiries.append((served_expiry, "serving certificate"))
-                if why is not None:
-                    host = urlsplit(url).netloc
-                    findings.append(
-                        Finding(
-                            "webhooks",
-                            FAIL if fail_closed else WARN,
-                            f"{where}: {url} does not answer ({why})"
-                            + (": every write it matches is denied" if fail_closed else " (failurePolicy Ignore)"),
-                            f"start the controller that serves {host}, or remove the stale configuration: "
-                            f"kubectl delete validatingwebhookconfiguration {config_name}",
-                        )
+            elif probe.problem is not None:
+                findings.append(
+                    Finding(
+                        "webhooks",
+                        FAIL if fail_closed else WARN,
+                        f"{where}: {probe.problem}",
+                        f"install the controller (deploy/), or {remove}",
                     )
-            elif client_config.get("service"):
-                service = client_config["service"]
-                try:
-                    await ctx.client.get(SERVICES, service.get("name", ""), service.get("namespace"))
-                except NotFound:
-                    findings.append(
-                        Finding(
-                            "webhooks",
-                            FAIL if fail_closed else WARN,
-                            f"{where}: Service {service.get('namespace')}/{service.get('name')} does not exist",
-                            "install the controller (deploy/), or remove the stale configuration: "
-                            f"kubectl delete validatingwebhookconfiguration {config_name}",
-                        )
-                    )
-            for expiry, which in expiries:
-                days = (expiry - now).total_seconds() / 86400
-                if days < CERT_WARN_DAYS:
-                    findings.append(
-                        Finding(
-                            "webhook-certificates",
-                            FAIL if days < 0 else WARN,
-                            f"{where}: the {which} {'expired' if days < 0 else 'expires'} "
-                            f"{expiry:%Y-%m-%d} ({abs(days):.0f} days {'ago' if days < 0 else 'left'})",
-                            "renew it (scripts/webhook-certs.sh, or cert-manager) and restart the controller",
-                        )
-                    )
+                )
+            findings += _certificate_findings("webhook-certificates", where, probe, now)
     if not any(f.check == "webhooks" for f in findings):
         count = sum(len(c.get("webhooks") or []) for c in configurations)
         findings.append(
@@ -226,6 +270,89 @@ async def check_webhooks(ctx: Context) -> list[Finding]:
     if not any(f.check == "webhook-certificates" for f in findings):
         findings.append(
             Finding("webhook-certificates", PASS, f"no webhook certificate expires within {CERT_WARN_DAYS} days")
+        )
+    return findings
+
+
+# --- conversion webhooks ---------------------------------------------------------------------------------------
+
+
+def _converted_by_webhook(crd: Mapping[str, Any]) -> bool:
+    spec = crd.get("spec") or {}
+    served = [v for v in spec.get("versions") or [] if v.get("served")]
+    return bool(served) and (spec.get("conversion") or {}).get("strategy") == "Webhook"
+
+
+def _versions_needing_conversion(crd: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(the served versions whose every read and write goes through the conversion webhook, those that do not): the
+    storage version needs no conversion, unless objects are still stored in another (`status.storedVersions`)."""
+    served = [v["name"] for v in crd["spec"]["versions"] if v.get("served")]
+    storage = next((v["name"] for v in crd["spec"]["versions"] if v.get("storage")), None)
+    stored = set((crd.get("status") or {}).get("storedVersions") or [storage])
+    if stored - {storage}:  # objects stored in an older version convert on every read, in any version
+        return served, []
+    return [v for v in served if v != storage], [v for v in served if v == storage]
+
+
+def _affected(crds: list[Mapping[str, Any]], pick: int) -> str:
+    """`AIMArtifact and AIMClusterModelSource at aim.eai.amd.com/v1alpha1`, per distinct group and versions."""
+    kinds: dict[tuple[str, tuple[str, ...]], list[str]] = defaultdict(list)
+    for crd in crds:
+        versions = tuple(_versions_needing_conversion(crd)[pick])
+        if versions:
+            kinds[(crd["spec"]["group"], versions)].append(crd["spec"]["names"]["kind"])
+    return "; ".join(
+        f"{' and '.join(sorted(names))} at {', '.join(f'{group}/{v}' for v in versions)}"
+        for (group, versions), names in sorted(kinds.items())
+    )
+
+
+async def check_conversion_webhooks(ctx: Context) -> list[Finding]:
+    """Every served CRD converted by a webhook (`spec.conversion.strategy: Webhook`) points at a server that
+    answers: while it does not, the API server answers 500 to every request that must change an object's version
+    (a get, list, watch, create or update in a served version other than the storage one), e.g. every v1alpha1
+    request for AIMArtifact after a kill -9 of the controller (docs/aim-versions.md, "While no controller runs")."""
+    name = "conversion-webhooks"
+    converted = [crd for crd in await ctx.crds() if _converted_by_webhook(crd)]
+    if not converted:
+        return [Finding(name, PASS, "no CRD converts through a webhook: nothing to check")]
+    by_config: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for crd in converted:
+        client_config = ((crd["spec"]["conversion"].get("webhook") or {}).get("clientConfig")) or {}
+        by_config[json.dumps(client_config, sort_keys=True)].append(crd)
+    configs = sorted(by_config)
+    probes = await asyncio.gather(*(probe_client_config(ctx, json.loads(c), CONVERSION_REVIEW) for c in configs))
+    findings: list[Finding] = []
+    now = ctx.time()
+    for config, probe in zip(configs, probes, strict=True):
+        crds = sorted(by_config[config], key=lambda crd: str(crd["metadata"]["name"]))
+        names = ", ".join(crd["metadata"]["name"] for crd in crds)
+        findings += _certificate_findings(name, f"the conversion webhook of {names}", probe, now)
+        if probe.problem is None:
+            continue
+        problem = probe.problem
+        if json.loads(config).get("url") == CONVERSION_PLACEHOLDER_URL:
+            problem += " (deploy/crds' placeholder: no controller has taken this cluster yet)"
+        affected, unaffected = _affected(crds, 0), _affected(crds, 1)
+        if affected:
+            message = (
+                f"conversion webhook {problem}: reads and writes of {affected} fail with 500 until it answers again"
+                + (f" ({unaffected} unaffected)" if unaffected else "")
+            )
+        else:
+            message = f"conversion webhook of {names}: {problem}: no served version needs it now"
+        where = "spec.conversion.webhook.clientConfig"
+        if probe.by_service:
+            fix = f"install the controller (deploy/), or set the {where} of {names} to a running one"
+        else:
+            fix = (
+                "start `omectl run` with this cluster registered: the controller that takes the cluster points "
+                f"{names} at its webhook (with --no-install-webhooks, set their {where} by hand: docs/aim-versions.md)"
+            )
+        findings.append(Finding(name, FAIL if affected else WARN, message, fix))
+    if not any(f.check == name for f in findings):
+        findings.append(
+            Finding(name, PASS, f"the conversion webhook(s) of all {len(converted)} converted CRD(s) answer")
         )
     return findings
 
@@ -357,7 +484,7 @@ async def check_chains(ctx: Context) -> list[Finding]:
 async def check_aim_namespace(ctx: Context) -> list[Finding]:
     """With AIM's CRDs installed, the AIM operator namespace exists: cluster-scoped models run their discovery Jobs
     there (a FAIL when there are such models, else a WARN)."""
-    crds = await ctx.client.list_all(CUSTOM_RESOURCE_DEFINITIONS)
+    crds = await ctx.crds()
     if not any(crd["spec"].get("group") == AIM_GROUP for crd in crds):
         return [Finding("aim-namespace", PASS, "AIM is not installed on this cluster: nothing to check")]
     try:
@@ -413,6 +540,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("crds", check_crds),
     ("controller", check_controller),
     ("webhooks", check_webhooks),
+    ("conversion-webhooks", check_conversion_webhooks),
     ("permissions", check_permissions),
     ("chains", check_chains),
     ("aim-namespace", check_aim_namespace),

@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import signal
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,9 +20,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from typer.testing import CliRunner, Result
 
+from omectl.api import crdgen
+from omectl.cli.dev import write_registrations
 from omectl.cli.main import app
 from omectl.kube.crds import INSTALL_CRDS
-from tests.e2e.conftest import DATA, ControlledFleet, running_fleet
+from tests.e2e.conftest import DATA, ROOT, ControlledFleet, running_fleet
+from tests.support import ClusterKubectl, Kubectl, simulated_fleet, start_omectl_run, stop_process, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
 # libyaml when present: the runtime CRDs are ~0.8 MB each
@@ -28,6 +33,8 @@ _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 CLUSTER = "doc-1"
+CONVERSION_URL = "{.spec.conversion.webhook.clientConfig.url}"
+UPSTREAM_E2E = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e"
 
 
 @pytest.fixture(scope="module")
@@ -44,12 +51,27 @@ def wait_webhooks(fleet: ControlledFleet, timeout: float = 30) -> None:
     while "omectl-ome-webhooks" not in fleet.k(CLUSTER, "get", "validatingwebhookconfigurations", "-o", "name"):
         assert time.monotonic() < deadline, "the controller never installed its webhooks"
         time.sleep(0.05)
+    until(lambda: converting(fleet.kubectl, CLUSTER), "the converted CRDs pointed at the controller", timeout)
 
 
-def doctor(fleet: ControlledFleet, *args: str) -> tuple[int, dict[str, list[dict[str, str]]]]:
+def converting(kubectl: Kubectl, cluster: str) -> bool:
+    """Every CRD served at two versions names the conversion webhook of the controller that runs `cluster`."""
+    for definition in crdgen.converted_crds():
+        url = kubectl.run(
+            f"--context={cluster}", "get", "crd", definition.name, "-o", f"jsonpath={CONVERSION_URL}"
+        ).stdout
+        if not url.endswith(f"/convert/{cluster}"):
+            return False
+    return True
+
+
+def doctor(
+    fleet: ControlledFleet | Kubectl, *args: str, cluster: str = CLUSTER
+) -> tuple[int, dict[str, list[dict[str, str]]]]:
     """Exit code, and findings by check."""
+    kubeconfig = fleet.kubeconfig if isinstance(fleet, Kubectl) else fleet.kubectl.kubeconfig
     result: Result = CliRunner().invoke(
-        app, ["doctor", "--kubeconfig", str(fleet.kubectl.kubeconfig), "--context", CLUSTER, "-o", "json", *args]
+        app, ["doctor", "--kubeconfig", str(kubeconfig), "--context", cluster, "-o", "json", *args]
     )
     (cluster,) = json.loads(result.stdout)["clusters"]
     by_check: dict[str, list[dict[str, str]]] = {}
@@ -69,6 +91,7 @@ def test_a_healthy_cluster_passes_and_says_what_it_could_not_check(fleet: Contro
         "controller": ["PASS"],
         "webhooks": ["PASS"],
         "webhook-certificates": ["PASS"],
+        "conversion-webhooks": ["PASS"],
         # the embedded server serves no SelfSubjectAccessReview; a real one answers it (the admin token may do all)
         "permissions": ["PASS" if fleet.real_api_server else "WARN"],
         "chains": ["PASS"],
@@ -86,6 +109,9 @@ def test_a_healthy_cluster_passes_and_says_what_it_could_not_check(fleet: Contro
     assert wide.stdout.splitlines()[0].split() == ["CLUSTER", "CHECK", "STATUS", "MESSAGE", "FIX"]
     aim_row = next(line for line in wide.stdout.splitlines() if line.split()[1:3] == ["aim-namespace", "WARN"])
     assert aim_row.endswith(findings["aim-namespace"][0]["fix"])
+    assert findings["conversion-webhooks"][0]["message"] == (
+        f"the conversion webhook(s) of all {len(crdgen.converted_crds())} converted CRD(s) answer"
+    )
 
 
 def closed_port() -> int:
@@ -260,3 +286,67 @@ def test_after_a_kill_9_doctor_names_the_dead_owner_and_the_fix(tmp_path: Any) -
         assert findings["webhooks"]["status"] == "FAIL"
     finally:
         bg.stop()
+
+
+def test_after_a_kill_9_v1alpha1_fails_and_doctor_names_the_conversion_webhook(tmp_path: Path) -> None:
+    """`omectl run` (a real process) points the CRDs served at v1alpha1 and v1alpha2 at its conversion webhook;
+    SIGKILLed, it leaves them pointing at a dead port: every v1alpha1 read is a 500, v1alpha2 works, and `omectl
+    doctor` says which kinds and versions fail and what to do. The next controller takes the cluster over."""
+    artifact = yaml.safe_load((UPSTREAM_E2E / "aimartifact" / "basic-lifecycle-hf" / "artifact.yaml").read_text())
+    name = artifact["metadata"]["name"]
+    with simulated_fleet(tmp_path, 1, "conv-") as fleet:
+        k = ClusterKubectl(fleet.kubectl, "conv-1")
+        write_registrations(tmp_path / "clusters", fleet.kubectl.kubeconfig, [k.cluster])
+        config = tmp_path / "controller.yaml"  # short leases: the next controller takes the cluster sooner
+        config.write_text("lease_duration: 3\nlease_renew_deadline: 2\nlease_retry_period: 0.5\n")
+        run = ["--install-webhooks", "--clusters-dir", str(tmp_path / "clusters"), "--config", str(config)]
+        first = start_omectl_run(tmp_path / "first.log", *run)
+        try:
+            until(lambda: converting(fleet.kubectl, k.cluster), "the converted CRDs pointed at the controller")
+            k.k("apply", "-n", "default", "-f", "-", stdin=yaml.safe_dump(artifact))
+            assert k.get("aimartifacts.v1alpha1.aim.eai.amd.com", name, "default") is not None
+            assert statuses(doctor(fleet.kubectl, cluster=k.cluster)[1])["conversion-webhooks"] == ["PASS"]
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=30)
+        finally:
+            stop_process(first)
+        url = k.k("get", "crd", "aimartifacts.aim.eai.amd.com", "-o", f"jsonpath={CONVERSION_URL}")
+        host = url.split("/")[2]
+        read = k.run("get", "aimartifacts.v1alpha1.aim.eai.amd.com", name, "-n", "default", "-v=6")
+        assert read.returncode == 1
+        path = f"/apis/aim.eai.amd.com/v1alpha1/namespaces/default/aimartifacts/{name}?"
+        (get,) = [line for line in read.stderr.splitlines() if "GET http" in line and path in line]
+        assert " 500 Internal Server Error in " in get, read.stderr
+        assert (
+            "Error from server: conversion webhook for aim.eai.amd.com/v1alpha2, Kind=AIMArtifact "
+            f'failed: Post "{url}?timeout=30s": dial tcp {host}: connect: connection refused'
+        ) in read.stderr, read.stderr
+        assert (k.get("aimartifacts", name, "default") or {})["apiVersion"] == "aim.eai.amd.com/v1alpha2"
+
+        code, findings = doctor(fleet.kubectl, cluster=k.cluster)
+        assert code == 1
+        (finding,) = findings["conversion-webhooks"]
+        assert finding["status"] == "FAIL"
+        assert finding["message"].startswith(
+            f"conversion webhook {url} does not answer (cannot connect to {host}: Connection refused): "
+        ), finding
+        assert finding["message"].endswith(
+            "reads and writes of AIMArtifact and AIMClusterModelSource at aim.eai.amd.com/v1alpha1 fail with 500 "
+            "until it answers again (AIMArtifact and AIMClusterModelSource at aim.eai.amd.com/v1alpha2 unaffected)"
+        ), finding
+        assert finding["fix"].startswith("start `omectl run` with this cluster registered: "), finding
+        assert "aimartifacts.aim.eai.amd.com, aimclustermodelsources.aim.eai.amd.com" in finding["fix"]
+        table = CliRunner().invoke(
+            app, ["doctor", "--kubeconfig", str(fleet.kubectl.kubeconfig), "--context", k.cluster]
+        )
+        assert table.exit_code == 1
+        (row,) = [line for line in table.stdout.splitlines() if "conversion-webhooks" in line.split()[1:2]]
+        assert row.split()[:3] == [k.cluster, "conversion-webhooks", "FAIL"] and row.endswith("unaffected)")
+
+        second = start_omectl_run(tmp_path / "second.log", *run)
+        try:
+            v1 = ("get", "aimartifacts.v1alpha1.aim.eai.amd.com", name, "-n", "default")
+            until(lambda: k.run(*v1).returncode == 0, "v1alpha1 served again (the next controller took the cluster)")
+            assert statuses(doctor(fleet.kubectl, cluster=k.cluster)[1])["conversion-webhooks"] == ["PASS"]
+        finally:
+            stop_process(second)
