@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint typecheck contracts pytest bench bench-fleet crds clean mutation envtest
-.PHONY: deploy-sync image kind-up kind-e2e kind-down
+.PHONY: deploy-sync image kind-up kind-e2e kind-down upstream-aim-documents
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; sys.exit("omectl needs Python >= 3.11") if sys.version_info < (3, 11) else None'
@@ -63,6 +63,14 @@ bench: $(STAMP)
 FLEET_SIZES ?= 1,4,10,20
 bench-fleet: $(STAMP)
 	$(BIN)/python -m benchmarks.fleet_scale --sizes $(FLEET_SIZES) $(FLEET_ARGS)
+
+# Issue 18's count of upstream AIM Engine's AIM documents that omectl accepts (docs/aim-versions.md, "Upstream's YAML,
+# measured"): reads a local clone of amd-enterprise-ai/aim-engine holding the commit of
+# tests/fixtures/upstream/aim/SOURCE (`git clone https://github.com/amd-enterprise-ai/aim-engine $(UPSTREAM_AIM)`);
+# the reference (upstream's CRDs on a real kube-apiserver) needs `make envtest`, else UPSTREAM_AIM_ARGS=--no-reference.
+UPSTREAM_AIM ?= ../aim-engine
+upstream-aim-documents: $(STAMP)
+	$(BIN)/python scripts/upstream_aim_documents.py --upstream-dir $(UPSTREAM_AIM) $(UPSTREAM_AIM_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

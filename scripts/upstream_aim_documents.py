@@ -340,6 +340,12 @@ def report(found: Measure) -> str:
     for kind in kinds:
         lines.append(row(kind, [i for i, d in enumerate(docs) if d.kind == kind]))
     lines.append(row("**all**", list(range(len(docs)))))
+    if theirs is not None:
+        over = [d.where for d, o, t in zip(docs, ours, theirs, strict=True) if o.accepted and not t.accepted]
+        lines += [
+            "",
+            f"Accepted here but refused by upstream's CRDs: {len(over)}" + (f" ({', '.join(over)})" if over else ""),
+        ]
     lines += ["", "Refusals here (one row per distinct reason; the first document it refused):", ""]
     lines += ["| Kind | Documents | Reason | First |", "| --- | --- | --- | --- |"]
     lines += _refusal_rows(docs, ours)
