@@ -375,6 +375,17 @@ def test_upstreams_discovery_flags_are_v1alpha2s_discovery_and_come_back_as_writ
     }
 
 
+def test_a_kept_discovery_is_dropped_once_v1alpha2_changes_it_even_to_what_v1alpha1_cannot_hold() -> None:
+    v1 = model(V1ALPHA1, {"image": "i", "discovery": {"extractMetadata": True, "createServiceTemplates": False}})
+    v2 = convert(v1, api(V1ALPHA2))
+    v2["spec"]["discovery"] = {}  # cleared in v1alpha2: v1alpha1 has no counterpart of an empty discovery
+    v1_again = convert(v2, api(V1ALPHA1))
+    assert "discovery" not in v1_again["spec"], "the kept flags are stale"
+    back = convert(v1_again, api(V1ALPHA2))
+    assert back["spec"] == v2["spec"]
+    assert "annotations" not in back["metadata"], "and gone"
+
+
 def test_a_models_status_written_in_v1alpha2_reads_in_v1alpha1() -> None:
     condition = {"type": "Ready", "status": "True", "reason": "ProfilesDiscovered", "message": "2 profiles discovered"}
     reference = {"kind": "AIMClusterRuntimeConfig", "name": "default", "scope": "Cluster", "uid": "u"}

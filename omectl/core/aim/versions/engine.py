@@ -5,10 +5,10 @@ A kind's conversion is a list of rules, each pairing a path of v1alpha1 with a p
 - `Field(v1, v2, to_v2, to_v1)` moves a value, through a function each way; a function may answer `UNHELD` for a value
   the other version cannot hold (a status value its enum lacks, a number where the other version takes a string).
   The two functions must be inverses of each other wherever neither answers `UNHELD`.
-- `Field.lossy(v1, v2, to_v2, to_v1)` moves a value that the other version holds less precisely (several values of
-  one version are one value of the other): the value is kept in the annotation too whenever converting it there and
-  back does not give it back, and comes back from the annotation while the other version's value is still the one it
-  converted to (a later change in the other version wins).
+- `Field(v1, v2, to_v2, to_v1, lossy=True)` (`Field.lossy_both`) moves a value that the other version holds less
+  precisely (several values of one version are one value of the other): the value is kept in the annotation too
+  whenever converting it there and back does not give it back, and comes back from the annotation while the other
+  version's value is still the one it converted to (a later change in the other version wins, and drops it).
 - `Container(v1, v2)` says an object exists in both versions: when the object being converted has it, the converted
   one has it too (maybe empty), and the rules of its fields fill it.
 
@@ -99,7 +99,7 @@ class Field:
     to_v2: Callable[[Any], Any] = same
     to_v1: Callable[[Any], Any] = same
     lossy: bool = False
-    """Whether several values of one version may convert to one of the other (module docstring, `Field.lossy`)."""
+    """Whether several values of one version may convert to one of the other (module docstring)."""
 
     @classmethod
     def lossy_both(cls, path: Path, to_v2: Callable[[Any], Any], to_v1: Callable[[Any], Any]) -> Field:
@@ -168,20 +168,19 @@ class KindConversion:
             value = _get(source, src)
             if value is _MISSING:
                 continue
+            kept = _get(carried, dst) if field.lossy else _MISSING
+            if kept is not _MISSING:
+                _remove(carried, dst)  # stale, unless the other version still has what it converted to
+                if _same(back(kept), value):
+                    _set(target, dst, copy.deepcopy(kept))  # the precise value
+                    _remove(rest, src)
+                    continue
             converted = convert(value)
             if converted is UNHELD:
                 continue
-            if field.lossy:
-                kept = _get(carried, dst)
-                if kept is not _MISSING:
-                    if _same(back(kept), value):
-                        converted = copy.deepcopy(kept)  # the precise value, unchanged since it was converted
-                    _remove(carried, dst)  # else stale: the other version changed it since
-                _set(target, dst, converted)
-                if not _same(back(converted), value):
-                    continue  # the precise value stays in the annotation
-            else:
-                _set(target, dst, converted)
+            _set(target, dst, converted)
+            if field.lossy and not _same(back(converted), value):
+                continue  # the precise value stays in the annotation
             _remove(rest, src)
         for container in sorted(containers, key=lambda c: -len(c.v1 if to_v2 else c.v2)):  # innermost first
             src = container.v1 if to_v2 else container.v2
