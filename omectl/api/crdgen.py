@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel
 
 from omectl import k8s_openapi
-from omectl.api import aim, aim_shared_v1alpha1, fleet, ome
+from omectl.api import aim, aim_model_v1alpha1, aim_shared_v1alpha1, fleet, ome
 
 # JSON-schema keys a CRD's JSONSchemaProps accepts and that we pass through unchanged.
 _PLAIN_KEYS: Final = frozenset(
@@ -354,6 +354,13 @@ _AIM_V1ALPHA1_SOURCE_COLUMNS: Final = (
     _column("LastSync", "date", ".status.lastSyncTime"),
     _AGE,
 )
+_AIM_V1ALPHA1_MODEL_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("Source", "string", ".status.sourceType"),
+    _column("Image", "string", ".spec.image"),
+    _column("Model", "string", ".status.imageMetadata.model.canonicalName"),
+    _AGE,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -375,6 +382,10 @@ _UPSTREAM_V1ALPHA1: Final[dict[type[ome.Resource], ConvertedVersion]] = {
     aim.AIMArtifact: ConvertedVersion(aim.V1ALPHA1, aim_shared_v1alpha1.AIMArtifact, _AIM_V1ALPHA1_ARTIFACT_COLUMNS),
     aim.AIMClusterModelSource: ConvertedVersion(
         aim.V1ALPHA1, aim_shared_v1alpha1.AIMClusterModelSource, _AIM_V1ALPHA1_SOURCE_COLUMNS
+    ),
+    aim.AIMModel: ConvertedVersion(aim.V1ALPHA1, aim_model_v1alpha1.AIMModel, _AIM_V1ALPHA1_MODEL_COLUMNS),
+    aim.AIMClusterModel: ConvertedVersion(
+        aim.V1ALPHA1, aim_model_v1alpha1.AIMClusterModel, _AIM_V1ALPHA1_MODEL_COLUMNS
     ),
 }
 """The v1alpha2 kinds also served at upstream's v1alpha1, converted by the webhook."""

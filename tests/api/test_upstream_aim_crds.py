@@ -28,8 +28,6 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 NOT_YET_SERVED: dict[str, str] = {
     "AIMService": "served at v1alpha2 only (the v1alpha1 path is issue 18)",
-    "AIMModel": "served at v1alpha2 only (the v1alpha1 path is issue 18)",
-    "AIMClusterModel": "served at v1alpha2 only (the v1alpha1 path is issue 18)",
 }
 """Upstream's kinds with no v1alpha1 schema of ours yet, and why."""
 

@@ -183,3 +183,131 @@ def test_crds_applied_again_are_pointed_back_at_the_controller(env: Env) -> None
     doc = upstream("tests/e2e/aimartifact/basic-lifecycle-s3/artifact.yaml")
     env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
     assert get(env, "aimartifacts", V1, doc["metadata"]["name"], NS)["spec"]["sourceUri"] == doc["spec"]["sourceUri"]
+
+
+# --- AIMModel and AIMClusterModel ---------------------------------------------------------------------------------
+
+UPSTREAM_MODEL_COLUMNS = ["NAME", "STATUS", "SOURCE", "IMAGE", "MODEL", "AGE"]
+
+
+def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions") or ()}
+
+
+def test_upstreams_error_recovery_scenario_in_v1alpha1_a_model_fails_on_a_missing_config_and_recovers(
+    env: Env,
+) -> None:
+    """Upstream's e2e scenario aimmodel/error-recovery (its model.yaml and runtimeconfig.yaml, as its chainsaw test
+    applies them), asserted in v1alpha1 as upstream asserts it; the controller reconciles the v1alpha2 object."""
+    doc = upstream("tests/e2e/aimmodel/error-recovery/model.yaml")
+    assert doc["apiVersion"] == V1
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
+    name = doc["metadata"]["name"]
+    v1 = get(env, "aimmodels", V1, name, NS)
+    v2 = get(env, "aimmodels", V2, name, NS)
+    assert v1["spec"] == doc["spec"]
+    assert v2["spec"] == {
+        "image": doc["spec"]["image"],
+        "runtimeConfigName": "recovery-test-config",
+        "discovery": {"enabled": False},  # upstream neither extracts metadata nor creates templates
+    }
+    assert v1["metadata"]["uid"] == v2["metadata"]["uid"], "one object"
+    assert carried_annotation("v1alpha1") not in (v2["metadata"].get("annotations") or {}), "nothing lost"
+    kept = stored(env.fleet, "aimmodels", name, NS)
+    if kept is not None:
+        assert kept["apiVersion"] == V2 and kept["spec"] == v2["spec"], "stored once, in the storage version"
+
+    def v1_status(want: str) -> dict[str, Any] | None:
+        status: dict[str, Any] = get(env, "aimmodels", V1, name, NS).get("status") or {}
+        return status if status.get("status") == want else None
+
+    failed = until(lambda: v1_status("Failed"), f"model {name} Failed, read in v1alpha1")
+    assert conditions(failed)["ConfigValid"] == ("False", "ReferenceNotFound")
+    assert conditions(failed)["Ready"][0] == "False"
+    env.apply(upstream("tests/e2e/aimmodel/error-recovery/runtimeconfig.yaml"))
+    ready = until(lambda: v1_status("Ready"), f"model {name} recovered, read in v1alpha1")
+    assert conditions(ready)["Ready"][0] == "True"
+    assert conditions(ready)["ConfigValid"][0] == "True"
+    assert ready["resolvedRuntimeConfig"]["name"] == "recovery-test-config"
+    assert get(env, "aimmodels", V2, name, NS)["status"]["status"] == "Ready"
+    # kubectl get: omectl's columns in v1alpha2, upstream's in v1alpha1
+    assert columns(env, "aimmodels", name, NS) == ["NAME", "STATUS", "IMAGE", "PROFILES", "AGE"]
+    assert columns(env, "aimmodels.v1alpha1.aim.eai.amd.com", name, NS) == UPSTREAM_MODEL_COLUMNS
+
+
+def test_upstreams_custom_model_keeps_what_v1alpha2_cannot_hold_and_its_rules_hold_in_v1alpha1(env: Env) -> None:
+    """Upstream's aimmodel/custom-models/template-creation model: its source named in v1alpha2, its custom templates
+    (with upstream's schema defaults) kept in the annotation; a name given to the source in v1alpha2 survives an
+    edit through v1alpha1; upstream's CEL rule on modelSources and hardware refuses a model without hardware."""
+    doc = upstream("tests/e2e/aimmodel/custom-models/template-creation/model.yaml")
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
+    name = doc["metadata"]["name"]
+    v1 = get(env, "aimmodels", V1, name, NS)
+    gpu_default = {"resourceName": "amd.com/gpu"}
+    assert v1["spec"]["custom"]["hardware"]["gpu"] == {**doc["spec"]["custom"]["hardware"]["gpu"], **gpu_default}
+    assert [t.get("type") for t in v1["spec"]["customTemplates"]] == [
+        "unoptimized", "unoptimized", "unoptimized", "optimized", "preview", "unoptimized"
+    ]  # fmt: skip
+    v2 = get(env, "aimmodels", V2, name, NS)
+    source = doc["spec"]["modelSources"][0]
+    assert v2["spec"] == {"image": doc["spec"]["image"], "modelSources": [{**source, "name": "sshleifer-tiny-gpt2"}]}
+    carried = json.loads(v2["metadata"]["annotations"][carried_annotation("v1alpha1")])
+    assert carried == {"spec": {"custom": v1["spec"]["custom"], "customTemplates": v1["spec"]["customTemplates"]}}
+    # the source renamed in v1alpha2; an edit in v1alpha1 keeps that name and the custom templates
+    renamed = [{**source, "name": "tiny"}]
+    env.k("patch", "aimmodels", name, "-n", NS, "--type=merge", "-p", json.dumps({"spec": {"modelSources": renamed}}))
+    doc["spec"]["image"] = "ghcr.io/silogen/aim-dummy:0.1.11"
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
+    v2 = get(env, "aimmodels", V2, name, NS)
+    assert v2["spec"] == {"image": "ghcr.io/silogen/aim-dummy:0.1.11", "modelSources": renamed}
+    assert get(env, "aimmodels", V1, name, NS)["spec"]["customTemplates"] == v1["spec"]["customTemplates"]
+    # upstream's rule, in v1alpha1: model sources need hardware, on custom or on every template
+    bad = upstream("tests/e2e/aimmodel/custom-models/template-creation/model.yaml")
+    bad["metadata"]["name"] = "no-hardware"
+    del bad["spec"]["custom"]
+    proc = env.run("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(bad))
+    assert proc.returncode == 1
+    assert "when using modelSources, hardware must be specified" in proc.stderr, proc.stderr
+    assert env.get("aimmodels", "no-hardware", NS) is None
+
+
+def test_upstreams_cluster_model_in_v1alpha1_is_discovered_in_v1alpha2(env: Env) -> None:
+    """Upstream's aimmodel/clone-templates-for-gpu cluster model: both discovery flags on, so omectl discovers its
+    profiles (the discovery Job in the operator namespace); the status reads in both versions."""
+    doc = upstream("tests/e2e/aimmodel/clone-templates-for-gpu/cluster-model.yaml")
+    env.apply(namespace("aim-system"), doc)  # the operator namespace, where a cluster model's Job runs
+    name = doc["metadata"]["name"]
+    assert get(env, "aimclustermodels", V1, name)["spec"] == doc["spec"]
+    v2 = get(env, "aimclustermodels", V2, name)
+    assert v2["spec"] == {"image": doc["spec"]["image"], "discovery": {"enabled": True}}
+    assert carried_annotation("v1alpha1") not in (v2["metadata"].get("annotations") or {})
+    until(lambda: env.get("jobs", f"{name}-cluster-discovery", "aim-system"), "the discovery Job in aim-system")
+    status = until(lambda: get(env, "aimclustermodels", V2, name).get("status"), f"cluster model {name} reconciled")
+    v1_status = get(env, "aimclustermodels", V1, name)["status"]
+    assert v1_status["status"] == status["status"]
+    assert conditions(v1_status) == conditions(status)
+    assert columns(env, "aimclustermodels.v1alpha1.aim.eai.amd.com", name) == UPSTREAM_MODEL_COLUMNS
+
+
+@pytest.mark.parametrize(
+    ("sample", "ns"), [("aim_v1alpha1_aimmodel.yaml", NS), ("aim_v1alpha1_aimclustermodel.yaml", None)]
+)
+def test_upstreams_scaffold_model_in_v1alpha1_fails_with_a_reason_read_in_both_versions(
+    env: Env, sample: str, ns: str | None
+) -> None:
+    """Upstream's kubebuilder scaffold, as written (v1alpha1, `spec:` null, which the API server drops): Failed /
+    ImageNotSpecified with one Warning event (issue 18's defect), in both versions."""
+    doc = upstream(f"config/samples/{sample}")
+    assert doc["apiVersion"] == V1 and doc["spec"] is None
+    kind, name = doc["kind"], doc["metadata"]["name"]
+    plural = f"{kind.lower()}s"
+    where = ["-n", ns] if ns else []
+    env.k("apply", *where, "-f", "-", stdin=yaml.safe_dump(doc))
+    status = until(lambda: get(env, plural, V2, name, ns).get("status"), f"{kind} {name} gets a status")
+    assert status["status"] == "Failed"
+    v1 = get(env, plural, V1, name, ns)
+    assert "spec" not in v1
+    assert v1["status"]["status"] == "Failed"
+    assert conditions(v1["status"])["Ready"] == ("False", "ImageNotSpecified")
+    events = until(lambda: env.events(ns or "default", name, "ImageNotSpecified"), f"the Warning event of {name}")
+    assert [(e["type"], e.get("count", 1)) for e in events] == [("Warning", 1)]

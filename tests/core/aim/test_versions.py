@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omectl.api import crdgen
+from omectl.api import aim_model_v1alpha1, crdgen
 from omectl.core.aim.versions import CONVERSIONS, ConversionError, carried_annotation, convert
 from omectl.core.aim.versions.engine import GROUP, V1ALPHA1, V1ALPHA2, Field, KindConversion, Values
 
@@ -104,7 +104,7 @@ _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Hea
 
 
 def test_every_crd_converted_by_the_webhook_has_its_rules_and_the_other_way_round() -> None:
-    assert set(CRDS) == set(CONVERSIONS) == {"AIMArtifact", "AIMClusterModelSource"}
+    assert set(CRDS) == set(CONVERSIONS) == {"AIMArtifact", "AIMClusterModel", "AIMClusterModelSource", "AIMModel"}
 
 
 @pytest.mark.parametrize(("kind", "version"), KINDS_AND_VERSIONS)
@@ -183,13 +183,63 @@ def test_a_degraded_v1alpha1_status_has_no_v1alpha2_value_and_comes_back() -> No
     assert convert(v2, api(V1ALPHA1)) == v1
 
 
+UPSTREAM_MODELS: dict[str, dict[str, Any]] = {
+    # upstream's model document -> the v1alpha2 spec it is, and what its annotation keeps
+    "tests/e2e/aimmodel/clone-templates-for-gpu/cluster-model.yaml": {
+        "spec": {"image": "ghcr.io/silogen/aim-dummy:0.1.10", "discovery": {"enabled": True}},
+        "carried": None,
+    },
+    "tests/e2e/aimmodel/error-recovery/model.yaml": {
+        "spec": {
+            "image": "ghcr.io/silogen/aim-dummy:0.1.10",
+            "runtimeConfigName": "recovery-test-config",
+            "discovery": {"enabled": False},
+        },
+        "carried": None,
+    },
+    "tests/e2e/aimmodel/custom-models/cpu-only/model.yaml": {
+        "spec": {
+            "image": "ghcr.io/silogen/aim-dummy:0.1.10",
+            "modelSources": [
+                {
+                    "name": "sshleifer-tiny-gpt2",
+                    "modelId": "sshleifer/tiny-gpt2",
+                    "sourceUri": "hf://sshleifer/tiny-gpt2",
+                    "size": "100Mi",
+                }
+            ],
+        },
+        "carried": {"spec": {"custom": {"hardware": {"cpu": {"requests": "500m", "limits": "2000m"}}}}},
+    },
+    "tests/e2e/aimmodel/custom-models/template-creation/model.yaml": {
+        "spec": {
+            "image": "ghcr.io/silogen/aim-dummy:0.1.10",
+            "modelSources": [
+                {
+                    "name": "sshleifer-tiny-gpt2",
+                    "modelId": "sshleifer/tiny-gpt2",
+                    "sourceUri": "hf://sshleifer/tiny-gpt2",
+                    "size": "100Mi",
+                }
+            ],
+        },
+        "carried": ("custom", "customTemplates"),
+    },
+    "tests/e2e/aimmodel/spec-provided-metadata/model.yaml": {
+        "spec": {"image": "this-registry-does-not-exist-12345.invalid/fake-model:v1"},
+        "carried": ("imageMetadata",),
+    },
+}
 UPSTREAM_DOCUMENTS = [
     "config/samples/aim_v1alpha1_aimartifact.yaml",
     "config/samples/aim_v1alpha1_aimclustermodelsource.yaml",
+    "config/samples/aim_v1alpha1_aimmodel.yaml",
+    "config/samples/aim_v1alpha1_aimclustermodel.yaml",
     "tests/e2e/aimartifact/basic-lifecycle-hf/artifact.yaml",
     "tests/e2e/aimartifact/basic-lifecycle-s3/artifact.yaml",
     "tests/e2e/aimartifact/protocol-switching/artifact-fallback.yaml",
     "tests/e2e/aimclustermodelsource/auto-sourcing/cluster-model-source.yaml",
+    *UPSTREAM_MODELS,
 ]
 
 
@@ -201,6 +251,12 @@ def test_upstreams_documents_round_trip_and_an_artifact_needs_no_annotation(path
     carried = (v2["metadata"].get("annotations") or {}).get(carried_annotation(V1ALPHA1))
     if doc["spec"] is None:  # the scaffold's `spec:`, which the API server drops (a null is pruned)
         assert json.loads(carried) == {"spec": None}
+    elif path in UPSTREAM_MODELS:
+        want = UPSTREAM_MODELS[path]
+        assert v2["spec"] == want["spec"]
+        if isinstance(want["carried"], tuple):  # these fields of upstream's spec, as written
+            want["carried"] = {"spec": {k: doc["spec"][k] for k in want["carried"]}}
+        assert (json.loads(carried) if carried else None) == want["carried"]
     elif doc["kind"] == "AIMArtifact":
         assert carried is None, "every field of upstream's artifacts has a v1alpha2 counterpart"
         assert v2["spec"] == doc["spec"]
@@ -239,3 +295,124 @@ def test_a_renaming_of_values_must_be_one_to_one() -> None:
     v1 = {"apiVersion": api(V1ALPHA1), "kind": "K", "spec": {"a": "A"}}
     assert rules.convert(v1, V1ALPHA2)["spec"] == {"x": "X"}
     assert rules.convert({**v1, "spec": {"a": 1}}, V1ALPHA2)["spec"] == {}
+
+
+@pytest.mark.parametrize("path", sorted(UPSTREAM_MODELS))
+def test_upstreams_model_documents_are_read_by_our_v1alpha1_models_without_losing_a_field(path: str) -> None:
+    doc = yaml.safe_load((UPSTREAM / path).read_text())
+    model = aim_model_v1alpha1.AIMModel if doc["kind"] == "AIMModel" else aim_model_v1alpha1.AIMClusterModel
+    assert model.model_validate(doc).to_dict() == doc
+
+
+def model(version: str, spec: dict[str, Any], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": "m"}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": api(version), "kind": "AIMModel", "metadata": metadata, "spec": spec}
+
+
+def test_a_v1alpha1_model_source_is_named_in_v1alpha2_and_a_name_given_there_comes_back_until_the_source_changes() -> (
+    None
+):
+    source = {"modelId": "Qwen/Qwen3-8B", "sourceUri": "hf://Qwen/Qwen3-8B", "size": "20Gi"}
+    v1 = model(V1ALPHA1, {"image": "i", "modelSources": [source]})
+    v2 = convert(v1, api(V1ALPHA2))
+    assert v2["spec"]["modelSources"] == [{**source, "name": "qwen-qwen3-8b"}]
+    assert "annotations" not in v2["metadata"], "the derived name needs no annotation"
+    # named otherwise in v1alpha2: v1alpha1 has no name, so the annotation keeps it
+    v2["spec"]["modelSources"][0]["name"] = "weights"
+    v1_again = convert(v2, api(V1ALPHA1))
+    assert v1_again["spec"]["modelSources"] == [source]
+    assert json.loads(v1_again["metadata"]["annotations"][carried_annotation(V1ALPHA2)]) == {
+        "spec": {"modelSources": [{**source, "name": "weights"}]}
+    }
+    assert convert(v1_again, api(V1ALPHA2)) == v2
+    # the source changed in v1alpha1: the kept name is stale, the derived one is used
+    v1_again["spec"]["modelSources"][0]["size"] = "30Gi"
+    moved = convert(v1_again, api(V1ALPHA2))
+    assert moved["spec"]["modelSources"] == [{**source, "size": "30Gi", "name": "qwen-qwen3-8b"}]
+    assert "annotations" not in moved["metadata"]
+
+
+def test_v1alpha2_sources_that_v1alpha1_cannot_hold_wait_in_the_annotation() -> None:
+    two = [
+        {"name": "a", "modelId": "org/a", "sourceUri": "hf://org/a"},
+        {"name": "b", "modelId": "org/b", "sourceUri": "hf://org/b"},
+    ]
+    for sources in (two, [{"name": "c", "sourceUri": "hf://org/c"}], [{"name": "d", "modelId": "d", "sourceUri": "x"}]):
+        v2 = model(V1ALPHA2, {"image": "i", "modelSources": sources})
+        v1 = convert(v2, api(V1ALPHA1))
+        assert v1["spec"] == {"image": "i"}
+        assert convert(v1, api(V1ALPHA2)) == v2
+
+
+@pytest.mark.parametrize(
+    ("flags", "enabled"),
+    [
+        ({"extractMetadata": True, "createServiceTemplates": True}, True),
+        ({"extractMetadata": False, "createServiceTemplates": False}, False),
+        ({"extractMetadata": True, "createServiceTemplates": False}, False),
+        ({"extractMetadata": False, "createServiceTemplates": True}, False),
+        ({}, True),
+    ],
+)
+def test_upstreams_discovery_flags_are_v1alpha2s_discovery_and_come_back_as_written(
+    flags: dict[str, bool], enabled: bool
+) -> None:
+    """Upstream makes templates from the image only when it both extracts the image's metadata and creates
+    templates (each on when unset): v1alpha2's discovery. Flags that differ come back from the annotation."""
+    v1 = model(V1ALPHA1, {"image": "i", "discovery": flags})
+    v2 = convert(v1, api(V1ALPHA2))
+    assert v2["spec"]["discovery"] == {"enabled": enabled}
+    alike = flags == {"extractMetadata": enabled, "createServiceTemplates": enabled}
+    assert (carried_annotation(V1ALPHA1) in (v2["metadata"].get("annotations") or {})) == (not alike)
+    assert convert(v2, api(V1ALPHA1)) == v1
+    # switched in v1alpha2: both of upstream's flags follow, the kept ones are stale
+    v2["spec"]["discovery"] = {"enabled": not enabled}
+    assert convert(v2, api(V1ALPHA1))["spec"]["discovery"] == {
+        "extractMetadata": not enabled,
+        "createServiceTemplates": not enabled,
+    }
+
+
+def test_a_kept_discovery_is_dropped_once_v1alpha2_changes_it_even_to_what_v1alpha1_cannot_hold() -> None:
+    v1 = model(V1ALPHA1, {"image": "i", "discovery": {"extractMetadata": True, "createServiceTemplates": False}})
+    v2 = convert(v1, api(V1ALPHA2))
+    v2["spec"]["discovery"] = {}  # cleared in v1alpha2: v1alpha1 has no counterpart of an empty discovery
+    v1_again = convert(v2, api(V1ALPHA1))
+    assert "discovery" not in v1_again["spec"], "the kept flags are stale"
+    back = convert(v1_again, api(V1ALPHA2))
+    assert back["spec"] == v2["spec"]
+    assert "annotations" not in back["metadata"], "and gone"
+
+
+def test_a_models_status_written_in_v1alpha2_reads_in_v1alpha1() -> None:
+    condition = {"type": "Ready", "status": "True", "reason": "ProfilesDiscovered", "message": "2 profiles discovered"}
+    reference = {"kind": "AIMClusterRuntimeConfig", "name": "default", "scope": "Cluster", "uid": "u"}
+    v2 = {
+        **model(V1ALPHA2, {"image": "i"}),
+        "status": {
+            "status": "Ready",
+            "conditions": [condition],
+            "observedGeneration": 2,
+            "resolvedRuntimeConfig": reference,
+            "profileCount": 2,
+        },
+    }
+    v1 = convert(v2, api(V1ALPHA1))
+    assert v1["status"] == {
+        "status": "Ready",
+        "conditions": [condition],
+        "observedGeneration": 2,
+        "resolvedRuntimeConfig": reference,
+    }
+    assert json.loads(v1["metadata"]["annotations"][carried_annotation(V1ALPHA2)]) == {"status": {"profileCount": 2}}
+    # upstream's own status values without a v1alpha2 counterpart wait in the annotation
+    v1["status"] |= {"status": "NotAvailable", "sourceType": "Image"}
+    v1["status"]["resolvedRuntimeConfig"]["scope"] = "Merged"
+    back = convert(v1, api(V1ALPHA2))
+    assert back["status"]["profileCount"] == 2 and "status" not in back["status"]
+    assert back["status"]["resolvedRuntimeConfig"] == {k: v for k, v in reference.items() if k != "scope"}
+    assert json.loads(back["metadata"]["annotations"][carried_annotation(V1ALPHA1)]) == {
+        "status": {"status": "NotAvailable", "sourceType": "Image", "resolvedRuntimeConfig": {"scope": "Merged"}}
+    }

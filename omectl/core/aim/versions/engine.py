@@ -5,6 +5,10 @@ A kind's conversion is a list of rules, each pairing a path of v1alpha1 with a p
 - `Field(v1, v2, to_v2, to_v1)` moves a value, through a function each way; a function may answer `UNHELD` for a value
   the other version cannot hold (a status value its enum lacks, a number where the other version takes a string).
   The two functions must be inverses of each other wherever neither answers `UNHELD`.
+- `Field(v1, v2, to_v2, to_v1, lossy=True)` (`Field.lossy_both`) moves a value that the other version holds less
+  precisely (several values of one version are one value of the other): the value is kept in the annotation too
+  whenever converting it there and back does not give it back, and comes back from the annotation while the other
+  version's value is still the one it converted to (a later change in the other version wins, and drops it).
 - `Container(v1, v2)` says an object exists in both versions: when the object being converted has it, the converted
   one has it too (maybe empty), and the rules of its fields fill it.
 
@@ -94,6 +98,13 @@ class Field:
     v2: Path
     to_v2: Callable[[Any], Any] = same
     to_v1: Callable[[Any], Any] = same
+    lossy: bool = False
+    """Whether several values of one version may convert to one of the other (module docstring)."""
+
+    @classmethod
+    def lossy_both(cls, path: Path, to_v2: Callable[[Any], Any], to_v1: Callable[[Any], Any]) -> Field:
+        """`Field.lossy` with the same path in both versions."""
+        return cls(path, path, to_v2, to_v1, lossy=True)
 
     @classmethod
     def both(cls, path: Path, to_v2: Callable[[Any], Any] = same, to_v1: Callable[[Any], Any] = same) -> Field:
@@ -148,23 +159,33 @@ class KindConversion:
             src, dst = (container.v1, container.v2) if to_v2 else (container.v2, container.v1)
             if isinstance(_get(source, src), dict):
                 _ensure(target, dst)
+        metadata = out.get("metadata")
+        annotations = dict(metadata.get("annotations") or {}) if isinstance(metadata, Mapping) else {}
+        carried = _read_carried(annotations.pop(carried_annotation(to_version), None))
         for field in (r for r in self.rules if isinstance(r, Field)):
-            src, dst, convert = (field.v1, field.v2, field.to_v2) if to_v2 else (field.v2, field.v1, field.to_v1)
+            src, dst = (field.v1, field.v2) if to_v2 else (field.v2, field.v1)
+            convert, back = (field.to_v2, field.to_v1) if to_v2 else (field.to_v1, field.to_v2)
             value = _get(source, src)
             if value is _MISSING:
                 continue
+            kept = _get(carried, dst) if field.lossy else _MISSING
+            if kept is not _MISSING:
+                _remove(carried, dst)  # stale, unless the other version still has what it converted to
+                if _same(back(kept), value):
+                    _set(target, dst, copy.deepcopy(kept))  # the precise value
+                    _remove(rest, src)
+                    continue
             converted = convert(value)
             if converted is UNHELD:
                 continue
             _set(target, dst, converted)
+            if field.lossy and not _same(back(converted), value):
+                continue  # the precise value stays in the annotation
             _remove(rest, src)
         for container in sorted(containers, key=lambda c: -len(c.v1 if to_v2 else c.v2)):  # innermost first
             src = container.v1 if to_v2 else container.v2
             if _get(rest, src) == {} and isinstance(_get(source, src), dict):
                 _remove(rest, src)
-        metadata = out.get("metadata")
-        annotations = dict(metadata.get("annotations") or {}) if isinstance(metadata, Mapping) else {}
-        carried = _read_carried(annotations.pop(carried_annotation(to_version), None))
         _fill(target, carried)
         if rest:
             annotations[carried_annotation(from_version)] = json.dumps(rest, sort_keys=True, separators=(",", ":"))
@@ -186,6 +207,13 @@ class KindConversion:
 def version_of(obj: Mapping[str, Any]) -> str:
     """The version of an object's `apiVersion` (`aim.eai.amd.com/v1alpha1` -> `v1alpha1`)."""
     return str(obj.get("apiVersion") or "").rpartition("/")[2]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same, as JSON (`True` is not `1`)."""
+    if a is UNHELD or b is UNHELD:
+        return a is b
+    return json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True, default=repr)
 
 
 def _get(node: Any, path: Path) -> Any:
