@@ -298,3 +298,22 @@ def test_upstreams_inline_custom_model_is_kept_and_fails_naming_the_missing_mode
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "ModelNotFound")
     assert env.get(KSERVE, name, NS) is None, "nothing to serve, nothing applied"
+
+
+def test_omectls_admission_judges_a_v1alpha1_service_in_v1alpha2(env: Env) -> None:
+    """The AIMService webhook is registered for v1alpha2; the API server converts a v1alpha1 write for it
+    (matchPolicy Equivalent), so upstream's YAML meets the same checks, and a spec-less one is admitted as upstream's
+    CRD allows (issue 18)."""
+    until(
+        lambda: "aimservice" in env.k("get", "validatingwebhookconfigurations", "-o", "yaml"),
+        "the AIM validating webhooks installed",
+    )
+    doc = upstream("tests/e2e/aimservice/common/model-by-image/service.yaml")
+    bad = {**doc, "metadata": {"name": "bad-path"}, "spec": {**doc["spec"], "routing": {"pathTemplate": "/{.a[}"}}}
+    proc = env.run("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(bad))
+    assert proc.returncode == 1
+    assert 'admission webhook "aimservice.aim-webhook-server.validator" denied the request' in proc.stderr
+    assert "spec.routing.pathTemplate: " in proc.stderr
+    bare = {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": "bare", "namespace": NS}}
+    env.k("apply", "-f", "-", stdin=yaml.safe_dump(bare))
+    assert "spec" not in get(env, "aimservices", V2, "bare", NS)
