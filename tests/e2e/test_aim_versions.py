@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from omectl.api import crdgen
+from omectl.core.aim.status import CUSTOM_MODEL_MESSAGE
 from omectl.core.aim.versions import carried_annotation
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
@@ -283,7 +284,7 @@ def test_upstreams_autoscaling_is_kept_but_not_reconciled(env: Env) -> None:
     assert (predictor["minReplicas"], predictor["maxReplicas"]) == (1, 1), "a fixed replica count: not autoscaled"
 
 
-def test_upstreams_inline_custom_model_is_kept_and_fails_naming_the_missing_model(env: Env) -> None:
+def test_upstreams_inline_custom_model_is_kept_and_fails_saying_it_is_not_reconciled(env: Env) -> None:
     doc = apply_upstream_service(env, "tests/e2e/aimservice/common/custom-model/inline-custom-model/service.yaml")
     name = doc["metadata"]["name"]
     v1, v2 = one_revision(env, "aimservices", name, NS)
@@ -297,6 +298,7 @@ def test_upstreams_inline_custom_model_is_kept_and_fails_naming_the_missing_mode
     assert status["status"] == "Failed"
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "ModelNotFound")
+    assert ready["message"] == CUSTOM_MODEL_MESSAGE
     assert env.get(KSERVE, name, NS) is None, "nothing to serve, nothing applied"
 
 

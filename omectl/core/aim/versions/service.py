@@ -13,9 +13,10 @@ template cache and replica counts are v1alpha1's alone.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any, Final
 
-from omectl.core.aim.versions.engine import UNHELD, Container, Field, KindConversion, Values
+from omectl.core.aim.versions.engine import UNHELD, V1ALPHA1, Container, Field, KindConversion, Values, carried_fields
 
 INT32_MAX: Final = 2**31 - 1
 
@@ -73,3 +74,11 @@ SERVICE: Final = KindConversion(
         Field.both(("status", "routing", "path")),
     ),
 )
+
+
+def custom_model(service: Mapping[str, Any]) -> bool:
+    """Whether a v1alpha2 service was written in v1alpha1 with an inline custom model (`spec.model.custom`, kept in
+    its annotation): it then names no model in v1alpha2."""
+    spec = carried_fields(service, V1ALPHA1).get("spec")
+    model = spec.get("model") if isinstance(spec, Mapping) else None
+    return isinstance(model, Mapping) and model.get("custom") is not None
