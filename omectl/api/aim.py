@@ -14,8 +14,10 @@ AIMServiceTemplate, AIMClusterServiceTemplate) carry upstream's own defaults, on
 
 Versions: AIMClusterRuntimeConfig and AIMRuntimeConfig are served as `v1alpha1` (the storage version) and as
 `v1alpha2` with the same schema ("they continue unchanged in v1alpha2"); AIMService and the models, profiles, caches
-and artifacts are served as `v1alpha2` only; the legacy kinds as `v1alpha1` only, with upstream's schema, spec and
-status (served, not yet reconciled).
+and artifacts are served as `v1alpha2` (AIMService, AIMModel, AIMClusterModel, AIMArtifact and
+AIMClusterModelSource also at upstream's `v1alpha1`, with its schema: `omectl.api.aim_service_v1alpha1`,
+`omectl.api.aim_model_v1alpha1`, `omectl.api.aim_shared_v1alpha1`); the legacy kinds as `v1alpha1` only, with
+upstream's schema, spec and status.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ V1ALPHA2: Final = "v1alpha2"
 CONFIG_VERSIONS: Final = (V1ALPHA1, V1ALPHA2)
 """The versions a runtime config is served in, the storage version first."""
 SERVICE_VERSIONS: Final = (V1ALPHA2,)
-"""The versions an AIMService is served in."""
+"""The versions an AIMService is served in with this schema (also at upstream's v1alpha1, with its own:
+`omectl.api.aim_service_v1alpha1`)."""
 
 QUANTITY_PATTERN: Final = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"

@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel
 
 from omectl import k8s_openapi
-from omectl.api import aim, aim_model_v1alpha1, aim_shared_v1alpha1, fleet, ome
+from omectl.api import aim, aim_model_v1alpha1, aim_service_v1alpha1, aim_shared_v1alpha1, fleet, ome
 
 # JSON-schema keys a CRD's JSONSchemaProps accepts and that we pass through unchanged.
 _PLAIN_KEYS: Final = frozenset(
@@ -348,6 +348,13 @@ _AIM_V1ALPHA1_ARTIFACT_COLUMNS: Final = (
     _column("Attempt", "string", ".status.download.attempt"),
     _AGE,
 )
+_AIM_V1ALPHA1_SERVICE_COLUMNS: Final = (
+    _AIM_STATUS,
+    _column("Model", "string", ".status.resolvedModel.name"),
+    _column("Template", "string", ".status.resolvedTemplate.name"),
+    _column("Replicas", "string", ".status.runtime.replicas"),
+    _AGE,
+)
 _AIM_V1ALPHA1_SOURCE_COLUMNS: Final = (
     _AIM_STATUS,
     _column("Models", "integer", ".status.discoveredModels"),
@@ -495,6 +502,7 @@ CRDS: Final = (
         group=aim.GROUP,
         versions=aim.SERVICE_VERSIONS,
         categories=_AIM_CATEGORIES,
+        converted=(ConvertedVersion(aim.V1ALPHA1, aim_service_v1alpha1.AIMService, _AIM_V1ALPHA1_SERVICE_COLUMNS),),
     ),
     *(
         CRDDefinition(

@@ -294,6 +294,11 @@ def _versions_needing_conversion(crd: Mapping[str, Any]) -> tuple[list[str], lis
     return [v for v in served if v != storage], [v for v in served if v == storage]
 
 
+def _listed(names: list[str]) -> str:
+    """`A`, `A and B`, `A, B and C`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _affected(crds: list[Mapping[str, Any]], pick: int) -> str:
     """`AIMArtifact and AIMClusterModelSource at aim.eai.amd.com/v1alpha1`, per distinct group and versions."""
     kinds: dict[tuple[str, tuple[str, ...]], list[str]] = defaultdict(list)
@@ -302,7 +307,7 @@ def _affected(crds: list[Mapping[str, Any]], pick: int) -> str:
         if versions:
             kinds[(crd["spec"]["group"], versions)].append(crd["spec"]["names"]["kind"])
     return "; ".join(
-        f"{' and '.join(sorted(names))} at {', '.join(f'{group}/{v}' for v in versions)}"
+        f"{_listed(sorted(names))} at {', '.join(f'{group}/{v}' for v in versions)}"
         for (group, versions), names in sorted(kinds.items())
     )
 

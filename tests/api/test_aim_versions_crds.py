@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from omectl.api import aim, aim_model_v1alpha1, aim_shared_v1alpha1, crdgen
+from omectl.api import aim, crdgen
 from omectl.core.aim.versions import CONVERSIONS
 from tests.api.test_crds import schema_nodes
 from tests.api.test_upstream_aim_crds import differences, upstream_crds
@@ -20,13 +20,18 @@ def columns(version: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
 
 
-def v1alpha1_model(kind: str) -> Any:
-    """Our model of upstream's v1alpha1 schema of `kind`."""
-    return getattr(aim_shared_v1alpha1, kind, None) or getattr(aim_model_v1alpha1, kind)
-
-
 def test_the_converted_kinds_are_those_with_conversion_rules() -> None:
-    assert set(CONVERTED) == set(CONVERSIONS) == {"AIMArtifact", "AIMClusterModel", "AIMClusterModelSource", "AIMModel"}
+    assert (
+        set(CONVERTED)
+        == set(CONVERSIONS)
+        == {
+            "AIMArtifact",
+            "AIMClusterModel",
+            "AIMClusterModelSource",
+            "AIMModel",
+            "AIMService",
+        }
+    )
 
 
 @pytest.mark.parametrize("kind", sorted(CONVERTED))
@@ -44,7 +49,7 @@ def test_a_converted_kind_is_upstreams_at_v1alpha1_and_omectls_at_v1alpha2_store
     assert columns(by_name[aim.V1ALPHA1]) == columns(upstream_version)
     assert columns(by_name[aim.V1ALPHA2]) == columns({"additionalPrinterColumns": CONVERTED[kind].printer_columns})
     assert set(by_name[aim.V1ALPHA1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]) == set(
-        crdgen.structural_schema(v1alpha1_model(kind))["properties"]["spec"]["properties"]
+        crdgen.structural_schema(CONVERTED[kind].converted[0].model)["properties"]["spec"]["properties"]
     )
     assert by_name[aim.V1ALPHA2]["schema"]["openAPIV3Schema"] == crdgen.structural_schema(getattr(aim, kind))
     assert spec["conversion"] == {

@@ -329,7 +329,7 @@ MEMBER_RULES = {
     # the AIM CRDs served at two versions, pointed at the owner's conversion webhook (webhook/conversion_keeper.py)
     "customresourcedefinitions.apiextensions.k8s.io"
     "[aimartifacts.aim.eai.amd.com,aimclustermodels.aim.eai.amd.com,aimclustermodelsources.aim.eai.amd.com,"
-    "aimmodels.aim.eai.amd.com]": {
+    "aimmodels.aim.eai.amd.com,aimservices.aim.eai.amd.com]": {
         "list",
         "watch",
         "patch",

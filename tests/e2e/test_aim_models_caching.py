@@ -584,10 +584,11 @@ def test_upstream_config_fields_apply_and_gateway_refs_are_checked_as_the_gatewa
 
 
 def test_a_kind_not_served_at_a_version_gets_kubectls_real_cluster_error(env: Env) -> None:
-    service = {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": "old", "namespace": "default"}}
-    proc = env.kubectl.run(f"--context={CLUSTER}", "apply", "-f", "-", input=yaml.safe_dump(service), check=False)
+    # AIMService, issue 18's example, is served at v1alpha1 now (docs/aim-versions.md); AIMProfile is omectl's own
+    profile = {"apiVersion": V1, "kind": "AIMProfile", "metadata": {"name": "old", "namespace": "default"}}
+    proc = env.kubectl.run(f"--context={CLUSTER}", "apply", "-f", "-", input=yaml.safe_dump(profile), check=False)
     assert proc.returncode == 1
-    assert 'no matches for kind "AIMService" in version "aim.eai.amd.com/v1alpha1"' in proc.stderr, proc.stderr
+    assert 'no matches for kind "AIMProfile" in version "aim.eai.amd.com/v1alpha1"' in proc.stderr, proc.stderr
 
 
 def test_a_changed_model_source_replaces_its_artifact_rather_than_retrying_a_refused_update(env: Env) -> None:

@@ -64,7 +64,7 @@ class Env(ClusterKubectl):
 def upstream_doc(path: str) -> dict[str, Any]:
     """A pinned upstream document, at v1alpha2 when we do not serve its kind at v1alpha1."""
     doc: dict[str, Any] = yaml.safe_load((UPSTREAM / path).read_text())
-    versions = next(d.versions for d in crdgen.CRDS if d.group == aim.GROUP and d.kind == doc["kind"])
+    versions = next(d.served_versions for d in crdgen.CRDS if d.group == aim.GROUP and d.kind == doc["kind"])
     if aim.V1ALPHA1 not in versions:
         doc["apiVersion"] = f"{aim.GROUP}/{versions[0]}"
     return doc
@@ -310,6 +310,7 @@ def test_upstreams_scaffold_service_is_admitted_and_fails_naming_the_missing_mod
 ) -> None:
     doc = upstream_doc("config/samples/aim_v1alpha1_aimservice.yaml")
     assert doc["spec"] is None, "the scaffold has an empty spec"
+    assert doc["apiVersion"] == V1, "applied as upstream's, at v1alpha1"
     name, ns = doc["metadata"]["name"], "scaffold-svc"
     caplog.set_level(logging.DEBUG)
     env.apply(namespace(ns))

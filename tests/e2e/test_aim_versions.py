@@ -4,7 +4,8 @@ versions (one object, stored once, in v1alpha2); `kubectl get` in each version w
 controller reconciling it; an edit in v1alpha1 reaching v1alpha2.
 
 Upstream's documents are pinned under tests/fixtures/upstream/aim (commit in its SOURCE): the e2e scenario
-basic-lifecycle-hf's artifact and auto-sourcing's cluster model source. With OMECTL_E2E_REAL=1 the same runs on a
+basic-lifecycle-hf's artifact, auto-sourcing's cluster model source, and the AIMServices of model-by-image,
+basic-lifecycle, autoscaling and inline-custom-model. With OMECTL_E2E_REAL=1 the same runs on a
 real kube-apiserver, which calls the controller's conversion webhook itself.
 """
 
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from omectl.api import crdgen
+from omectl.core.aim.status import CUSTOM_MODEL_MESSAGE
 from omectl.core.aim.versions import carried_annotation
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
@@ -32,6 +34,7 @@ NS = "two-versions"
 V1 = "aim.eai.amd.com/v1alpha1"
 V2 = "aim.eai.amd.com/v1alpha2"
 DOWNLOADER = "ghcr.io/silogen/aim-artifact-downloader:0.2.0"
+KSERVE = "inferenceservices.serving.kserve.io"
 
 
 def upstream(path: str) -> dict[str, Any]:
@@ -76,6 +79,17 @@ def stored(fleet: ControlledFleet, plural: str, name: str, ns: str = "") -> dict
 
     obj: dict[str, Any] | None = fleet.bg.run(read())
     return obj
+
+
+def one_revision(env: Env, plural: str, name: str, ns: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The object read in both versions at one resourceVersion (the controller may write its status between two
+    reads)."""
+
+    def read() -> tuple[dict[str, Any], dict[str, Any]] | None:
+        v1, v2 = get(env, plural, V1, name, ns), get(env, plural, V2, name, ns)
+        return (v1, v2) if v1["metadata"]["resourceVersion"] == v2["metadata"]["resourceVersion"] else None
+
+    return until(read, f"{plural} {name} read in both versions at one resourceVersion")
 
 
 def columns(env: Env, resource: str, name: str, ns: str | None = None) -> list[str]:
@@ -311,3 +325,125 @@ def test_upstreams_scaffold_model_in_v1alpha1_fails_with_a_reason_read_in_both_v
     assert conditions(v1["status"])["Ready"] == ("False", "ImageNotSpecified")
     events = until(lambda: env.events(ns or "default", name, "ImageNotSpecified"), f"the Warning event of {name}")
     assert [(e["type"], e.get("count", 1)) for e in events] == [("Warning", 1)]
+
+
+# --- AIMService ---------------------------------------------------------------------------------------------------
+
+
+def apply_upstream_service(env: Env, path: str) -> dict[str, Any]:
+    doc = upstream(path)
+    assert (doc["apiVersion"], doc["kind"]) == (V1, "AIMService")
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(doc))
+    return doc
+
+
+def carried(obj: dict[str, Any], version: str = "v1alpha1") -> Any:
+    text = (obj["metadata"].get("annotations") or {}).get(carried_annotation(version))
+    return None if text is None else json.loads(text)
+
+
+def test_upstreams_service_applied_in_v1alpha1_is_one_object_in_both_versions_and_runs(env: Env) -> None:
+    doc = apply_upstream_service(env, "tests/e2e/aimservice/common/model-by-image/service.yaml")
+    name = doc["metadata"]["name"]
+    v1, v2 = one_revision(env, "aimservices", name, NS)
+    assert v1["spec"] == doc["spec"]
+    assert v2["spec"] == {"model": {"image": "ghcr.io/silogen/aim-dummy:0.1.10"}, "replicas": 1}
+    assert v1["metadata"]["uid"] == v2["metadata"]["uid"], "one object"
+    assert carried(v2) is None, "every field of this service has a v1alpha2 counterpart"
+    kept = stored(env.fleet, "aimservices", name, NS)
+    if kept is not None:
+        assert kept["apiVersion"] == V2 and kept["spec"] == v2["spec"], "stored once, in the storage version"
+
+    # the controller reconciles it in v1alpha2: the InferenceService serves the image, the simulator makes it ready
+    until(lambda: get(env, "aimservices", V2, name, NS).get("status", {}).get("status") == "Running", "Running")
+    isvc = env.get(KSERVE, name, NS)
+    assert isvc is not None
+    predictor = isvc["spec"]["predictor"]
+    assert predictor["containers"][0]["image"] == doc["spec"]["model"]["image"]
+    assert (predictor["minReplicas"], predictor["maxReplicas"]) == (1, 1)
+    v1, v2 = one_revision(env, "aimservices", name, NS)
+    assert v1["status"]["status"] == "Running"
+    assert v1["status"]["conditions"] == v2["status"]["conditions"]
+    assert v1["status"]["observedGeneration"] == v2["status"]["observedGeneration"]
+    # kubectl get: the preferred version is v1alpha2 (omectl's columns); v1alpha1 shows upstream's
+    assert columns(env, "aimservices", name, NS) == ["NAME", "STATUS", "MODEL", "PATH", "AGE"]
+    v1_table = env.k("get", "aimservices.v1alpha1.aim.eai.amd.com", name, "-n", NS).splitlines()
+    assert v1_table[0].split() == ["NAME", "STATUS", "MODEL", "TEMPLATE", "REPLICAS", "AGE"]
+    assert v1_table[1].split()[:2] == [name, "Running"], "omectl resolves no template: those columns stay empty"
+
+
+def test_a_services_v1alpha1_only_fields_wait_in_the_annotation_and_its_rules_hold(env: Env) -> None:
+    doc = apply_upstream_service(env, "tests/e2e/aimservice/common/basic-lifecycle/service.yaml")
+    name = doc["metadata"]["name"]
+    v1, v2 = one_revision(env, "aimservices", name, NS)
+    assert v1["spec"] == doc["spec"]
+    assert v2["spec"] == {"model": {"name": "test-service-model"}, "replicas": 1}
+    assert carried(v2) == {"spec": {"template": {"name": "test-service-template"}}}
+    assert carried(v1) is None and carried(v1, "v1alpha2") is None
+    # reconciled through v1alpha2 with the model's name (the template is not selected: docs/aim-versions.md)
+    until(lambda: env.get(KSERVE, name, NS), f"InferenceService {name}")
+    # upstream's CEL rules, in v1alpha1: the template selection cannot change, the model is exactly one of three
+    changed = {**doc, "spec": {**doc["spec"], "template": {"name": "another"}}}
+    proc = env.run("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(changed))
+    assert proc.returncode == 1
+    assert "template selection is immutable after creation" in proc.stderr
+    both = {**doc, "metadata": {"name": "two-models"}, "spec": {"model": {"name": "m", "image": "example/m:1"}}}
+    proc = env.run("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(both))
+    assert proc.returncode == 1
+    assert "exactly one of name, image, or custom must be specified" in proc.stderr
+    # an edit in v1alpha1 reaches v1alpha2, the annotation kept
+    edited = {**doc, "spec": {**doc["spec"], "env": [{"name": "AIM_ENGINE_ARGS", "value": "{}"}], "replicas": 2}}
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(edited))
+    v2 = get(env, "aimservices", V2, name, NS)
+    assert (v2["spec"]["env"], v2["spec"]["replicas"]) == (edited["spec"]["env"], 2)
+    assert carried(v2) == {"spec": {"template": {"name": "test-service-template"}}}
+    until(lambda: (env.get(KSERVE, name, NS) or {}).get("spec", {}).get("predictor", {}).get("minReplicas") == 2, "2")
+
+
+def test_upstreams_autoscaling_is_kept_but_not_reconciled(env: Env) -> None:
+    doc = apply_upstream_service(env, "tests/e2e/aimservice/common/autoscaling/service.yaml")
+    name = doc["metadata"]["name"]
+    v1, v2 = one_revision(env, "aimservices", name, NS)
+    assert v1["spec"] == {**doc["spec"], "replicas": 1}  # upstream's default, in v1alpha1
+    assert v2["spec"] == {"model": {"name": "test-autoscaling-model"}, "replicas": 1}
+    assert carried(v2) == {"spec": {k: doc["spec"][k] for k in ("minReplicas", "maxReplicas", "autoScaling")}}
+    isvc = until(lambda: env.get(KSERVE, name, NS), f"InferenceService {name}")
+    predictor = isvc["spec"]["predictor"]
+    assert (predictor["minReplicas"], predictor["maxReplicas"]) == (1, 1), "a fixed replica count: not autoscaled"
+
+
+def test_upstreams_inline_custom_model_is_kept_and_fails_saying_it_is_not_reconciled(env: Env) -> None:
+    doc = apply_upstream_service(env, "tests/e2e/aimservice/common/custom-model/inline-custom-model/service.yaml")
+    name = doc["metadata"]["name"]
+    v1, v2 = one_revision(env, "aimservices", name, NS)
+    custom = doc["spec"]["model"]["custom"]
+    assert v1["spec"]["model"] == {
+        "custom": {**custom, "hardware": {"gpu": {"requests": 1, "resourceName": "amd.com/gpu"}}}
+    }
+    assert "model" not in v2["spec"]
+    assert carried(v2)["spec"]["model"] == v1["spec"]["model"]
+    status = until(lambda: get(env, "aimservices", V2, name, NS).get("status"), f"AIMService {name} gets a status")
+    assert status["status"] == "Failed"
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ModelNotFound")
+    assert ready["message"] == CUSTOM_MODEL_MESSAGE
+    assert env.get(KSERVE, name, NS) is None, "nothing to serve, nothing applied"
+
+
+def test_omectls_admission_judges_a_v1alpha1_service_in_v1alpha2(env: Env) -> None:
+    """The AIMService webhook is registered for v1alpha2; the API server converts a v1alpha1 write for it
+    (matchPolicy Equivalent), so upstream's YAML meets the same checks, and a spec-less one is admitted as upstream's
+    CRD allows (issue 18)."""
+    until(
+        lambda: "aimservice" in env.k("get", "validatingwebhookconfigurations", "-o", "yaml"),
+        "the AIM validating webhooks installed",
+    )
+    doc = upstream("tests/e2e/aimservice/common/model-by-image/service.yaml")
+    bad = {**doc, "metadata": {"name": "bad-path"}, "spec": {**doc["spec"], "routing": {"pathTemplate": "/{.a[}"}}}
+    proc = env.run("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(bad))
+    assert proc.returncode == 1
+    assert 'admission webhook "aimservice.aim-webhook-server.validator" denied the request' in proc.stderr
+    assert "spec.routing.pathTemplate: " in proc.stderr
+    bare = {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": "bare", "namespace": NS}}
+    env.k("apply", "-f", "-", stdin=yaml.safe_dump(bare))
+    assert "spec" not in get(env, "aimservices", V2, "bare", NS)

@@ -97,13 +97,14 @@ def event(name: str, involved_namespace: str) -> dict[str, Any]:
     }
 
 
-def aim_service_v1alpha1() -> dict[str, Any]:
-    """Issue 18's example: an AIMService at v1alpha1 (served there by upstream aim-engine)."""
+def aim_profile_v1alpha1() -> dict[str, Any]:
+    """Issue 18's example of a kind not served at a version: an AIMProfile at v1alpha1 (omectl's kind, served at
+    v1alpha2 only; issue 18 found it with an AIMService, now served at both)."""
     return {
         "apiVersion": "aim.eai.amd.com/v1alpha1",
-        "kind": "AIMService",
-        "metadata": {"name": "svc"},
-        "spec": {"model": {"name": "m"}},
+        "kind": "AIMProfile",
+        "metadata": {"name": "profile"},
+        "spec": {"modelName": "m"},
     }
 
 
@@ -1063,7 +1064,7 @@ SCENARIOS = [
         "kind-not-served-at-version",
         "apply of a kind its group does not serve at that version, and of a served kind at an unserved version",
         (
-            step("apply", "-f", "-", input=dump(aim_service_v1alpha1())),
+            step("apply", "-f", "-", input=dump(aim_profile_v1alpha1())),
             step("apply", "-f", "-", input=dump({**widget("w9"), "apiVersion": "example.com/v9"})),
             step("apply", "--server-side", "-f", "-", input=dump({**widget("w9"), "apiVersion": "example.com/v9"})),
         ),

@@ -1,7 +1,7 @@
 """scripts/upstream_aim_documents.py on a small git repository shaped like upstream AIM Engine's: what it collects
 (samples, the pinned Helm example, e2e files but chainsaw's, Markdown code blocks and here-documents), and what it
 measures on the embedded API server with omectl's CRDs and controller (an AIMArtifact at v1alpha1 accepted through
-the conversion webhook, a kind not served at v1alpha1 refused as kubectl says it, a refusal of the schema)."""
+the conversion webhook, an AIMService at v1alpha1 accepted, a kind not served at v1alpha1 refused as kubectl says it, a refusal of the schema)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,12 @@ spec:
   model:
     image: amdenterpriseai/aim-qwen-qwen3-32b:0.8.5
 """
+PROFILE = """apiVersion: aim.eai.amd.com/v1alpha1
+kind: AIMProfile
+metadata:
+  name: chat-latency
+  namespace: team-a
+"""
 CONFIG_WITH_UNKNOWN_FIELD = """apiVersion: aim.eai.amd.com/v1alpha1
 kind: AIMRuntimeConfig
 metadata:
@@ -61,7 +67,7 @@ FILES = {
     "docs/docs/guide.md": (
         f"Intro.\n\n```yaml\n{CONFIG_WITH_UNKNOWN_FIELD}```\n\n1. Indented:\n\n    ```\n"
         + "".join(f"    {line}\n" for line in ARTIFACT.splitlines())
-        + f"    ```\n\n```bash\nkubectl apply -f - <<EOF\n{SERVICE}EOF\n"
+        + f"    ```\n\n```bash\nkubectl apply -f - <<EOF\n{PROFILE}EOF\n"
         + "kubectl get aimservice -l aim.eai.amd.com/x=y\n```\n"
         + "```yaml\napiVersion: aim.eai.amd.com/v1alpha1\nkind: [broken\n```\n"
     ),
@@ -95,7 +101,7 @@ def test_every_aim_document_of_the_four_sources_is_collected(upstream: tuple[Pat
         ("e2e", "tests/e2e/aimservice/basic/service.yaml#1", "AIMService"),  # the Namespace is no AIM document
         ("docs", "docs/docs/guide.md#1", "AIMRuntimeConfig"),
         ("docs", "docs/docs/guide.md#2", "AIMArtifact"),  # an untagged, indented block
-        ("docs", "docs/docs/guide.md#3", "AIMService"),  # a here-document of a shell block
+        ("docs", "docs/docs/guide.md#3", "AIMProfile"),  # a here-document of a shell block
     ]
     assert not_yaml == ["docs/docs/guide.md"]  # the broken block; a label selector or Go code is no document
 
@@ -105,16 +111,18 @@ def test_the_measure_accepts_what_omectl_serves_and_names_each_refusal(upstream:
     outcomes = {(d.where, o.accepted): o.reason for d, o in zip(found.documents, found.ours, strict=True)}
     assert outcomes[("config/samples/aim_v1alpha1_aimartifact.yaml#1", True)] == ""
     assert outcomes[("docs/docs/guide.md#2", True)] == ""
-    assert outcomes[("tests/e2e/aimservice/basic/service.yaml#1", False)] == (
-        'no matches for kind "AIMService" in version "aim.eai.amd.com/v1alpha1"'
+    assert outcomes[("tests/e2e/aimservice/basic/service.yaml#1", True)] == ""
+    assert outcomes[("docs/docs/guide.md#3", False)] == (
+        'no matches for kind "AIMProfile" in version "aim.eai.amd.com/v1alpha1"'
     )
     assert 'strict decoding error: unknown field "spec.serviceAccountName"' in outcomes[("docs/docs/guide.md#1", False)]
     table = script.report(found)
     assert "| AIMArtifact | 2 | 2 | 0 |" in table
-    assert "| AIMService | 2 | 0 | 2 |" in table
-    assert "| **all** | 6 | 3 | 3 |" in table
+    assert "| AIMService | 1 | 1 | 0 |" in table
+    assert "| AIMProfile | 1 | 0 | 1 |" in table
+    assert "| **all** | 6 | 4 | 2 |" in table
     assert (
-        '| AIMService | 2 | no matches for kind "AIMService" in version "aim.eai.amd.com/v1alpha1" | `tests/e2e/'
+        '| AIMProfile | 1 | no matches for kind "AIMProfile" in version "aim.eai.amd.com/v1alpha1" | `docs/docs/'
         in table
     )
 

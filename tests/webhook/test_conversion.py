@@ -113,10 +113,10 @@ def test_a_review_is_answered_with_every_object_converted_and_the_request_uid() 
 
 
 def test_an_object_that_cannot_be_converted_fails_the_review_with_the_reason() -> None:
-    service = {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": "s"}}
-    response = conversion_answer(review(V2, artifact(V1), service))["response"]
+    profile = {"apiVersion": V1, "kind": "AIMProfile", "metadata": {"name": "s"}}
+    response = conversion_answer(review(V2, artifact(V1), profile))["response"]
     assert response["result"]["status"] == "Failure"
-    assert response["result"]["message"].startswith("omectl converts no 'AIMService' objects")
+    assert response["result"]["message"].startswith("omectl converts no 'AIMProfile' objects")
     assert "convertedObjects" not in response
 
 

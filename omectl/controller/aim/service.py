@@ -10,7 +10,8 @@ One reconcile of an AIMService:
    the config's creation queues the service at once, see `aim_watch`).
 3. The implicit `default` missing: `RuntimeConfigReady=True` / `DefaultConfigNotFound`, and one Normal event on the
    first reconcile that finds it missing only. A service that names no model (the CRD allows one without a spec):
-   status `Failed`, `ModelReady=False` / `ModelNotFound` (upstream's reason and message), one Warning event,
+   status `Failed`, `ModelReady=False` / `ModelNotFound` (upstream's reason and message; for a service written in
+   v1alpha1 with an inline custom model, which v1alpha2 cannot hold, a message saying so), one Warning event,
    nothing applied and nothing retried.
 4. Apply the KServe InferenceService, the model-cache PVC when `spec.storage.size` asks for one, and the HTTPRoute
    when routing is enabled and its path renders. Labels are propagated from the service
@@ -68,6 +69,7 @@ from omectl.core.aim.status import (
     runtime_config_component,
     runtime_config_error,
 )
+from omectl.core.aim.versions.service import custom_model
 from omectl.core.conditions import by_type, stamped
 from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
@@ -271,7 +273,7 @@ class AimServiceReconciler:
         if not names_model(service):
             # an invalid spec (the CRD allows a service without one): Failed and one Warning event until a model is
             # named, nothing applied, nothing to retry
-            model = no_model_component()
+            model = no_model_component(custom=custom_model(service))
             rolled = roll_up([*components, model], config_error=config_error, previous_conditions=previous)
             if by_type(previous).get(MODEL_READY, {}).get("reason") != model.reason:
                 cluster.record_event(service, "Warning", model.reason, model.message)

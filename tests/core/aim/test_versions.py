@@ -104,7 +104,17 @@ _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Hea
 
 
 def test_every_crd_converted_by_the_webhook_has_its_rules_and_the_other_way_round() -> None:
-    assert set(CRDS) == set(CONVERSIONS) == {"AIMArtifact", "AIMClusterModel", "AIMClusterModelSource", "AIMModel"}
+    assert (
+        set(CRDS)
+        == set(CONVERSIONS)
+        == {
+            "AIMArtifact",
+            "AIMClusterModel",
+            "AIMClusterModelSource",
+            "AIMModel",
+            "AIMService",
+        }
+    )
 
 
 @pytest.mark.parametrize(("kind", "version"), KINDS_AND_VERSIONS)
@@ -171,6 +181,86 @@ def test_a_value_the_other_version_holds_moves_and_one_it_cannot_hold_waits_in_t
     assert carried_annotation(V1ALPHA1) not in v1_again["metadata"]["annotations"]
 
 
+def test_a_service_moves_what_v1alpha2_holds_and_keeps_the_rest_in_the_annotation() -> None:
+    routing = {
+        "enabled": True,
+        "gatewayRef": {"name": "gw", "namespace": "gateways", "group": "gateway.networking.k8s.io", "kind": "Gateway"},
+        "pathTemplate": "/{.metadata.namespace}",
+    }
+    v1 = {
+        "apiVersion": api(V1ALPHA1),
+        "kind": "AIMService",
+        "metadata": {"name": "s"},
+        "spec": {
+            "model": {"image": "example/m:1"},
+            "template": {"name": "t"},
+            "caching": {"mode": "Dedicated"},
+            "replicas": 2,
+            "minReplicas": 1,
+            "routing": routing,
+            "storage": {"pvcHeadroomPercent": 10},
+            "resources": {"limits": {"memory": "1Gi"}},
+            "env": [{"name": "A", "value": "1"}],
+            "runtimeConfigName": "rc",
+            "serviceAccountName": "sa",
+        },
+    }
+    v2 = convert(v1, api(V1ALPHA2))
+    assert v2["spec"] == {
+        "model": {"image": "example/m:1"},
+        "replicas": 2,
+        "routing": routing,
+        "storage": {"pvcHeadroomPercent": 10},
+        "resources": {"limits": {"memory": "1Gi"}},
+        "env": [{"name": "A", "value": "1"}],
+        "runtimeConfigName": "rc",
+    }
+    assert json.loads(v2["metadata"]["annotations"][carried_annotation(V1ALPHA1)]) == {
+        "spec": {
+            "template": {"name": "t"},
+            "caching": {"mode": "Dedicated"},
+            "minReplicas": 1,
+            "serviceAccountName": "sa",
+        }
+    }
+    # the controller's status, read in v1alpha1; v1alpha2's own fields wait in the other annotation
+    v2["spec"]["caching"] = {"enabled": True}
+    v2["spec"]["runtimeConfig"] = {"env": [{"name": "B", "value": "2"}]}
+    v2["status"] = {
+        "status": "Running",
+        "resolvedRuntimeConfig": {"kind": "AIMRuntimeConfig", "name": "rc", "scope": "Namespace"},
+        "routing": {"path": "/ns"},
+    }
+    again = convert(v2, api(V1ALPHA1))
+    assert again["spec"] == v1["spec"], "v1alpha1's caching mode came back from the annotation"
+    assert again["status"] == v2["status"]
+    assert json.loads(again["metadata"]["annotations"][carried_annotation(V1ALPHA2)]) == {
+        "spec": {"caching": {"enabled": True}, "runtimeConfig": {"env": [{"name": "B", "value": "2"}]}}
+    }
+    assert convert(again, api(V1ALPHA2)) == {**v2, "metadata": {**v2["metadata"], "annotations": {
+        carried_annotation(V1ALPHA1): v2["metadata"]["annotations"][carried_annotation(V1ALPHA1)]
+    }}}  # fmt: skip
+
+
+def test_an_inline_custom_model_leaves_v1alpha2_without_a_model_and_a_merged_scope_waits() -> None:
+    custom = {"baseImage": "b:1", "modelSources": [{"modelId": "o/m", "sourceUri": "hf://o/m"}], "hardware": {}}
+    v1 = {
+        "apiVersion": api(V1ALPHA1),
+        "kind": "AIMService",
+        "metadata": {"name": "s"},
+        "spec": {"model": {"custom": custom}, "replicas": 1},
+        "status": {"status": "Pending", "resolvedRuntimeConfig": {"name": "default", "scope": "Merged"}},
+    }
+    v2 = convert(v1, api(V1ALPHA2))
+    assert v2["spec"] == {"replicas": 1}
+    assert v2["status"] == {"status": "Pending", "resolvedRuntimeConfig": {"name": "default"}}
+    assert json.loads(v2["metadata"]["annotations"][carried_annotation(V1ALPHA1)]) == {
+        "spec": {"model": {"custom": custom}},
+        "status": {"resolvedRuntimeConfig": {"scope": "Merged"}},
+    }
+    assert convert(v2, api(V1ALPHA1)) == v1
+
+
 def test_a_degraded_v1alpha1_status_has_no_v1alpha2_value_and_comes_back() -> None:
     v1 = {
         "apiVersion": api(V1ALPHA1),
@@ -230,8 +320,27 @@ UPSTREAM_MODELS: dict[str, dict[str, Any]] = {
         "carried": ("imageMetadata",),
     },
 }
+SERVICE_DOCUMENTS = {
+    "tests/e2e/aimservice/common/basic-lifecycle/service.yaml": {
+        "spec": {"template": {"name": "test-service-template"}}
+    },
+    "tests/e2e/aimservice/common/model-by-image/service.yaml": None,
+    "tests/e2e/aimservice/common/autoscaling/service.yaml": {
+        "spec": {"minReplicas": 1, "maxReplicas": 3, "autoScaling": ...}
+    },
+    "tests/e2e/aimservice/common/custom-model/inline-custom-model/service.yaml": {
+        "spec": {"model": {"custom": ...}, "template": {"allowUnoptimized": True}}
+    },
+    "tests/e2e/aimservice/gpu/profile-id-propagation/service.yaml": {
+        "spec": {"overrides": {"metric": "latency"}, "caching": {"mode": "Never"}, "template": ...}
+    },
+    "tests/e2e/aimservice/gpu/happy-path/cached/service.yaml": {"spec": {"caching": {"mode": "Shared"}}},
+}
+"""Upstream's services and what of each has no v1alpha2 counterpart (`...`: as the document has it)."""
+
 UPSTREAM_DOCUMENTS = [
     "config/samples/aim_v1alpha1_aimartifact.yaml",
+    "config/samples/aim_v1alpha1_aimservice.yaml",
     "config/samples/aim_v1alpha1_aimclustermodelsource.yaml",
     "config/samples/aim_v1alpha1_aimmodel.yaml",
     "config/samples/aim_v1alpha1_aimclustermodel.yaml",
@@ -240,6 +349,7 @@ UPSTREAM_DOCUMENTS = [
     "tests/e2e/aimartifact/protocol-switching/artifact-fallback.yaml",
     "tests/e2e/aimclustermodelsource/auto-sourcing/cluster-model-source.yaml",
     *UPSTREAM_MODELS,
+    *SERVICE_DOCUMENTS,
 ]
 
 
@@ -257,6 +367,14 @@ def test_upstreams_documents_round_trip_and_an_artifact_needs_no_annotation(path
         if isinstance(want["carried"], tuple):  # these fields of upstream's spec, as written
             want["carried"] = {"spec": {k: doc["spec"][k] for k in want["carried"]}}
         assert (json.loads(carried) if carried else None) == want["carried"]
+    elif doc["kind"] == "AIMService":
+        expected = _filled(SERVICE_DOCUMENTS[path], doc)
+        assert (json.loads(carried) if carried else None) == expected
+        unheld = (expected or {}).get("spec", {})
+        held = {k: v for k, v in doc["spec"].items() if k not in unheld}
+        if "custom" not in doc["spec"]["model"]:
+            held["model"] = doc["spec"]["model"]
+        assert v2["spec"] == held, "the rest moves to v1alpha2 as it is (an inline custom model has no counterpart)"
     elif doc["kind"] == "AIMArtifact":
         assert carried is None, "every field of upstream's artifacts has a v1alpha2 counterpart"
         assert v2["spec"] == doc["spec"]
@@ -264,10 +382,19 @@ def test_upstreams_documents_round_trip_and_an_artifact_needs_no_annotation(path
         assert json.loads(carried) == {"spec": doc["spec"]}, "a registry scan has no v1alpha2 counterpart"
 
 
+def _filled(expected: Any, doc: Any) -> Any:
+    """`expected` with each `...` replaced by what `doc` has there."""
+    if expected is ...:
+        return doc
+    if isinstance(expected, dict):
+        return {key: _filled(value, doc[key]) for key, value in expected.items()}
+    return expected
+
+
 def test_what_cannot_be_converted_is_said() -> None:
-    service = {"apiVersion": api(V1ALPHA1), "kind": "AIMService", "metadata": {"name": "s"}}
-    with pytest.raises(ConversionError, match="omectl converts no 'AIMService' objects"):
-        convert(service, api(V1ALPHA2))
+    profile = {"apiVersion": api(V1ALPHA1), "kind": "AIMProfile", "metadata": {"name": "s"}}
+    with pytest.raises(ConversionError, match="omectl converts no 'AIMProfile' objects"):
+        convert(profile, api(V1ALPHA2))
     artifact = {"apiVersion": api(V1ALPHA1), "kind": "AIMArtifact", "metadata": {"name": "a"}}
     with pytest.raises(ConversionError, match=re.escape("not from 'aim.eai.amd.com/v1alpha1' to 'aim.eai.amd.com/v1'")):
         convert(artifact, f"{GROUP}/v1")

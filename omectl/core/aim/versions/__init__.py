@@ -3,7 +3,7 @@
 them.
 
 - `engine`: field rules and the annotations that carry what the other version cannot hold.
-- `artifact`, `model_source`, `model`: the rules of each kind.
+- `artifact`, `model_source`, `model`, `service`: the rules of each kind.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from omectl.core.aim.versions.artifact import ARTIFACT
 from omectl.core.aim.versions.engine import GROUP, VERSIONS, KindConversion, carried_annotation
 from omectl.core.aim.versions.model import CLUSTER_MODEL, MODEL
 from omectl.core.aim.versions.model_source import CLUSTER_MODEL_SOURCE
+from omectl.core.aim.versions.service import SERVICE
 
 __all__ = ["CONVERSIONS", "GROUP", "VERSIONS", "ConversionError", "carried_annotation", "convert"]
 
 CONVERSIONS: Final[Mapping[str, KindConversion]] = {
-    c.kind: c for c in (ARTIFACT, CLUSTER_MODEL_SOURCE, MODEL, CLUSTER_MODEL)
+    c.kind: c for c in (ARTIFACT, CLUSTER_MODEL_SOURCE, MODEL, CLUSTER_MODEL, SERVICE)
 }
 """The kinds served at both versions, by kind."""
 

@@ -204,6 +204,14 @@ class KindConversion:
         return out
 
 
+def carried_fields(obj: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """What `obj` (of the other version) keeps of `version` in its annotation, `{"spec": ..., "status": ...}`; empty
+    when it keeps nothing or the annotation is not such JSON."""
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return _read_carried(annotations.get(carried_annotation(version)) if isinstance(annotations, Mapping) else None)
+
+
 def version_of(obj: Mapping[str, Any]) -> str:
     """The version of an object's `apiVersion` (`aim.eai.amd.com/v1alpha1` -> `v1alpha1`)."""
     return str(obj.get("apiVersion") or "").rpartition("/")[2]
