@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test lint typecheck contracts pytest bench bench-fleet crds clean mutation envtest
+.PHONY: demo test lint typecheck contracts pytest bench bench-fleet crds clean mutation envtest e2e-real
 .PHONY: deploy-sync image kind-up kind-e2e kind-down upstream-aim-documents
 
 $(STAMP): pyproject.toml constraints.txt
@@ -45,6 +45,11 @@ mutation: $(STAMP)
 	$(BIN)/mutmut run
 	@if $(BIN)/mutmut results | grep -Ev ': (killed|timeout)$$'; then echo "mutation: the mutants above survived"; exit 1; fi
 	@echo "mutation: every mutant killed (a timeout is a mutant caught looping)"
+
+# Every e2e test against real kube-apiservers (`make test` runs most of them so: tests/envtest/test_controller_e2e.py
+# says which it leaves out and why); needs `make envtest`. About 15 minutes on 2 cores.
+e2e-real: $(STAMP)
+	OMECTL_E2E_REAL=1 CI=true $(BIN)/pytest -p no:randomly -p no:xdist -q tests/e2e
 
 # The real kube-apiserver and etcd for tests/envtest and `omectl dev up --real`, built once from the Go module
 # proxy into ~/.cache/omectl/envtest/ (OMECTL_ENVTEST_CACHE); needs Go, not the venv (docs/real-api-server.md).

@@ -444,7 +444,9 @@ def settled(hub: Hub) -> tuple[int, int]:
     until(lambda: hub.status("profile").get("phase") == "Succeeded" and "rollout" not in hub.status("profile"), "v1")
     revision = int(hub.status("profile")["revision"])
     hub.wait_phases("profile", {"fr-2": "Applied", "fr-3": "Applied"}, revision=revision)
-    until(lambda: ready(hub, "fr-2", "follows") and ready(hub, "fr-3", "follows"), "the engines Ready")
+    # a longer deadline: after a test that left a rollout stuck on a missing image, the simulated Deployments roll
+    # back through their pods' start-up delays, slow on a loaded 2-core machine
+    until(lambda: ready(hub, "fr-2", "follows") and ready(hub, "fr-3", "follows"), "the engines Ready", timeout=90)
     return revision, len(events(hub, "profile"))
 
 
