@@ -67,7 +67,8 @@ class Commands(LazyGroup):
         "doctor": LazyCommand(
             "omectl.cli.doctor",
             "doctor",
-            "Check each cluster for what omectl needs: CRDs, webhooks and their certificates, permissions, chains.",
+            "Check each cluster for what omectl needs: CRDs, webhooks (admission, conversion), certificates, "
+            "permissions, chains.",
         ),
         "dev": LazyCommand("omectl.cli.dev", "dev_app", "Run a simulated fleet for development and demos."),
         "cluster": LazyCommand(
