@@ -1,7 +1,8 @@
 """scripts/upstream_aim_documents.py on a small git repository shaped like upstream AIM Engine's: what it collects
 (samples, the pinned Helm example, e2e files but chainsaw's, Markdown code blocks and here-documents), and what it
 measures on the embedded API server with omectl's CRDs and controller (an AIMArtifact at v1alpha1 accepted through
-the conversion webhook, an AIMService at v1alpha1 accepted, a kind not served at v1alpha1 refused as kubectl says it, a refusal of the schema)."""
+the conversion webhook, an AIMService at v1alpha1 accepted, a kind not served at v1alpha1 refused as kubectl says it,
+a refusal of the schema)."""
 
 from __future__ import annotations
 
