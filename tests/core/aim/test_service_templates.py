@@ -221,3 +221,22 @@ def test_without_a_template_or_its_fields_the_env_is_unchanged() -> None:
     assert template_env(bare) == ([], [], [])
     svc = service({"name": "tpl"})
     assert inference_env(svc, {}, None, bare) == inference_env(svc, {})
+
+
+def test_resolved_template_is_the_same_field_in_both_versions() -> None:
+    """`status.resolvedTemplate` maps `=`: upstream's TEMPLATE column reads omectl's in v1alpha1, with no annotation."""
+    ref = {"kind": "AIMClusterServiceTemplate", "name": "tpl", "scope": "Cluster", "uid": "c"}
+    v2 = {
+        "apiVersion": V2,
+        "kind": "AIMService",
+        "metadata": {"name": "svc", "namespace": NS},
+        "spec": {"model": {"name": "m"}},
+        "status": {"status": "Running", "resolvedTemplate": ref},
+    }
+    v1 = convert(v2, V1)
+    assert v1["status"]["resolvedTemplate"] == ref
+    assert carried_annotation("v1alpha2") not in (v1["metadata"].get("annotations") or {})
+    merged = {**ref, "scope": "Merged"}  # any scope of upstream's enum, both ways
+    assert (
+        convert(convert({**v1, "status": {"resolvedTemplate": merged}}, V2), V1)["status"]["resolvedTemplate"] == merged
+    )
