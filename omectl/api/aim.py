@@ -318,6 +318,21 @@ class ResolvedReference(_Object):
     """UID of the config."""
 
 
+class LegacyResolvedReference(_Object):
+    """An object a legacy kind resolved (upstream's v1alpha1 reference: its scope may also be Merged or Unknown)."""
+
+    kind: str | None = None
+    """Kind of the object."""
+    name: str | None = None
+    """Name of the object."""
+    namespace: str | None = None
+    """Namespace of the object; empty for a cluster-scoped one."""
+    scope: Literal["Namespace", "Cluster", "Merged", "Unknown"] | None = None
+    """Namespace, Cluster, Merged (a namespace config over a cluster one) or Unknown."""
+    uid: str | None = None
+    """UID of the object."""
+
+
 class ServiceRoutingStatus(_Object):
     """Observed routing of a service."""
 
@@ -334,6 +349,9 @@ class AIMServiceStatus(_Object):
     """RuntimeConfigReady, ConfigValid, HTTPRouteReady, Ready, ..."""
     resolved_runtime_config: ResolvedReference | None = None
     """The runtime config in use; absent when none resolved."""
+    resolved_template: LegacyResolvedReference | None = None
+    """The AIMServiceTemplate or AIMClusterServiceTemplate a service written in v1alpha1 selects by name
+    (`spec.template.name`), while it is Ready (upstream's v1alpha1 `status.resolvedTemplate`, same shape)."""
     routing: ServiceRoutingStatus | None = None
     """Routing of the service."""
     observed_generation: int | None = None
@@ -790,21 +808,6 @@ class MetaCondition(_Object):
     """Machine-readable reason for the last transition, in CamelCase."""
     message: str = Field(max_length=32768)
     """Human-readable detail of the last transition."""
-
-
-class LegacyResolvedReference(_Object):
-    """An object a legacy kind resolved (upstream's v1alpha1 reference: its scope may also be Merged or Unknown)."""
-
-    kind: str | None = None
-    """Kind of the object."""
-    name: str | None = None
-    """Name of the object."""
-    namespace: str | None = None
-    """Namespace of the object; empty for a cluster-scoped one."""
-    scope: Literal["Namespace", "Cluster", "Merged", "Unknown"] | None = None
-    """Namespace, Cluster, Merged (a namespace config over a cluster one) or Unknown."""
-    uid: str | None = None
-    """UID of the object."""
 
 
 MetaConditionList = Annotated[list[MetaCondition] | None, Field(default=None, json_schema_extra=list_map("type"))]

@@ -13,6 +13,14 @@ One reconcile of an AIMService:
    status `Failed`, `ModelReady=False` / `ModelNotFound` (upstream's reason and message; for a service written in
    v1alpha1 with an inline custom model, which v1alpha2 cannot hold, a message saying so), one Warning event,
    nothing applied and nothing retried.
+   A service written in v1alpha1 that selects a template by name (`spec.template.name`, carried in its annotation):
+   the template (`omectl.core.aim.service_templates.select_template`; the `Template` component, condition
+   `TemplateReady`). Missing: status `Failed`, `TemplateReady=False` / `TemplateNotFound`, `ConfigValid` and
+   `Ready` False / `ReferenceNotFound`, one Warning event, nothing applied (the template's creation queues the
+   service, see `aim_watch`). Not Ready: the service waits (`Pending`, or `Failed` for a failed template, reason
+   `TemplateNotReady`, a Warning event when it is Failed or NotAvailable); the PVC, cache and InferenceService are
+   not applied (an existing InferenceService is left as it is and reported), routing is, as upstream plans it.
+   Ready: `status.resolvedTemplate`, and the template's env on the inference container (`core.aim.env`).
 4. Apply the KServe InferenceService, the model-cache PVC when `spec.storage.size` asks for one, and the HTTPRoute
    when routing is enabled and its path renders. Labels are propagated from the service
    (`omectl.core.aim.labels`): keys we propagated before are read from the live child's annotation, so a label the
@@ -55,6 +63,7 @@ from omectl.core.aim.resolution import (
     resolve,
 )
 from omectl.core.aim.routing import RoutingPlan, plan_routing
+from omectl.core.aim.service_templates import TEMPLATE_READY, TemplateSelection, select_template
 from omectl.core.aim.status import (
     HTTP_ROUTE_READY,
     INFERENCE_SERVICE_READY,
@@ -88,7 +97,7 @@ log = logging.getLogger(__name__)
 
 AIM_SERVICE_API_VERSION: Final = f"{AIM_SERVICES.group}/{AIM_SERVICES.version}"
 OWN_CONDITIONS: Final = frozenset(
-    {RUNTIME_CONFIG_READY, MODEL_READY, INFERENCE_SERVICE_READY, HTTP_ROUTE_READY, CONFIG_VALID, READY}
+    {RUNTIME_CONFIG_READY, MODEL_READY, TEMPLATE_READY, INFERENCE_SERVICE_READY, HTTP_ROUTE_READY, CONFIG_VALID, READY}
 )
 """Condition types the reconciler owns: rewritten every reconcile; others on the status are kept."""
 PVC_NOT_UPDATED: Final = "ModelCachePVCNotUpdated"
@@ -121,7 +130,11 @@ def stamp_conditions(
 
 
 def desired_status(
-    live: Mapping[str, Any], rolled: RollUp, resolution: Resolution, path: str | None
+    live: Mapping[str, Any],
+    rolled: RollUp,
+    resolution: Resolution,
+    path: str | None,
+    resolved_template: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The AIMService's status for this outcome, or None when the live status already says it."""
     status = dict(live.get("status") or {})
@@ -137,6 +150,10 @@ def desired_status(
         desired["resolvedRuntimeConfig"] = dict(resolution.resolved_ref)
     else:
         desired.pop("resolvedRuntimeConfig", None)
+    if resolved_template is not None:
+        desired["resolvedTemplate"] = dict(resolved_template)
+    else:
+        desired.pop("resolvedTemplate", None)
     routing = dict(status.get("routing") or {})
     if path is not None:
         routing["path"] = path
@@ -281,6 +298,21 @@ class AimServiceReconciler:
             return
 
         config = resolution.config
+        selection = select_template(service, cluster.template_lookup)
+        template: Mapping[str, Any] | None = None
+        resolved_template: Mapping[str, Any] | None = None
+        if selection is not None:
+            components.append(selection.component)
+            self._template_event(cluster, service, selection, previous)
+            if selection.config_error is not None:
+                # a missing template: Failed, nothing applied, until it appears (its creation queues the service)
+                rolled = roll_up(components, config_error=selection.config_error, previous_conditions=previous)
+                await self._write_status(cluster, service, rolled, resolution, None)
+                return
+            if not selection.ready:
+                await self._await_template(cluster, service, components, resolution, previous)
+                return
+            template, resolved_template = selection.template, selection.resolved_ref()
         pvc = render_model_cache_pvc(service, config)
         if pvc is not None:
             await self._apply_child(cluster, service, pvc, config, tolerate_invalid=True)
@@ -292,7 +324,8 @@ class AimServiceReconciler:
             if cache is not None:
                 await self._apply_child(cluster, service, cache, config)
                 artifacts = cache_artifacts(cluster, service, profile)
-        rendered_isvc = mount_artifacts(render_inference_service(service, config, profile=profile), artifacts)
+        rendered = render_inference_service(service, config, profile=profile, template=template)
+        rendered_isvc = mount_artifacts(rendered, artifacts)
         isvc = await self._apply_child(cluster, service, rendered_isvc, config)
         components.append(inference_service_component(isvc))
         plan = plan_routing(service, config)
@@ -300,7 +333,43 @@ class AimServiceReconciler:
         if route_component is not None:
             components.append(route_component)
         rolled = roll_up(components, config_error=config_error, previous_conditions=previous)
+        path = plan.path if plan.route is not None else None
+        await self._write_status(cluster, service, rolled, resolution, path, resolved_template)
+
+    # --- the template ------------------------------------------------------------------------------------
+
+    async def _await_template(
+        self,
+        cluster: AimWatch,
+        service: Mapping[str, Any],
+        components: list[Component],
+        resolution: Resolution,
+        previous: list[Any],
+    ) -> None:
+        """A selected template that is not Ready: the InferenceService waits for it (an existing one is left as it
+        is and reported), routing goes on, as upstream plans it."""
+        meta = service["metadata"]
+        live = await self._live(cluster, KSERVE_INFERENCE_SERVICES, meta.get("namespace", ""), meta["name"])
+        if live is not None:
+            components.append(inference_service_component(live))
+        plan = plan_routing(service, resolution.config)
+        route_component = await self._route(cluster, service, plan, resolution.config)
+        if route_component is not None:
+            components.append(route_component)
+        rolled = roll_up(components, previous_conditions=previous)
         await self._write_status(cluster, service, rolled, resolution, plan.path if plan.route is not None else None)
+
+    @staticmethod
+    def _template_event(
+        cluster: AimWatch, service: Mapping[str, Any], selection: TemplateSelection, previous: list[Any]
+    ) -> None:
+        """One Warning event when the template goes missing, failed or not available (or says why anew)."""
+        component = selection.component
+        if component.state not in ("Failed", "NotAvailable"):
+            return
+        before = by_type(previous).get(TEMPLATE_READY, {})
+        if (before.get("reason"), before.get("message")) != (component.reason, component.message):
+            cluster.record_event(service, "Warning", component.reason, component.message)
 
     # --- children ----------------------------------------------------------------------------------------
 
@@ -353,9 +422,15 @@ class AimServiceReconciler:
     # --- status ------------------------------------------------------------------------------------------
 
     async def _write_status(
-        self, cluster: AimWatch, service: Mapping[str, Any], rolled: RollUp, resolution: Resolution, path: str | None
+        self,
+        cluster: AimWatch,
+        service: Mapping[str, Any],
+        rolled: RollUp,
+        resolution: Resolution,
+        path: str | None,
+        resolved_template: Mapping[str, Any] | None = None,
     ) -> None:
-        if desired_status(service, rolled, resolution, path) is None:  # against the cache, before any request
+        if desired_status(service, rolled, resolution, path, resolved_template) is None:  # against the cache first
             return
         meta = service["metadata"]
         await write_status(
@@ -363,7 +438,7 @@ class AimServiceReconciler:
             AIM_SERVICES,
             meta.get("namespace") or None,
             meta["name"],
-            lambda live: desired_status(live, rolled, resolution, path),
+            lambda live: desired_status(live, rolled, resolution, path, resolved_template),
             field_manager=FIELD_MANAGER,
             cached=service,
         )

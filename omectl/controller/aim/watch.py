@@ -19,6 +19,10 @@ and empty, so the OME side of the fleet is unaffected.
   profile's change queues the AIMServices with caching of its model (`SERVICE_MODEL_INDEX`).
 - Upstream's legacy template path (templates, cluster templates, template caches) and what they read:
   `legacy_watch.LegacyWatch` (`AimWatch.legacy`); config changes queue them as they queue services.
+- The templates a service written in v1alpha1 selects by name (`SERVICE_TEMPLATE_INDEX`, over
+  `spec.template.name` carried in its annotation): a template's create, delete, spec or status change queues the
+  services naming it, in its namespace for an AIMServiceTemplate, in every namespace for an
+  AIMClusterServiceTemplate. A service failed for a missing template so runs at once when the template appears.
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ from omectl.controller.aim.legacy_watch import LegacyWatch
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
+from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, TEMPLATE_KINDS
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
 from omectl.core.aim.resolution import CLUSTER_RUNTIME_CONFIG_KIND, RUNTIME_CONFIG_KIND, config_change_reaches
+from omectl.core.aim.versions.service import template_name
 from omectl.kube.cache import ObjectCache
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
@@ -52,6 +58,8 @@ AIM_SERVICE_KEY: Final = "aim.eai.amd.com/AIMService"
 """Work key kind of an AIMService reconcile."""
 SERVICE_MODEL_INDEX: Final = "aim.eai.amd.com/service-model"
 """AIMServices with caching enabled, by `spec.model.name` (the model whose profile they cache)."""
+SERVICE_TEMPLATE_INDEX: Final = "aim.eai.amd.com/service-template"
+"""AIMServices by the template they select by name (v1alpha1's `spec.template.name`, carried in the annotation)."""
 
 
 def service_model_index(obj: dict[str, Any]) -> list[str]:
@@ -59,6 +67,11 @@ def service_model_index(obj: dict[str, Any]) -> list[str]:
     caching = spec.get("caching") or {}
     name = (spec.get("model") or {}).get("name")
     return [name] if caching.get("enabled") is True and isinstance(name, str) and name else []
+
+
+def service_template_index(obj: dict[str, Any]) -> list[str]:
+    name = template_name(obj)
+    return [name] if name is not None else []
 
 
 def owning_service(child: Mapping[str, Any]) -> str | None:
@@ -83,6 +96,7 @@ class AimWatch(DomainView):
         self.services = Informer(client, AIM_SERVICES, handlers=[self._service_handler], optional=True)
         self.services.cache.add_index(CONFIG_NAME_INDEX, config_name_index)
         self.services.cache.add_index(SERVICE_MODEL_INDEX, service_model_index)
+        self.services.cache.add_index(SERVICE_TEMPLATE_INDEX, service_template_index)
         self.runtime_configs = Informer(
             client, AIM_RUNTIME_CONFIGS, handlers=[self._config_handler(RUNTIME_CONFIG_KIND)], optional=True
         )
@@ -97,6 +111,8 @@ class AimWatch(DomainView):
         self.claims = self._child_informer(PERSISTENT_VOLUME_CLAIMS)
         self.consumers = ConsumerWatch(self)  # the v1alpha2 consumers and their children
         self.legacy = LegacyWatch(self)  # upstream's legacy template path
+        for kind in TEMPLATE_KINDS:
+            self.legacy.kinds[kind].add_handler(self._template_handler(kind))
 
     def _child_informer(self, resource: ResourceRef) -> Informer:
         # the children's spec is what the service rendered: their readers (`_child_handler`, the status roll-up,
@@ -130,6 +146,10 @@ class AimWatch(DomainView):
             "PersistentVolumeClaim": self.claims.cache,
             "AIMProfileCache": self.consumers.kinds["AIMProfileCache"].cache,
         }.get(kind)
+
+    def template_lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """`service_templates.TemplateLookup` over the legacy template caches."""
+        return self.legacy.kinds[kind].cache.get(namespace, name)
 
     def config_lookup(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """`resolution.ConfigLookup` over the caches: namespace `""` means the AIMClusterRuntimeConfig."""
@@ -198,6 +218,24 @@ class AimWatch(DomainView):
                         consumer_meta = metadata(consumer)
                         namespace_of = str(consumer_meta.get("namespace") or "")
                         consumers.enqueue(kind, namespace_of, str(consumer_meta["name"]), trigger, Lane.FANOUT)
+
+        return on_event
+
+    def _template_handler(self, kind: str) -> Any:
+        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
+            if initial:
+                return  # every service of the initial list is queued anyway
+            same = old is not None and all(obj.get(part) == old.get(part) for part in ("spec", "status"))
+            if event_type == "MODIFIED" and same:
+                return  # a metadata edit changes no selection
+            meta = metadata(obj)
+            namespace = str(meta.get("namespace") or "")
+            trigger = self._trigger(kind, obj)
+            for service in self.services.cache.by_index(SERVICE_TEMPLATE_INDEX, str(meta["name"])):
+                service_meta = metadata(service)
+                service_ns = str(service_meta.get("namespace") or "")
+                if kind == CLUSTER_SERVICE_TEMPLATE or service_ns == namespace:
+                    self._enqueue(service_ns, str(service_meta["name"]), trigger, Lane.FANOUT)
 
         return on_event
 

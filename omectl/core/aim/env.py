@@ -9,10 +9,13 @@ replaces the entry of the same name whole, in place, and new names are appended 
    container `AIM_CACHE_PATH=/workspace/cache`, `VLLM_ENABLE_METRICS=true` (upstream `buildMergedEnvVars`).
 2. The resolved runtime config's `env`: cluster < namespace (< the AIMService's inline `spec.runtimeConfig.env`),
    already merged by `omectl.core.aim.layers`.
-3. The profile (AIMProfile / AIMClusterProfile), when the workload is built from one: `spec.containerEnv`, then
+3. For the inference container of a service written in v1alpha1 that selects a template by name
+   (`omectl.core.aim.service_templates`): the template's `AIM_PROFILE_ID`, `AIM_METRIC`, `AIM_PRECISION`, its
+   `spec.env`, then `AIM_MODEL_ID` (`template_env`), as upstream's service merges them.
+4. The profile (AIMProfile / AIMClusterProfile), when the workload is built from one: `spec.containerEnv`, then
    `spec.engineEnv` over it (engine arguments as env), for the inference container and for a download Job alike
    (the spec's "AIMProfile.spec.containerEnv / engineEnv" layer of the merge precedence).
-4. The workload's owner: `AIMArtifact.spec.env` for a download Job, `AIMService.spec.env` for the inference
+5. The workload's owner: `AIMArtifact.spec.env` for a download Job, `AIMService.spec.env` for the inference
    container.
 
 Entries are copied; the result shares nothing with the inputs. An entry without a name is dropped.
@@ -111,15 +114,42 @@ def download_job_env(
     )
 
 
+def template_env(template: Mapping[str, Any] | None) -> tuple[EnvList, EnvList, EnvList]:
+    """What a service's selected AIMServiceTemplate / AIMClusterServiceTemplate gives its inference container, in
+    upstream's three steps (`buildMergedEnvVars`): `AIM_PROFILE_ID` (`spec.profileId`), `AIM_METRIC` (`spec.metric`)
+    and `AIM_PRECISION` (`spec.precision`); then the template's `spec.env`; then `AIM_MODEL_ID`, the first of its
+    `spec.modelSources` (a custom model's). Empty without a template."""
+    spec = _spec(template)
+    named = [
+        env_var(name, value)
+        for name, value in (
+            ("AIM_PROFILE_ID", spec.get("profileId")),
+            ("AIM_METRIC", spec.get("metric")),
+            ("AIM_PRECISION", spec.get("precision")),
+        )
+        if isinstance(value, str) and value
+    ]
+    sources = spec.get("modelSources")
+    first = as_mapping(sources[0]) if isinstance(sources, list) and sources else {}
+    model_id = first.get("modelId")
+    model = [env_var("AIM_MODEL_ID", model_id)] if isinstance(model_id, str) and model_id else []
+    own = _env(spec.get("env"))
+    return named, [dict(item) for item in own or () if isinstance(item, Mapping)], model
+
+
 def inference_env(
-    service: Mapping[str, Any], config: Mapping[str, Any], profile: Mapping[str, Any] | None = None
+    service: Mapping[str, Any],
+    config: Mapping[str, Any],
+    profile: Mapping[str, Any] | None = None,
+    template: Mapping[str, Any] | None = None,
 ) -> EnvList:
-    """Env of an AIMService's inference container: defaults < config env < profile `containerEnv` < profile
-    `engineEnv` < service `spec.env`; `AIM_ENGINE_ARGS` deep-merged across them."""
+    """Env of an AIMService's inference container: defaults < config env < the selected template's (`template_env`)
+    < profile `containerEnv` < profile `engineEnv` < service `spec.env`; `AIM_ENGINE_ARGS` deep-merged across them."""
     profile_spec = _spec(profile)
     return merge_env(
         inference_defaults(),
         _env(config.get("env")),
+        *template_env(template),
         _env(profile_spec.get("containerEnv")),
         _env(profile_spec.get("engineEnv")),
         _env(_spec(service).get("env")),

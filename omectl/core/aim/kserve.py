@@ -147,9 +147,11 @@ def render_inference_service(
     *,
     profile: Mapping[str, Any] | None = None,
     resolved_image: str | None = None,
+    template: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The KServe InferenceService serving `service` (module docstring). `config` is the resolved runtime config,
-    `profile` the AIMProfile it is built from (its env layers), when there is one."""
+    `profile` the AIMProfile it is built from (its env layers), when there is one; `template` the Ready template a
+    service written in v1alpha1 selects by name (its env layers only)."""
     spec = _spec(service)
     minimum, maximum = replica_bounds(service)
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
@@ -162,7 +164,7 @@ def render_inference_service(
     container = {
         "name": CONTAINER_NAME,
         "image": model_image(service, resolved_image),
-        "env": inference_env(service, config, profile),
+        "env": inference_env(service, config, profile, template),
         "ports": [{"name": "http", "containerPort": CONTAINER_PORT, "protocol": "TCP"}],
         "resources": container_resources(service),
         "volumeMounts": mounts,

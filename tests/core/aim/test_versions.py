@@ -324,6 +324,9 @@ SERVICE_DOCUMENTS = {
     "tests/e2e/aimservice/common/basic-lifecycle/service.yaml": {
         "spec": {"template": {"name": "test-service-template"}}
     },
+    "tests/e2e/aimservice/common/template-not-found/service.yaml": {
+        "spec": {"template": {"name": "nonexistent-template"}}
+    },
     "tests/e2e/aimservice/common/model-by-image/service.yaml": None,
     "tests/e2e/aimservice/common/autoscaling/service.yaml": {
         "spec": {"minReplicas": 1, "maxReplicas": 3, "autoScaling": ...}

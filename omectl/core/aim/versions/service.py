@@ -6,8 +6,8 @@ caching modes, deprecated `cacheModel`, overrides, autoscaling (`minReplicas`, `
 secrets and service account have no v1alpha2 counterpart, nor have v1alpha2's inline `runtimeConfig`, its cache
 `storage.size` / `storage.storageClassName` and its `caching.enabled` (on or off, where v1alpha1 has a mode: the
 shapes differ) a v1alpha1 one: each travels in the other's annotation. Status: the state, conditions, observed
-generation, resolved runtime config and routing path are shared; upstream's resolved model and template, its
-template cache and replica counts are v1alpha1's alone.
+generation, resolved runtime config, resolved template (the same shape in both) and routing path are shared;
+upstream's resolved model, its template cache and replica counts are v1alpha1's alone.
 """
 
 from __future__ import annotations
@@ -70,15 +70,32 @@ SERVICE: Final = KindConversion(
         Container.both(("status", "resolvedRuntimeConfig")),
         *(Field.both(("status", "resolvedRuntimeConfig", name)) for name in ("kind", "name", "namespace", "uid")),
         Field.values(("status", "resolvedRuntimeConfig", "scope"), ("status", "resolvedRuntimeConfig", "scope"), SCOPE),
+        Container.both(("status", "resolvedTemplate")),
+        *(Field.both(("status", "resolvedTemplate", name)) for name in ("kind", "name", "namespace", "scope", "uid")),
         Container.both(("status", "routing")),
         Field.both(("status", "routing", "path")),
     ),
 )
 
 
+def v1alpha1_spec(service: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The v1alpha1-only spec fields a v1alpha2 service carries in its annotation `aim.eai.amd.com/v1alpha1-fields`
+    (`template`, `caching`, `overrides`, `model.custom`, ...): the one reader of that annotation for the reconcilers;
+    empty when it carries none or the annotation is not such JSON."""
+    spec = carried_fields(service, V1ALPHA1).get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
 def custom_model(service: Mapping[str, Any]) -> bool:
     """Whether a v1alpha2 service was written in v1alpha1 with an inline custom model (`spec.model.custom`, kept in
     its annotation): it then names no model in v1alpha2."""
-    spec = carried_fields(service, V1ALPHA1).get("spec")
-    model = spec.get("model") if isinstance(spec, Mapping) else None
+    model = v1alpha1_spec(service).get("model")
     return isinstance(model, Mapping) and model.get("custom") is not None
+
+
+def template_name(service: Mapping[str, Any]) -> str | None:
+    """The template a v1alpha2 service written in v1alpha1 selects by name (`spec.template.name`, trimmed as upstream
+    trims it), or None when it names none."""
+    template = v1alpha1_spec(service).get("template")
+    name = template.get("name") if isinstance(template, Mapping) else None
+    return name.strip() or None if isinstance(name, str) else None

@@ -1,0 +1,137 @@
+"""An AIMService's template, selected by name: the first slice of upstream's template path for a service written in
+v1alpha1 (docs/aim-versions.md, "What a v1alpha1 service gets reconciled"), as upstream's aimservice controller
+selects it.
+
+- **Which** (`select_template`): `spec.template.name` of v1alpha1 (`versions.service.template_name`, read from the
+  annotation `aim.eai.amd.com/v1alpha1-fields`). The AIMServiceTemplate of that name in the service's namespace,
+  else the AIMClusterServiceTemplate of that name. The template recorded in `status.resolvedTemplate` is used again
+  while it still exists and is Ready (so a cluster template in use stays in use when a namespaced one of the same
+  name appears, as upstream keeps its resolved reference); otherwise the lookup runs again. A service that names no
+  template has no selection (`None`): nothing changes for it. `spec.overrides` (upstream's derived template) and
+  `spec.template.allowUnoptimized` are not read: the named template itself is selected.
+- **Its component** `Template` (condition `TemplateReady`), upstream's reasons and messages:
+  - missing: Failed / `TemplateNotFound` `template "<name>" not found`, and a configuration error (`ConfigValid` and
+    `Ready` False / `ReferenceNotFound`): the service is `Failed` and nothing is applied until the template appears;
+  - Ready: Ready / `Resolved` `<Kind> <name> is ready`;
+  - NotAvailable: NotAvailable / `TemplateNotReady` `<Kind> <name> is not available (no matching GPUs)`;
+  - Failed or Degraded: Failed / `TemplateNotReady` `<Kind> <name> is in failed state`;
+  - Pending, Progressing, none or another: Pending / `TemplateNotReady` (`<Kind> <name> is not ready yet`, or
+    `<Kind> <name> status: <status>`): upstream's service is `Pending` while an upstream dependency is not ready.
+- **`status.resolvedTemplate`** (`resolved_ref`): `{kind, name, namespace (a namespaced template's), scope
+  (Namespace or Cluster), uid}` while the selected template is Ready; absent otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SCOPE_CLUSTER, SCOPE_NAMESPACE, SERVICE_TEMPLATE
+from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.aim.resolution import REFERENCE_NOT_FOUND
+from omectl.core.aim.status import Component, ComponentState, ConfigError
+from omectl.core.aim.versions.service import template_name
+from omectl.core.jsonish import as_mapping
+
+TEMPLATE: Final = "Template"
+TEMPLATE_READY: Final = "TemplateReady"
+TEMPLATE_NOT_FOUND: Final = "TemplateNotFound"
+TEMPLATE_NOT_READY: Final = "TemplateNotReady"
+RESOLVED: Final = "Resolved"
+
+TemplateLookup = Callable[[str, str, str], Mapping[str, Any] | None]
+"""`(kind, namespace, name)` → the live template (namespace `""` for an AIMClusterServiceTemplate), or None."""
+
+
+@dataclass(frozen=True)
+class TemplateSelection:
+    """The template a service names and how it stands."""
+
+    name: str
+    """The name the service asks for."""
+    kind: str | None
+    """AIMServiceTemplate or AIMClusterServiceTemplate; None when neither exists."""
+    template: Mapping[str, Any] | None
+    component: Component
+
+    @property
+    def ready(self) -> bool:
+        return self.component.state == "Ready"
+
+    @property
+    def config_error(self) -> ConfigError | None:
+        """A missing template is a missing reference: the service fails until it appears."""
+        if self.template is not None:
+            return None
+        return ConfigError(REFERENCE_NOT_FOUND, self.component.message)
+
+    def resolved_ref(self) -> dict[str, str] | None:
+        """`status.resolvedTemplate` while the template is Ready, else None."""
+        if self.template is None or self.kind is None or not self.ready:
+            return None
+        meta = as_mapping(self.template.get("metadata"))
+        ref = {"kind": self.kind, "name": name_of(self.template)}
+        if self.kind == SERVICE_TEMPLATE:
+            ref["namespace"] = namespace_of(self.template)
+        ref["scope"] = SCOPE_NAMESPACE if self.kind == SERVICE_TEMPLATE else SCOPE_CLUSTER
+        uid = meta.get("uid")
+        if isinstance(uid, str) and uid:
+            ref["uid"] = uid
+        return ref
+
+
+def select_template(service: Mapping[str, Any], lookup: TemplateLookup) -> TemplateSelection | None:
+    """The template `service` names, looked up as the module docstring says; None when it names none."""
+    name = template_name(service)
+    if name is None:
+        return None
+    namespace = namespace_of(service)
+    found = _kept(service, name, lookup)
+    if found is None:
+        for kind, where in ((SERVICE_TEMPLATE, namespace), (CLUSTER_SERVICE_TEMPLATE, "")):
+            template = lookup(kind, where, name)
+            if template is not None:
+                found = (kind, template)
+                break
+    if found is None:
+        missing = Component(TEMPLATE, "Failed", TEMPLATE_NOT_FOUND, f'template "{name}" not found')
+        return TemplateSelection(name, None, None, missing)
+    kind, template = found
+    return TemplateSelection(name, kind, template, template_component(kind, template))
+
+
+def template_component(kind: str, template: Mapping[str, Any]) -> Component:
+    """The `Template` component of a template that exists, from its `status.status`."""
+    label = f"{kind} {name_of(template)}"
+    status = as_mapping(template.get("status")).get("status")
+    state: ComponentState
+    if status == "Ready":
+        return Component(TEMPLATE, "Ready", RESOLVED, f"{label} is ready")
+    if status == "NotAvailable":
+        state, message = "NotAvailable", f"{label} is not available (no matching GPUs)"
+    elif status in ("Failed", "Degraded"):
+        state, message = "Failed", f"{label} is in failed state"
+    elif status in ("Pending", "Progressing"):
+        state, message = "Pending", f"{label} is not ready yet"
+    else:
+        state, message = "Pending", f"{label} status: {status if isinstance(status, str) else ''}"
+    return Component(TEMPLATE, state, TEMPLATE_NOT_READY, message)
+
+
+def _kept(service: Mapping[str, Any], name: str, lookup: TemplateLookup) -> tuple[str, Mapping[str, Any]] | None:
+    """The template `status.resolvedTemplate` records, when it is the one named and still exists and is Ready."""
+    ref = as_mapping(as_mapping(service.get("status")).get("resolvedTemplate"))
+    if ref.get("name") != name:
+        return None
+    scope = ref.get("scope")
+    if scope == SCOPE_NAMESPACE:
+        kind, where = SERVICE_TEMPLATE, namespace_of(service)
+    elif scope == SCOPE_CLUSTER:
+        kind, where = CLUSTER_SERVICE_TEMPLATE, ""
+    else:
+        return None
+    template = lookup(kind, where, name)
+    if template is None or as_mapping(template.get("status")).get("status") != "Ready":
+        return None
+    return kind, template
