@@ -13,6 +13,8 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   `defaultServiceTemplate` (`status.resolvedModel`, `status.resolvedTemplate`, `ModelReady` and `TemplateReady`
   True), goes through Starting (seen on a watch of the service at v1alpha1) and runs; here also upstream's MODEL and
   TEMPLATE columns.
+- The re-queues: a service naming no template follows its model appearing (its default template missing:
+  TemplateNotFound) and then that template appearing (it recovers and runs with the template's env).
 - A cluster template whose GPU no node has keeps the service waiting (Pending, `TemplateNotReady`) until it is Ready.
 """
 
@@ -329,3 +331,68 @@ def test_a_service_waits_for_its_named_cluster_template_until_it_is_ready(env: E
         until(lambda: env.get(KSERVE, "waits", ns), "the InferenceService")
     finally:
         env.k("label", "node", node, "amd.com/gpu.device-id=74a1", "--overwrite")
+
+
+def test_a_models_default_template_is_followed_as_the_model_and_the_template_appear(env: Env) -> None:
+    """The re-queues: a service naming no template is reconciled again when its model appears (its default template
+    then missing: Failed, TemplateNotFound) and again when that template appears (it recovers)."""
+    ns = "tpl-auto-late"
+    env.apply(namespace(ns))
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMService",
+            "metadata": {"name": "late", "namespace": ns},
+            "spec": {"model": {"name": "late-model"}},
+        }
+    )
+    status = until(lambda: (s := env.service("late", ns).get("status") or {}).get("conditions") and s, "a status")
+    assert "ModelReady" not in conditions(status) and "TemplateReady" not in conditions(status), "no model found"
+    assert "resolvedModel" not in status
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMModel",
+            "metadata": {"name": "late-model", "namespace": ns},
+            "spec": {
+                "image": "ghcr.io/amd/aim-dummy:0.1",
+                "defaultServiceTemplate": "late-template",
+                "discovery": {"extractMetadata": False, "createServiceTemplates": False},
+            },
+        }
+    )
+    status = until(
+        lambda: (s := env.service("late", ns).get("status") or {}).get("status") == "Failed" and s, "TemplateNotFound"
+    )
+    found = conditions(status)
+    assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved")
+    assert (found["TemplateReady"]["reason"], found["TemplateReady"]["message"]) == (
+        "TemplateNotFound",
+        'template "late-template" not found',
+    )
+    assert status["resolvedModel"]["name"] == "late-model"
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMServiceTemplate",
+            "metadata": {"name": "late-template", "namespace": ns},
+            "spec": {
+                "modelName": "late-model",
+                "metric": "throughput",
+                "hardware": {"gpu": {"requests": 1, "model": "MI300X"}},
+                "modelSources": [{"modelId": "org/model", "sourceUri": "hf://org/model"}],
+            },
+        }
+    )
+    status = until(lambda: (s := env.service("late", ns)["status"]).get("status") == "Running" and s, "Running")
+    assert status["resolvedTemplate"] == {
+        "kind": "AIMServiceTemplate",
+        "name": "late-template",
+        "namespace": ns,
+        "scope": "Namespace",
+        "uid": env.get("aimservicetemplates", "late-template", ns)["metadata"]["uid"],  # type: ignore[index]
+    }
+    isvc = env.get(KSERVE, "late", ns)
+    assert isvc is not None
+    variables = {e["name"]: e.get("value") for e in isvc["spec"]["predictor"]["containers"][0]["env"]}
+    assert variables["AIM_METRIC"] == "throughput", "the default template's env"
