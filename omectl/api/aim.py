@@ -351,7 +351,11 @@ class AIMServiceStatus(_Object):
     """The runtime config in use; absent when none resolved."""
     resolved_template: LegacyResolvedReference | None = None
     """The AIMServiceTemplate or AIMClusterServiceTemplate a service written in v1alpha1 selects by name
-    (`spec.template.name`), while it is Ready (upstream's v1alpha1 `status.resolvedTemplate`, same shape)."""
+    (`spec.template.name`) or through its model's `defaultServiceTemplate`, while it is Ready (upstream's v1alpha1
+    `status.resolvedTemplate`, same shape)."""
+    resolved_model: LegacyResolvedReference | None = None
+    """The AIMModel or AIMClusterModel the service resolved (by `spec.model.name` or `spec.model.image`), while it is
+    Ready (upstream's v1alpha1 `status.resolvedModel`, same shape)."""
     routing: ServiceRoutingStatus | None = None
     """Routing of the service."""
     observed_generation: int | None = None

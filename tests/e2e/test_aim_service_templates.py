@@ -8,14 +8,21 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   also one Warning event, nothing applied, and the recovery once the template appears.
 - aimservice/common/basic-lifecycle: the named template discovered and Ready, the service resolves it
   (`status.resolvedTemplate`, `TemplateReady=True`), its InferenceService carries the template's metric and precision
-  as env, and it runs. Upstream's `resolvedModel` / `ModelReady` assertions are not ported: omectl's service does not
-  resolve its model that way (docs/aim-versions.md).
+  as env, and it runs.
+- aimservice/common/auto-template-selection: a service naming no template selects its model's
+  `defaultServiceTemplate` (`status.resolvedModel`, `status.resolvedTemplate`, `ModelReady` and `TemplateReady`
+  True), goes through Starting (seen on a watch of the service at v1alpha1) and runs; here also upstream's MODEL and
+  TEMPLATE columns.
+- The re-queues: a service naming no template follows its model appearing (its default template missing:
+  TemplateNotFound) and then that template appearing (it recovers and runs with the template's env).
 - A cluster template whose GPU no node has keeps the service waiting (Pending, `TemplateNotReady`) until it is Ready.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -154,10 +161,10 @@ def test_upstreams_template_not_found_scenario_fails_the_service_and_it_recovers
     }
     assert env.status("aimservices", name, ns)["resolvedTemplate"] == status["resolvedTemplate"], "same in v1alpha2"
     assert len(env.events(ns, name, "TemplateNotFound")) == 1, "one Warning event"
-    # upstream's TEMPLATE column (v1alpha1) reads status.resolvedTemplate
+    # upstream's MODEL and TEMPLATE columns (v1alpha1) read status.resolvedModel and status.resolvedTemplate
     table = env.k("get", SERVICES_V1, name, "-n", ns).splitlines()
     assert table[0].split()[:4] == ["NAME", "STATUS", "MODEL", "TEMPLATE"]
-    assert table[1].split()[:3] == [name, "Running", "nonexistent-template"]
+    assert table[1].split()[:4] == [name, "Running", "test-missing-tpl-model", "nonexistent-template"]
 
 
 def test_upstreams_basic_lifecycle_service_resolves_its_named_template_and_serves_with_its_env(env: Env) -> None:
@@ -189,6 +196,85 @@ def test_upstreams_basic_lifecycle_service_resolves_its_named_template_and_serve
     assert (variables["AIM_METRIC"], variables["AIM_PRECISION"]) == ("latency", "fp16")
     # chainsaw: Verify service reaches Running status
     until(lambda: env.service(name, ns)["status"].get("status") == "Running", "Running")
+
+
+def test_upstreams_auto_template_selection_service_selects_its_models_default_template_and_runs(env: Env) -> None:
+    """Ported: aimservice/common/auto-template-selection (its template discovered by the simulated aim-dummy)."""
+    ns = "tpl-auto-select"
+    env.apply(namespace(ns))
+    # chainsaw: Create model with defaultServiceTemplate
+    model = env.apply_file("auto-template-selection/model.yaml", ns)
+    model_name = model["metadata"]["name"]
+    env.k("annotate", "aimmodel", model_name, "-n", ns, f"sim.omectl.io/discovery-result={json.dumps(DRY_RUN)}")
+    # chainsaw: Create service template; Wait for template discovery to complete
+    env.apply_file("auto-template-selection/template.yaml", ns)
+    until(lambda: env.status("aimservicetemplates", "test-auto-select-template", ns).get("status") == "Ready", "Ready")
+    # a watch of the namespace's services at v1alpha1 sees every state the service is written in: it is listening
+    # once it lists a marker (another service)
+    marker = {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": "watch-marker", "namespace": ns}}
+    env.apply({**marker, "spec": {"model": {"name": "watch-marker-model"}}})
+    output = 'jsonpath={.metadata.name} {.status.status}{"\\n"}'
+    argv = env.kubectl.argv(f"--context={CLUSTER}", "get", SERVICES_V1, "-n", ns, "--watch", "-o", output)
+    watch = subprocess.Popen(
+        [arg for arg in argv if not arg.startswith("--request-timeout")],  # a watch runs until it is ended
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env.kubectl.env(),
+    )
+    try:
+        assert watch.stdout is not None
+        ready, _, _ = select.select([watch.stdout], [], [], 30)
+        assert ready and watch.stdout.readline().startswith("watch-marker"), "the watch lists the marker"
+        # chainsaw: Create service without explicit template
+        service = env.apply_file("auto-template-selection/service.yaml", ns)
+        name = service["metadata"]["name"]
+        assert "template" not in service["spec"]
+        # chainsaw: Verify service auto-selects the template
+        status = until(
+            lambda: (
+                (s := env.service(name, ns).get("status") or {}).get("resolvedModel")
+                and s.get("resolvedTemplate")
+                and s
+            ),
+            "the model and the template resolved",
+        )
+        assert status["resolvedModel"]["name"] == "test-auto-select-model"
+        assert status["resolvedTemplate"]["name"] == "test-auto-select-template"
+        found = conditions(status)
+        assert found["ModelReady"]["status"] == "True"
+        assert found["TemplateReady"]["status"] == "True"
+        # chainsaw: Verify service reaches Running status
+        until(lambda: env.service(name, ns)["status"].get("status") == "Running", "Running")
+    finally:
+        watch.terminate()
+        seen, _ = watch.communicate(timeout=20)
+    # chainsaw: Verify service starts (Starting, before Running)
+    states = [line.split()[1] for line in seen.splitlines() if line.startswith(f"{name} ") and len(line.split()) > 1]
+    assert "Starting" in states and states.index("Starting") < states.index("Running"), states
+
+    status = env.service(name, ns)["status"]
+    found = conditions(status)
+    model_uid = env.get("aimmodels", model_name, ns)["metadata"]["uid"]  # type: ignore[index]
+    assert status["resolvedModel"] == {
+        "kind": "AIMModel",
+        "name": model_name,
+        "namespace": ns,
+        "scope": "Namespace",
+        "uid": model_uid,
+    }
+    assert (found["ModelReady"]["reason"], found["ModelReady"]["message"]) == (
+        "ModelResolved",
+        f"AIMModel {model_name} is ready",
+    )
+    assert found["TemplateReady"]["message"] == "AIMServiceTemplate test-auto-select-template is ready"
+    v2 = env.status("aimservices", name, ns)
+    assert (v2["resolvedModel"], v2["resolvedTemplate"]) == (status["resolvedModel"], status["resolvedTemplate"])
+    assert env.get(KSERVE, name, ns) is not None
+    # upstream's MODEL and TEMPLATE columns (v1alpha1) read status.resolvedModel and status.resolvedTemplate
+    table = env.k("get", SERVICES_V1, name, "-n", ns).splitlines()
+    assert table[0].split()[:4] == ["NAME", "STATUS", "MODEL", "TEMPLATE"]
+    assert table[1].split()[:4] == [name, "Running", model_name, "test-auto-select-template"]
 
 
 def test_a_service_waits_for_its_named_cluster_template_until_it_is_ready(env: Env) -> None:
@@ -245,3 +331,68 @@ def test_a_service_waits_for_its_named_cluster_template_until_it_is_ready(env: E
         until(lambda: env.get(KSERVE, "waits", ns), "the InferenceService")
     finally:
         env.k("label", "node", node, "amd.com/gpu.device-id=74a1", "--overwrite")
+
+
+def test_a_models_default_template_is_followed_as_the_model_and_the_template_appear(env: Env) -> None:
+    """The re-queues: a service naming no template is reconciled again when its model appears (its default template
+    then missing: Failed, TemplateNotFound) and again when that template appears (it recovers)."""
+    ns = "tpl-auto-late"
+    env.apply(namespace(ns))
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMService",
+            "metadata": {"name": "late", "namespace": ns},
+            "spec": {"model": {"name": "late-model"}},
+        }
+    )
+    status = until(lambda: (s := env.service("late", ns).get("status") or {}).get("conditions") and s, "a status")
+    assert "ModelReady" not in conditions(status) and "TemplateReady" not in conditions(status), "no model found"
+    assert "resolvedModel" not in status
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMModel",
+            "metadata": {"name": "late-model", "namespace": ns},
+            "spec": {
+                "image": "ghcr.io/amd/aim-dummy:0.1",
+                "defaultServiceTemplate": "late-template",
+                "discovery": {"extractMetadata": False, "createServiceTemplates": False},
+            },
+        }
+    )
+    status = until(
+        lambda: (s := env.service("late", ns).get("status") or {}).get("status") == "Failed" and s, "TemplateNotFound"
+    )
+    found = conditions(status)
+    assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved")
+    assert (found["TemplateReady"]["reason"], found["TemplateReady"]["message"]) == (
+        "TemplateNotFound",
+        'template "late-template" not found',
+    )
+    assert status["resolvedModel"]["name"] == "late-model"
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMServiceTemplate",
+            "metadata": {"name": "late-template", "namespace": ns},
+            "spec": {
+                "modelName": "late-model",
+                "metric": "throughput",
+                "hardware": {"gpu": {"requests": 1, "model": "MI300X"}},
+                "modelSources": [{"modelId": "org/model", "sourceUri": "hf://org/model"}],
+            },
+        }
+    )
+    status = until(lambda: (s := env.service("late", ns)["status"]).get("status") == "Running" and s, "Running")
+    assert status["resolvedTemplate"] == {
+        "kind": "AIMServiceTemplate",
+        "name": "late-template",
+        "namespace": ns,
+        "scope": "Namespace",
+        "uid": env.get("aimservicetemplates", "late-template", ns)["metadata"]["uid"],  # type: ignore[index]
+    }
+    isvc = env.get(KSERVE, "late", ns)
+    assert isvc is not None
+    variables = {e["name"]: e.get("value") for e in isvc["spec"]["predictor"]["containers"][0]["env"]}
+    assert variables["AIM_METRIC"] == "throughput", "the default template's env"

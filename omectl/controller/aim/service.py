@@ -20,7 +20,11 @@ One reconcile of an AIMService:
    service, see `aim_watch`). Not Ready: the service waits (`Pending`, or `Failed` for a failed template, reason
    `TemplateNotReady`, a Warning event when it is Failed or NotAvailable); the PVC, cache and InferenceService are
    not applied (an existing InferenceService is left as it is and reported), routing is, as upstream plans it.
-   Ready: `status.resolvedTemplate`, and the template's env on the inference container (`core.aim.env`).
+   Ready: `status.resolvedTemplate`, and the template's env on the inference container (`core.aim.env`). A
+   service that names no template selects its model's `defaultServiceTemplate` (a model written in v1alpha1) alike.
+   The model (`omectl.core.aim.service_models.resolve_model`: by name in the namespace then the cluster, or by
+   image), when found: the `Model` component (condition `ModelReady`, reported only: nothing waits for it) and,
+   while it is Ready, `status.resolvedModel`.
 4. Apply the KServe InferenceService, the model-cache PVC when `spec.storage.size` asks for one, and the HTTPRoute
    when routing is enabled and its path renders. Labels are propagated from the service
    (`omectl.core.aim.labels`): keys we propagated before are read from the live child's annotation, so a label the
@@ -63,6 +67,7 @@ from omectl.core.aim.resolution import (
     resolve,
 )
 from omectl.core.aim.routing import RoutingPlan, plan_routing
+from omectl.core.aim.service_models import resolve_model
 from omectl.core.aim.service_templates import TEMPLATE_READY, TemplateSelection, select_template
 from omectl.core.aim.status import (
     HTTP_ROUTE_READY,
@@ -135,6 +140,7 @@ def desired_status(
     resolution: Resolution,
     path: str | None,
     resolved_template: Mapping[str, Any] | None = None,
+    resolved_model: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The AIMService's status for this outcome, or None when the live status already says it."""
     status = dict(live.get("status") or {})
@@ -150,10 +156,11 @@ def desired_status(
         desired["resolvedRuntimeConfig"] = dict(resolution.resolved_ref)
     else:
         desired.pop("resolvedRuntimeConfig", None)
-    if resolved_template is not None:
-        desired["resolvedTemplate"] = dict(resolved_template)
-    else:
-        desired.pop("resolvedTemplate", None)
+    for key, ref in (("resolvedTemplate", resolved_template), ("resolvedModel", resolved_model)):
+        if ref is not None:
+            desired[key] = dict(ref)
+        else:
+            desired.pop(key, None)
     routing = dict(status.get("routing") or {})
     if path is not None:
         routing["path"] = path
@@ -298,7 +305,14 @@ class AimServiceReconciler:
             return
 
         config = resolution.config
-        selection = select_template(service, cluster.template_lookup)
+        # the model (reported, waited for by nothing) and the template it names when the service names none
+        found = resolve_model(service, cluster.model_lookup, cluster.models_by_image)
+        resolved_model = found.resolved_ref() if found is not None else None
+        if found is not None:
+            components.append(found.component)
+        selection = select_template(
+            service, cluster.template_lookup, found.default_template if found is not None else None
+        )
         template: Mapping[str, Any] | None = None
         resolved_template: Mapping[str, Any] | None = None
         if selection is not None:
@@ -307,10 +321,10 @@ class AimServiceReconciler:
             if selection.config_error is not None:
                 # a missing template: Failed, nothing applied, until it appears (its creation queues the service)
                 rolled = roll_up(components, config_error=selection.config_error, previous_conditions=previous)
-                await self._write_status(cluster, service, rolled, resolution, None)
+                await self._write_status(cluster, service, rolled, resolution, None, None, resolved_model)
                 return
             if not selection.ready:
-                await self._await_template(cluster, service, components, resolution, previous)
+                await self._await_template(cluster, service, components, resolution, previous, resolved_model)
                 return
             template, resolved_template = selection.template, selection.resolved_ref()
         pvc = render_model_cache_pvc(service, config)
@@ -334,7 +348,7 @@ class AimServiceReconciler:
             components.append(route_component)
         rolled = roll_up(components, config_error=config_error, previous_conditions=previous)
         path = plan.path if plan.route is not None else None
-        await self._write_status(cluster, service, rolled, resolution, path, resolved_template)
+        await self._write_status(cluster, service, rolled, resolution, path, resolved_template, resolved_model)
 
     # --- the template ------------------------------------------------------------------------------------
 
@@ -345,6 +359,7 @@ class AimServiceReconciler:
         components: list[Component],
         resolution: Resolution,
         previous: list[Any],
+        resolved_model: Mapping[str, Any] | None,
     ) -> None:
         """A selected template that is not Ready: the InferenceService waits for it (an existing one is left as it
         is and reported), routing goes on, as upstream plans it."""
@@ -357,7 +372,8 @@ class AimServiceReconciler:
         if route_component is not None:
             components.append(route_component)
         rolled = roll_up(components, previous_conditions=previous)
-        await self._write_status(cluster, service, rolled, resolution, plan.path if plan.route is not None else None)
+        path = plan.path if plan.route is not None else None
+        await self._write_status(cluster, service, rolled, resolution, path, None, resolved_model)
 
     @staticmethod
     def _template_event(
@@ -429,8 +445,10 @@ class AimServiceReconciler:
         resolution: Resolution,
         path: str | None,
         resolved_template: Mapping[str, Any] | None = None,
+        resolved_model: Mapping[str, Any] | None = None,
     ) -> None:
-        if desired_status(service, rolled, resolution, path, resolved_template) is None:  # against the cache first
+        refs = (resolved_template, resolved_model)
+        if desired_status(service, rolled, resolution, path, *refs) is None:  # against the cache first
             return
         meta = service["metadata"]
         await write_status(
@@ -438,7 +456,7 @@ class AimServiceReconciler:
             AIM_SERVICES,
             meta.get("namespace") or None,
             meta["name"],
-            lambda live: desired_status(live, rolled, resolution, path, resolved_template),
+            lambda live: desired_status(live, rolled, resolution, path, *refs),
             field_manager=FIELD_MANAGER,
             cached=service,
         )

@@ -23,6 +23,11 @@ and empty, so the OME side of the fleet is unaffected.
   `spec.template.name` carried in its annotation): a template's create, delete, spec or status change queues the
   services naming it, in its namespace for an AIMServiceTemplate, in every namespace for an
   AIMClusterServiceTemplate. A service failed for a missing template so runs at once when the template appears.
+- The models services resolve (`SERVICE_MODEL_REF_INDEX`: `name:<spec.model.name>` or `image:<spec.model.image>`;
+  the model caches of `AimWatch.consumers`, indexed by image and by v1alpha1 `defaultServiceTemplate`): a model's
+  create, delete, spec, status or annotation change queues the services naming it or its image (in its namespace
+  for an AIMModel, everywhere for an AIMClusterModel), so `ModelReady`, `status.resolvedModel` and a default
+  template follow it; a template's change also queues the services of the models whose default it is.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from omectl.controller.runtime.view import ClusterView, DomainView
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, TEMPLATE_KINDS
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
 from omectl.core.aim.resolution import CLUSTER_RUNTIME_CONFIG_KIND, RUNTIME_CONFIG_KIND, config_change_reaches
+from omectl.core.aim.service_models import AIM_CLUSTER_MODEL, AIM_MODEL
+from omectl.core.aim.versions.model import default_service_template
 from omectl.core.aim.versions.service import template_name
 from omectl.kube.cache import ObjectCache
 from omectl.kube.informer import Informer
@@ -60,6 +67,34 @@ SERVICE_MODEL_INDEX: Final = "aim.eai.amd.com/service-model"
 """AIMServices with caching enabled, by `spec.model.name` (the model whose profile they cache)."""
 SERVICE_TEMPLATE_INDEX: Final = "aim.eai.amd.com/service-template"
 """AIMServices by the template they select by name (v1alpha1's `spec.template.name`, carried in the annotation)."""
+SERVICE_MODEL_REF_INDEX: Final = "aim.eai.amd.com/service-model-ref"
+"""AIMServices by the model they resolve: `name:<spec.model.name>` or `image:<spec.model.image>` (trimmed)."""
+MODEL_IMAGE_INDEX: Final = "aim.eai.amd.com/model-image"
+"""AIMModels and AIMClusterModels by `spec.image` (trimmed)."""
+MODEL_DEFAULT_TEMPLATE_INDEX: Final = "aim.eai.amd.com/model-default-template"
+"""AIMModels and AIMClusterModels by the `defaultServiceTemplate` they carry from v1alpha1."""
+
+
+def _trimmed(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def service_model_ref_index(obj: dict[str, Any]) -> list[str]:
+    model = (obj.get("spec") or {}).get("model") or {}
+    if not isinstance(model, Mapping):
+        return []
+    name, image = _trimmed(model.get("name")), _trimmed(model.get("image"))
+    return [f"name:{name}"] if name is not None else [f"image:{image}"] if image is not None else []
+
+
+def model_image_index(obj: dict[str, Any]) -> list[str]:
+    image = _trimmed((obj.get("spec") or {}).get("image"))
+    return [image] if image is not None else []
+
+
+def model_default_template_index(obj: dict[str, Any]) -> list[str]:
+    name = default_service_template(obj)
+    return [name] if name is not None else []
 
 
 def service_model_index(obj: dict[str, Any]) -> list[str]:
@@ -97,6 +132,7 @@ class AimWatch(DomainView):
         self.services.cache.add_index(CONFIG_NAME_INDEX, config_name_index)
         self.services.cache.add_index(SERVICE_MODEL_INDEX, service_model_index)
         self.services.cache.add_index(SERVICE_TEMPLATE_INDEX, service_template_index)
+        self.services.cache.add_index(SERVICE_MODEL_REF_INDEX, service_model_ref_index)
         self.runtime_configs = Informer(
             client, AIM_RUNTIME_CONFIGS, handlers=[self._config_handler(RUNTIME_CONFIG_KIND)], optional=True
         )
@@ -113,6 +149,11 @@ class AimWatch(DomainView):
         self.legacy = LegacyWatch(self)  # upstream's legacy template path
         for kind in TEMPLATE_KINDS:
             self.legacy.kinds[kind].add_handler(self._template_handler(kind))
+        for kind in (AIM_MODEL, AIM_CLUSTER_MODEL):
+            models = self.consumers.kinds[kind]
+            models.cache.add_index(MODEL_IMAGE_INDEX, model_image_index)
+            models.cache.add_index(MODEL_DEFAULT_TEMPLATE_INDEX, model_default_template_index)
+            models.add_handler(self._model_handler(kind))
 
     def _child_informer(self, resource: ResourceRef) -> Informer:
         # the children's spec is what the service rendered: their readers (`_child_handler`, the status roll-up,
@@ -150,6 +191,15 @@ class AimWatch(DomainView):
     def template_lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """`service_templates.TemplateLookup` over the legacy template caches."""
         return self.legacy.kinds[kind].cache.get(namespace, name)
+
+    def model_lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """`service_models.ModelLookup` over the model caches."""
+        return self.consumers.kinds[kind].cache.get(namespace, name)
+
+    def models_by_image(self, kind: str, namespace: str, image: str) -> list[dict[str, Any]]:
+        """`service_models.ModelsByImage` over the model caches."""
+        models = self.consumers.kinds[kind].cache.by_index(MODEL_IMAGE_INDEX, image)
+        return [m for m in models if str(metadata(m).get("namespace") or "") == namespace]
 
     def config_lookup(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """`resolution.ConfigLookup` over the caches: namespace `""` means the AIMClusterRuntimeConfig."""
@@ -236,8 +286,51 @@ class AimWatch(DomainView):
                 service_ns = str(service_meta.get("namespace") or "")
                 if kind == CLUSTER_SERVICE_TEMPLATE or service_ns == namespace:
                     self._enqueue(service_ns, str(service_meta["name"]), trigger, Lane.FANOUT)
+            for model_kind in (AIM_MODEL, AIM_CLUSTER_MODEL):
+                models = self.consumers.kinds[model_kind].cache
+                for model in models.by_index(MODEL_DEFAULT_TEMPLATE_INDEX, str(meta["name"])):
+                    self._enqueue_services_of(model_kind, model, trigger, namespace=namespace, template_kind=kind)
 
         return on_event
+
+    def _model_handler(self, kind: str) -> Any:
+        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
+            if initial:
+                return  # every service of the initial list is queued anyway
+            if event_type == "MODIFIED" and old is not None:
+                annotations = metadata(obj).get("annotations") == metadata(old).get("annotations")
+                if annotations and all(obj.get(part) == old.get(part) for part in ("spec", "status")):
+                    return  # a label or bookkeeping edit changes no resolution
+            trigger = self._trigger(kind, obj)
+            self._enqueue_services_of(kind, obj, trigger)
+            if old is not None and (old.get("spec") or {}).get("image") != (obj.get("spec") or {}).get("image"):
+                self._enqueue_services_of(kind, old, trigger)
+
+        return on_event
+
+    def _enqueue_services_of(
+        self,
+        kind: str,
+        model: Mapping[str, Any],
+        trigger: Any,
+        *,
+        namespace: str | None = None,
+        template_kind: str | None = None,
+    ) -> None:
+        """Queue the services that resolve `model` by its name or image: in its namespace for an AIMModel, anywhere
+        for an AIMClusterModel; for a template's change (`template_kind`, `namespace`), only where it is visible."""
+        meta = metadata(model)
+        model_ns = str(meta.get("namespace") or "")
+        keys = [f"name:{meta['name']}", *(f"image:{image}" for image in model_image_index(dict(model)))]
+        for key in keys:
+            for service in self.services.cache.by_index(SERVICE_MODEL_REF_INDEX, key):
+                service_meta = metadata(service)
+                service_ns = str(service_meta.get("namespace") or "")
+                if kind == AIM_MODEL and service_ns != model_ns:
+                    continue
+                if template_kind is not None and template_kind != CLUSTER_SERVICE_TEMPLATE and service_ns != namespace:
+                    continue
+                self._enqueue(service_ns, str(service_meta["name"]), trigger, Lane.FANOUT)
 
     def _child_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False

@@ -7,8 +7,12 @@ selects it.
   else the AIMClusterServiceTemplate of that name. The template recorded in `status.resolvedTemplate` is used again
   while it still exists and is Ready (so a cluster template in use stays in use when a namespaced one of the same
   name appears, as upstream keeps its resolved reference); otherwise the lookup runs again. A service that names no
-  template has no selection (`None`): nothing changes for it. `spec.overrides` (upstream's derived template) and
-  `spec.template.allowUnoptimized` are not read: the named template itself is selected.
+  template selects its model's default instead: the `spec.defaultServiceTemplate` a model written in v1alpha1
+  carries (`service_models.ModelResolution.default_template`), looked up, kept and reported exactly as a named one.
+  A service that names no template and whose model names none has no selection (`None`): nothing changes for it
+  (upstream's selection among all the templates of the model, by readiness, GPUs and preferences, is not done).
+  `spec.overrides` (upstream's derived template) and `spec.template.allowUnoptimized` are not read: the named
+  template itself is selected.
 - **Its component** `Template` (condition `TemplateReady`), upstream's reasons and messages:
   - missing: Failed / `TemplateNotFound` `template "<name>" not found`, and a configuration error (`ConfigValid` and
     `Ready` False / `ReferenceNotFound`): the service is `Failed` and nothing is applied until the template appears;
@@ -81,9 +85,12 @@ class TemplateSelection:
         return ref
 
 
-def select_template(service: Mapping[str, Any], lookup: TemplateLookup) -> TemplateSelection | None:
-    """The template `service` names, looked up as the module docstring says; None when it names none."""
-    name = template_name(service)
+def select_template(
+    service: Mapping[str, Any], lookup: TemplateLookup, default: str | None = None
+) -> TemplateSelection | None:
+    """The template `service` names, else `default` (its model's `defaultServiceTemplate`), looked up as the module
+    docstring says; None when there is neither."""
+    name = template_name(service) or default
     if name is None:
         return None
     namespace = namespace_of(service)

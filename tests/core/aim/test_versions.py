@@ -279,6 +279,10 @@ UPSTREAM_MODELS: dict[str, dict[str, Any]] = {
         "spec": {"image": "ghcr.io/silogen/aim-dummy:0.1.10", "discovery": {"enabled": True}},
         "carried": None,
     },
+    "tests/e2e/aimservice/common/auto-template-selection/model.yaml": {
+        "spec": {"image": "ghcr.io/silogen/aim-dummy:0.1.10", "discovery": {"enabled": False}},
+        "carried": ("defaultServiceTemplate", "resources"),
+    },
     "tests/e2e/aimmodel/error-recovery/model.yaml": {
         "spec": {
             "image": "ghcr.io/silogen/aim-dummy:0.1.10",
@@ -327,6 +331,7 @@ SERVICE_DOCUMENTS = {
     "tests/e2e/aimservice/common/template-not-found/service.yaml": {
         "spec": {"template": {"name": "nonexistent-template"}}
     },
+    "tests/e2e/aimservice/common/auto-template-selection/service.yaml": None,
     "tests/e2e/aimservice/common/model-by-image/service.yaml": None,
     "tests/e2e/aimservice/common/autoscaling/service.yaml": {
         "spec": {"minReplicas": 1, "maxReplicas": 3, "autoScaling": ...}

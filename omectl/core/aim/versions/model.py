@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from omectl.core.aim.versions.engine import UNHELD, Container, Field, KindConversion, Values
+from omectl.core.aim.versions.engine import UNHELD, V1ALPHA1, Container, Field, KindConversion, Values, carried_fields
 
 STATUS: Final = Values({name: name for name in ("Pending", "Progressing", "Ready", "Degraded", "Failed")})
 """v1alpha1's `status.status` -> v1alpha2's (`NotAvailable` has none)."""
@@ -109,3 +109,18 @@ def _rules() -> tuple[Field | Container, ...]:
 
 MODEL: Final = KindConversion("AIMModel", _rules())
 CLUSTER_MODEL: Final = KindConversion("AIMClusterModel", _rules())
+
+
+def v1alpha1_model_spec(model: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The v1alpha1-only spec fields a v1alpha2 AIMModel or AIMClusterModel carries in its annotation
+    `aim.eai.amd.com/v1alpha1-fields` (`custom`, `customTemplates`, `defaultServiceTemplate`, ...): the one reader of
+    that annotation on a model for the reconcilers; empty when it carries none or the annotation is not such JSON."""
+    spec = carried_fields(model, V1ALPHA1).get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def default_service_template(model: Mapping[str, Any]) -> str | None:
+    """The template a model written in v1alpha1 names for its services (`spec.defaultServiceTemplate`, trimmed), or
+    None when it names none."""
+    name = v1alpha1_model_spec(model).get("defaultServiceTemplate")
+    return name.strip() or None if isinstance(name, str) else None
