@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from omectl.core.aim.legacy.kinds import SCOPE_CLUSTER, SCOPE_NAMESPACE
+from omectl.core.aim.legacy.kinds import resolved_reference
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.aim.status import MODEL, Component, ComponentState
 from omectl.core.aim.versions.model import default_service_template
@@ -64,14 +64,7 @@ class ModelResolution:
         """`status.resolvedModel` while the model is Ready, else None."""
         if not self.ready:
             return None
-        ref = {"kind": self.kind, "name": name_of(self.model)}
-        if self.kind == AIM_MODEL:
-            ref["namespace"] = namespace_of(self.model)
-        ref["scope"] = SCOPE_NAMESPACE if self.kind == AIM_MODEL else SCOPE_CLUSTER
-        uid = as_mapping(self.model.get("metadata")).get("uid")
-        if isinstance(uid, str) and uid:
-            ref["uid"] = uid
-        return ref
+        return resolved_reference(self.kind, self.model, namespaced=self.kind == AIM_MODEL)
 
 
 def resolve_model(service: Mapping[str, Any], lookup: ModelLookup, by_image: ModelsByImage) -> ModelResolution | None:

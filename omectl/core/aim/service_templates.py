@@ -31,7 +31,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SCOPE_CLUSTER, SCOPE_NAMESPACE, SERVICE_TEMPLATE
+from omectl.core.aim.legacy.kinds import (
+    CLUSTER_SERVICE_TEMPLATE,
+    SCOPE_CLUSTER,
+    SCOPE_NAMESPACE,
+    SERVICE_TEMPLATE,
+    resolved_reference,
+)
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.aim.resolution import REFERENCE_NOT_FOUND
 from omectl.core.aim.status import Component, ComponentState, ConfigError
@@ -74,15 +80,7 @@ class TemplateSelection:
         """`status.resolvedTemplate` while the template is Ready, else None."""
         if self.template is None or self.kind is None or not self.ready:
             return None
-        meta = as_mapping(self.template.get("metadata"))
-        ref = {"kind": self.kind, "name": name_of(self.template)}
-        if self.kind == SERVICE_TEMPLATE:
-            ref["namespace"] = namespace_of(self.template)
-        ref["scope"] = SCOPE_NAMESPACE if self.kind == SERVICE_TEMPLATE else SCOPE_CLUSTER
-        uid = meta.get("uid")
-        if isinstance(uid, str) and uid:
-            ref["uid"] = uid
-        return ref
+        return resolved_reference(self.kind, self.template, namespaced=self.kind == SERVICE_TEMPLATE)
 
 
 def select_template(

@@ -28,6 +28,22 @@ TEMPLATE_KINDS: Final = (SERVICE_TEMPLATE, CLUSTER_SERVICE_TEMPLATE)
 SCOPE_NAMESPACE: Final = "Namespace"
 SCOPE_CLUSTER: Final = "Cluster"
 
+
+def resolved_reference(kind: str, obj: Mapping[str, Any], *, namespaced: bool) -> dict[str, str]:
+    """Upstream's reference to a resolved object (`status.resolvedModel`, `resolvedTemplate`): kind, name, the
+    namespace of a namespaced one, its scope and its uid when it has one."""
+    metadata = obj.get("metadata")
+    meta: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
+    ref = {"kind": kind, "name": str(meta.get("name") or "")}
+    if namespaced:
+        ref["namespace"] = str(meta.get("namespace") or "")
+    ref["scope"] = SCOPE_NAMESPACE if namespaced else SCOPE_CLUSTER
+    uid = meta.get("uid")
+    if isinstance(uid, str) and uid:
+        ref["uid"] = uid
+    return ref
+
+
 # Labels, as upstream names them.
 TEMPLATE_LABEL: Final = "aim.eai.amd.com/template"
 """On a template's discovery Job, its pods and its result ConfigMap: the template's name."""
