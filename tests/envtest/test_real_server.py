@@ -121,6 +121,30 @@ def test_the_real_server_refuses_a_runtime_without_runner_name(real_kubectl: Kub
     assert "spec.engineConfig.runner.name: Required value" in result.stderr
 
 
+def test_unknown_fields_are_sorted_for_a_custom_resource_and_in_document_order_for_a_built_in_kind(
+    real_kubectl: Kubectl,
+) -> None:
+    """The order tests/sim/test_objects.py expects of the embedded server, asked of the real one (`create --raw`
+    posts the body as written, where `kubectl create -f` would re-encode it with sorted keys)."""
+    config = (
+        '{"apiVersion":"aim.eai.amd.com/v1alpha1","kind":"AIMClusterRuntimeConfig","zz":4,'
+        '"metadata":{"name":"unknown-order","zz":3},"spec":{"zeta":1,"alpha":2}}'
+    )
+    path = "/apis/aim.eai.amd.com/v1alpha1/aimclusterruntimeconfigs?fieldValidation=Strict"
+    refused = real_kubectl.run("create", "--raw", path, "-f", "-", input=config, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().endswith(
+        'strict decoding error: unknown field "metadata.zz", unknown field "spec.alpha", unknown field "spec.zeta", '
+        'unknown field "zz"'
+    )
+    config_map = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"unknown-order","zz":3},"zeta":1,"alpha":2}'
+    path = "/api/v1/namespaces/default/configmaps?fieldValidation=Strict"
+    refused = real_kubectl.run("create", "--raw", path, "-f", "-", input=config_map, check=False)
+    assert refused.stderr.strip().endswith(
+        'strict decoding error: unknown field "metadata.zz", unknown field "zeta", unknown field "alpha"'
+    )
+
+
 async def test_a_watch_sees_a_runtime_created_by_kubectl(
     real_fleet: BackgroundFleet, real_kubectl: Kubectl, tmp_path: Path
 ) -> None:

@@ -419,6 +419,7 @@ class ClusterAPI:
         the applier does not come to own fields it never set.
         """
         schema = self.schema_for(rt)
+        custom = schema is not None
         if schema is None:
             # A built-in kind: its fields are checked against its schema, its defaults are the Go types' own
             if defaults:
@@ -431,6 +432,10 @@ class ClusterAPI:
         unknown: list[str] = []
         if opts.field_validation != "Ignore":
             unknown = schema.unknown_fields(obj)
+            if custom:
+                # kube's structural pruning reports a custom resource's paths sorted; the Go decoder of a
+                # built-in kind reports them as it reads them, in the document's order
+                unknown.sort()
             if unknown:
                 if opts.field_validation == "Strict":
                     listed = ", ".join(f'unknown field "{u}"' for u in unknown)
