@@ -340,6 +340,21 @@ class ServiceRoutingStatus(_Object):
     """The rendered HTTP path prefix of the service's HTTPRoute."""
 
 
+class ServiceRuntimeStatus(_Object):
+    """Replica counts of the inference workload."""
+
+    current_replicas: int | None = Field(default=None, json_schema_extra=INT32)
+    """Current replicas, as the autoscaler reports them."""
+    desired_replicas: int | None = Field(default=None, json_schema_extra=INT32)
+    """Desired replicas, as the autoscaler decides them."""
+    min_replicas: int | None = Field(default=None, json_schema_extra=INT32)
+    """Least replicas when autoscaling."""
+    max_replicas: int | None = Field(default=None, json_schema_extra=INT32)
+    """Most replicas when autoscaling."""
+    replicas: str | None = None
+    """The counts for kubectl: current, or current/desired (min-max) when autoscaling."""
+
+
 class AIMServiceStatus(_Object):
     """Observed state of an AIMService."""
 
@@ -358,6 +373,8 @@ class AIMServiceStatus(_Object):
     Ready (upstream's v1alpha1 `status.resolvedModel`, same shape)."""
     routing: ServiceRoutingStatus | None = None
     """Routing of the service."""
+    runtime: ServiceRuntimeStatus | None = None
+    """Replica counts of the inference workload (upstream's v1alpha1 `status.runtime`, same shape)."""
     observed_generation: int | None = None
     """The metadata.generation this status was computed from."""
 

@@ -34,6 +34,7 @@ from omectl.api.aim import (
     Metric,
     Precision,
     RoutingConfig,
+    ServiceRuntimeStatus,
     StorageConfig,
     TemplateHardware,
     _AIMResource,
@@ -275,21 +276,6 @@ class ServiceCacheStatus(_Object):
     """Retries of a failed cache (upstream retries once)."""
     template_cache_ref: LegacyResolvedReference | None = None
     """The AIMTemplateCache in use."""
-
-
-class ServiceRuntimeStatus(_Object):
-    """Replica counts of the inference workload."""
-
-    current_replicas: int | None = Field(default=None, json_schema_extra=INT32)
-    """Current replicas, as the autoscaler reports them."""
-    desired_replicas: int | None = Field(default=None, json_schema_extra=INT32)
-    """Desired replicas, as the autoscaler decides them."""
-    min_replicas: int | None = Field(default=None, json_schema_extra=INT32)
-    """Least replicas when autoscaling."""
-    max_replicas: int | None = Field(default=None, json_schema_extra=INT32)
-    """Most replicas when autoscaling."""
-    replicas: str | None = None
-    """The counts for kubectl: current, or current/desired (min-max) when autoscaling."""
 
 
 class ServiceRoutingStatus(_Object):

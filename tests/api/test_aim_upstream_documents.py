@@ -105,7 +105,9 @@ def upstream_service_documents() -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_upstreams_services_are_pinned() -> None:
-    assert len(upstream_service_documents()) == 8
+    """The glob finds them: at least the eight tests/fixtures/upstream/aim/SOURCE first named (ported scenarios add
+    more)."""
+    assert len(upstream_service_documents()) >= 8
 
 
 @pytest.mark.parametrize(("path", "doc"), upstream_service_documents(), ids=lambda v: v if isinstance(v, str) else "")

@@ -365,11 +365,23 @@ def test_upstreams_service_applied_in_v1alpha1_is_one_object_in_both_versions_an
     assert v1["status"]["status"] == "Running"
     assert v1["status"]["conditions"] == v2["status"]["conditions"]
     assert v1["status"]["observedGeneration"] == v2["status"]["observedGeneration"]
+    runtime = {"currentReplicas": 1, "desiredReplicas": 1, "minReplicas": 1, "maxReplicas": 1, "replicas": "1"}
+    assert v1["status"]["runtime"] == v2["status"]["runtime"] == runtime, "upstream's replica counts, in both"
     # kubectl get: the preferred version is v1alpha2 (omectl's columns); v1alpha1 shows upstream's
     assert columns(env, "aimservices", name, NS) == ["NAME", "STATUS", "MODEL", "PATH", "AGE"]
-    v1_table = env.k("get", "aimservices.v1alpha1.aim.eai.amd.com", name, "-n", NS).splitlines()
-    assert v1_table[0].split() == ["NAME", "STATUS", "MODEL", "TEMPLATE", "REPLICAS", "AGE"]
-    assert v1_table[1].split()[:2] == [name, "Running"], "no template named: those columns stay empty"
+    v1_table = env.k("get", "aimservices.v1alpha1.aim.eai.amd.com", name, "-n", NS, "-o", "wide").splitlines()
+    assert v1_table[0].split()[:5] == ["NAME", "STATUS", "MODEL", "TEMPLATE", "REPLICAS"]
+    row = env.k(
+        "get",
+        "aimservices.v1alpha1.aim.eai.amd.com",
+        name,
+        "-n",
+        NS,
+        "--no-headers",
+        "-o",
+        "custom-columns=STATUS:.status.status,TEMPLATE:.status.resolvedTemplate.name,REPLICAS:.status.runtime.replicas",
+    )
+    assert row.split() == ["Running", "<none>", "1"], "no template named; REPLICAS reads status.runtime"
 
 
 def test_a_services_v1alpha1_only_fields_wait_in_the_annotation_and_its_rules_hold(env: Env) -> None:
@@ -407,7 +419,7 @@ def test_a_services_v1alpha1_only_fields_wait_in_the_annotation_and_its_rules_ho
     )
 
 
-def test_upstreams_autoscaling_is_kept_but_not_reconciled(env: Env) -> None:
+def test_upstreams_autoscaling_is_kept_in_the_annotation_and_reconciled(env: Env) -> None:
     doc = apply_upstream_service(env, "tests/e2e/aimservice/common/autoscaling/service.yaml")
     name = doc["metadata"]["name"]
     v1, v2 = one_revision(env, "aimservices", name, NS)
@@ -416,7 +428,50 @@ def test_upstreams_autoscaling_is_kept_but_not_reconciled(env: Env) -> None:
     assert carried(v2) == {"spec": {k: doc["spec"][k] for k in ("minReplicas", "maxReplicas", "autoScaling")}}
     isvc = until(lambda: env.get(KSERVE, name, NS), f"InferenceService {name}")
     predictor = isvc["spec"]["predictor"]
-    assert (predictor["minReplicas"], predictor["maxReplicas"]) == (1, 1), "a fixed replica count: not autoscaled"
+    assert (predictor["minReplicas"], predictor["maxReplicas"]) == (1, 3), "autoscaled between upstream's bounds"
+    assert predictor["autoScaling"]["metrics"][0]["podmetric"]["metric"]["query"] == "vllm:num_requests_running"
+    assert isvc["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "keda"
+
+
+def test_upstreams_autoscaling_update_scenario_moves_the_bounds_and_a_fixed_count_disables_the_autoscaler(
+    env: Env,
+) -> None:
+    """Ported: aimservice/common/autoscaling-update (1-3, then 2-5), then the service rewritten with `replicas: 3`
+    alone (aimservice/common/replicas' service): the InferenceService follows each edit; `status.runtime` is upstream's
+    count without an autoscaler (the simulated fleet runs no KEDA, so no HPA: docs/aim-versions.md)."""
+    base = "tests/e2e/aimservice/common/autoscaling-update"
+    doc = apply_upstream_service(env, f"{base}/service.yaml")
+    name = doc["metadata"]["name"]
+
+    def bounds() -> tuple[int, int, str]:
+        isvc = env.get(KSERVE, name, NS) or {"metadata": {}, "spec": {"predictor": {}}}
+        predictor = isvc["spec"]["predictor"]
+        autoscaler = (isvc["metadata"].get("annotations") or {}).get("serving.kserve.io/autoscalerClass", "")
+        return predictor.get("minReplicas", 0), predictor.get("maxReplicas", 0), autoscaler
+
+    until(lambda: bounds() == (1, 3, "keda"), "the InferenceService autoscaled 1-3")
+    apply_upstream_service(env, f"{base}/service-updated.yaml")
+    until(lambda: bounds() == (2, 5, "keda"), "the InferenceService autoscaled 2-5 after the edit")
+    generation = get(env, "aimservices", V1, name, NS)["metadata"]["generation"]
+    status = until(
+        lambda: (s := get(env, "aimservices", V1, name, NS)["status"]).get("observedGeneration") == generation and s,
+        "the edit's status",
+    )
+    assert status["runtime"] == {
+        "currentReplicas": 2,
+        "desiredReplicas": 2,
+        "minReplicas": 2,
+        "maxReplicas": 2,
+        "replicas": "2",
+    }
+    fixed = {**doc, "spec": {"model": doc["spec"]["model"], "replicas": 3}}
+    env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(fixed))  # drops the autoscaling fields
+    until(lambda: bounds() == (3, 3, "none"), "a fixed count of 3, the autoscaler off")
+    assert "autoScaling" not in (env.get(KSERVE, name, NS) or {})["spec"]["predictor"]
+    until(
+        lambda: get(env, "aimservices", V1, name, NS)["status"]["runtime"].get("replicas") == "3",
+        "status.runtime counts 3",
+    )
 
 
 def test_upstreams_inline_custom_model_is_kept_and_fails_saying_it_is_not_reconciled(env: Env) -> None:

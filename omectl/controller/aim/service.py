@@ -53,6 +53,7 @@ from omectl.controller.runtime.apply import apply_render, live_object
 from omectl.controller.runtime.queue import RetryLater
 from omectl.controller.runtime.view import ClusterView
 from omectl.core.aim.artifacts import mount_artifacts
+from omectl.core.aim.autoscaling import runtime_status
 from omectl.core.aim.caches import render_profile_cache
 from omectl.core.aim.kserve import names_model, render_inference_service, render_model_cache_pvc
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, propagate_to_object, read_propagated_keys
@@ -170,6 +171,7 @@ def desired_status(
         desired["routing"] = routing
     else:
         desired.pop("routing", None)
+    desired["runtime"] = runtime_status(live)
     return None if desired == status else desired
 
 

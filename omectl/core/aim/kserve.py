@@ -3,10 +3,10 @@
 InferenceService (`serving.kserve.io/v1beta1`), same name and namespace as the AIMService:
 
 - Labels `app.kubernetes.io/component: inference`, `app.kubernetes.io/managed-by: omectl`,
-  `aim.eai.amd.com/service: <name>` (`omectl.core.aim.meta`); annotations `serving.kserve.io/autoscalerClass:
-  none` when the replica count is fixed, and `prometheus.kserve.io/port: "8000"`. Owned by the AIMService.
-- Predictor: `minReplicas` = `spec.minReplicas`, else `spec.replicas` (default 1); `maxReplicas` =
-  `spec.maxReplicas`, else `spec.replicas`, never below `minReplicas`. `imagePullSecrets` and `serviceAccountName`
+  `aim.eai.amd.com/service: <name>` (`omectl.core.aim.meta`); the autoscaler annotations and
+  `prometheus.kserve.io/port: "8000"` (`omectl.core.aim.autoscaling`). Owned by the AIMService.
+- Predictor: `minReplicas`, `maxReplicas` and `autoScaling` as `omectl.core.aim.autoscaling` says (a fixed
+  `spec.replicas`, default 1, or a v1alpha1 service's autoscaling). `imagePullSecrets` and `serviceAccountName`
   from the service.
 - Container `kserve-container`: the image (`model_image`), env by precedence (`omectl.core.aim.env.inference_env`),
   port 8000 `http`, resources from `spec.resources`. A GPU (`amd.com/gpu`, `nvidia.com/gpu`) named only in
@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from omectl.core.aim.autoscaling import autoscaling_annotations, predictor_autoscaling, replicas_of
 from omectl.core.aim.env import INFERENCE_CACHE_PATH, inference_env
 from omectl.core.aim.meta import child_labels, name_of, namespace_of, owner_reference
 from omectl.core.jsonish import as_mapping
@@ -75,15 +76,6 @@ def model_image(service: Mapping[str, Any], resolved_image: str | None = None) -
     if isinstance(name, str) and name:
         return f"{PLACEHOLDER_IMAGE_REPOSITORY}/aim-{name}:latest"
     raise ValueError(f"AIMService {name_of(service)!r} names no model (spec.model.name or spec.model.image)")
-
-
-def replica_bounds(service: Mapping[str, Any]) -> tuple[int, int]:
-    """`(minReplicas, maxReplicas)` of the predictor."""
-    spec = _spec(service)
-    replicas = _int(spec.get("replicas"), 1)
-    minimum = _int(spec.get("minReplicas"), replicas)
-    maximum = max(_int(spec.get("maxReplicas"), replicas), minimum)
-    return minimum, maximum
 
 
 def container_resources(service: Mapping[str, Any]) -> dict[str, Any]:
@@ -153,7 +145,7 @@ def render_inference_service(
     `profile` the AIMProfile it is built from (its env layers), when there is one; `template` the Ready template a
     service written in v1alpha1 selects by name (its env layers only)."""
     spec = _spec(service)
-    minimum, maximum = replica_bounds(service)
+    replicas = replicas_of(service)
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
     if render_model_cache_pvc(service, config) is not None:
@@ -170,20 +162,21 @@ def render_inference_service(
         "volumeMounts": mounts,
     }
     predictor: dict[str, Any] = {
-        "minReplicas": minimum,
-        "maxReplicas": maximum,
+        "minReplicas": replicas.minimum,
+        "maxReplicas": replicas.maximum,
         "containers": [container],
         "volumes": volumes,
     }
+    autoscaling = predictor_autoscaling(replicas)
+    if autoscaling is not None:
+        predictor["autoScaling"] = autoscaling
     pull_secrets = spec.get("imagePullSecrets")
     if isinstance(pull_secrets, list) and pull_secrets:
         predictor["imagePullSecrets"] = copy_json(pull_secrets)
     account = spec.get("serviceAccountName")
     if isinstance(account, str) and account:
         predictor["serviceAccountName"] = account
-    annotations = {"prometheus.kserve.io/port": str(CONTAINER_PORT)}
-    if minimum == maximum:
-        annotations["serving.kserve.io/autoscalerClass"] = "none"
+    annotations = autoscaling_annotations(inference_service_name(service), replicas, CONTAINER_PORT)
     return {
         "apiVersion": KSERVE_API_VERSION,
         "kind": INFERENCE_SERVICE_KIND,
@@ -196,10 +189,6 @@ def render_inference_service(
         },
         "spec": {"predictor": predictor},
     }
-
-
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -13,7 +13,6 @@ from omectl.core.aim.kserve import (
     model_image,
     render_inference_service,
     render_model_cache_pvc,
-    replica_bounds,
     storage_class_name,
 )
 
@@ -97,26 +96,6 @@ def test_inputs_are_untouched() -> None:
     before = copy.deepcopy(svc)
     render_inference_service(svc, {})
     assert svc == before
-
-
-@pytest.mark.parametrize(
-    ("spec", "bounds"),
-    [
-        ({}, (1, 1)),
-        ({"replicas": 3}, (3, 3)),
-        ({"minReplicas": 1, "maxReplicas": 4}, (1, 4)),
-        ({"replicas": 2, "maxReplicas": 5}, (2, 5)),
-        ({"minReplicas": 3, "maxReplicas": 1}, (3, 3)),
-        ({"replicas": True}, (1, 1)),
-    ],
-)
-def test_replica_bounds(spec: dict[str, Any], bounds: tuple[int, int]) -> None:
-    assert replica_bounds(service(**spec)) == bounds
-
-
-def test_autoscaled_service_has_no_fixed_autoscaler_annotation() -> None:
-    isvc = render_inference_service(service(minReplicas=1, maxReplicas=3), {})
-    assert "serving.kserve.io/autoscalerClass" not in isvc["metadata"]["annotations"]
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ caching modes, deprecated `cacheModel`, overrides, autoscaling (`minReplicas`, `
 secrets and service account have no v1alpha2 counterpart, nor have v1alpha2's inline `runtimeConfig`, its cache
 `storage.size` / `storage.storageClassName` and its `caching.enabled` (on or off, where v1alpha1 has a mode: the
 shapes differ) a v1alpha1 one: each travels in the other's annotation. Status: the state, conditions, observed
-generation, resolved runtime config, resolved template and resolved model (the same shape in both) and routing path
-are shared; upstream's template cache and replica counts are v1alpha1's alone.
+generation, resolved runtime config, resolved template and resolved model (the same shape in both), routing path
+and replica counts (`status.runtime`) are shared; upstream's template cache is v1alpha1's alone.
 """
 
 from __future__ import annotations
@@ -76,6 +76,11 @@ SERVICE: Final = KindConversion(
         *(Field.both(("status", "resolvedModel", name)) for name in ("kind", "name", "namespace", "scope", "uid")),
         Container.both(("status", "routing")),
         Field.both(("status", "routing", "path")),
+        Container.both(("status", "runtime")),
+        *(
+            Field.both(("status", "runtime", name))
+            for name in ("currentReplicas", "desiredReplicas", "minReplicas", "maxReplicas", "replicas")
+        ),
     ),
 )
 
