@@ -15,6 +15,7 @@ its discovery's output is the model's `sim.omectl.io/discovery-result`.
   True and its template made, nothing read from the image.
 - aimmodel/template-garbage-collection: the templates go with the model; here also a template deleted while its
   model lives is made again.
+- aimmodel/additive-custom-templates: the model's custom templates beside its image's (their template steps).
 """
 
 from __future__ import annotations
@@ -243,3 +244,32 @@ def test_upstreams_template_garbage_collection_scenario_deletes_the_templates_wi
     # chainsaw: Delete the model; Assert templates are garbage collected
     env.k("delete", MODELS_V1, name, "-n", ns)
     until(lambda: not env.listed(TEMPLATES, selector, ns), "no template of the deleted model")
+
+
+def test_upstreams_additive_custom_templates_scenario_adds_the_custom_templates_to_the_images(env: Env) -> None:
+    """Ported: aimmodel/additive-custom-templates, its template steps (the model's `status: Ready` and `sourceType`
+    are not ported: omectl's discovery decides the status, and sourceType is v1alpha1-only status)."""
+    ns = "mtpl-additive"
+    env.apply(namespace(ns))
+    model = env.apply_file("additive-custom-templates/model.yaml", ns)
+    name = model["metadata"]["name"]
+    env.simulate_image(MODELS_V1, name, ns)
+    base = f"aim.eai.amd.com/origin=auto-generated,aim.eai.amd.com/model={name}"
+    # chainsaw: Assert custom-high-memory template is created
+    (high,) = until(
+        lambda: env.listed(TEMPLATES, f"{base},aim.eai.amd.com/template.alias=custom-high-memory", ns), "high-memory"
+    )
+    assert high["spec"]["modelName"] == name
+    assert (high["spec"]["hardware"]["gpu"]["requests"], high["spec"]["hardware"]["gpu"]["model"]) == (2, "MI300X")
+    assert high["spec"]["env"] == [{"name": "MAX_MODEL_LEN", "value": "16384"}]
+    # chainsaw: Assert custom-low-latency template is created
+    (low,) = until(
+        lambda: env.listed(TEMPLATES, f"{base},aim.eai.amd.com/template.alias=custom-low-latency", ns), "low-latency"
+    )
+    assert (low["spec"]["type"], low["spec"]["metric"], low["spec"]["precision"]) == ("optimized", "latency", "fp16")
+    assert (low["spec"]["hardware"]["gpu"]["requests"], low["spec"]["hardware"]["gpu"]["model"]) == (1, "MI300X")
+    # chainsaw: Verify template count is greater than 2 (discovered + custom)
+    # (one reconcile applies them all, the image's first: it is there once the custom ones are)
+    templates = env.listed(TEMPLATES, f"aim.eai.amd.com/model={name}", ns)
+    assert len(templates) > 2
+    assert len(templates) == 3
