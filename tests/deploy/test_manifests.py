@@ -308,7 +308,7 @@ MEMBER_RULES = {
     "jobs.batch": {"get", "list", "watch", "create", "patch", "delete"},
     "configmaps": {"get", "list", "watch", "delete"},
     **{
-        f"{plural}.aim.eai.amd.com": {"get", "list", "watch"}
+        f"{plural}.aim.eai.amd.com": {"get", "list", "watch", "create", "patch"}
         for plural in ("aimservicetemplates", "aimclusterservicetemplates")
     },
     "aimtemplatecaches.aim.eai.amd.com": {"get", "list", "watch", "create", "patch"},

@@ -16,7 +16,8 @@ representative run of every end-to-end suite's features:
   discovery Jobs and result ConfigMaps, profiles, a profile set, a service with caching -> profile cache ->
   artifact -> PVC and download Job), then a new model image (the stale discovery Job and ConfigMap deleted);
 - AIM legacy template path: a template discovered (its Job and result ConfigMap, the Nodes' GPUs) and cached (its
-  template cache), a cluster template and a template cache reconciled;
+  template cache), a cluster template and a template cache reconciled, a model and a cluster model making their
+  templates;
 - FleetRuntimes (the hub's): a template applied to the member (server-side apply), edited (a second revision),
   edited back (its revision renumbered), the copy edited by hand and put back (driftPolicy Correct), then the
   FleetRuntime deleted (its copy and revisions deleted);
@@ -52,6 +53,8 @@ import yaml
 from omectl.controller.app import ControllerApp
 from omectl.controller.ome.revisions import RUNTIME_KIND_LABEL, RUNTIME_LABEL
 from omectl.controller.ome.watch import ROLLOUT_ANNOTATION
+from omectl.core.aim.legacy.model_templates import SIMULATED_IMAGE_METADATA
+from omectl.core.aim.legacy.template_names import template_name
 from omectl.fleet.providers import CLUSTER_LABEL, CLUSTER_NAME_LABEL
 from omectl.fleet.sharding import LEASE_NAME
 from omectl.kube.client import ClusterClient
@@ -596,6 +599,22 @@ async def aim_legacy_flows(f: Fleet) -> None:
     await until(lambda: get(m, a, "aimtemplatecaches", "tpl", "legacy"), "the template's cache")
     await until(lambda: status(m, a, "aimclusterservicetemplates", "ctpl").get("conditions"), "cluster template status")
     await until(lambda: status(m, a, "aimtemplatecaches", "tc", "legacy").get("conditions"), "template cache status")
+    # models making their templates from their (simulated) image metadata: a namespaced and a cluster one
+    metadata = {"model": {"recommendedDeployments": [{"gpuModel": "MI300X", "gpuCount": 1, "metric": "latency"}]}}
+    for kind, ns in (("AIMModel", "legacy"), ("AIMClusterModel", "")):
+        meta = {"name": "made", "annotations": {SIMULATED_IMAGE_METADATA: orjson.dumps(metadata).decode()}}
+        await apply(
+            m,
+            {
+                "apiVersion": f"{a}/v1alpha2",
+                "kind": kind,
+                "metadata": {**meta, **({"namespace": ns} if ns else {})},
+                "spec": {"image": "example/made:1"},
+            },
+        )
+    made = template_name("made", "example/made:1", metadata["model"]["recommendedDeployments"][0])
+    await until(lambda: get(m, a, "aimservicetemplates", made, "legacy"), "the model's template")
+    await until(lambda: get(m, a, "aimclusterservicetemplates", made), "the cluster model's template")
 
 
 async def fleet_runtime_flows(f: Fleet) -> None:

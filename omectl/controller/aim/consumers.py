@@ -9,7 +9,8 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
    `ConfigValid=False` and `Ready=False` (`ReferenceNotFound`), a Warning event, nothing applied, `RetryLater`
    (backoff; the config's creation queues the object at once). The implicit `default` missing: one Normal
    `DefaultConfigNotFound` event on the first reconcile that finds it missing.
-3. The kind's own step (`aim_caching`, `aim_models`) applies its children, each server-side applied with the hash of
+3. The kind's own step (`aim_caching`, `aim_models`) applies its children (a v1alpha1 model's AIMServiceTemplates
+   too), each server-side applied with the hash of
    its render (`omectl.io/render-hash`: an unchanged render makes no write) and with the parent's labels propagated
    under the parent's own config against the live child (keys propagated before are read from its
    `aim.eai.amd.com/propagated-labels` annotation, so a dropped label leaves the child; the child's own labels are
@@ -35,11 +36,19 @@ from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
 from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
+from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE
 from omectl.core.aim.resolution import Resolution
 from omectl.core.conditions import stamp_all
 from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
-from omectl.kube.resources import CONFIG_MAPS, JOBS, PERSISTENT_VOLUME_CLAIMS, ResourceRef
+from omectl.kube.resources import (
+    AIM_CLUSTER_SERVICE_TEMPLATES,
+    AIM_SERVICE_TEMPLATES,
+    CONFIG_MAPS,
+    JOBS,
+    PERSISTENT_VOLUME_CLAIMS,
+    ResourceRef,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,8 @@ CHILD_RESOURCES: Final[Mapping[str, ResourceRef]] = {
     "Job": JOBS,
     "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
     "ConfigMap": CONFIG_MAPS,
+    SERVICE_TEMPLATE: AIM_SERVICE_TEMPLATES,
+    CLUSTER_SERVICE_TEMPLATE: AIM_CLUSTER_SERVICE_TEMPLATES,
 }
 """Every kind a consumer reads or applies, by kind."""
 
@@ -93,6 +104,8 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
     async def live(self, cluster: AimWatch, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The child from the informer cache, else from the API server; None when it does not exist."""
         cache = cluster.consumers.cache(kind)
+        if cache is None and kind in cluster.legacy.kinds:
+            cache = cluster.legacy.kinds[kind].cache  # a model's templates
         found = await live_object(cluster.client, CHILD_RESOURCES[kind], cache, namespace, name)
         return cast("dict[str, Any] | None", found)  # caches and the client hold plain dicts
 

@@ -12,6 +12,9 @@ without the legacy CRDs counts as synced and empty).
   discovery Job (the consumers' Job informer: a status change or deletion of a Job labelled
   `aim.eai.amd.com/template` queues its owner) and the Job's result ConfigMap (the consumers' discovery result
   informer: one labelled `aim.eai.amd.com/template` queues the templates of that name it may belong to).
+- What a model reads of its templates (`omectl.controller.aim.model_templates`): a template's create, status change
+  or deletion queues the model its `spec.modelName` names (the AIMModel in its namespace; the AIMClusterModel for a
+  cluster template), which makes a deleted one again and reports their aggregate.
 - What a template cache reads: its template (a template's create, delete or status change queues the caches naming
   it, `TEMPLATE_REF_INDEX`) and its artifacts (the consumers' AIMArtifact informer: a status change or deletion of an
   artifact labelled `aim.eai.amd.com/template-cache.name` queues that cache).
@@ -89,6 +92,7 @@ class LegacyWatch(KindWatch):
         for kind in TEMPLATE_KINDS:
             self.kinds[kind].cache.add_index(MODEL_NAME_INDEX, model_name_index)
             self.kinds[kind].add_handler(self._template_handler(kind))
+            self.kinds[kind].add_handler(self._templates_model_handler(kind))
         self.kinds[TEMPLATE_CACHE].cache.add_index(TEMPLATE_REF_INDEX, template_ref_index)
         self.nodes = Informer(
             self.cluster.client, NODES, handlers=[self._node_handler], optional=True, transform=node_labels
@@ -190,6 +194,25 @@ class LegacyWatch(KindWatch):
                     trigger,
                     Lane.FANOUT,
                 )
+
+        return on_event
+
+    def _templates_model_handler(self, kind: str) -> Any:
+        """A template's create, status change or deletion queues the model it names (its templates' aggregate)."""
+        model_kind = next(model for model, template in MODEL_KINDS.items() if template == kind)
+
+        def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
+            if initial:
+                return  # every model of the initial list is queued anyway
+            if event_type == "MODIFIED" and old is not None and obj.get("status") == old.get("status"):
+                return
+            model = (obj.get("spec") or {}).get("modelName")
+            if not isinstance(model, str) or not model:
+                return
+            namespace = str(metadata(obj).get("namespace") or "")
+            models = self.watch.consumers.kinds[model_kind]
+            if models.cache.get(namespace, model) is not None:
+                self.watch.consumers.enqueue(model_kind, namespace, model, self._trigger(kind, obj), Lane.FANOUT)
 
         return on_event
 

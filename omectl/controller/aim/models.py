@@ -1,6 +1,8 @@
 """Models, profiles, profile sets and cluster model sources on the v1alpha2 path (docs/aim-resources.md).
 
-- **AIMModel / AIMClusterModel** (`reconcile_model`): unless discovery is disabled (or the model has no image:
+- **AIMModel / AIMClusterModel** (`reconcile_model`): a model written in v1alpha1 makes its AIMServiceTemplates
+  (`model_templates.reconcile_model_templates`, its conditions added to the model's); and, unless discovery is
+  disabled (or the model has no image:
   Failed / `ImageNotSpecified`, with one Warning event), the discovery Job
   (`render_discovery_job`) in the model's namespace, or in the operator namespace for a cluster model, with the
   model's runtime-config env and propagated labels. A live Job whose `aim.eai.amd.com/discovery-inputs` differs
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from omectl.controller.aim.model_templates import reconcile_model_templates
 from omectl.core.aim.discovery import (
     IMAGE_NOT_SPECIFIED,
     INPUTS_ANNOTATION,
@@ -45,6 +48,16 @@ if TYPE_CHECKING:
 
 
 async def reconcile_model(
+    reconciler: AimConsumerReconciler, cluster: AimWatch, model: dict[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    own = await _reconcile_discovery(reconciler, cluster, model, config)
+    conditions = await reconcile_model_templates(reconciler, cluster, model, config)
+    if conditions:
+        own["conditions"] = [*own["conditions"], *conditions]
+    return own
+
+
+async def _reconcile_discovery(
     reconciler: AimConsumerReconciler, cluster: AimWatch, model: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     if not discovery_enabled(model):

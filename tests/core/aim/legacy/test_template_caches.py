@@ -152,8 +152,10 @@ def test_the_worst_artifact_is_the_caches_artifacts_component_and_status_lists_t
     assert artifacts_status(SOURCES, [None, None]) is None
 
 
-def test_the_legacy_graph_has_only_the_specs_legacy_edges_and_the_discovery_job() -> None:
+def test_the_legacy_graph_has_only_the_specs_v1alpha1_and_legacy_edges_and_the_discovery_job() -> None:
     assert {
+        "AIMModel": frozenset({"AIMServiceTemplate"}),
+        "AIMClusterModel": frozenset({"AIMClusterServiceTemplate"}),
         "AIMServiceTemplate": frozenset({"AIMTemplateCache", "Job"}),
         "AIMClusterServiceTemplate": frozenset({"Job"}),
         "AIMTemplateCache": frozenset({"AIMArtifact"}),
