@@ -7,7 +7,7 @@ InferenceService (`serving.kserve.io/v1beta1`), same name and namespace as the A
   `prometheus.kserve.io/port: "8000"` (`omectl.core.aim.autoscaling`). Owned by the AIMService.
 - Predictor: `minReplicas`, `maxReplicas` and `autoScaling` as `omectl.core.aim.autoscaling` says (a fixed
   `spec.replicas`, default 1, or a v1alpha1 service's autoscaling). `imagePullSecrets` and `serviceAccountName`
-  from the service.
+  of a service written in v1alpha1 (carried in its annotation), as upstream sets them.
 - Container `kserve-container`: the image (`model_image`), env by precedence (`omectl.core.aim.env.inference_env`),
   port 8000 `http`, resources from `spec.resources`. A GPU (`amd.com/gpu`, `nvidia.com/gpu`) named only in
   `limits` or only in `requests` is set in both, equal, since Kubernetes schedules extended resources by their
@@ -33,6 +33,7 @@ from typing import Any, Final
 from omectl.core.aim.autoscaling import autoscaling_annotations, predictor_autoscaling, replicas_of
 from omectl.core.aim.env import INFERENCE_CACHE_PATH, inference_env
 from omectl.core.aim.meta import child_labels, name_of, namespace_of, owner_reference
+from omectl.core.aim.versions.service import v1alpha1_spec
 from omectl.core.jsonish import as_mapping
 from omectl.core.layering import copy_json
 
@@ -144,7 +145,6 @@ def render_inference_service(
     """The KServe InferenceService serving `service` (module docstring). `config` is the resolved runtime config,
     `profile` the AIMProfile it is built from (its env layers), when there is one; `template` the Ready template a
     service written in v1alpha1 selects by name (its env layers only)."""
-    spec = _spec(service)
     replicas = replicas_of(service)
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
@@ -170,10 +170,11 @@ def render_inference_service(
     autoscaling = predictor_autoscaling(replicas)
     if autoscaling is not None:
         predictor["autoScaling"] = autoscaling
-    pull_secrets = spec.get("imagePullSecrets")
+    carried = v1alpha1_spec(service)  # v1alpha2 has neither field: a service written in v1alpha1 carries them
+    pull_secrets = carried.get("imagePullSecrets")
     if isinstance(pull_secrets, list) and pull_secrets:
         predictor["imagePullSecrets"] = copy_json(pull_secrets)
-    account = spec.get("serviceAccountName")
+    account = carried.get("serviceAccountName")
     if isinstance(account, str) and account:
         predictor["serviceAccountName"] = account
     annotations = autoscaling_annotations(inference_service_name(service), replicas, CONTAINER_PORT)

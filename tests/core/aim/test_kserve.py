@@ -15,6 +15,7 @@ from omectl.core.aim.kserve import (
     render_model_cache_pvc,
     storage_class_name,
 )
+from omectl.core.aim.versions import convert
 
 
 def service(**spec: Any) -> dict[str, Any]:
@@ -42,8 +43,6 @@ def test_inference_service() -> None:
         replicas=2,
         env=[{"name": "HF_TOKEN", "value": "svc"}],
         resources={"limits": {"amd.com/gpu": "2", "memory": "64Gi"}},
-        imagePullSecrets=[{"name": "regcred"}],
-        serviceAccountName="aim",
     )
     config = {"env": [{"name": "HF_TOKEN", "value": "cfg"}, {"name": "CFG", "value": "1"}]}
     isvc = render_inference_service(svc, config)
@@ -84,11 +83,19 @@ def test_inference_service() -> None:
                     }
                 ],
                 "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}],
-                "imagePullSecrets": [{"name": "regcred"}],
-                "serviceAccountName": "aim",
             }
         },
     }
+
+
+def test_a_v1alpha1_services_pull_secrets_and_service_account_reach_the_predictor() -> None:
+    """v1alpha2 has neither field: the service written in v1alpha1 carries them in its annotation, as stored."""
+    written = service(imagePullSecrets=[{"name": "regcred"}], serviceAccountName="aim")
+    stored = convert(written, "aim.eai.amd.com/v1alpha2")
+    assert "imagePullSecrets" not in stored["spec"]
+    predictor = render_inference_service(stored, {})["spec"]["predictor"]
+    assert (predictor["imagePullSecrets"], predictor["serviceAccountName"]) == ([{"name": "regcred"}], "aim")
+    assert "imagePullSecrets" not in render_inference_service(service(), {})["spec"]["predictor"]
 
 
 def test_inputs_are_untouched() -> None:
