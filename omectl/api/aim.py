@@ -340,6 +340,13 @@ class ServiceRoutingStatus(_Object):
     """The rendered HTTP path prefix of the service's HTTPRoute."""
 
 
+class ServiceCacheStatus(_Object):
+    """The template cache a service on the template path uses (upstream's v1alpha1 `status.cache`)."""
+
+    template_cache_ref: LegacyResolvedReference | None = None
+    """The AIMTemplateCache in use, while it is Ready."""
+
+
 class AIMServiceStatus(_Object):
     """Observed state of an AIMService."""
 
@@ -356,6 +363,9 @@ class AIMServiceStatus(_Object):
     resolved_model: LegacyResolvedReference | None = None
     """The AIMModel or AIMClusterModel the service resolved (by `spec.model.name` or `spec.model.image`), while it is
     Ready (upstream's v1alpha1 `status.resolvedModel`, same shape)."""
+    cache: ServiceCacheStatus | None = None
+    """The template cache of a service that selects a template, while it is Ready (upstream's v1alpha1
+    `status.cache.templateCacheRef`, same shape)."""
     routing: ServiceRoutingStatus | None = None
     """Routing of the service."""
     observed_generation: int | None = None
