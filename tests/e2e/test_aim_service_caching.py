@@ -367,3 +367,34 @@ class StatusWatch:
         self.process.terminate()
         self.process.wait(timeout=20)
         self.reader.join(timeout=20)
+
+
+def test_a_deleted_service_takes_its_caches_that_are_not_ready_and_leaves_the_ready_ones(env: Env) -> None:
+    """As upstream's cache-cleanup scenarios (failed-deleted, ready-preserved): a cache whose artifact cannot be
+    sized never becomes Ready, and goes with the service that made it; a Ready one stays for others."""
+    ns = "cache-cleanup"
+    env.apply(namespace(ns), model(ns), template(ns))
+    unsized = template(ns)
+    unsized["metadata"]["name"] = "unsized-template"
+    unsized["spec"]["modelSources"] = [{"modelId": "org/unsized", "sourceUri": "hf://org/unsized"}]
+    env.apply(unsized)
+    for name, template_name in (("cleanup-ready", TEMPLATE), ("cleanup-not-ready", "unsized-template")):
+        service = {
+            "apiVersion": V1,
+            "kind": "AIMService",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "model": {"name": "cached-model"},
+                "template": {"name": template_name},
+                "caching": {"mode": "Shared"},
+            },
+        }
+        env.apply(service)
+    ready = cache_ready(env, "cleanup-ready", ns)
+    running_with_cache(env, "cleanup-ready", ns)
+    (pending,) = until(lambda: env.caches_of("cleanup-not-ready", ns), "the cache that cannot become Ready")
+    status = until(lambda: (s := env.service("cleanup-not-ready", ns).get("status") or {}).get("conditions") and s, "")
+    assert status["status"] == "Starting" and env.get(KSERVE, "cleanup-not-ready", ns) is None, "waits for the cache"
+    env.k("delete", SERVICES_V1, "cleanup-not-ready", "cleanup-ready", "-n", ns)
+    until(lambda: env.get("aimtemplatecaches", pending["metadata"]["name"], ns) is None, "the cache not Ready deleted")
+    assert env.get("aimtemplatecaches", ready["metadata"]["name"], ns) is not None, "the Ready cache preserved"

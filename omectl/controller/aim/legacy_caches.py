@@ -6,14 +6,19 @@ decisions are `omectl.core.aim.legacy.template_caches`, this module reads what t
    holds gets its artifact (`render_artifact`), created once, as upstream creates it: later changes of the cache's
    labels do not reach an artifact (a Shared one may serve other caches).
 3. Status: `ArtifactsReady`, `status.artifacts`, `status.resolvedTemplateKind`.
+
+Before all that, a cache an AIMService made that is not Ready once the service is gone is deleted
+(`delete_abandoned_cache`; `omectl.core.aim.legacy.service_caches.abandoned`): the service's deletion queues them.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from omectl.controller.aim.legacy_outcome import Outcome
 from omectl.core.aim.legacy.kinds import ARTIFACT
+from omectl.core.aim.legacy.service_caches import abandoned, made_by
 from omectl.core.aim.legacy.status import Component
 from omectl.core.aim.legacy.template_caches import (
     artifacts_component,
@@ -24,8 +29,10 @@ from omectl.core.aim.legacy.template_caches import (
     template_component,
     template_refs,
 )
-from omectl.core.aim.meta import namespace_of
+from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.aim.resolution import Resolution
+from omectl.kube.errors import NotFound
+from omectl.kube.resources import AIM_TEMPLATE_CACHES
 
 if TYPE_CHECKING:
     from omectl.controller.aim.legacy import LegacyReconciler
@@ -57,3 +64,14 @@ async def reconcile_template_cache(
         components.append(artifacts)
     fields["artifacts"] = artifacts_status(sources, chosen)
     return Outcome(tuple(components), (), fields)
+
+
+async def delete_abandoned_cache(cluster: AimWatch, cache: dict[str, Any]) -> bool:
+    """Delete `cache` when the service that made it is gone and it is not Ready; True when it is to be gone."""
+    maker, namespace = made_by(cache), namespace_of(cache)
+    exists = maker is not None and cluster.services.cache.get(namespace, maker) is not None
+    if not abandoned(cache, exists):
+        return False
+    with contextlib.suppress(NotFound):  # gone already
+        await cluster.client.request("DELETE", AIM_TEMPLATE_CACHES.path(namespace, name_of(cache)))
+    return True

@@ -46,7 +46,7 @@ from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, TEMPLATE_CACHE, TEMPLATE_KINDS
-from omectl.core.aim.legacy.service_caches import SERVICE_NAME_LABEL
+from omectl.core.aim.legacy.service_caches import SERVICE_NAME_LABEL, label_value
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
 from omectl.core.aim.resolution import CLUSTER_RUNTIME_CONFIG_KIND, RUNTIME_CONFIG_KIND, config_change_reaches
 from omectl.core.aim.service_models import AIM_CLUSTER_MODEL, AIM_MODEL
@@ -245,7 +245,10 @@ class AimWatch(DomainView):
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
         if event_type == "DELETED":
-            return  # owner references let the API server collect the children
+            # owner references let the API server collect the children; the template caches it made that are not
+            # Ready go too (their reconcile deletes them)
+            self._enqueue_made_caches(obj)
+            return
         if event_type == "MODIFIED" and not self_relevant_change(obj, old):
             return  # our own status write
         meta = metadata(obj)
@@ -307,6 +310,15 @@ class AimWatch(DomainView):
                     self._enqueue_services_of(model_kind, model, trigger, namespace=namespace, template_kind=kind)
 
         return on_event
+
+    def _enqueue_made_caches(self, service: Mapping[str, Any]) -> None:
+        meta = metadata(service)
+        namespace = str(meta.get("namespace") or "")
+        made = label_value(str(meta["name"]))
+        for cache in self.legacy.kinds[TEMPLATE_CACHE].cache.list(namespace):
+            if (metadata(cache).get("labels") or {}).get(SERVICE_NAME_LABEL) == made:
+                trigger = self._trigger(AIM_SERVICE_KEY, dict(service))
+                self.legacy.enqueue(TEMPLATE_CACHE, namespace, str(metadata(cache)["name"]), trigger, Lane.FANOUT)
 
     def _template_cache_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from omectl.core.aim.legacy.service_caches import (
+    abandoned,
     cache_component,
     cache_ref,
     caching_mode,
@@ -267,3 +268,12 @@ def test_a_cache_not_ready_keeps_the_live_inference_services_claim_volumes() -> 
     assert (plan.component.state, plan.component.reason) == ("Degraded", "CacheLost")
     assert plan.mounted(ISVC) == live == kept_volumes(ISVC, live)
     assert kept_volumes(ISVC, None) == ISVC
+
+
+def test_a_cache_a_service_made_goes_with_it_unless_it_is_ready() -> None:
+    made = cache("c", state="Progressing")
+    made["metadata"]["labels"] = {"aim.eai.amd.com/service.name": "svc"}
+    assert abandoned(made, service_exists=False)
+    assert not abandoned(made, service_exists=True), "its service still uses it"
+    assert not abandoned(dict(made, status={"status": "Ready"}), service_exists=False), "a Ready cache is kept"
+    assert not abandoned(cache("c", state="Failed"), service_exists=False), "no service made it"
