@@ -18,6 +18,9 @@ inline model sources, Ready without discovery), so the caching is what is tested
   while it is made again.
 - aimservice/common/label-propagation (with a named template): the matched labels reach the AIMTemplateCache, its
   AIMArtifact, the artifact's PVC and download Job and the InferenceService; a label no pattern matches does not.
+- aimservice/frozen/env-propagation-to-cache: the cache's env, the template's caching env under the service's.
+- The cleanup of upstream's cache-cleanup scenarios: a cache that is not Ready goes with its service, a Ready one
+  stays.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ SERVICES_V1 = "aimservices.v1alpha1.aim.eai.amd.com"
 ARTIFACTS = "aimartifacts.aim.eai.amd.com"
 KSERVE = "inferenceservices.serving.kserve.io"
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e" / "aimservice" / "common"
+FROZEN = UPSTREAM.parent / "frozen"
 TEMPLATE = "cached-template"
 TIMEOUT = 60
 
@@ -398,3 +402,25 @@ def test_a_deleted_service_takes_its_caches_that_are_not_ready_and_leaves_the_re
     env.k("delete", SERVICES_V1, "cleanup-not-ready", "cleanup-ready", "-n", ns)
     until(lambda: env.get("aimtemplatecaches", pending["metadata"]["name"], ns) is None, "the cache not Ready deleted")
     assert env.get("aimtemplatecaches", ready["metadata"]["name"], ns) is not None, "the Ready cache preserved"
+
+
+def test_upstreams_env_propagation_to_cache_scenario_merges_the_service_env_over_the_templates(env: Env) -> None:
+    """Ported: aimservice/frozen/env-propagation-to-cache (its frozen model: a model whose discovery is off)."""
+    ns = "cache-env"
+    env.apply(namespace(ns), model(ns, "test-model"))
+    template_doc = FROZEN / "env-propagation-to-cache" / "template.yaml"
+    env.k("apply", "-n", ns, "-f", str(template_doc))
+    frozen_status = yaml.safe_load(template_doc.read_text())["status"]
+    patch = json.dumps({"status": frozen_status})
+    env.k("patch", "aimservicetemplate", "test-template", "-n", ns, "--type=merge", "--subresource=status", "-p", patch)
+    service = yaml.safe_load((FROZEN / "env-propagation-to-cache" / "service.yaml").read_text())
+    env.k("apply", "-n", ns, "-f", str(FROZEN / "env-propagation-to-cache" / "service.yaml"))
+    name = service["metadata"]["name"]
+    # chainsaw: Assert AIMTemplateCache is created with merged env vars
+    (cache,) = until(lambda: env.caches_of(name, ns), "the template cache", timeout=TIMEOUT)
+    assert (cache["spec"]["templateName"], cache["spec"]["templateScope"]) == ("test-template", "Namespace")
+    assert cache["spec"]["env"] == [
+        {"name": "HF_TOKEN", "value": "service-token-value"},
+        {"name": "HTTP_PROXY", "value": "http://template-proxy:8080"},
+        {"name": "HTTPS_PROXY", "value": "https://proxy.example.com:8080"},
+    ]

@@ -7,8 +7,10 @@ decisions are `omectl.core.aim.legacy.template_caches`, this module reads what t
    labels do not reach an artifact (a Shared one may serve other caches).
 3. Status: `ArtifactsReady`, `status.artifacts`, `status.resolvedTemplateKind`.
 
-Before all that, a cache an AIMService made that is not Ready once the service is gone is deleted
-(`delete_abandoned_cache`; `omectl.core.aim.legacy.service_caches.abandoned`): the service's deletion queues them.
+Before all that, a cache an AIMService made that is not Ready when the service is deleted is deleted
+(`delete_abandoned_cache`; `omectl.core.aim.legacy.service_caches.abandoned`): the service's deletion, seen by the
+watch (`AimWatch.deleted_services`), queues them. A cache labelled with a service that does not exist yet (applied
+before it) is left alone.
 """
 
 from __future__ import annotations
@@ -67,10 +69,14 @@ async def reconcile_template_cache(
 
 
 async def delete_abandoned_cache(cluster: AimWatch, cache: dict[str, Any]) -> bool:
-    """Delete `cache` when the service that made it is gone and it is not Ready; True when it is to be gone."""
+    """Delete `cache` when the service that made it was deleted and it is not Ready; True when it is to be gone."""
     maker, namespace = made_by(cache), namespace_of(cache)
-    exists = maker is not None and cluster.services.cache.get(namespace, maker) is not None
-    if not abandoned(cache, exists):
+    deleted = (
+        maker is not None
+        and (namespace, maker) in cluster.deleted_services
+        and cluster.services.cache.get(namespace, maker) is None
+    )
+    if not abandoned(cache, deleted):
         return False
     with contextlib.suppress(NotFound):  # gone already
         await cluster.client.request("DELETE", AIM_TEMPLATE_CACHES.path(namespace, name_of(cache)))

@@ -159,6 +159,9 @@ class AimWatch(DomainView):
         self.inference_services = self._child_informer(KSERVE_INFERENCE_SERVICES)
         self.http_routes = self._child_informer(HTTP_ROUTES)
         self.claims = self._child_informer(PERSISTENT_VOLUME_CLAIMS)
+        self.deleted_services: set[tuple[str, str]] = set()
+        """`(namespace, name as a label value)` of the services whose deletion was seen, until one of that name is
+        made again: their template caches that are not Ready go too (`legacy_caches.delete_abandoned_cache`)."""
         self.consumers = ConsumerWatch(self)  # the v1alpha2 consumers and their children
         self.legacy = LegacyWatch(self)  # upstream's legacy template path
         for kind in TEMPLATE_KINDS:
@@ -244,11 +247,14 @@ class AimWatch(DomainView):
     def _service_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
+        made = (str(metadata(obj).get("namespace") or ""), label_value(str(metadata(obj)["name"])))
         if event_type == "DELETED":
             # owner references let the API server collect the children; the template caches it made that are not
             # Ready go too (their reconcile deletes them)
+            self.deleted_services.add(made)
             self._enqueue_made_caches(obj)
             return
+        self.deleted_services.discard(made)
         if event_type == "MODIFIED" and not self_relevant_change(obj, old):
             return  # our own status write
         meta = metadata(obj)

@@ -273,7 +273,7 @@ def test_a_cache_not_ready_keeps_the_live_inference_services_claim_volumes() -> 
 def test_a_cache_a_service_made_goes_with_it_unless_it_is_ready() -> None:
     made = cache("c", state="Progressing")
     made["metadata"]["labels"] = {"aim.eai.amd.com/service.name": "svc"}
-    assert abandoned(made, service_exists=False)
-    assert not abandoned(made, service_exists=True), "its service still uses it"
-    assert not abandoned(dict(made, status={"status": "Ready"}), service_exists=False), "a Ready cache is kept"
-    assert not abandoned(cache("c", state="Failed"), service_exists=False), "no service made it"
+    assert abandoned(made, service_deleted=True)
+    assert not abandoned(made, service_deleted=False), "its service was not deleted (or is made again)"
+    assert not abandoned(dict(made, status={"status": "Ready"}), service_deleted=True), "a Ready cache is kept"
+    assert not abandoned(cache("c", state="Failed"), service_deleted=True), "no service made it"

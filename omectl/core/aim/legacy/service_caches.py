@@ -27,9 +27,9 @@
   `artifacts.mount_artifacts` mounts them); a cache not Ready keeps the volumes the live InferenceService mounts
   (`kept_volumes`), so a deleted cache does not unmount a running model.
 - **`status.cache.templateCacheRef`** (`cache_ref`): `{name, namespace, uid}` of the cache while it is Ready.
-- **Cleanup** (`abandoned`): a cache a service made (its `aim.eai.amd.com/service.name` label) that is not Ready once
-  that service is gone is deleted, as upstream's service finalizer deletes its caches that are not Ready; a Ready one
-  stays for others to reuse. A Dedicated cache goes with its service anyway (its owner reference).
+- **Cleanup** (`abandoned`): a cache a service made (its `aim.eai.amd.com/service.name` label) that is not Ready when
+  that service is deleted is deleted, as upstream's service finalizer deletes its caches that are not Ready; a Ready
+  one stays for others to reuse. A Dedicated cache goes with its service anyway (its owner reference).
 """
 
 from __future__ import annotations
@@ -265,10 +265,10 @@ def cache_ref(cache: Mapping[str, Any] | None) -> dict[str, str] | None:
     return ref
 
 
-def abandoned(cache: Mapping[str, Any], service_exists: bool) -> bool:
-    """Whether `cache` is one a service made that is to be deleted now (module docstring): its service is gone and
-    it is not Ready."""
-    return made_by(cache) is not None and not service_exists and not cache_ready(cache)
+def abandoned(cache: Mapping[str, Any], service_deleted: bool) -> bool:
+    """Whether `cache` is one a service made that is to be deleted now (module docstring): that service was deleted
+    (and not made again) and the cache is not Ready."""
+    return made_by(cache) is not None and service_deleted and not cache_ready(cache)
 
 
 def made_by(cache: Mapping[str, Any]) -> str | None:
