@@ -127,20 +127,33 @@ def template(ns: str, model: str = "cached-model", **spec: Any) -> dict[str, Any
 
 def cache_ready(env: Env, service: str, ns: str) -> dict[str, Any]:
     """Chainsaw's "Wait for template cache to become Ready": the cache labelled with the service's name, Ready."""
-    return until(
-        lambda: next((c for c in env.caches_of(service, ns) if (c.get("status") or {}).get("status") == "Ready"), None),
-        f"{service}'s template cache Ready",
-        timeout=TIMEOUT,
-    )
+    caches: list[dict[str, Any]] = []
+
+    def ready() -> dict[str, Any] | None:
+        caches[:] = env.caches_of(service, ns)
+        return next((c for c in caches if (c.get("status") or {}).get("status") == "Ready"), None)
+
+    try:
+        return until(ready, f"{service}'s template cache Ready", timeout=TIMEOUT)
+    except AssertionError as error:
+        found = [
+            (c["metadata"]["name"], c["metadata"].get("uid"), (c.get("status") or {}).get("status")) for c in caches
+        ]
+        raise AssertionError(f"{error}: {found}, artifacts {env.items(ARTIFACTS, ns)}") from None
 
 
 def running_with_cache(env: Env, service: str, ns: str) -> dict[str, Any]:
     """Chainsaw's "Verify AIMService reaches Running with cache ready"."""
-    status = until(
-        lambda: (s := env.service(service, ns).get("status") or {}).get("status") == "Running" and s,
-        f"{service} Running",
-        timeout=TIMEOUT,
-    )
+    last: dict[str, Any] = {}
+
+    def running() -> dict[str, Any] | None:
+        last.update(env.service(service, ns).get("status") or {})
+        return dict(last) if last.get("status") == "Running" else None
+
+    try:
+        status = until(running, f"{service} Running", timeout=TIMEOUT)
+    except AssertionError as error:
+        raise AssertionError(f"{error}: {service}'s last status {last}") from None
     cache = conditions(status)["CacheReady"]
     assert (cache["status"], cache["reason"], cache["message"]) == ("True", "CacheReady", "Template cache is ready")
     return status
@@ -149,7 +162,7 @@ def running_with_cache(env: Env, service: str, ns: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     simulator = SimulatorConfig(
-        pools=(NodePool(count=1, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
+        pools=(NodePool(count=2, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
     )
     with running_fleet(tmp_path_factory.mktemp("aimcache"), 1, "aimcache-", simulator=simulator) as fleet:
         env = Env(fleet)
