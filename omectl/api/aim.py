@@ -355,6 +355,13 @@ class ServiceRuntimeStatus(_Object):
     """The counts for kubectl: current, or current/desired (min-max) when autoscaling."""
 
 
+class ServiceCacheStatus(_Object):
+    """The template cache a service on the template path uses (upstream's v1alpha1 `status.cache`)."""
+
+    template_cache_ref: LegacyResolvedReference | None = None
+    """The AIMTemplateCache in use, while it is Ready."""
+
+
 class AIMServiceStatus(_Object):
     """Observed state of an AIMService."""
 
@@ -371,6 +378,9 @@ class AIMServiceStatus(_Object):
     resolved_model: LegacyResolvedReference | None = None
     """The AIMModel or AIMClusterModel the service resolved (by `spec.model.name` or `spec.model.image`), while it is
     Ready (upstream's v1alpha1 `status.resolvedModel`, same shape)."""
+    cache: ServiceCacheStatus | None = None
+    """The template cache of a service that selects a template, while it is Ready (upstream's v1alpha1
+    `status.cache.templateCacheRef`, same shape)."""
     routing: ServiceRoutingStatus | None = None
     """Routing of the service."""
     runtime: ServiceRuntimeStatus | None = None

@@ -137,7 +137,7 @@ def test_upstreams_template_not_found_scenario_fails_the_service_and_it_recovers
             "metric": "throughput",
             "precision": "bf16",
             "hardware": {"gpu": {"requests": 1, "model": "MI300X"}},
-            "modelSources": [{"modelId": "org/model", "sourceUri": "hf://org/model"}],
+            "modelSources": [{"modelId": "org/model", "sourceUri": "hf://org/model", "size": "1Gi"}],
         },
     }
     env.apply(template)
@@ -294,7 +294,7 @@ def test_a_service_waits_for_its_named_cluster_template_until_it_is_ready(env: E
             "spec": {
                 "modelName": "waiting-model",
                 "hardware": {"gpu": {"requests": 1, "model": "MI355X"}},
-                "modelSources": [{"modelId": "org/model", "sourceUri": "hf://org/model"}],
+                "modelSources": [{"modelId": "org/model", "sourceUri": "hf://org/model", "size": "1Gi"}],
             },
         },
         {
@@ -380,7 +380,7 @@ def test_a_models_default_template_is_followed_as_the_model_and_the_template_app
                 "modelName": "late-model",
                 "metric": "throughput",
                 "hardware": {"gpu": {"requests": 1, "model": "MI300X"}},
-                "modelSources": [{"modelId": "org/model", "sourceUri": "hf://org/model"}],
+                "modelSources": [{"modelId": "org/model", "sourceUri": "hf://org/model", "size": "1Gi"}],
             },
         }
     )

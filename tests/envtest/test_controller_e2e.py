@@ -36,6 +36,9 @@ EMBEDDED_ONLY: dict[str, str] = {
     "tests/e2e/test_fleet_runtimes_hubless.py": "test_fleet_runtimes.py's applier reading files instead of a hub",
     "tests/e2e/test_runtime_history.py": "the CLI's printing of revisions that test_runtime_inheritance.py makes",
     "tests/e2e/test_runtime_rollout.py": "the CLI's rollout of a pinned service, test_fleet.py's rollout test",
+    "tests/e2e/test_aim_service_caching.py": (
+        "a service's template cache: test_aim_service_templates.py's services make theirs, test_aim_legacy.py's caches"
+    ),
 }
 """E2E files left out of the real-server run of `make test`, with the e2e file whose server traffic each repeats."""
 

@@ -25,7 +25,7 @@ from typing import Any, Final, cast
 
 from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
 from omectl.controller.aim.consumers import AimConsumerReconciler
-from omectl.controller.aim.legacy_caches import reconcile_template_cache
+from omectl.controller.aim.legacy_caches import delete_abandoned_cache, reconcile_template_cache
 from omectl.controller.aim.legacy_outcome import Outcome
 from omectl.controller.aim.legacy_templates import reconcile_template
 from omectl.controller.aim.legacy_watch import LEGACY_KEYS, LEGACY_RESOURCES
@@ -81,6 +81,9 @@ class LegacyReconciler(ConfigConsumerReconciler):
     async def reconcile_kind(
         self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, previous: list[Any]
     ) -> None:
+        if obj["kind"] == TEMPLATE_CACHE and await delete_abandoned_cache(cluster, obj):
+            self.writes += 1
+            return
         outcome = await STEPS[obj["kind"]](self, cluster, obj, resolution)
         status = legacy_status(
             [runtime_config_component(resolution), *outcome.components],

@@ -6,14 +6,21 @@ decisions are `omectl.core.aim.legacy.template_caches`, this module reads what t
    holds gets its artifact (`render_artifact`), created once, as upstream creates it: later changes of the cache's
    labels do not reach an artifact (a Shared one may serve other caches).
 3. Status: `ArtifactsReady`, `status.artifacts`, `status.resolvedTemplateKind`.
+
+Before all that, a cache an AIMService made that is not Ready when the service is deleted is deleted
+(`delete_abandoned_cache`; `omectl.core.aim.legacy.service_caches.abandoned`): the service's deletion, seen by the
+watch (`AimWatch.deleted_services`), queues them. A cache labelled with a service that does not exist yet (applied
+before it) is left alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from omectl.controller.aim.legacy_outcome import Outcome
 from omectl.core.aim.legacy.kinds import ARTIFACT
+from omectl.core.aim.legacy.service_caches import abandoned, made_by
 from omectl.core.aim.legacy.status import Component
 from omectl.core.aim.legacy.template_caches import (
     artifacts_component,
@@ -24,8 +31,10 @@ from omectl.core.aim.legacy.template_caches import (
     template_component,
     template_refs,
 )
-from omectl.core.aim.meta import namespace_of
+from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.aim.resolution import Resolution
+from omectl.kube.errors import NotFound
+from omectl.kube.resources import AIM_TEMPLATE_CACHES
 
 if TYPE_CHECKING:
     from omectl.controller.aim.legacy import LegacyReconciler
@@ -57,3 +66,18 @@ async def reconcile_template_cache(
         components.append(artifacts)
     fields["artifacts"] = artifacts_status(sources, chosen)
     return Outcome(tuple(components), (), fields)
+
+
+async def delete_abandoned_cache(cluster: AimWatch, cache: dict[str, Any]) -> bool:
+    """Delete `cache` when the service that made it was deleted and it is not Ready; True when it is to be gone."""
+    maker, namespace = made_by(cache), namespace_of(cache)
+    deleted = (
+        maker is not None
+        and (namespace, maker) in cluster.deleted_services
+        and cluster.services.cache.get(namespace, maker) is None
+    )
+    if not abandoned(cache, deleted):
+        return False
+    with contextlib.suppress(NotFound):  # gone already
+        await cluster.client.request("DELETE", AIM_TEMPLATE_CACHES.path(namespace, name_of(cache)))
+    return True

@@ -48,6 +48,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
 
 from omectl.controller.aim.caching import cache_artifacts, service_profile
+from omectl.controller.aim.service_caches import plan_template_cache
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import apply_render, live_object
 from omectl.controller.runtime.queue import RetryLater
@@ -57,6 +58,8 @@ from omectl.core.aim.autoscaling import runtime_status
 from omectl.core.aim.caches import render_profile_cache
 from omectl.core.aim.kserve import names_model, render_inference_service, render_model_cache_pvc
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, propagate_to_object, read_propagated_keys
+from omectl.core.aim.legacy.service_caches import CACHE_READY
+from omectl.core.aim.legacy.service_caches import cache_ref as cache_reference
 from omectl.core.aim.meta import AIM_SERVICE_KIND
 from omectl.core.aim.resolution import (
     CONFIG_VALID,
@@ -91,6 +94,7 @@ from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import (
     AIM_PROFILE_CACHES,
     AIM_SERVICES,
+    AIM_TEMPLATE_CACHES,
     HTTP_ROUTES,
     KSERVE_INFERENCE_SERVICES,
     PERSISTENT_VOLUME_CLAIMS,
@@ -103,7 +107,16 @@ log = logging.getLogger(__name__)
 
 AIM_SERVICE_API_VERSION: Final = f"{AIM_SERVICES.group}/{AIM_SERVICES.version}"
 OWN_CONDITIONS: Final = frozenset(
-    {RUNTIME_CONFIG_READY, MODEL_READY, TEMPLATE_READY, INFERENCE_SERVICE_READY, HTTP_ROUTE_READY, CONFIG_VALID, READY}
+    {
+        RUNTIME_CONFIG_READY,
+        MODEL_READY,
+        TEMPLATE_READY,
+        INFERENCE_SERVICE_READY,
+        CACHE_READY,
+        HTTP_ROUTE_READY,
+        CONFIG_VALID,
+        READY,
+    }
 )
 """Condition types the reconciler owns: rewritten every reconcile; others on the status are kept."""
 PVC_NOT_UPDATED: Final = "ModelCachePVCNotUpdated"
@@ -112,6 +125,7 @@ _RESOURCES: Final = {
     "HTTPRoute": HTTP_ROUTES,
     "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
     "AIMProfileCache": AIM_PROFILE_CACHES,
+    "AIMTemplateCache": AIM_TEMPLATE_CACHES,
 }
 
 
@@ -142,6 +156,7 @@ def desired_status(
     path: str | None,
     resolved_template: Mapping[str, Any] | None = None,
     resolved_model: Mapping[str, Any] | None = None,
+    cache_ref: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The AIMService's status for this outcome, or None when the live status already says it."""
     status = dict(live.get("status") or {})
@@ -162,6 +177,15 @@ def desired_status(
             desired[key] = dict(ref)
         else:
             desired.pop(key, None)
+    cache = dict(status.get("cache") or {})
+    if cache_ref is not None:
+        cache["templateCacheRef"] = dict(cache_ref)
+    else:
+        cache.pop("templateCacheRef", None)
+    if cache:
+        desired["cache"] = cache
+    else:
+        desired.pop("cache", None)
     routing = dict(status.get("routing") or {})
     if path is not None:
         routing["path"] = path
@@ -340,17 +364,29 @@ class AimServiceReconciler:
             if cache is not None:
                 await self._apply_child(cluster, service, cache, config)
                 artifacts = cache_artifacts(cluster, service, profile)
+        # the template cache (aim_service_caches): made, waited for before the InferenceService exists, mounted
+        cached = None
+        if selection is not None:
+            cached = await plan_template_cache(cluster, service, selection, config, self._apply_child)
         rendered = render_inference_service(service, config, profile=profile, template=template)
         rendered_isvc = mount_artifacts(rendered, artifacts)
-        isvc = await self._apply_child(cluster, service, rendered_isvc, config)
-        components.append(inference_service_component(isvc))
+        if cached is not None:
+            rendered_isvc = cached.mounted(rendered_isvc)
+        if cached is None or cached.inference_service_due:
+            isvc = await self._apply_child(cluster, service, rendered_isvc, config)
+            components.append(inference_service_component(isvc))
+        if cached is not None:
+            components.append(cached.component)
         plan = plan_routing(service, config)
         route_component = await self._route(cluster, service, plan, config)
         if route_component is not None:
             components.append(route_component)
         rolled = roll_up(components, config_error=config_error, previous_conditions=previous)
         path = plan.path if plan.route is not None else None
-        await self._write_status(cluster, service, rolled, resolution, path, resolved_template, resolved_model)
+        cache_ref = cache_reference(cached.cache) if cached is not None else None
+        await self._write_status(
+            cluster, service, rolled, resolution, path, resolved_template, resolved_model, cache_ref
+        )
 
     # --- the template ------------------------------------------------------------------------------------
 
@@ -448,8 +484,9 @@ class AimServiceReconciler:
         path: str | None,
         resolved_template: Mapping[str, Any] | None = None,
         resolved_model: Mapping[str, Any] | None = None,
+        cache_ref: Mapping[str, Any] | None = None,
     ) -> None:
-        refs = (resolved_template, resolved_model)
+        refs = (resolved_template, resolved_model, cache_ref)
         if desired_status(service, rolled, resolution, path, *refs) is None:  # against the cache first
             return
         meta = service["metadata"]

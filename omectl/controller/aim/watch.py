@@ -28,6 +28,10 @@ and empty, so the OME side of the fleet is unaffected.
   create, delete, spec, status or annotation change queues the services naming it or its image (in its namespace
   for an AIMModel, everywhere for an AIMClusterModel), so `ModelReady`, `status.resolvedModel` and a default
   template follow it; a template's change also queues the services of the models whose default it is.
+- The template caches services use (`SERVICE_RESOLVED_TEMPLATE_INDEX`, over `status.resolvedTemplate.name`): a
+  template cache's create, delete, spec or status change queues the services of its namespace whose resolved
+  template it caches, and the service that made it (its owner, or its `aim.eai.amd.com/service.name` label), so
+  `CacheReady`, the InferenceService waiting for the cache, and a deleted cache made again follow it.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ from omectl.controller.aim.legacy_watch import LegacyWatch
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
-from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, TEMPLATE_KINDS
+from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, TEMPLATE_CACHE, TEMPLATE_KINDS
+from omectl.core.aim.legacy.service_caches import SERVICE_NAME_LABEL, label_value
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
 from omectl.core.aim.resolution import CLUSTER_RUNTIME_CONFIG_KIND, RUNTIME_CONFIG_KIND, config_change_reaches
 from omectl.core.aim.service_models import AIM_CLUSTER_MODEL, AIM_MODEL
@@ -69,6 +74,8 @@ SERVICE_TEMPLATE_INDEX: Final = "aim.eai.amd.com/service-template"
 """AIMServices by the template they select by name (v1alpha1's `spec.template.name`, carried in the annotation)."""
 SERVICE_MODEL_REF_INDEX: Final = "aim.eai.amd.com/service-model-ref"
 """AIMServices by the model they resolve: `name:<spec.model.name>` or `image:<spec.model.image>` (trimmed)."""
+SERVICE_RESOLVED_TEMPLATE_INDEX: Final = "aim.eai.amd.com/service-resolved-template"
+"""AIMServices by `status.resolvedTemplate.name` (upstream's index for its template caches' changes)."""
 MODEL_IMAGE_INDEX: Final = "aim.eai.amd.com/model-image"
 """AIMModels and AIMClusterModels by `spec.image` (trimmed)."""
 MODEL_DEFAULT_TEMPLATE_INDEX: Final = "aim.eai.amd.com/model-default-template"
@@ -104,6 +111,12 @@ def service_model_index(obj: dict[str, Any]) -> list[str]:
     return [name] if caching.get("enabled") is True and isinstance(name, str) and name else []
 
 
+def service_resolved_template_index(obj: dict[str, Any]) -> list[str]:
+    ref = (obj.get("status") or {}).get("resolvedTemplate") or {}
+    name = ref.get("name") if isinstance(ref, Mapping) else None
+    return [name] if isinstance(name, str) and name else []
+
+
 def service_template_index(obj: dict[str, Any]) -> list[str]:
     name = template_name(obj)
     return [name] if name is not None else []
@@ -133,6 +146,7 @@ class AimWatch(DomainView):
         self.services.cache.add_index(SERVICE_MODEL_INDEX, service_model_index)
         self.services.cache.add_index(SERVICE_TEMPLATE_INDEX, service_template_index)
         self.services.cache.add_index(SERVICE_MODEL_REF_INDEX, service_model_ref_index)
+        self.services.cache.add_index(SERVICE_RESOLVED_TEMPLATE_INDEX, service_resolved_template_index)
         self.runtime_configs = Informer(
             client, AIM_RUNTIME_CONFIGS, handlers=[self._config_handler(RUNTIME_CONFIG_KIND)], optional=True
         )
@@ -145,10 +159,14 @@ class AimWatch(DomainView):
         self.inference_services = self._child_informer(KSERVE_INFERENCE_SERVICES)
         self.http_routes = self._child_informer(HTTP_ROUTES)
         self.claims = self._child_informer(PERSISTENT_VOLUME_CLAIMS)
+        self.deleted_services: set[tuple[str, str]] = set()
+        """`(namespace, name as a label value)` of the services whose deletion was seen, until one of that name is
+        made again: their template caches that are not Ready go too (`legacy_caches.delete_abandoned_cache`)."""
         self.consumers = ConsumerWatch(self)  # the v1alpha2 consumers and their children
         self.legacy = LegacyWatch(self)  # upstream's legacy template path
         for kind in TEMPLATE_KINDS:
             self.legacy.kinds[kind].add_handler(self._template_handler(kind))
+        self.legacy.kinds[TEMPLATE_CACHE].add_handler(self._template_cache_handler)
         for kind in (AIM_MODEL, AIM_CLUSTER_MODEL):
             models = self.consumers.kinds[kind]
             models.cache.add_index(MODEL_IMAGE_INDEX, model_image_index)
@@ -229,8 +247,14 @@ class AimWatch(DomainView):
     def _service_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
+        made = (str(metadata(obj).get("namespace") or ""), label_value(str(metadata(obj)["name"])))
         if event_type == "DELETED":
-            return  # owner references let the API server collect the children
+            # owner references let the API server collect the children; the template caches it made that are not
+            # Ready go too (their reconcile deletes them)
+            self.deleted_services.add(made)
+            self._enqueue_made_caches(obj)
+            return
+        self.deleted_services.discard(made)
         if event_type == "MODIFIED" and not self_relevant_change(obj, old):
             return  # our own status write
         meta = metadata(obj)
@@ -292,6 +316,37 @@ class AimWatch(DomainView):
                     self._enqueue_services_of(model_kind, model, trigger, namespace=namespace, template_kind=kind)
 
         return on_event
+
+    def _enqueue_made_caches(self, service: Mapping[str, Any]) -> None:
+        meta = metadata(service)
+        namespace = str(meta.get("namespace") or "")
+        made = label_value(str(meta["name"]))
+        for cache in self.legacy.kinds[TEMPLATE_CACHE].cache.list(namespace):
+            if (metadata(cache).get("labels") or {}).get(SERVICE_NAME_LABEL) == made:
+                trigger = self._trigger(AIM_SERVICE_KEY, dict(service))
+                self.legacy.enqueue(TEMPLATE_CACHE, namespace, str(metadata(cache)["name"]), trigger, Lane.FANOUT)
+
+    def _template_cache_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if initial:
+            return  # every service of the initial list is queued anyway
+        if event_type == "MODIFIED" and old is not None and all(obj.get(p) == old.get(p) for p in ("spec", "status")):
+            return  # a metadata edit changes no cache's state
+        meta = metadata(obj)
+        namespace = str(meta.get("namespace") or "")
+        template = str((obj.get("spec") or {}).get("templateName") or "")
+        names = {
+            str(metadata(service)["name"])
+            for service in self.services.cache.by_index(SERVICE_RESOLVED_TEMPLATE_INDEX, template)
+            if str(metadata(service).get("namespace") or "") == namespace
+        }
+        maker = owning_service(obj) or (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
+        if isinstance(maker, str) and self.services.cache.get(namespace, maker) is not None:
+            names.add(maker)
+        trigger = self._trigger(TEMPLATE_CACHE, obj)
+        for name in sorted(names):
+            self._enqueue(namespace, name, trigger, Lane.FANOUT)
 
     def _model_handler(self, kind: str) -> Any:
         def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:

@@ -343,6 +343,13 @@ SERVICE_DOCUMENTS = {
         "spec": {"overrides": {"metric": "latency"}, "caching": {"mode": "Never"}, "template": ...}
     },
     "tests/e2e/aimservice/gpu/happy-path/cached/service.yaml": {"spec": {"caching": {"mode": "Shared"}}},
+    "tests/e2e/aimservice/common/caching-mode-never/service.yaml": {"spec": {"caching": {"mode": "Dedicated"}}},
+    "tests/e2e/aimservice/common/cache-deleted-shared/service.yaml": {"spec": {"caching": {"mode": "Shared"}}},
+    "tests/e2e/aimservice/common/cache-deleted-dedicated/service.yaml": {"spec": {"caching": {"mode": "Dedicated"}}},
+    "tests/e2e/aimservice/common/label-propagation/service.yaml": {"spec": {"caching": {"mode": "Shared"}}},
+    "tests/e2e/aimservice/frozen/env-propagation-to-cache/service.yaml": {
+        "spec": {"template": {"name": "test-template"}, "caching": {"mode": "Shared"}}
+    },
 }
 """Upstream's services and what of each has no v1alpha2 counterpart (`...`: as the document has it)."""
 

@@ -6,8 +6,9 @@ caching modes, deprecated `cacheModel`, overrides, autoscaling (`minReplicas`, `
 secrets and service account have no v1alpha2 counterpart, nor have v1alpha2's inline `runtimeConfig`, its cache
 `storage.size` / `storage.storageClassName` and its `caching.enabled` (on or off, where v1alpha1 has a mode: the
 shapes differ) a v1alpha1 one: each travels in the other's annotation. Status: the state, conditions, observed
-generation, resolved runtime config, resolved template and resolved model (the same shape in both), routing path
-and replica counts (`status.runtime`) are shared; upstream's template cache is v1alpha1's alone.
+generation, resolved runtime config, resolved template, resolved model and template cache reference (the same shape in
+both), routing path and replica counts (`status.runtime`) are shared; upstream's cache retry count is v1alpha1's
+alone.
 """
 
 from __future__ import annotations
@@ -74,6 +75,12 @@ SERVICE: Final = KindConversion(
         *(Field.both(("status", "resolvedTemplate", name)) for name in ("kind", "name", "namespace", "scope", "uid")),
         Container.both(("status", "resolvedModel")),
         *(Field.both(("status", "resolvedModel", name)) for name in ("kind", "name", "namespace", "scope", "uid")),
+        Container.both(("status", "cache")),
+        Container.both(("status", "cache", "templateCacheRef")),
+        *(
+            Field.both(("status", "cache", "templateCacheRef", name))
+            for name in ("kind", "name", "namespace", "scope", "uid")
+        ),
         Container.both(("status", "routing")),
         Field.both(("status", "routing", "path")),
         Container.both(("status", "runtime")),
