@@ -16,6 +16,13 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
 - The re-queues: a service naming no template follows its model appearing (its default template missing:
   TemplateNotFound) and then that template appearing (it recovers and runs with the template's env).
 - A cluster template whose GPU no node has keeps the service waiting (Pending, `TemplateNotReady`) until it is Ready.
+- aimservice/frozen/model-ready, model-progressing, model-failed: a service naming no template selects its model's
+  only template automatically (upstream's selection among the templates whose `spec.modelName` is the model) and
+  starts; a service whose model is Progressing is Pending, one whose model is Failed is Failed, both with
+  `ModelReady=False` / `ModelNotReady` and no InferenceService until the model is Ready.
+- Automatic selection among several templates, following them: none Ready yet, only unoptimized ones, the preferred
+  one of several (namespaced over cluster, latency over throughput), an ambiguous tie, each re-queued by the
+  templates of the model appearing and changing.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ V1 = "aim.eai.amd.com/v1alpha1"
 SERVICES_V1 = "aimservices.v1alpha1.aim.eai.amd.com"
 KSERVE = "inferenceservices.serving.kserve.io"
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e" / "aimservice" / "common"
+FROZEN = UPSTREAM.parent / "frozen"
 DRY_RUN = [
     {
         "filename": "vllm-mi300x-fp16-tp1-latency.yaml",
@@ -71,6 +79,18 @@ class Env(ClusterKubectl):
         where = ["-n", ns] if ns else []
         self.k("apply", *where, "-f", str(UPSTREAM / path))
         doc: dict[str, Any] = yaml.safe_load((UPSTREAM / path).read_text())
+        return doc
+
+    def apply_frozen(self, path: str, ns: str | None = None) -> dict[str, Any]:
+        """A frozen dependency of upstream's (paused), as its hack/apply-with-status.sh applies it: the document,
+        then its status merge-patched onto the status subresource."""
+        where = ["-n", ns] if ns else []
+        self.k("apply", *where, "-f", str(FROZEN / path))
+        doc: dict[str, Any] = yaml.safe_load((FROZEN / path).read_text())
+        if "status" in doc:
+            body = json.dumps({"status": doc["status"]})
+            kind, name = doc["kind"].lower(), doc["metadata"]["name"]
+            self.k("patch", kind, name, *where, "--type=merge", "--subresource=status", "-p", body)
         return doc
 
     def service(self, name: str, ns: str) -> dict[str, Any]:
@@ -396,3 +416,138 @@ def test_a_models_default_template_is_followed_as_the_model_and_the_template_app
     assert isvc is not None
     variables = {e["name"]: e.get("value") for e in isvc["spec"]["predictor"]["containers"][0]["env"]}
     assert variables["AIM_METRIC"] == "throughput", "the default template's env"
+
+
+def test_upstreams_frozen_model_scenarios_select_the_template_automatically_and_hold_for_the_model(env: Env) -> None:
+    """Ported: aimservice/frozen/model-ready, model-progressing and model-failed (each in its namespace)."""
+    for scenario in ("model-ready", "model-progressing", "model-failed"):
+        env.apply(namespace(f"frozen-{scenario}"))
+        env.apply_frozen(f"{scenario}/model.yaml", f"frozen-{scenario}")
+        if scenario != "model-failed":
+            env.apply_frozen(f"{scenario}/template.yaml", f"frozen-{scenario}")
+        env.apply_file(f"../frozen/{scenario}/service.yaml", f"frozen-{scenario}")
+
+    def settled(scenario: str, *states: str) -> dict[str, Any]:
+        ns = f"frozen-{scenario}"
+        return until(  # type: ignore[no-any-return]
+            lambda: (s := env.service("test-service", ns).get("status") or {}).get("status") in states and s, states
+        )
+
+    # chainsaw (model-ready): status Starting, ModelReady True / ModelResolved, TemplateReady True / Resolved (the
+    # simulated InferenceService may be ready at once: Running then)
+    status = settled("model-ready", "Starting", "Running")
+    found = conditions(status)
+    assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved")
+    assert (found["TemplateReady"]["status"], found["TemplateReady"]["reason"]) == ("True", "Resolved")
+    assert status["resolvedTemplate"]["name"] == "test-template", "selected by its spec.modelName"
+    assert env.get(KSERVE, "test-service", "frozen-model-ready") is not None
+
+    # chainsaw (model-progressing): status Pending, ModelReady False / ModelNotReady
+    status = settled("model-progressing", "Pending")
+    found = conditions(status)
+    assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("False", "ModelNotReady")
+    assert found["ModelReady"]["message"] == "AIMModel test-model is not ready yet"
+    assert found["TemplateReady"]["status"] == "True" and status["resolvedTemplate"]["name"] == "test-template"
+    assert "resolvedModel" not in status
+    assert env.get(KSERVE, "test-service", "frozen-model-progressing") is None, "held for the model"
+
+    # chainsaw (model-failed): status Failed, ModelReady False / ModelNotReady
+    status = settled("model-failed", "Failed")
+    found = conditions(status)
+    assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("False", "ModelNotReady")
+    assert found["ModelReady"]["message"] == "AIMModel test-model is in failed state"
+    assert env.get(KSERVE, "test-service", "frozen-model-failed") is None, "held for the model"
+
+    # the progressing model turns Ready: its status change queues the service, which creates its InferenceService
+    ns = "frozen-model-progressing"
+    env.k("patch", "aimmodel", "test-model", "-n", ns, "--type=merge", "--subresource=status", "-p", READY)
+    status = settled("model-progressing", "Starting", "Running")
+    assert conditions(status)["ModelReady"]["status"] == "True" and status["resolvedModel"]["name"] == "test-model"
+    until(lambda: env.get(KSERVE, "test-service", ns), "the InferenceService")
+
+
+READY = json.dumps({"status": {"status": "Ready"}})
+
+
+def frozen_template(kind: str, name: str, ns: str | None) -> dict[str, Any]:
+    """A paused template for `sel-model` on MI300X, its status set by the test (as upstream's frozen ones are)."""
+    meta: dict[str, Any] = {"name": name, "annotations": {"aim.eai.amd.com/reconciliation-paused": "true"}}
+    if ns is not None:
+        meta["namespace"] = ns
+    spec = {"modelName": "sel-model", "hardware": {"gpu": {"model": "MI300X", "requests": 1}}}
+    return {"apiVersion": V1, "kind": kind, "metadata": meta, "spec": spec}
+
+
+def test_automatic_selection_follows_the_templates_of_the_model_as_they_appear_and_change(env: Env) -> None:
+    ns = "tpl-select"
+    env.apply(namespace(ns))
+    paused = {"aim.eai.amd.com/reconciliation-paused": "true"}
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMModel",
+            "metadata": {"name": "sel-model", "namespace": ns, "annotations": paused},
+            "spec": {"image": "ghcr.io/example/sel:v1"},
+        }
+    )
+    env.k("patch", "aimmodel", "sel-model", "-n", ns, "--type=merge", "--subresource=status", "-p", READY)
+
+    def put(kind: str, name: str, where: str | None, **profile: Any) -> None:
+        env.apply(frozen_template(kind, name, where))
+        body = json.dumps({"status": {"status": "Ready", "profile": {"metadata": {"gpu": "MI300X", **profile}}}})
+        scope = ["-n", where] if where else []
+        env.k("patch", kind.lower(), name, *scope, "--type=merge", "--subresource=status", "-p", body)
+
+    def service(name: str) -> None:
+        env.apply(
+            {
+                "apiVersion": V1,
+                "kind": "AIMService",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"model": {"name": "sel-model"}},
+            }
+        )
+
+    def template_ready(name: str, message: str) -> dict[str, Any]:
+        return until(  # type: ignore[no-any-return]
+            lambda: (
+                (s := env.service(name, ns).get("status") or {})
+                and conditions(s).get("TemplateReady", {}).get("message") == message
+                and s
+            ),
+            message,
+        )
+
+    # only an unoptimized template: none selected, the service waits and says why
+    put("AIMServiceTemplate", "sel-unopt", ns, type="unoptimized", metric="latency")
+    service("first")
+    status = template_ready(
+        "first",
+        'No available templates match requirements for model "sel-model": 1 unoptimized template(s) filtered out. '
+        "Set allowUnoptimized to use them.",
+    )
+    assert (status["status"], conditions(status)["TemplateReady"]["reason"]) == ("Pending", "TemplateNotFound")
+    assert "resolvedTemplate" not in status and env.get(KSERVE, "first", ns) is None
+    # optimized templates appearing queue it: it selects one (whichever it sees first) and runs
+    put("AIMServiceTemplate", "sel-a", ns, type="optimized", metric="throughput", precision="fp16")
+    put("AIMServiceTemplate", "sel-b", ns, type="optimized", metric="throughput", precision="fp16")
+    status = until(lambda: (s := env.service("first", ns).get("status") or {}).get("resolvedTemplate") and s, "one")
+    first_choice = status["resolvedTemplate"]["name"]
+    assert first_choice in ("sel-a", "sel-b")
+    until(lambda: env.get(KSERVE, "first", ns), "the InferenceService")
+    # a service arriving now sees two equally preferred: ambiguous, nothing applied
+    service("second")
+    status = template_ready("second", 'Multiple templates (2) satisfy model "sel-model"')
+    assert (status["status"], conditions(status)["TemplateReady"]["reason"]) == (
+        "Pending",
+        "TemplateSelectionAmbiguous",
+    )
+    assert env.get(KSERVE, "second", ns) is None
+    # a cluster template ranked higher does not count while namespaced ones remain; sel-b's profile changing to the
+    # preferred metric (its status) decides it for the second; the first keeps its Ready template, as upstream keeps it
+    put("AIMClusterServiceTemplate", "sel-cluster", None, type="optimized", metric="latency", precision="fp4")
+    put("AIMServiceTemplate", "sel-b", ns, type="optimized", metric="latency", precision="fp16")
+    status = template_ready("second", "AIMServiceTemplate sel-b is ready")
+    assert status["resolvedTemplate"]["name"] == "sel-b"
+    until(lambda: env.get(KSERVE, "second", ns), "the InferenceService")
+    assert env.service("first", ns)["status"]["resolvedTemplate"]["name"] == first_choice
