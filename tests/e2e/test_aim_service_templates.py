@@ -23,6 +23,9 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
 - Automatic selection among several templates, following them: none Ready yet, only unoptimized ones, the preferred
   one of several (namespaced over cluster, latency over throughput), an ambiguous tie, each re-queued by the
   templates of the model appearing and changing.
+- The v1alpha1 image path: two services naming an image no model has create one AIMModel (upstream's name, labelled
+  `aim.eai.amd.com/origin: auto-generated`, unowned), with the services' labels the runtime config's
+  `labelPropagation.match` selects, and both resolve it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 import pytest
 import yaml
 
+from omectl.core.aim.image_models import generated_model_name
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
 from tests.support import ClusterKubectl, until
@@ -551,3 +555,49 @@ def test_automatic_selection_follows_the_templates_of_the_model_as_they_appear_a
     assert status["resolvedTemplate"]["name"] == "sel-b"
     until(lambda: env.get(KSERVE, "second", ns), "the InferenceService")
     assert env.service("first", ns)["status"]["resolvedTemplate"]["name"] == first_choice
+
+
+def test_a_v1alpha1_service_by_image_creates_one_shared_model_with_its_propagated_labels(env: Env) -> None:
+    """The v1alpha1 image path (upstream's aimservice model.go; the spec's edge AIMService -> auto-created AIMModel)."""
+    ns, image = "img-model", "ghcr.io/example/by-image:1.0"
+    env.apply(namespace(ns))
+    propagation = {"enabled": True, "match": ["team-*", "cost-center"]}
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMRuntimeConfig",
+            "metadata": {"name": "default", "namespace": ns},
+            "spec": {"labelPropagation": propagation},
+        }
+    )
+    labels = {"team-alpha": "frontend", "cost-center": "cc-12345", "env": "test"}
+    for name in ("by-image", "by-image-too"):
+        env.apply(
+            {
+                "apiVersion": V1,
+                "kind": "AIMService",
+                "metadata": {"name": name, "namespace": ns, "labels": labels},
+                "spec": {"model": {"image": image}, "caching": {"mode": "Shared"}},
+            }
+        )
+    model_name = generated_model_name(image)
+    model = until(lambda: env.get("aimmodels", model_name, ns), "the model")
+    assert model["metadata"]["labels"] == {
+        "aim.eai.amd.com/origin": "auto-generated",
+        "team-alpha": "frontend",
+        "cost-center": "cc-12345",
+    }, "the matching labels propagated, env not"
+    assert "ownerReferences" not in model["metadata"], "shared, as upstream leaves it unowned"
+    assert model["spec"]["image"] == image
+    for name in ("by-image", "by-image-too"):
+        status = until(
+            lambda name=name: (
+                (s := env.service(name, ns).get("status") or {})
+                and model_name in conditions(s).get("ModelReady", {}).get("message", "")
+                and s
+            ),
+            f"{name} resolves the model",
+        )
+        assert conditions(status)["ModelReady"]["reason"] in ("ModelResolved", "ModelNotReady")
+    models = json.loads(env.k("get", "aimmodels", "-n", ns, "-o", "json"))["items"]
+    assert [m["metadata"]["name"] for m in models] == [model_name], "one model for both services"

@@ -27,7 +27,9 @@ One reconcile of an AIMService:
    The model (`omectl.core.aim.service_models.resolve_model`: by name in the namespace then the cluster, or by
    image), when found: the `Model` component (condition `ModelReady`) and, while it is Ready,
    `status.resolvedModel`. A model that is not Ready holds the service (`Pending`, or `Failed` for a failed model)
-   as upstream does: no InferenceService is created until it is Ready (one already there is still updated).
+   as upstream does: no InferenceService is created until it is Ready (one already there is still updated). A
+   service written in v1alpha1 naming an image no model has creates its AIMModel (`core.aim.image_models`: shared,
+   unowned, the service's matching labels propagated) and waits for it (`CreatingModel`).
 4. Apply the KServe InferenceService, the model-cache PVC when `spec.storage.size` asks for one, and the HTTPRoute
    when routing is enabled and its path renders. Labels are propagated from the service
    (`omectl.core.aim.labels`): keys we propagated before are read from the live child's annotation, so a label the
@@ -57,6 +59,13 @@ from omectl.controller.runtime.queue import RetryLater
 from omectl.controller.runtime.view import ClusterView
 from omectl.core.aim.artifacts import mount_artifacts
 from omectl.core.aim.caches import render_profile_cache
+from omectl.core.aim.image_models import (
+    creating_component,
+    generated_model_name,
+    image_to_create,
+    invalid_image_component,
+    render_image_model,
+)
 from omectl.core.aim.kserve import names_model, render_inference_service, render_model_cache_pvc
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, propagate_to_object, read_propagated_keys
 from omectl.core.aim.meta import AIM_SERVICE_KIND, name_of
@@ -91,6 +100,7 @@ from omectl.core.conditions import by_type, stamped
 from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import (
+    AIM_MODELS,
     AIM_PROFILE_CACHES,
     AIM_SERVICES,
     HTTP_ROUTES,
@@ -313,6 +323,11 @@ class AimServiceReconciler:
         resolved_model = found.resolved_ref() if found is not None else None
         if found is not None:
             components.append(found.component)
+        elif (image := image_to_create(service)) is not None:
+            # v1alpha1's image path: the service creates the model and waits for it (its creation queues us)
+            components.append(await self._create_image_model(cluster, service, image, config))
+            await self._hold(cluster, service, components, resolution, previous, None, None)
+            return
         selection = select_template(
             service,
             cluster.template_lookup,
@@ -361,6 +376,22 @@ class AimServiceReconciler:
         rolled = roll_up(components, config_error=config_error, previous_conditions=previous)
         path = plan.path if plan.route is not None else None
         await self._write_status(cluster, service, rolled, resolution, path, resolved_template, resolved_model)
+
+    # --- the model ---------------------------------------------------------------------------------------
+
+    async def _create_image_model(
+        self, cluster: AimWatch, service: Mapping[str, Any], image: str, config: Mapping[str, Any]
+    ) -> Component:
+        """Create the AIMModel of `image` (`core.aim.image_models`): the `Model` component while it is created, or
+        Failed for an image reference that names no model."""
+        try:
+            name = generated_model_name(image)
+        except ValueError as exc:
+            return invalid_image_component(image, exc)
+        model = render_image_model(service, image, name, config)
+        _, wrote = await apply_render(cluster.client, AIM_MODELS, model, None, field_manager=FIELD_MANAGER)
+        self.writes += wrote
+        return creating_component(image)
 
     # --- the template ------------------------------------------------------------------------------------
 
