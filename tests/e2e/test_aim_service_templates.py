@@ -8,7 +8,8 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   also one Warning event, nothing applied, and the recovery once the template appears.
 - aimservice/common/basic-lifecycle: the named template discovered and Ready, the service resolves it
   (`status.resolvedTemplate`, `TemplateReady=True`), its InferenceService carries the template's metric and precision
-  as env, and it runs.
+  as env, and it runs; here also the template's GPU (upstream's resources for it), labels and node affinity on the
+  InferenceService.
 - aimservice/common/auto-template-selection: a service naming no template selects its model's
   `defaultServiceTemplate` (`status.resolvedModel`, `status.resolvedTemplate`, `ModelReady` and `TemplateReady`
   True), goes through Starting (seen on a watch of the service at v1alpha1) and runs; here also upstream's MODEL and
@@ -218,6 +219,19 @@ def test_upstreams_basic_lifecycle_service_resolves_its_named_template_and_serve
     variables = {e["name"]: e.get("value") for e in container["env"]}
     assert variables["AIM_CACHE_PATH"] == "/workspace/cache"
     assert (variables["AIM_METRIC"], variables["AIM_PRECISION"]) == ("latency", "fp16")
+    # the template's hardware (its resolved GPU, upstream's defaults for one GPU), labels and node affinity
+    assert container["resources"] == {
+        "requests": {"cpu": "4", "memory": "32Gi", "amd.com/gpu": "1"},
+        "limits": {"memory": "48Gi", "amd.com/gpu": "1"},
+    }
+    labels = isvc["metadata"]["labels"]
+    assert (labels["aim.eai.amd.com/template"], labels["aim.eai.amd.com/metric"]) == (
+        "test-service-template",
+        "latency",
+    )
+    assert labels["aim.eai.amd.com/precision"] == "fp16"
+    template_status = env.status("aimservicetemplates", "test-service-template", ns)
+    assert isvc["spec"]["predictor"]["affinity"] == {"nodeAffinity": template_status["resolvedNodeAffinity"]}
     # chainsaw: Verify service reaches Running status
     until(lambda: env.service(name, ns)["status"].get("status") == "Running", "Running")
 
