@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from omectl.core.aim.labels import propagate_to_object
+from omectl.core.aim.legacy.kinds import propagate_legacy_edge
 from omectl.core.aim.meta import namespace_of
 from omectl.core.aim.status import MODEL, Component
 from omectl.core.aim.versions import convert
@@ -89,7 +89,7 @@ def render_image_model(service: Mapping[str, Any], image: str, name: str, config
         "metadata": {"name": name, "namespace": namespace_of(service), "labels": {ORIGIN_LABEL: AUTO_GENERATED}},
         "spec": spec,
     }
-    return propagate_to_object(service, convert(model, f"{_GROUP}/{V1ALPHA2}"), config)
+    return propagate_legacy_edge(service, convert(model, f"{_GROUP}/{V1ALPHA2}"), config)
 
 
 def creating_component(image: str) -> Component:

@@ -1,10 +1,11 @@
 """The kinds of upstream's legacy template path (`aim.eai.amd.com/v1alpha1` only), the labels their children carry,
 and the propagation edges the spec draws for them (docs/aim-resources.md, "The legacy template path").
 
-Edges (`LEGACY_PROPAGATION_EDGES`): AIMServiceTemplate → AIMTemplateCache and AIMTemplateCache → AIMArtifact (the
-spec's "Propagation graph", legacy), and a template → its discovery Job (ours, as for a model's: the spec's "discovery
-and download pods inherit the same cost-allocation labels"). Each hop propagates the parent's labels under the
-PARENT's own resolved config; a Job gets them on its metadata and on its pod template.
+Edges (`LEGACY_PROPAGATION_EDGES`): AIMServiceTemplate → AIMTemplateCache, AIMTemplateCache → AIMArtifact and
+AIMService → the AIMModel it creates for an image (the spec's "Propagation graph", legacy), and a template → its
+discovery Job (ours, as for a model's: the spec's "discovery and download pods inherit the same cost-allocation
+labels"). Each hop propagates the parent's labels under the PARENT's own resolved config; a Job gets them on its
+metadata and on its pod template.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ TEMPLATE_CACHE_LABEL: Final = "aim.eai.amd.com/template-cache.name"
 """On a template cache's artifacts: the cache's name."""
 
 LEGACY_PROPAGATION_EDGES: Final[Mapping[str, frozenset[str]]] = {
+    "AIMService": frozenset(("AIMModel",)),
     SERVICE_TEMPLATE: frozenset((TEMPLATE_CACHE, JOB)),
     CLUSTER_SERVICE_TEMPLATE: frozenset((JOB,)),
     TEMPLATE_CACHE: frozenset((ARTIFACT,)),

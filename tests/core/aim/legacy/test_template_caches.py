@@ -154,6 +154,7 @@ def test_the_worst_artifact_is_the_caches_artifacts_component_and_status_lists_t
 
 def test_the_legacy_graph_has_only_the_specs_legacy_edges_and_the_discovery_job() -> None:
     assert {
+        "AIMService": frozenset({"AIMModel"}),
         "AIMServiceTemplate": frozenset({"AIMTemplateCache", "Job"}),
         "AIMClusterServiceTemplate": frozenset({"Job"}),
         "AIMTemplateCache": frozenset({"AIMArtifact"}),
