@@ -105,7 +105,7 @@ def upstream_service_documents() -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_upstreams_services_are_pinned() -> None:
-    assert len(upstream_service_documents()) == 11
+    assert len(upstream_service_documents()) == 15
 
 
 @pytest.mark.parametrize(("path", "doc"), upstream_service_documents(), ids=lambda v: v if isinstance(v, str) else "")

@@ -17,6 +17,8 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
 - The re-queues: a service naming no template follows its model appearing (its default template missing:
   TemplateNotFound) and then that template appearing (it recovers and runs with the template's env).
 - A cluster template whose GPU no node has keeps the service waiting (Pending, `TemplateNotReady`) until it is Ready.
+- aimservice/frozen/all-ready, template-ready, template-failed, cluster-model-ready: the model's only template
+  selected automatically (namespaced, or cluster for a cluster model), or the service Pending while it is Failed.
 - aimservice/frozen/model-ready, model-progressing, model-failed: a service naming no template selects its model's
   only template automatically (upstream's selection among the templates whose `spec.modelName` is the model) and
   starts; a service whose model is Progressing is Pending, one whose model is Failed is Failed, both with
@@ -485,6 +487,48 @@ def test_upstreams_frozen_model_scenarios_select_the_template_automatically_and_
 
 
 READY = json.dumps({"status": {"status": "Ready"}})
+
+FROZEN_TEMPLATE_SCENARIOS = {
+    # scenario: (frozen documents, the service's states, TemplateReady status and reason, resolvedTemplate scope)
+    "all-ready": (("model.yaml", "template.yaml"), ("Starting", "Running"), ("True", "Resolved"), "Namespace"),
+    "template-ready": (("model.yaml", "template.yaml"), ("Starting", "Running"), ("True", "Resolved"), "Namespace"),
+    "template-failed": (("model.yaml", "template.yaml"), ("Pending",), ("False", "TemplateNotReady"), None),
+    "cluster-model-ready": (
+        ("cluster-model.yaml", "cluster-template.yaml"),
+        ("Starting", "Running"),
+        ("True", "Resolved"),
+        "Cluster",
+    ),
+}
+
+
+def test_upstreams_frozen_template_scenarios_select_the_models_template_automatically(env: Env) -> None:
+    """Ported: aimservice/frozen/all-ready, template-ready, template-failed and cluster-model-ready (each in its
+    namespace; the chainsaw assertions below; the simulated InferenceService may be ready at once: Running)."""
+    for scenario, (documents, _, _, _) in FROZEN_TEMPLATE_SCENARIOS.items():
+        ns = f"frozen-{scenario}"
+        env.apply(namespace(ns))
+        for document in documents:
+            env.apply_frozen(f"{scenario}/{document}", None if document.startswith("cluster-") else ns)
+        env.apply_file(f"../frozen/{scenario}/service.yaml", ns)
+    for scenario, (_, states, template_ready, scope) in FROZEN_TEMPLATE_SCENARIOS.items():
+        ns = f"frozen-{scenario}"
+        status = until(
+            lambda ns=ns, states=states: (
+                (s := env.service("test-service", ns).get("status") or {}).get("status") in states and s
+            ),
+            f"{scenario}: {states}",
+        )
+        found = conditions(status)
+        assert (found["TemplateReady"]["status"], found["TemplateReady"]["reason"]) == template_ready, scenario
+        assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved"), scenario
+        if scope is None:
+            assert "resolvedTemplate" not in status, scenario
+            assert found["TemplateReady"]["message"] == "Templates exist but are not ready yet"
+            assert env.get(KSERVE, "test-service", ns) is None, "nothing to serve with"
+        else:
+            template = "test-cluster-template" if scope == "Cluster" else "test-template"
+            assert (status["resolvedTemplate"]["name"], status["resolvedTemplate"]["scope"]) == (template, scope)
 
 
 def frozen_template(kind: str, name: str, ns: str | None) -> dict[str, Any]:
