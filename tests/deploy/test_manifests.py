@@ -279,7 +279,13 @@ MEMBER_RULES = {
     "inferenceservices.serving.kserve.io": {"get", "list", "watch", "create", "patch"},
     "persistentvolumeclaims": {"get", "list", "watch", "create", "patch"},
     "httproutes.gateway.networking.k8s.io": {"get", "list", "watch", "create", "patch", "delete"},
-    "aimmodels.aim.eai.amd.com": {"get", "list", "watch"},
+    "aimmodels.aim.eai.amd.com": {
+        "get",
+        "list",
+        "watch",
+        "create",
+        "patch",
+    },  # a v1alpha1 service by image creates its model
     "aimclustermodelsources.aim.eai.amd.com": {"get", "list", "watch"},
     **{
         f"{plural}.aim.eai.amd.com": {"get", "list", "watch", "create", "patch"}

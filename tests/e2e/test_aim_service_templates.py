@@ -8,7 +8,8 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   also one Warning event, nothing applied, and the recovery once the template appears.
 - aimservice/common/basic-lifecycle: the named template discovered and Ready, the service resolves it
   (`status.resolvedTemplate`, `TemplateReady=True`), its InferenceService carries the template's metric and precision
-  as env, and it runs.
+  as env, and it runs; here also the template's GPU (upstream's resources for it), labels and node affinity on the
+  InferenceService.
 - aimservice/common/auto-template-selection: a service naming no template selects its model's
   `defaultServiceTemplate` (`status.resolvedModel`, `status.resolvedTemplate`, `ModelReady` and `TemplateReady`
   True), goes through Starting (seen on a watch of the service at v1alpha1) and runs; here also upstream's MODEL and
@@ -16,6 +17,18 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
 - The re-queues: a service naming no template follows its model appearing (its default template missing:
   TemplateNotFound) and then that template appearing (it recovers and runs with the template's env).
 - A cluster template whose GPU no node has keeps the service waiting (Pending, `TemplateNotReady`) until it is Ready.
+- aimservice/frozen/all-ready, template-ready, template-failed, cluster-model-ready: the model's only template
+  selected automatically (namespaced, or cluster for a cluster model), or the service Pending while it is Failed.
+- aimservice/frozen/model-ready, model-progressing, model-failed: a service naming no template selects its model's
+  only template automatically (upstream's selection among the templates whose `spec.modelName` is the model) and
+  starts; a service whose model is Progressing is Pending, one whose model is Failed is Failed, both with
+  `ModelReady=False` / `ModelNotReady` and no InferenceService until the model is Ready.
+- Automatic selection among several templates, following them: none Ready yet, only unoptimized ones, the preferred
+  one of several (namespaced over cluster, latency over throughput), an ambiguous tie, each re-queued by the
+  templates of the model appearing and changing.
+- The v1alpha1 image path: two services naming an image no model has create one AIMModel (upstream's name, labelled
+  `aim.eai.amd.com/origin: auto-generated`, unowned), with the services' labels the runtime config's
+  `labelPropagation.match` selects, and both resolve it.
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ from typing import Any
 import pytest
 import yaml
 
+from omectl.core.aim.image_models import generated_model_name
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
 from tests.support import ClusterKubectl, until
@@ -40,6 +54,7 @@ V1 = "aim.eai.amd.com/v1alpha1"
 SERVICES_V1 = "aimservices.v1alpha1.aim.eai.amd.com"
 KSERVE = "inferenceservices.serving.kserve.io"
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e" / "aimservice" / "common"
+FROZEN = UPSTREAM.parent / "frozen"
 DRY_RUN = [
     {
         "filename": "vllm-mi300x-fp16-tp1-latency.yaml",
@@ -71,6 +86,18 @@ class Env(ClusterKubectl):
         where = ["-n", ns] if ns else []
         self.k("apply", *where, "-f", str(UPSTREAM / path))
         doc: dict[str, Any] = yaml.safe_load((UPSTREAM / path).read_text())
+        return doc
+
+    def apply_frozen(self, path: str, ns: str | None = None) -> dict[str, Any]:
+        """A frozen dependency of upstream's (paused), as its hack/apply-with-status.sh applies it: the document,
+        then its status merge-patched onto the status subresource."""
+        where = ["-n", ns] if ns else []
+        self.k("apply", *where, "-f", str(FROZEN / path))
+        doc: dict[str, Any] = yaml.safe_load((FROZEN / path).read_text())
+        if "status" in doc:
+            body = json.dumps({"status": doc["status"]})
+            kind, name = doc["kind"].lower(), doc["metadata"]["name"]
+            self.k("patch", kind, name, *where, "--type=merge", "--subresource=status", "-p", body)
         return doc
 
     def service(self, name: str, ns: str) -> dict[str, Any]:
@@ -194,6 +221,19 @@ def test_upstreams_basic_lifecycle_service_resolves_its_named_template_and_serve
     variables = {e["name"]: e.get("value") for e in container["env"]}
     assert variables["AIM_CACHE_PATH"] == "/workspace/cache"
     assert (variables["AIM_METRIC"], variables["AIM_PRECISION"]) == ("latency", "fp16")
+    # the template's hardware (its resolved GPU, upstream's defaults for one GPU), labels and node affinity
+    assert container["resources"] == {
+        "requests": {"cpu": "4", "memory": "32Gi", "amd.com/gpu": "1"},
+        "limits": {"memory": "48Gi", "amd.com/gpu": "1"},
+    }
+    labels = isvc["metadata"]["labels"]
+    assert (labels["aim.eai.amd.com/template"], labels["aim.eai.amd.com/metric"]) == (
+        "test-service-template",
+        "latency",
+    )
+    assert labels["aim.eai.amd.com/precision"] == "fp16"
+    template_status = env.status("aimservicetemplates", "test-service-template", ns)
+    assert isvc["spec"]["predictor"]["affinity"] == {"nodeAffinity": template_status["resolvedNodeAffinity"]}
     # chainsaw: Verify service reaches Running status
     until(lambda: env.service(name, ns)["status"].get("status") == "Running", "Running")
 
@@ -396,3 +436,226 @@ def test_a_models_default_template_is_followed_as_the_model_and_the_template_app
     assert isvc is not None
     variables = {e["name"]: e.get("value") for e in isvc["spec"]["predictor"]["containers"][0]["env"]}
     assert variables["AIM_METRIC"] == "throughput", "the default template's env"
+
+
+def test_upstreams_frozen_model_scenarios_select_the_template_automatically_and_hold_for_the_model(env: Env) -> None:
+    """Ported: aimservice/frozen/model-ready, model-progressing and model-failed (each in its namespace)."""
+    for scenario in ("model-ready", "model-progressing", "model-failed"):
+        env.apply(namespace(f"frozen-{scenario}"))
+        env.apply_frozen(f"{scenario}/model.yaml", f"frozen-{scenario}")
+        if scenario != "model-failed":
+            env.apply_frozen(f"{scenario}/template.yaml", f"frozen-{scenario}")
+        env.apply_file(f"../frozen/{scenario}/service.yaml", f"frozen-{scenario}")
+
+    def settled(scenario: str, *states: str) -> dict[str, Any]:
+        ns = f"frozen-{scenario}"
+        return until(  # type: ignore[no-any-return]
+            lambda: (s := env.service("test-service", ns).get("status") or {}).get("status") in states and s, states
+        )
+
+    # chainsaw (model-ready): status Starting, ModelReady True / ModelResolved, TemplateReady True / Resolved (the
+    # simulated InferenceService may be ready at once: Running then)
+    status = settled("model-ready", "Starting", "Running")
+    found = conditions(status)
+    assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved")
+    assert (found["TemplateReady"]["status"], found["TemplateReady"]["reason"]) == ("True", "Resolved")
+    assert status["resolvedTemplate"]["name"] == "test-template", "selected by its spec.modelName"
+    assert env.get(KSERVE, "test-service", "frozen-model-ready") is not None
+
+    # chainsaw (model-progressing): status Pending, ModelReady False / ModelNotReady
+    status = settled("model-progressing", "Pending")
+    found = conditions(status)
+    assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("False", "ModelNotReady")
+    assert found["ModelReady"]["message"] == "AIMModel test-model is not ready yet"
+    assert found["TemplateReady"]["status"] == "True" and status["resolvedTemplate"]["name"] == "test-template"
+    assert "resolvedModel" not in status
+    assert env.get(KSERVE, "test-service", "frozen-model-progressing") is None, "held for the model"
+
+    # chainsaw (model-failed): status Failed, ModelReady False / ModelNotReady
+    status = settled("model-failed", "Failed")
+    found = conditions(status)
+    assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("False", "ModelNotReady")
+    assert found["ModelReady"]["message"] == "AIMModel test-model is in failed state"
+    assert env.get(KSERVE, "test-service", "frozen-model-failed") is None, "held for the model"
+
+    # the progressing model turns Ready: its status change queues the service, which creates its InferenceService
+    ns = "frozen-model-progressing"
+    env.k("patch", "aimmodel", "test-model", "-n", ns, "--type=merge", "--subresource=status", "-p", READY)
+    status = settled("model-progressing", "Starting", "Running")
+    assert conditions(status)["ModelReady"]["status"] == "True" and status["resolvedModel"]["name"] == "test-model"
+    until(lambda: env.get(KSERVE, "test-service", ns), "the InferenceService")
+
+
+READY = json.dumps({"status": {"status": "Ready"}})
+
+FROZEN_TEMPLATE_SCENARIOS = {
+    # scenario: (frozen documents, the service's states, TemplateReady status and reason, resolvedTemplate scope)
+    "all-ready": (("model.yaml", "template.yaml"), ("Starting", "Running"), ("True", "Resolved"), "Namespace"),
+    "template-ready": (("model.yaml", "template.yaml"), ("Starting", "Running"), ("True", "Resolved"), "Namespace"),
+    "template-failed": (("model.yaml", "template.yaml"), ("Pending",), ("False", "TemplateNotReady"), None),
+    "cluster-model-ready": (
+        ("cluster-model.yaml", "cluster-template.yaml"),
+        ("Starting", "Running"),
+        ("True", "Resolved"),
+        "Cluster",
+    ),
+}
+
+
+def test_upstreams_frozen_template_scenarios_select_the_models_template_automatically(env: Env) -> None:
+    """Ported: aimservice/frozen/all-ready, template-ready, template-failed and cluster-model-ready (each in its
+    namespace; the chainsaw assertions below; the simulated InferenceService may be ready at once: Running)."""
+    for scenario, (documents, _, _, _) in FROZEN_TEMPLATE_SCENARIOS.items():
+        ns = f"frozen-{scenario}"
+        env.apply(namespace(ns))
+        for document in documents:
+            env.apply_frozen(f"{scenario}/{document}", None if document.startswith("cluster-") else ns)
+        env.apply_file(f"../frozen/{scenario}/service.yaml", ns)
+    for scenario, (_, states, template_ready, scope) in FROZEN_TEMPLATE_SCENARIOS.items():
+        ns = f"frozen-{scenario}"
+        status = until(
+            lambda ns=ns, states=states: (
+                (s := env.service("test-service", ns).get("status") or {}).get("status") in states and s
+            ),
+            f"{scenario}: {states}",
+        )
+        found = conditions(status)
+        assert (found["TemplateReady"]["status"], found["TemplateReady"]["reason"]) == template_ready, scenario
+        assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved"), scenario
+        if scope is None:
+            assert "resolvedTemplate" not in status, scenario
+            assert found["TemplateReady"]["message"] == "Templates exist but are not ready yet"
+            assert env.get(KSERVE, "test-service", ns) is None, "nothing to serve with"
+        else:
+            template = "test-cluster-template" if scope == "Cluster" else "test-template"
+            assert (status["resolvedTemplate"]["name"], status["resolvedTemplate"]["scope"]) == (template, scope)
+
+
+def frozen_template(kind: str, name: str, ns: str | None) -> dict[str, Any]:
+    """A paused template for `sel-model` on MI300X, its status set by the test (as upstream's frozen ones are)."""
+    meta: dict[str, Any] = {"name": name, "annotations": {"aim.eai.amd.com/reconciliation-paused": "true"}}
+    if ns is not None:
+        meta["namespace"] = ns
+    spec = {"modelName": "sel-model", "hardware": {"gpu": {"model": "MI300X", "requests": 1}}}
+    return {"apiVersion": V1, "kind": kind, "metadata": meta, "spec": spec}
+
+
+def test_automatic_selection_follows_the_templates_of_the_model_as_they_appear_and_change(env: Env) -> None:
+    ns = "tpl-select"
+    env.apply(namespace(ns))
+    paused = {"aim.eai.amd.com/reconciliation-paused": "true"}
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMModel",
+            "metadata": {"name": "sel-model", "namespace": ns, "annotations": paused},
+            "spec": {"image": "ghcr.io/example/sel:v1"},
+        }
+    )
+    env.k("patch", "aimmodel", "sel-model", "-n", ns, "--type=merge", "--subresource=status", "-p", READY)
+
+    def put(kind: str, name: str, where: str | None, **profile: Any) -> None:
+        env.apply(frozen_template(kind, name, where))
+        body = json.dumps({"status": {"status": "Ready", "profile": {"metadata": {"gpu": "MI300X", **profile}}}})
+        scope = ["-n", where] if where else []
+        env.k("patch", kind.lower(), name, *scope, "--type=merge", "--subresource=status", "-p", body)
+
+    def service(name: str) -> None:
+        env.apply(
+            {
+                "apiVersion": V1,
+                "kind": "AIMService",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"model": {"name": "sel-model"}},
+            }
+        )
+
+    def template_ready(name: str, message: str) -> dict[str, Any]:
+        return until(  # type: ignore[no-any-return]
+            lambda: (
+                (s := env.service(name, ns).get("status") or {})
+                and conditions(s).get("TemplateReady", {}).get("message") == message
+                and s
+            ),
+            message,
+        )
+
+    # only an unoptimized template: none selected, the service waits and says why
+    put("AIMServiceTemplate", "sel-unopt", ns, type="unoptimized", metric="latency")
+    service("first")
+    status = template_ready(
+        "first",
+        'No available templates match requirements for model "sel-model": 1 unoptimized template(s) filtered out. '
+        "Set allowUnoptimized to use them.",
+    )
+    assert (status["status"], conditions(status)["TemplateReady"]["reason"]) == ("Pending", "TemplateNotFound")
+    assert "resolvedTemplate" not in status and env.get(KSERVE, "first", ns) is None
+    # optimized templates appearing queue it: it selects one (whichever it sees first) and runs
+    put("AIMServiceTemplate", "sel-a", ns, type="optimized", metric="throughput", precision="fp16")
+    put("AIMServiceTemplate", "sel-b", ns, type="optimized", metric="throughput", precision="fp16")
+    status = until(lambda: (s := env.service("first", ns).get("status") or {}).get("resolvedTemplate") and s, "one")
+    first_choice = status["resolvedTemplate"]["name"]
+    assert first_choice in ("sel-a", "sel-b")
+    until(lambda: env.get(KSERVE, "first", ns), "the InferenceService")
+    # a service arriving now sees two equally preferred: ambiguous, nothing applied
+    service("second")
+    status = template_ready("second", 'Multiple templates (2) satisfy model "sel-model"')
+    assert (status["status"], conditions(status)["TemplateReady"]["reason"]) == (
+        "Pending",
+        "TemplateSelectionAmbiguous",
+    )
+    assert env.get(KSERVE, "second", ns) is None
+    # a cluster template ranked higher does not count while namespaced ones remain; sel-b's profile changing to the
+    # preferred metric (its status) decides it for the second; the first keeps its Ready template, as upstream keeps it
+    put("AIMClusterServiceTemplate", "sel-cluster", None, type="optimized", metric="latency", precision="fp4")
+    put("AIMServiceTemplate", "sel-b", ns, type="optimized", metric="latency", precision="fp16")
+    status = template_ready("second", "AIMServiceTemplate sel-b is ready")
+    assert status["resolvedTemplate"]["name"] == "sel-b"
+    until(lambda: env.get(KSERVE, "second", ns), "the InferenceService")
+    assert env.service("first", ns)["status"]["resolvedTemplate"]["name"] == first_choice
+
+
+def test_a_v1alpha1_service_by_image_creates_one_shared_model_with_its_propagated_labels(env: Env) -> None:
+    """The v1alpha1 image path (upstream's aimservice model.go; the spec's edge AIMService -> auto-created AIMModel)."""
+    ns, image = "img-model", "ghcr.io/example/by-image:1.0"
+    env.apply(namespace(ns))
+    propagation = {"enabled": True, "match": ["team-*", "cost-center"]}
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMRuntimeConfig",
+            "metadata": {"name": "default", "namespace": ns},
+            "spec": {"labelPropagation": propagation},
+        }
+    )
+    labels = {"team-alpha": "frontend", "cost-center": "cc-12345", "env": "test"}
+    for name in ("by-image", "by-image-too"):
+        env.apply(
+            {
+                "apiVersion": V1,
+                "kind": "AIMService",
+                "metadata": {"name": name, "namespace": ns, "labels": labels},
+                "spec": {"model": {"image": image}, "caching": {"mode": "Shared"}},
+            }
+        )
+    model_name = generated_model_name(image)
+    model = until(lambda: env.get("aimmodels", model_name, ns), "the model")
+    assert model["metadata"]["labels"] == {
+        "aim.eai.amd.com/origin": "auto-generated",
+        "team-alpha": "frontend",
+        "cost-center": "cc-12345",
+    }, "the matching labels propagated, env not"
+    assert "ownerReferences" not in model["metadata"], "shared, as upstream leaves it unowned"
+    assert model["spec"]["image"] == image
+    for name in ("by-image", "by-image-too"):
+        status = until(
+            lambda name=name: (
+                (s := env.service(name, ns).get("status") or {})
+                and model_name in conditions(s).get("ModelReady", {}).get("message", "")
+                and s
+            ),
+            f"{name} resolves the model",
+        )
+        assert conditions(status)["ModelReady"]["reason"] in ("ModelResolved", "ModelNotReady")
+    models = json.loads(env.k("get", "aimmodels", "-n", ns, "-o", "json"))["items"]
+    assert [m["metadata"]["name"] for m in models] == [model_name], "one model for both services"

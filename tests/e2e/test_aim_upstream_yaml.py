@@ -378,7 +378,8 @@ def test_engine_args_of_the_cluster_config_namespace_config_and_service_deep_mer
             "apiVersion": f"{aim.GROUP}/{aim.V1ALPHA2}",
             "kind": "AIMService",
             "metadata": {"name": "merged", "namespace": ns},
-            "spec": {"model": {"image": "registry.example/qwen:1"}, "runtimeConfigName": config, **spec},
+            # an image no model of this module has: a model that is not Ready would hold the InferenceService
+            "spec": {"model": {"image": "registry.example/engine-args:1"}, "runtimeConfigName": config, **spec},
         }
 
     def engine_args_of_the_inference_service() -> list[str]:

@@ -21,10 +21,15 @@ One reconcile of an AIMService:
    `TemplateNotReady`, a Warning event when it is Failed or NotAvailable); the PVC, cache and InferenceService are
    not applied (an existing InferenceService is left as it is and reported), routing is, as upstream plans it.
    Ready: `status.resolvedTemplate`, and the template's env on the inference container (`core.aim.env`). A
-   service that names no template selects its model's `defaultServiceTemplate` (a model written in v1alpha1) alike.
+   service that names no template selects its model's `defaultServiceTemplate` (a model written in v1alpha1) alike,
+   else upstream's automatic choice among the model's templates (`core.aim.template_selection`; none found or an
+   ambiguous choice: `Pending`, and it waits as for a template that is not Ready).
    The model (`omectl.core.aim.service_models.resolve_model`: by name in the namespace then the cluster, or by
-   image), when found: the `Model` component (condition `ModelReady`, reported only: nothing waits for it) and,
-   while it is Ready, `status.resolvedModel`.
+   image), when found: the `Model` component (condition `ModelReady`) and, while it is Ready,
+   `status.resolvedModel`. A model that is not Ready holds the service (`Pending`, or `Failed` for a failed model)
+   as upstream does: no InferenceService is created until it is Ready (one already there is still updated). A
+   service written in v1alpha1 naming an image no model has creates its AIMModel (`core.aim.image_models`: shared,
+   unowned, the service's matching labels propagated) and waits for it (`CreatingModel`).
 4. Apply the KServe InferenceService, the model-cache PVC when `spec.storage.size` asks for one, and the HTTPRoute
    when routing is enabled and its path renders. Labels are propagated from the service
    (`omectl.core.aim.labels`): keys we propagated before are read from the live child's annotation, so a label the
@@ -56,11 +61,18 @@ from omectl.controller.runtime.view import ClusterView
 from omectl.core.aim.artifacts import mount_artifacts
 from omectl.core.aim.autoscaling import runtime_status
 from omectl.core.aim.caches import render_profile_cache
+from omectl.core.aim.image_models import (
+    creating_component,
+    generated_model_name,
+    image_to_create,
+    invalid_image_component,
+    render_image_model,
+)
 from omectl.core.aim.kserve import names_model, render_inference_service, render_model_cache_pvc
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, propagate_to_object, read_propagated_keys
 from omectl.core.aim.legacy.service_caches import CACHE_READY
 from omectl.core.aim.legacy.service_caches import cache_ref as cache_reference
-from omectl.core.aim.meta import AIM_SERVICE_KIND
+from omectl.core.aim.meta import AIM_SERVICE_KIND, name_of
 from omectl.core.aim.resolution import (
     CONFIG_VALID,
     DEFAULT_MISSING,
@@ -92,6 +104,7 @@ from omectl.core.conditions import by_type, stamped
 from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import (
+    AIM_MODELS,
     AIM_PROFILE_CACHES,
     AIM_SERVICES,
     AIM_TEMPLATE_CACHES,
@@ -336,8 +349,18 @@ class AimServiceReconciler:
         resolved_model = found.resolved_ref() if found is not None else None
         if found is not None:
             components.append(found.component)
+        elif (image := image_to_create(service)) is not None:
+            # v1alpha1's image path: the service creates the model and waits for it (its creation queues us)
+            components.append(await self._create_image_model(cluster, service, image, config))
+            await self._hold(cluster, service, components, resolution, previous, None, None)
+            return
         selection = select_template(
-            service, cluster.template_lookup, found.default_template if found is not None else None
+            service,
+            cluster.template_lookup,
+            found.default_template if found is not None else None,
+            model_name=name_of(found.model) if found is not None else None,
+            templates=cluster.templates_for_model,
+            gpu_models=cluster.gpu_models,
         )
         template: Mapping[str, Any] | None = None
         resolved_template: Mapping[str, Any] | None = None
@@ -349,10 +372,14 @@ class AimServiceReconciler:
                 rolled = roll_up(components, config_error=selection.config_error, previous_conditions=previous)
                 await self._write_status(cluster, service, rolled, resolution, None, None, resolved_model)
                 return
-            if not selection.ready:
-                await self._await_template(cluster, service, components, resolution, previous, resolved_model)
-                return
             template, resolved_template = selection.template, selection.resolved_ref()
+        held = selection is not None and not selection.ready
+        if not held and found is not None and not found.ready:
+            # a model that is not Ready holds the InferenceService's creation; one already there is updated
+            held = await self._live(cluster, KSERVE_INFERENCE_SERVICES, namespace, name) is None
+        if held:
+            await self._hold(cluster, service, components, resolution, previous, resolved_template, resolved_model)
+            return
         pvc = render_model_cache_pvc(service, config)
         if pvc is not None:
             await self._apply_child(cluster, service, pvc, config, tolerate_invalid=True)
@@ -388,19 +415,37 @@ class AimServiceReconciler:
             cluster, service, rolled, resolution, path, resolved_template, resolved_model, cache_ref
         )
 
+    # --- the model ---------------------------------------------------------------------------------------
+
+    async def _create_image_model(
+        self, cluster: AimWatch, service: Mapping[str, Any], image: str, config: Mapping[str, Any]
+    ) -> Component:
+        """Create the AIMModel of `image` (`core.aim.image_models`): the `Model` component while it is created, or
+        Failed for an image reference that names no model."""
+        try:
+            name = generated_model_name(image)
+        except ValueError as exc:
+            return invalid_image_component(image, exc)
+        model = render_image_model(service, image, name, config)
+        _, wrote = await apply_render(cluster.client, AIM_MODELS, model, None, field_manager=FIELD_MANAGER)
+        self.writes += wrote
+        return creating_component(image)
+
     # --- the template ------------------------------------------------------------------------------------
 
-    async def _await_template(
+    async def _hold(
         self,
         cluster: AimWatch,
         service: Mapping[str, Any],
         components: list[Component],
         resolution: Resolution,
         previous: list[Any],
+        resolved_template: Mapping[str, Any] | None,
         resolved_model: Mapping[str, Any] | None,
     ) -> None:
-        """A selected template that is not Ready: the InferenceService waits for it (an existing one is left as it
-        is and reported), routing goes on, as upstream plans it."""
+        """A selected template that is not Ready (or an automatic selection that found none), or a model that is not
+        Ready while no InferenceService exists: the InferenceService waits (an existing one is left as it is and
+        reported), routing goes on, as upstream plans it."""
         meta = service["metadata"]
         live = await self._live(cluster, KSERVE_INFERENCE_SERVICES, meta.get("namespace", ""), meta["name"])
         if live is not None:
@@ -411,7 +456,7 @@ class AimServiceReconciler:
             components.append(route_component)
         rolled = roll_up(components, previous_conditions=previous)
         path = plan.path if plan.route is not None else None
-        await self._write_status(cluster, service, rolled, resolution, path, None, resolved_model)
+        await self._write_status(cluster, service, rolled, resolution, path, resolved_template, resolved_model)
 
     @staticmethod
     def _template_event(

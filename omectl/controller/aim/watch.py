@@ -26,8 +26,13 @@ and empty, so the OME side of the fleet is unaffected.
 - The models services resolve (`SERVICE_MODEL_REF_INDEX`: `name:<spec.model.name>` or `image:<spec.model.image>`;
   the model caches of `AimWatch.consumers`, indexed by image and by v1alpha1 `defaultServiceTemplate`): a model's
   create, delete, spec, status or annotation change queues the services naming it or its image (in its namespace
-  for an AIMModel, everywhere for an AIMClusterModel), so `ModelReady`, `status.resolvedModel` and a default
-  template follow it; a template's change also queues the services of the models whose default it is.
+  for an AIMModel, everywhere for an AIMClusterModel), so `ModelReady`, `status.resolvedModel`, the hold and a
+  default template follow it; a template's change also queues the services of the models whose default it is.
+- Automatic template selection (`template_selection`): the templates by `spec.modelName` (`MODEL_NAME_INDEX` of
+  `legacy_watch`) are the candidates; a template's create, delete, spec or status change queues the services whose
+  model has that name (its new and its old `spec.modelName`; the models found by `MODEL_BY_NAME_INDEX` and the
+  AIMClusterModel of that name, then their services as above, only where the template is visible). The Nodes' GPUs
+  are read at selection; a Node's change reaches services through the templates' status (Ready / NotAvailable).
 - The template caches services use (`SERVICE_RESOLVED_TEMPLATE_INDEX`, over `status.resolvedTemplate.name`): a
   template cache's create, delete, spec or status change queues the services of its namespace whose resolved
   template it caches, and the service that made it (its owner, or its `aim.eai.amd.com/service.name` label), so
@@ -41,10 +46,11 @@ from typing import Any, Final
 
 from omectl.controller.aim.consumers_watch import ConsumerWatch
 from omectl.controller.aim.kind_watch import CONFIG_NAME_INDEX, config_name_index, metadata, self_relevant_change
-from omectl.controller.aim.legacy_watch import LegacyWatch
+from omectl.controller.aim.legacy_watch import MODEL_NAME_INDEX, LegacyWatch, model_name_index
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
+from omectl.core.aim.legacy.gpus import gpu_inventory
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, TEMPLATE_CACHE, TEMPLATE_KINDS
 from omectl.core.aim.legacy.service_caches import SERVICE_NAME_LABEL, label_value
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
@@ -80,6 +86,8 @@ MODEL_IMAGE_INDEX: Final = "aim.eai.amd.com/model-image"
 """AIMModels and AIMClusterModels by `spec.image` (trimmed)."""
 MODEL_DEFAULT_TEMPLATE_INDEX: Final = "aim.eai.amd.com/model-default-template"
 """AIMModels and AIMClusterModels by the `defaultServiceTemplate` they carry from v1alpha1."""
+MODEL_BY_NAME_INDEX: Final = "aim.eai.amd.com/model-by-name"
+"""AIMModels by `metadata.name` (in every namespace): the models a cluster template's `spec.modelName` may mean."""
 
 
 def _trimmed(value: Any) -> str | None:
@@ -102,6 +110,10 @@ def model_image_index(obj: dict[str, Any]) -> list[str]:
 def model_default_template_index(obj: dict[str, Any]) -> list[str]:
     name = default_service_template(obj)
     return [name] if name is not None else []
+
+
+def model_by_name_index(obj: dict[str, Any]) -> list[str]:
+    return [str(metadata(obj)["name"])]
 
 
 def service_model_index(obj: dict[str, Any]) -> list[str]:
@@ -171,6 +183,7 @@ class AimWatch(DomainView):
             models = self.consumers.kinds[kind]
             models.cache.add_index(MODEL_IMAGE_INDEX, model_image_index)
             models.cache.add_index(MODEL_DEFAULT_TEMPLATE_INDEX, model_default_template_index)
+            models.cache.add_index(MODEL_BY_NAME_INDEX, model_by_name_index)
             models.add_handler(self._model_handler(kind))
 
     def _child_informer(self, resource: ResourceRef) -> Informer:
@@ -209,6 +222,15 @@ class AimWatch(DomainView):
     def template_lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """`service_templates.TemplateLookup` over the legacy template caches."""
         return self.legacy.kinds[kind].cache.get(namespace, name)
+
+    def templates_for_model(self, kind: str, namespace: str, model: str) -> list[dict[str, Any]]:
+        """`template_selection.TemplatesForModel` over the legacy template caches (`MODEL_NAME_INDEX`)."""
+        templates = self.legacy.kinds[kind].cache.by_index(MODEL_NAME_INDEX, model)
+        return [t for t in templates if str(metadata(t).get("namespace") or "") == namespace]
+
+    def gpu_models(self) -> frozenset[str]:
+        """The GPU models the cluster's Nodes have (normalised), for automatic template selection."""
+        return frozenset(gpu_inventory(self.legacy.nodes.cache.list()))
 
     def model_lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """`service_models.ModelLookup` over the model caches."""
@@ -314,6 +336,13 @@ class AimWatch(DomainView):
                 models = self.consumers.kinds[model_kind].cache
                 for model in models.by_index(MODEL_DEFAULT_TEMPLATE_INDEX, str(meta["name"])):
                     self._enqueue_services_of(model_kind, model, trigger, namespace=namespace, template_kind=kind)
+            # automatic selection: the services whose model the template is for, now or before the change
+            model_names = {model_name_index(obj)[0]} if model_name_index(obj) else set()
+            if old is not None and model_name_index(old):
+                model_names.add(model_name_index(old)[0])
+            for model_name in model_names:
+                for model_kind, named in self._models_named(model_name, namespace, kind):
+                    self._enqueue_services_of(model_kind, named, trigger, namespace=namespace, template_kind=kind)
 
         return on_event
 
@@ -362,6 +391,18 @@ class AimWatch(DomainView):
                 self._enqueue_services_of(kind, old, trigger)
 
         return on_event
+
+    def _models_named(self, name: str, namespace: str, template_kind: str) -> list[tuple[str, Mapping[str, Any]]]:
+        """The models a template of `template_kind` in `namespace` for model `name` may serve: the AIMClusterModel
+        of that name, and the AIMModels of that name (in its namespace; anywhere for a cluster template)."""
+        found: list[tuple[str, Mapping[str, Any]]] = []
+        cluster_model = self.consumers.kinds[AIM_CLUSTER_MODEL].cache.get("", name)
+        if cluster_model is not None:
+            found.append((AIM_CLUSTER_MODEL, cluster_model))
+        for model in self.consumers.kinds[AIM_MODEL].cache.by_index(MODEL_BY_NAME_INDEX, name):
+            if template_kind == CLUSTER_SERVICE_TEMPLATE or str(metadata(model).get("namespace") or "") == namespace:
+                found.append((AIM_MODEL, model))
+        return found
 
     def _enqueue_services_of(
         self,

@@ -11,7 +11,9 @@ InferenceService (`serving.kserve.io/v1beta1`), same name and namespace as the A
 - Container `kserve-container`: the image (`model_image`), env by precedence (`omectl.core.aim.env.inference_env`),
   port 8000 `http`, resources from `spec.resources`. A GPU (`amd.com/gpu`, `nvidia.com/gpu`) named only in
   `limits` or only in `requests` is set in both, equal, since Kubernetes schedules extended resources by their
-  request and requires request = limit; without `spec.resources` the container asks for one `amd.com/gpu`.
+  request and requires request = limit; without `spec.resources` the container asks for one `amd.com/gpu`. A
+  service served by a selected template (v1alpha1) takes the template's GPU, resources, labels and node affinity
+  instead (`core.aim.template_serving`), its own `spec.resources` over them.
 - Volumes: `dshm` (memory-backed emptyDir, 8Gi) at `/dev/shm`; with a model cache, its PVC at `/workspace/cache`.
 
 Image (`model_image`): an image the controller resolved from the AIMModel / AIMClusterModel named by
@@ -33,6 +35,7 @@ from typing import Any, Final
 from omectl.core.aim.autoscaling import autoscaling_annotations, predictor_autoscaling, replicas_of
 from omectl.core.aim.env import INFERENCE_CACHE_PATH, inference_env
 from omectl.core.aim.meta import child_labels, name_of, namespace_of, owner_reference
+from omectl.core.aim.template_serving import template_labels, template_node_affinity, template_resources
 from omectl.core.aim.versions.service import v1alpha1_spec
 from omectl.core.jsonish import as_mapping
 from omectl.core.layering import copy_json
@@ -144,7 +147,8 @@ def render_inference_service(
 ) -> dict[str, Any]:
     """The KServe InferenceService serving `service` (module docstring). `config` is the resolved runtime config,
     `profile` the AIMProfile it is built from (its env layers), when there is one; `template` the Ready template a
-    service written in v1alpha1 selects by name (its env layers only)."""
+    service written in v1alpha1 selects (its env layers, and `core.aim.template_serving`'s resources, labels and
+    node affinity)."""
     replicas = replicas_of(service)
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
@@ -158,7 +162,7 @@ def render_inference_service(
         "image": model_image(service, resolved_image),
         "env": inference_env(service, config, profile, template),
         "ports": [{"name": "http", "containerPort": CONTAINER_PORT, "protocol": "TCP"}],
-        "resources": container_resources(service),
+        "resources": container_resources(service) if template is None else template_resources(service, template),
         "volumeMounts": mounts,
     }
     predictor: dict[str, Any] = {
@@ -177,6 +181,9 @@ def render_inference_service(
     account = carried.get("serviceAccountName")
     if isinstance(account, str) and account:
         predictor["serviceAccountName"] = account
+    affinity = template_node_affinity(template) if template is not None else None
+    if affinity is not None:
+        predictor["affinity"] = {"nodeAffinity": affinity}
     annotations = autoscaling_annotations(inference_service_name(service), replicas, CONTAINER_PORT)
     return {
         "apiVersion": KSERVE_API_VERSION,
@@ -184,7 +191,10 @@ def render_inference_service(
         "metadata": {
             "name": inference_service_name(service),
             "namespace": namespace_of(service),
-            "labels": child_labels(service, INFERENCE_COMPONENT),
+            "labels": {
+                **(template_labels(template) if template is not None else {}),
+                **child_labels(service, INFERENCE_COMPONENT),
+            },
             "annotations": annotations,
             "ownerReferences": [owner_reference(service)],
         },

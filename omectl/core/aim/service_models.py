@@ -8,9 +8,11 @@ model names for its services.
   whose model is not found has no resolution (`None`): it is reconciled as before (omectl creates no model for an
   image and renders a name it does not find with its placeholder image, docs/aim-resources.md).
 - **Its component** `Model` (condition `ModelReady`), upstream's reasons and messages: Ready / `ModelResolved`
-  `<Kind> <name> is ready`; Pending or Progressing: Progressing / `ModelNotReady` `<Kind> <name> is not ready yet`;
-  Failed or Degraded: Failed / `ModelNotReady` `<Kind> <name> is in failed state`; another (or none): Progressing /
-  `ModelNotReady` `<Kind> <name> status: <status>`. The component only reports: nothing waits for the model.
+  `<Kind> <name> is ready`; Pending or Progressing: Pending / `ModelNotReady` `<Kind> <name> is not ready yet`;
+  Failed or Degraded: Failed / `ModelNotReady` `<Kind> <name> is in failed state`; another (or none): Pending /
+  `ModelNotReady` `<Kind> <name> status: <status>` (upstream rolls a model that is not ready, an upstream dependency,
+  up as `Pending`). A model that is not Ready holds the service's InferenceService (`ModelResolution.ready`; the
+  reconciler creates none meanwhile, as upstream does).
 - **`status.resolvedModel`** (`resolved_ref`): `{kind, name, namespace (an AIMModel's), scope (Namespace or
   Cluster), uid}` while the model is Ready (upstream writes it only then); absent otherwise.
 - **The model's default template** (`default_template`): `spec.defaultServiceTemplate` of a model written in
@@ -94,11 +96,11 @@ def model_component(kind: str, model: Mapping[str, Any]) -> Component:
     if status == "Ready":
         return Component(MODEL, "Ready", MODEL_RESOLVED, f"{label} is ready")
     if status in ("Pending", "Progressing"):
-        state, message = "Progressing", f"{label} is not ready yet"
+        state, message = "Pending", f"{label} is not ready yet"
     elif status in ("Failed", "Degraded"):
         state, message = "Failed", f"{label} is in failed state"
     else:
-        state, message = "Progressing", f"{label} status: {status if isinstance(status, str) else ''}"
+        state, message = "Pending", f"{label} status: {status if isinstance(status, str) else ''}"
     return Component(MODEL, state, MODEL_NOT_READY, message)
 
 

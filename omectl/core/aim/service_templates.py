@@ -9,10 +9,12 @@ selects it.
   name appears, as upstream keeps its resolved reference); otherwise the lookup runs again. A service that names no
   template selects its model's default instead: the `spec.defaultServiceTemplate` a model written in v1alpha1
   carries (`service_models.ModelResolution.default_template`), looked up, kept and reported exactly as a named one.
-  A service that names no template and whose model names none has no selection (`None`): nothing changes for it
-  (upstream's selection among all the templates of the model, by readiness, GPUs and preferences, is not done).
-  `spec.overrides` (upstream's derived template) and `spec.template.allowUnoptimized` are not read: the named
-  template itself is selected.
+  A service that names no template and whose model names none selects automatically among the templates of its
+  resolved model, as upstream does (`template_selection`: readiness, `spec.template.allowUnoptimized`,
+  `spec.overrides`, the Nodes' GPUs, namespaced first, upstream's preferences; the Ready one recorded in
+  `status.resolvedTemplate` kept, whatever its name); no template for the model at all is no selection (`None`).
+  A selection that finds no template only waits (no configuration error). `spec.overrides` make no derived
+  template (upstream's `<name>-ovr-...`): a named template itself is selected.
 - **Its component** `Template` (condition `TemplateReady`), upstream's reasons and messages:
   - missing: Failed / `TemplateNotFound` `template "<name>" not found`, and a configuration error (`ConfigValid` and
     `Ready` False / `ReferenceNotFound`): the service is `Failed` and nothing is applied until the template appears;
@@ -27,7 +29,7 @@ selects it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -41,13 +43,19 @@ from omectl.core.aim.legacy.kinds import (
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.aim.resolution import REFERENCE_NOT_FOUND
 from omectl.core.aim.status import Component, ComponentState, ConfigError
+from omectl.core.aim.template_selection import (
+    TEMPLATE,
+    TEMPLATE_NOT_FOUND,
+    TEMPLATE_NOT_READY,
+    TemplatesForModel,
+    auto_select,
+    candidates,
+)
 from omectl.core.aim.versions.service import template_name
 from omectl.core.jsonish import as_mapping
 
-TEMPLATE: Final = "Template"
+__all__ = ["TEMPLATE", "TEMPLATE_NOT_FOUND", "TEMPLATE_NOT_READY"]
 TEMPLATE_READY: Final = "TemplateReady"
-TEMPLATE_NOT_FOUND: Final = "TemplateNotFound"
-TEMPLATE_NOT_READY: Final = "TemplateNotReady"
 RESOLVED: Final = "Resolved"
 
 TemplateLookup = Callable[[str, str, str], Mapping[str, Any] | None]
@@ -64,6 +72,8 @@ class TemplateSelection:
     """AIMServiceTemplate or AIMClusterServiceTemplate; None when neither exists."""
     template: Mapping[str, Any] | None
     component: Component
+    named: bool = True
+    """Asked for by name (the service's or its model's default); False for upstream's automatic selection."""
 
     @property
     def ready(self) -> bool:
@@ -71,8 +81,9 @@ class TemplateSelection:
 
     @property
     def config_error(self) -> ConfigError | None:
-        """A missing template is a missing reference: the service fails until it appears."""
-        if self.template is not None:
+        """A missing template named by the service is a missing reference: the service fails until it appears (an
+        automatic selection that finds none only waits)."""
+        if self.template is not None or not self.named:
             return None
         return ConfigError(REFERENCE_NOT_FOUND, self.component.message)
 
@@ -84,13 +95,22 @@ class TemplateSelection:
 
 
 def select_template(
-    service: Mapping[str, Any], lookup: TemplateLookup, default: str | None = None
+    service: Mapping[str, Any],
+    lookup: TemplateLookup,
+    default: str | None = None,
+    *,
+    model_name: str | None = None,
+    templates: TemplatesForModel | None = None,
+    gpu_models: Callable[[], Collection[str]] = frozenset,
 ) -> TemplateSelection | None:
     """The template `service` names, else `default` (its model's `defaultServiceTemplate`), looked up as the module
-    docstring says; None when there is neither."""
+    docstring says, else upstream's automatic choice among the templates of `model_name` (the resolved model;
+    `template_selection`, `gpu_models` the normalised GPU models the Nodes have); None when there is none of these."""
     name = template_name(service) or default
     if name is None:
-        return None
+        if model_name is None or templates is None:
+            return None
+        return _auto_selected(service, model_name, lookup, templates, gpu_models)
     namespace = namespace_of(service)
     found = _kept(service, name, lookup)
     if found is None:
@@ -124,10 +144,34 @@ def template_component(kind: str, template: Mapping[str, Any]) -> Component:
     return Component(TEMPLATE, state, TEMPLATE_NOT_READY, message)
 
 
-def _kept(service: Mapping[str, Any], name: str, lookup: TemplateLookup) -> tuple[str, Mapping[str, Any]] | None:
-    """The template `status.resolvedTemplate` records, when it is the one named and still exists and is Ready."""
+def _auto_selected(
+    service: Mapping[str, Any],
+    model_name: str,
+    lookup: TemplateLookup,
+    templates: TemplatesForModel,
+    gpu_models: Callable[[], Collection[str]],
+) -> TemplateSelection | None:
+    kept = _kept(service, None, lookup)
+    if kept is not None:
+        kind, template = kept
+        return TemplateSelection(name_of(template), kind, template, template_component(kind, template), named=False)
+    found = candidates(service, model_name, templates)
+    if not found:
+        return None
+    selection = auto_select(service, model_name, found, gpu_models())
+    if selection.chosen is None:
+        assert selection.component is not None
+        return TemplateSelection("", None, None, selection.component, named=False)
+    kind, template = selection.chosen.kind, selection.chosen.template
+    return TemplateSelection(name_of(template), kind, template, template_component(kind, template), named=False)
+
+
+def _kept(service: Mapping[str, Any], name: str | None, lookup: TemplateLookup) -> tuple[str, Mapping[str, Any]] | None:
+    """The template `status.resolvedTemplate` records, when it still exists and is Ready (and is the one named, for
+    a service or model that names one; upstream keeps whichever it resolved)."""
     ref = as_mapping(as_mapping(service.get("status")).get("resolvedTemplate"))
-    if ref.get("name") != name:
+    name = name if name is not None else ref.get("name") if isinstance(ref.get("name"), str) else None
+    if name is None or ref.get("name") != name:
         return None
     scope = ref.get("scope")
     if scope == SCOPE_NAMESPACE:

@@ -2,10 +2,11 @@
 and the propagation edges the spec draws for them (docs/aim-resources.md, "The legacy template path").
 
 Edges (`LEGACY_PROPAGATION_EDGES`): AIMModel → auto-created AIMServiceTemplate, AIMClusterModel → auto-created
-AIMClusterServiceTemplate, AIMServiceTemplate → AIMTemplateCache and AIMTemplateCache → AIMArtifact (the spec's
-"Propagation graph", v1alpha1 and legacy), and a template → its discovery Job (ours, as for a model's: the spec's
-"discovery and download pods inherit the same cost-allocation labels"). Each hop propagates the parent's labels under
-the PARENT's own resolved config; a Job gets them on its metadata and on its pod template.
+AIMClusterServiceTemplate, AIMServiceTemplate → AIMTemplateCache, AIMTemplateCache → AIMArtifact and AIMService → the
+AIMModel it creates for an image (the spec's "Propagation graph", v1alpha1 and legacy), and a template → its
+discovery Job (ours, as for a model's: the spec's "discovery and download pods inherit the same cost-allocation
+labels"). Each hop propagates the parent's labels under the PARENT's own resolved config; a Job gets them on its
+metadata and on its pod template.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ TEMPLATE_CACHE_LABEL: Final = "aim.eai.amd.com/template-cache.name"
 LEGACY_PROPAGATION_EDGES: Final[Mapping[str, frozenset[str]]] = {
     "AIMModel": frozenset((SERVICE_TEMPLATE,)),
     "AIMClusterModel": frozenset((CLUSTER_SERVICE_TEMPLATE,)),
+    "AIMService": frozenset(("AIMModel",)),
     SERVICE_TEMPLATE: frozenset((TEMPLATE_CACHE, JOB)),
     CLUSTER_SERVICE_TEMPLATE: frozenset((JOB,)),
     TEMPLATE_CACHE: frozenset((ARTIFACT,)),
