@@ -123,7 +123,7 @@ class Sizes:
 
 
 FULL = Sizes(clusters=4, isvcs_per_cluster=500, namespaces=5, phase_deadline_s=300.0)
-QUICK = Sizes(clusters=4, isvcs_per_cluster=25, namespaces=2, phase_deadline_s=60.0)
+QUICK = Sizes(clusters=2, isvcs_per_cluster=10, namespaces=2, phase_deadline_s=60.0)
 
 
 # --- objects (the samples, renamed) ------------------------------------------------------------------------------

@@ -113,7 +113,7 @@ class Sizes:
 
 
 FULL = Sizes(clusters=4, children_per_cluster=500, namespaces=5, memory_objects=10_000, phase_deadline_s=300.0)
-QUICK = Sizes(clusters=4, children_per_cluster=25, namespaces=2, memory_objects=500, phase_deadline_s=60.0)
+QUICK = Sizes(clusters=2, children_per_cluster=10, namespaces=2, memory_objects=500, phase_deadline_s=60.0)
 
 
 # --- objects -----------------------------------------------------------------------------------------------------

@@ -34,8 +34,8 @@ edits and the same runtime convergence: omectl/kopf ratios of their times, CPU s
 median of its rounds, with their range (`spread`); its growth from the smallest to the largest fleet is compared
 with linear growth, and drawn (with the ratios) to `benchmarks/results/fleet_scale.png` with matplotlib (the `bench`
 extra). A full run writes `benchmarks/results/fleet_scale.json` (the plot beside it) and a section of
-`benchmarks/README.md`; `--quick` runs tiny counts on fleets of 1 and 2 (the smoke test) and, as `--no-readme` does,
-leaves both alone; `--out` writes the results JSON and the plot where it says.
+`benchmarks/README.md`; `--quick` runs tiny counts on fleets of 1 and 2, 2 rounds each (the smoke test) and, as
+`--no-readme` does, leaves both alone; `--out` writes the results JSON and the plot where it says.
 """
 
 from __future__ import annotations
@@ -131,10 +131,11 @@ class Sizes:
     edit_rate_per_s: float  # fleet-wide, in the latency phase
     edit_seconds: float
     phase_deadline_s: float
+    rounds: int = ROUNDS  # each phase's repeats, whose median is the figure
 
 
 FULL = Sizes((1, 4, 10), 200, 1000, 5, 200.0, 15.0, 300.0)
-QUICK = Sizes((1, 2), 6, 10, 2, 20.0, 2.0, 60.0)
+QUICK = Sizes((1, 2), 6, 10, 2, 20.0, 2.0, 60.0, rounds=2)  # the smoke test: a median and spread of 2 rounds
 
 
 # --- objects -----------------------------------------------------------------------------------------------------
@@ -669,7 +670,7 @@ class ScaleFleet(EngineFleet):
 
 
 class SizeRun:
-    """Every phase on one fleet of `clusters` clusters, each repeated `ROUNDS` times: each round's figures go to
+    """Every phase on one fleet of `clusters` clusters, each repeated `sizes.rounds` times: each round's figures go to
     `rounds` (round i of every phase together), those measured once to `once`, details to `phases`."""
 
     def __init__(self, sizes: Sizes, clusters: int, workdir: Path, server: FleetProcess, fleet: ScaleFleet) -> None:
@@ -679,7 +680,7 @@ class SizeRun:
         self.server = server
         self.fleet = fleet
         self.names = list(server.urls)
-        self.rounds: list[dict[str, float]] = [{} for _ in range(ROUNDS)]
+        self.rounds: list[dict[str, float]] = [{} for _ in range(sizes.rounds)]
         self.once: dict[str, float] = {}
         self.phases: dict[str, dict[str, Any]] = {}
         self.runtime_keys = [
@@ -730,18 +731,18 @@ class SizeRun:
         await observer.start()
         omectl: OmectlProcess | None = None
         try:
-            for index in range(ROUNDS):  # the last one's process runs the phases below
+            for index in range(self.sizes.rounds):  # the last one's process runs the phases below
                 if omectl is not None:
                     self.stopped(omectl)
                     await self.undo_cold_start(observer)
                 omectl = OmectlProcess(self.workdir, f"omectl-{index + 1}")
                 await self.cold_start(observer, omectl, baseline_rss, index)
             assert omectl is not None
-            for index in range(ROUNDS):
+            for index in range(self.sizes.rounds):
                 await self._edit(observer, [omectl.pid], omectl.wait_idle, index)
-            for index in range(ROUNDS):
+            for index in range(self.sizes.rounds):
                 await self._latency(observer, omectl, index)
-            for index in range(ROUNDS):
+            for index in range(self.sizes.rounds):
                 await self._runtime_convergence(observer, "omectl", [omectl.pid], omectl.wait_idle, index)
             self.once["omectl_rss_mb"] = round(rss([omectl.pid]) / 2**20, 1)
         finally:
@@ -1033,16 +1034,16 @@ class SizeRun:
         await self.fleet.profile_call("PATCH", runner, MERGE_PATCH)
         peers: KopfPeers | None = None
         try:
-            for index in range(ROUNDS):  # the last round's processes run the phases below
+            for index in range(self.sizes.rounds):  # the last round's processes run the phases below
                 if peers is not None:
                     self.stopped_peers(peers)
                 await self.undo_cold_start(observer)
                 peers = KopfPeers(self.workdir, self.server.kubeconfig, self.names, f"kopf-{index + 1}")
                 await self._kopf_cold_start(observer, peers, index)
             assert peers is not None
-            for index in range(ROUNDS):
+            for index in range(self.sizes.rounds):
                 await self._edit(observer, peers.pids, peers.wait_idle, index, prefix="kopf_")
-            for index in range(ROUNDS):
+            for index in range(self.sizes.rounds):
                 await self._runtime_convergence(observer, "kopf", peers.pids, peers.wait_idle, index)
             self.once["kopf_rss_mb"] = round(rss(peers.pids) / 2**20, 1)
             self.phases["kopf"] = {"processes": len(peers.procs), "stats": peers.stats()}
@@ -1241,7 +1242,7 @@ def run_benchmark(sizes: Sizes, quick: bool) -> dict[str, Any]:
             "stopped, the observer's watches closed",
         },
         "sizes": asdict(sizes),
-        "repeats": ROUNDS,
+        "repeats": sizes.rounds,
         "figures": ordered,
         "spread": {name: spread[name] for name in expected},
         "units": {name: unit for name, (unit, _) in expected.items()},

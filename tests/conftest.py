@@ -64,3 +64,20 @@ def fleet_kubectl(bg_fleet: BackgroundFleet, tmp_path_factory: pytest.TempPathFa
     base = tmp_path_factory.mktemp("fleet-kubectl")
     path = bg_fleet.fleet.write_kubeconfig(base / "kubeconfig")
     return Kubectl(binary, path, base / "kube-cache")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--dist loadgroup` sends the tests of one `xdist_group` to one worker, by the `@group` ending of their ids.
+    pytest-xdist 3.8 writes that id to `item._nodeid`, which pytest 9.2 no longer reads (a node's id is its `_id`), so
+    every group was ignored: the tests of a group ran on both workers, each making the group's module-scoped set-up.
+    The worker gives each grouped test the id xdist meant (nothing to do where xdist's own id holds)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")
+        }
+        suffix = "@" + "_".join(sorted(names))
+        if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            item._id = type(item._id).parse(item.nodeid + suffix)

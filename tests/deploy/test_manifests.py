@@ -42,21 +42,35 @@ KNOWN_UNSERVED: set[str] = set()
 NO_DOCKER = "kind targets need a Docker engine; none is available here"
 # libyaml when present: the rendered overlays carry the OME CRDs (~6 MB), which the pure-Python loader takes seconds on
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# One worker runs the whole module, so each kustomization is rendered and parsed once (see `_kustomized`); the group is
+# the one the other tests driving kubectl against an embedded server share.
+pytestmark = pytest.mark.xdist_group("kubectl")
 
 
 @cache
-def _kustomize_output(path: str) -> str:
-    """deploy/ does not change while the tests run, so each kustomization is rendered once per worker."""
+def _kustomized(path: str) -> tuple[dict[str, Any], ...]:
+    """deploy/ does not change while the tests run, so each kustomization is rendered once per worker (the module's
+    tests share one xdist group, so once per run)."""
     proc = subprocess.run(
         [kubectl_path(), "kustomize", str(DEPLOY / path)], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, f"kubectl kustomize deploy/{path} failed:\n{proc.stderr}"
-    return proc.stdout
+    # A line `---` always starts a document (it ends a block scalar too), so the split is the parser's own.
+    return tuple(d for text in _DOCUMENT_START.split(proc.stdout) for d in _parsed(text) if d)
+
+
+_DOCUMENT_START = re.compile(r"^---$\n?", re.M)
+
+
+@cache
+def _parsed(document: str) -> tuple[Any, ...]:
+    """The same CRDs are rendered by several kustomizations, byte for byte: each text is parsed once."""
+    return tuple(yaml.load_all(document, Loader=_LOADER))
 
 
 def kustomize(path: str) -> list[dict[str, Any]]:
-    """The documents deploy/PATH renders to, freshly parsed: callers may change them."""
-    return [d for d in yaml.load_all(_kustomize_output(path), Loader=_LOADER) if d]
+    """The documents deploy/PATH renders to. Shared by every test: copy a document before changing it."""
+    return list(_kustomized(path))
 
 
 def one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
@@ -199,9 +213,8 @@ def crd_name(doc: dict[str, Any]) -> str:
 
 @pytest.mark.kubectl
 def test_every_rendered_crd_equals_the_generated_or_thirdparty_one() -> None:
-    generated = {
-        crd_name(d): d for text in crdgen.generated_files().values() for d in yaml.load_all(text, Loader=_LOADER) if d
-    }
+    # What crdgen writes for each (the committed text is `crdgen --check`'s): its YAML is a dump of this object
+    generated = {crd_name(d): d for d in map(crdgen.build_crd, crdgen.CRDS)}
     thirdparty = {
         crd_name(d): d
         for f in sorted((ROOT / "deploy" / "crds" / "thirdparty").glob("*.yaml"))
@@ -455,7 +468,6 @@ def served_kinds(k: Kubectl) -> set[str]:
 
 
 @pytest.mark.kubectl
-@pytest.mark.xdist_group("kubectl")
 def test_apply_k_dev_overlay_is_accepted_by_a_simulated_hub(empty_hub: Kubectl) -> None:
     hub = empty_hub
     rendered = kustomize("overlays/dev")
@@ -489,8 +501,9 @@ def test_apply_k_dev_overlay_is_accepted_by_a_simulated_hub(empty_hub: Kubectl) 
         versions
     )
     # The objects are stored as rendered, with the defaults kube-apiserver gives them.
-    for name in crds:
-        hub.run(f"--context={HUB}", "wait", "--for=condition=Established", f"crd/{name}", "--timeout=20s")
+    hub.run(
+        f"--context={HUB}", "wait", "--for=condition=Established", *(f"crd/{n}" for n in sorted(crds)), "--timeout=20s"
+    )
     live = json.loads(
         hub.run(f"--context={HUB}", "-n", "omectl-system", "get", "deploy", "omectl-controller", "-o", "json").stdout
     )
@@ -504,7 +517,6 @@ def test_apply_k_dev_overlay_is_accepted_by_a_simulated_hub(empty_hub: Kubectl) 
 
 
 @pytest.mark.kubectl
-@pytest.mark.xdist_group("kubectl")
 def test_registration_example_is_a_valid_hub_registration(hub: Kubectl) -> None:
     hub.run(f"--context={HUB}", "create", "namespace", "omectl-system", check=False)
     example = yaml.safe_load((DEPLOY / "hub" / "registration-secret.example.yaml").read_text())
@@ -520,7 +532,6 @@ def test_registration_example_is_a_valid_hub_registration(hub: Kubectl) -> None:
 
 
 @pytest.mark.kubectl
-@pytest.mark.xdist_group("kubectl")
 def test_member_kubeconfig_and_register_cluster_scripts(hub: Kubectl, tmp_path: Path) -> None:
     """The member token Secret -> a registration kubeconfig -> a labelled hub Secret omectl registers."""
     hub.run(f"--context={HUB}", "create", "namespace", "omectl-system", check=False)

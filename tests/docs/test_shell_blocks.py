@@ -5,6 +5,11 @@ plugin, and a `kubectl exec ... -- omectl ...`) run with `--help` appended, whic
 every option without doing anything; `make T` needs a target T in the Makefile; `python -m benchmarks.X` and
 `scripts/X` need each option the line gives in their `--help`. A block that cannot be checked here (Docker is not
 available on every machine) is marked with `<!-- illustrative: why -->` on the line above it.
+
+omectl's own lines (and the omectl part of `kubectl ome` and `kubectl exec ... -- omectl`) are parsed in this process
+by the command line the console scripts run, with click's test runner: the same parser and exit status without a
+Python start per line. That `kubectl ome` reaches the plugin is checked once, by a real `kubectl ome --help`. Each
+`--help` a line's options are looked up in runs once per worker: the module is one xdist group.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.support import kubectl_path
 
@@ -26,6 +33,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench
 BLOCK = re.compile(r"^```(?:sh|bash|shell)\n(.*?)^```", re.S | re.M)
 ILLUSTRATIVE = re.compile(r"<!-- illustrative: [^>]+ -->\n$")
 VENV_BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.xdist_group("shell-blocks")  # one worker: each cached `--help` below runs once
 
 
 @dataclass(frozen=True)
@@ -107,12 +115,14 @@ def check(line: ShellLine) -> str | None:
         missing = [t for t in words[1:] if t not in make_targets()]
         return f"no make target {missing}" if missing else None
     if command in ("omectl", ".venv/bin/omectl"):
-        return help_problem([str(VENV_BIN / "omectl"), *words[1:]])
+        return omectl_help_problem("omectl", words[1:])
     if command == "kubectl":
         if "--" in words and words[words.index("--") + 1] == "omectl":  # kubectl exec ... -- omectl ...
-            return help_problem([str(VENV_BIN / "omectl"), *words[words.index("--") + 2 :]]) or help_problem(
+            return omectl_help_problem("omectl", words[words.index("--") + 2 :]) or help_problem(
                 [kubectl_path(), *words[1 : words.index("--")]]
             )
+        if words[1:2] == ["ome"]:  # kubectl runs the plugin kubectl-ome with the words after `ome`
+            return kubectl_plugin_problem() or omectl_help_problem("kubectl-ome", words[2:])
         return help_problem([kubectl_path(), *words[1:]])
     if command in (".venv/bin/python", "python") and words[1:3] and words[1] == "-m":
         return options_problem([sys.executable, "-m", words[2], "--help"], words[3:])
@@ -128,8 +138,30 @@ def help_problem(argv: list[str]) -> str | None:
     return None
 
 
+def omectl_help_problem(prog_name: str, args: list[str]) -> str | None:
+    """`omectl ARGS --help` (or `kubectl-ome ARGS --help`) as the console script runs it, in this process."""
+    from omectl.cli.main import app
+
+    done = CliRunner().invoke(app, [*args, "--help"], prog_name=prog_name, env={"KUBECONFIG": os.devnull})
+    if done.exit_code != 0:
+        return f"exit {done.exit_code}: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+    return None
+
+
+@cache
+def kubectl_plugin_problem() -> str | None:
+    """kubectl finds the plugin on PATH and runs it (`kubectl ome`: the venv's kubectl-ome)."""
+    return help_problem([kubectl_path(), "ome"])
+
+
+@cache
+def help_text(help_argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    """A program's `--help` does not change while the tests run: asked once per program."""
+    return run(list(help_argv))
+
+
 def options_problem(help_argv: list[str], words: list[str]) -> str | None:
-    done = run(help_argv)
+    done = help_text(tuple(help_argv))
     if done.returncode != 0:
         return f"--help exits {done.returncode}: {done.stderr.strip()[-200:]}"
     missing = [o for o in options(tuple(words)) if o not in done.stdout]
