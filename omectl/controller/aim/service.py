@@ -83,7 +83,7 @@ from omectl.core.aim.resolution import (
     resolve,
 )
 from omectl.core.aim.routing import RoutingPlan, plan_routing
-from omectl.core.aim.service_models import resolve_model
+from omectl.core.aim.service_models import model_not_found, resolve_model
 from omectl.core.aim.service_templates import TEMPLATE_READY, TemplateSelection, select_template
 from omectl.core.aim.status import (
     HTTP_ROUTE_READY,
@@ -352,6 +352,11 @@ class AimServiceReconciler:
         elif (image := image_to_create(service)) is not None:
             # v1alpha1's image path: the service creates the model and waits for it (its creation queues us)
             components.append(await self._create_image_model(cluster, service, image, config))
+            await self._hold(cluster, service, components, resolution, previous, None, None)
+            return
+        elif (missing := model_not_found(service)) is not None:
+            # v1alpha1: a model named that does not exist fails the service until it appears (its creation queues us)
+            components.append(missing)
             await self._hold(cluster, service, components, resolution, previous, None, None)
             return
         selection = select_template(

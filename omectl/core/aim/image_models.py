@@ -33,7 +33,7 @@ from omectl.core.aim.legacy.kinds import propagate_legacy_edge
 from omectl.core.aim.meta import namespace_of
 from omectl.core.aim.status import MODEL, Component
 from omectl.core.aim.versions import convert
-from omectl.core.aim.versions.engine import V1ALPHA1, V1ALPHA2, carried_fields
+from omectl.core.aim.versions.engine import V1ALPHA1, V1ALPHA2, written_in_v1alpha1
 from omectl.core.aim.versions.service import v1alpha1_spec
 from omectl.core.jsonish import as_mapping
 
@@ -55,7 +55,7 @@ def image_to_create(service: Mapping[str, Any]) -> str | None:
     if isinstance(model.get("name"), str) and model["name"].strip():
         return None
     image = model.get("image")
-    if not isinstance(image, str) or not image.strip() or not carried_fields(service, V1ALPHA1):
+    if not isinstance(image, str) or not image.strip() or not written_in_v1alpha1(service):
         return None
     return image.strip()
 

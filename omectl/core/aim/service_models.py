@@ -28,7 +28,8 @@ from typing import Any, Final
 
 from omectl.core.aim.legacy.kinds import resolved_reference
 from omectl.core.aim.meta import name_of, namespace_of
-from omectl.core.aim.status import MODEL, Component, ComponentState
+from omectl.core.aim.status import MODEL, MODEL_NOT_FOUND, Component, ComponentState
+from omectl.core.aim.versions.engine import written_in_v1alpha1
 from omectl.core.aim.versions.model import default_service_template
 from omectl.core.jsonish import as_mapping
 
@@ -86,6 +87,17 @@ def resolve_model(service: Mapping[str, Any], lookup: ModelLookup, by_image: Mod
             if matches:
                 return ModelResolution(kind, matches[0], model_component(kind, matches[0]))
     return None
+
+
+def model_not_found(service: Mapping[str, Any]) -> Component | None:
+    """The `Model` component of a service written in v1alpha1 whose `spec.model.name` names no model (None for any
+    other): Failed / `ModelNotFound`, upstream's message (its frozen model-not-found scenario). A v1alpha2 service
+    whose model is not found is rendered as before (docs/aim-resources.md)."""
+    name = _trimmed(as_mapping(as_mapping(service.get("spec")).get("model")).get("name"))
+    if name is None or not written_in_v1alpha1(service):
+        return None
+    message = f'model "{name}" not found in namespace {namespace_of(service)} or cluster scope'
+    return Component(MODEL, "Failed", MODEL_NOT_FOUND, message)
 
 
 def model_component(kind: str, model: Mapping[str, Any]) -> Component:
