@@ -5,8 +5,9 @@ model names for its services.
 - **Which** (`resolve_model`): by `spec.model.name` (trimmed), the AIMModel of that name in the service's namespace,
   else the AIMClusterModel of that name; by `spec.model.image` (trimmed), the first by name of the AIMModels in the
   service's namespace whose `spec.image` is that image, else the first by name of such AIMClusterModels. A service
-  whose model is not found has no resolution (`None`): it is reconciled as before (omectl creates no model for an
-  image and renders a name it does not find with its placeholder image, docs/aim-resources.md).
+  whose model is not found has no resolution (`None`): a v1alpha2 one is reconciled as before (omectl creates no
+  model for an image and renders a name it does not find with its placeholder image, docs/aim-resources.md); one
+  written in v1alpha1 naming a model that does not exist fails (`model_not_found`, upstream's `ModelNotFound`).
 - **Its component** `Model` (condition `ModelReady`), upstream's reasons and messages: Ready / `ModelResolved`
   `<Kind> <name> is ready`; Pending or Progressing: Pending / `ModelNotReady` `<Kind> <name> is not ready yet`;
   Failed or Degraded: Failed / `ModelNotReady` `<Kind> <name> is in failed state`; another (or none): Pending /
