@@ -672,7 +672,8 @@ def test_upstreams_v1alpha1_services_with_only_shared_fields_get_upstreams_model
     step of common/model-by-image (each in its namespace). Their services hold only fields v1alpha2 has too: what
     makes them upstream's is the mark every v1alpha1 write leaves on the stored object (the annotation
     `aim.eai.amd.com/v1alpha1-fields`, here `{}`), which a v1alpha1 read does not show. The same services written in
-    v1alpha2 are reconciled as before, and a v1alpha1 one whose mark is removed in v1alpha2 becomes one of them."""
+    v1alpha2 are reconciled as before; a v1alpha1 one whose mark is removed in v1alpha2 becomes one of them, and a
+    v1alpha2 one patched in v1alpha1 becomes a v1alpha1 one."""
     for scenario in ("template-not-found", "model-not-found"):
         env.apply(namespace(f"frozen-{scenario}"))
     env.apply_frozen("template-not-found/model.yaml", "frozen-template-not-found")
@@ -760,3 +761,14 @@ def test_upstreams_v1alpha1_services_with_only_shared_fields_get_upstreams_model
     env.k("annotate", "aimservices", "test-service", "-n", ns, "aim.eai.amd.com/v1alpha1-fields-")
     until(lambda: env.get(KSERVE, "test-service", ns), "the InferenceService of the unmarked service")
     assert "TemplateReady" not in conditions(env.status("aimservices", "test-service", ns))
+    # and a patch in v1alpha1 (the API server reads the object in v1alpha1, patches it and converts it back) makes the
+    # v1alpha2 service one written in v1alpha1: it waits for a template of its model as upstream's
+    patch = json.dumps({"spec": {"replicas": 2}})
+    env.k("patch", SERVICES_V1, "v2-by-name", "-n", ns, "--type=merge", "-p", patch)
+    assert (env.get("aimservices", "v2-by-name", ns) or {})["metadata"]["annotations"][
+        "aim.eai.amd.com/v1alpha1-fields"
+    ] == "{}"
+    held = until(
+        lambda: conditions(env.status("aimservices", "v2-by-name", ns)).get("TemplateReady"), "the v1alpha1 hold"
+    )
+    assert held["reason"] == "TemplateNotFound"
