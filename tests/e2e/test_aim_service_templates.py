@@ -374,8 +374,9 @@ def test_a_service_waits_for_its_named_cluster_template_until_it_is_ready(env: E
 
 
 def test_a_models_default_template_is_followed_as_the_model_and_the_template_appear(env: Env) -> None:
-    """The re-queues: a service naming no template is reconciled again when its model appears (its default template
-    then missing: Failed, TemplateNotFound) and again when that template appears (it recovers)."""
+    """The re-queues: a service naming no template, Failed while its model does not exist (upstream's ModelNotFound),
+    is reconciled again when its model appears (its default template then missing: Failed, TemplateNotFound) and
+    again when that template appears (it recovers)."""
     ns = "tpl-auto-late"
     env.apply(namespace(ns))
     env.apply(
@@ -386,8 +387,8 @@ def test_a_models_default_template_is_followed_as_the_model_and_the_template_app
             "spec": {"model": {"name": "late-model"}},
         }
     )
-    status = until(lambda: (s := env.service("late", ns).get("status") or {}).get("conditions") and s, "a status")
-    assert "ModelReady" not in conditions(status) and "TemplateReady" not in conditions(status), "no model found"
+    status = until(lambda: (s := env.service("late", ns).get("status") or {}).get("status") == "Failed" and s, "Failed")
+    assert conditions(status)["ModelReady"]["reason"] == "ModelNotFound" and "TemplateReady" not in conditions(status)
     assert "resolvedModel" not in status
     env.apply(
         {
@@ -402,7 +403,12 @@ def test_a_models_default_template_is_followed_as_the_model_and_the_template_app
         }
     )
     status = until(
-        lambda: (s := env.service("late", ns).get("status") or {}).get("status") == "Failed" and s, "TemplateNotFound"
+        lambda: (
+            (s := env.service("late", ns).get("status") or {}).get("status") == "Failed"
+            and "TemplateReady" in conditions(s)
+            and s
+        ),
+        "TemplateNotFound",
     )
     found = conditions(status)
     assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved")
@@ -659,3 +665,110 @@ def test_a_v1alpha1_service_by_image_creates_one_shared_model_with_its_propagate
         assert conditions(status)["ModelReady"]["reason"] in ("ModelResolved", "ModelNotReady")
     models = json.loads(env.k("get", "aimmodels", "-n", ns, "-o", "json"))["items"]
     assert [m["metadata"]["name"] for m in models] == [model_name], "one model for both services"
+
+
+def test_upstreams_v1alpha1_services_with_only_shared_fields_get_upstreams_model_and_template_checks(env: Env) -> None:
+    """Ported: aimservice/frozen/template-not-found, frozen/model-not-found, common/model-not-found and the first
+    step of common/model-by-image (each in its namespace). Their services hold only fields v1alpha2 has too: what
+    makes them upstream's is the mark every v1alpha1 write leaves on the stored object (the annotation
+    `aim.eai.amd.com/v1alpha1-fields`, here `{}`), which a v1alpha1 read does not show. The same services written in
+    v1alpha2 are reconciled as before; a v1alpha1 one whose mark is removed in v1alpha2 becomes one of them, and a
+    v1alpha2 one patched in v1alpha1 becomes a v1alpha1 one."""
+    for scenario in ("template-not-found", "model-not-found"):
+        env.apply(namespace(f"frozen-{scenario}"))
+    env.apply_frozen("template-not-found/model.yaml", "frozen-template-not-found")
+    env.apply_file("../frozen/template-not-found/service.yaml", "frozen-template-not-found")
+    env.apply_file("../frozen/model-not-found/service.yaml", "frozen-model-not-found")
+    env.apply(namespace("common-model-not-found"))
+    env.apply_file("model-not-found/service.yaml", "common-model-not-found")
+    env.apply(namespace("common-model-by-image"))
+    env.apply_file("model-by-image/service.yaml", "common-model-by-image")
+    v2 = "aim.eai.amd.com/v1alpha2"
+    for name, model in (("v2-by-name", {"name": "test-model"}), ("v2-missing", {"name": "nonexistent-model"})):
+        ns = "frozen-template-not-found" if name == "v2-by-name" else "frozen-model-not-found"
+        env.apply(
+            {
+                "apiVersion": v2,
+                "kind": "AIMService",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"model": model},
+            }
+        )
+
+    def settled(name: str, ns: str, *states: str) -> dict[str, Any]:
+        return until(  # type: ignore[no-any-return]
+            lambda: (s := env.service(name, ns).get("status") or {}).get("status") in states and s, (name, ns, states)
+        )
+
+    # chainsaw (frozen/template-not-found): Pending, ModelReady True / ModelResolved, TemplateReady False /
+    # TemplateNotFound (upstream's selection message)
+    ns = "frozen-template-not-found"
+    status = settled("test-service", ns, "Pending")
+    found = conditions(status)
+    assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved")
+    ready = found["TemplateReady"]
+    assert (ready["status"], ready["reason"]) == ("False", "TemplateNotFound")
+    assert ready["message"] == 'No templates found for model "test-model"'
+    assert env.get(KSERVE, "test-service", ns) is None, "held: no template to serve with"
+    stored = env.get("aimservices", "test-service", ns)
+    assert stored is not None and stored["metadata"]["annotations"]["aim.eai.amd.com/v1alpha1-fields"] == "{}"
+    read = env.service("test-service", ns)["metadata"]["annotations"]
+    assert "aim.eai.amd.com/v1alpha1-fields" not in read, "a v1alpha1 read shows no mark"
+    # the same service written in v1alpha2: served from its model alone, as before
+    until(lambda: env.get(KSERVE, "v2-by-name", ns), "the v1alpha2 service's InferenceService")
+    assert "TemplateReady" not in conditions(env.status("aimservices", "v2-by-name", ns))
+
+    # chainsaw (frozen/model-not-found and common/model-not-found, the latter naming a template too): Failed,
+    # ModelReady False / ModelNotFound
+    for name, ns in (
+        ("test-service", "frozen-model-not-found"),
+        ("test-missing-model-service", "common-model-not-found"),
+    ):
+        status = settled(name, ns, "Failed")
+        missing = conditions(status)["ModelReady"]
+        assert (missing["status"], missing["reason"]) == ("False", "ModelNotFound"), ns
+        assert missing["message"] == f'model "nonexistent-model" not found in namespace {ns} or cluster scope'
+        assert "TemplateReady" not in conditions(status), "the model is checked first"
+        assert env.get(KSERVE, name, ns) is None, ns
+    # written in v1alpha2, a missing model is rendered as before (docs/aim-resources.md)
+    assert "ModelReady" not in conditions(
+        until(
+            lambda: env.status("aimservices", "v2-missing", "frozen-model-not-found"), "the v1alpha2 service's status"
+        )
+    )
+
+    # chainsaw (common/model-by-image), first step: the model is created for the image and resolved
+    ns, image = "common-model-by-image", "ghcr.io/silogen/aim-dummy:0.1.10"
+    model_name = generated_model_name(image)
+    model = until(lambda: env.get("aimmodels", model_name, ns), "the model made for the image")
+    assert model["spec"]["image"] == image and model["metadata"]["labels"]["aim.eai.amd.com/origin"] == "auto-generated"
+    until(
+        lambda: (
+            model_name
+            in conditions(env.service("test-image-service", ns).get("status") or {})
+            .get("ModelReady", {})
+            .get("message", "")
+        ),
+        "the service resolves the model",
+    )
+
+    # a status write keeps the mark (the frozen model's, patched through /status); removing it in v1alpha2 makes the
+    # service a v1alpha2 one: served from its model alone
+    ns = "frozen-template-not-found"
+    frozen_model = env.get("aimmodels", "test-model", ns)
+    assert frozen_model is not None and frozen_model["status"]["status"] == "Ready"
+    assert "aim.eai.amd.com/v1alpha1-fields" in frozen_model["metadata"]["annotations"]
+    env.k("annotate", "aimservices", "test-service", "-n", ns, "aim.eai.amd.com/v1alpha1-fields-")
+    until(lambda: env.get(KSERVE, "test-service", ns), "the InferenceService of the unmarked service")
+    assert "TemplateReady" not in conditions(env.status("aimservices", "test-service", ns))
+    # and a patch in v1alpha1 (the API server reads the object in v1alpha1, patches it and converts it back) makes the
+    # v1alpha2 service one written in v1alpha1: it waits for a template of its model as upstream's
+    patch = json.dumps({"spec": {"replicas": 2}})
+    env.k("patch", SERVICES_V1, "v2-by-name", "-n", ns, "--type=merge", "-p", patch)
+    assert (env.get("aimservices", "v2-by-name", ns) or {})["metadata"]["annotations"][
+        "aim.eai.amd.com/v1alpha1-fields"
+    ] == "{}"
+    held = until(
+        lambda: conditions(env.status("aimservices", "v2-by-name", ns)).get("TemplateReady"), "the v1alpha1 hold"
+    )
+    assert held["reason"] == "TemplateNotFound"

@@ -22,6 +22,7 @@ from omectl.api import aim, crdgen
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS
 from omectl.controller.aim.legacy_watch import LEGACY_KEYS
 from omectl.controller.runtime.queue import WorkKey
+from omectl.core.aim.image_models import generated_model_name
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
 from tests.support import ClusterKubectl, until
@@ -336,14 +337,16 @@ def test_upstreams_scaffold_service_is_admitted_and_fails_naming_the_missing_mod
         "some validation rules were not checked because the object was invalid; correct the existing errors to "
         "complete validation\n"
     )
-    # naming a model later (the immutability rule applies once it is set) serves it
+    # naming a model later (the immutability rule applies once it is set; patched in v1alpha2, the service stays one
+    # written in v1alpha1: docs/aim-versions.md) takes upstream's image path: the model is made for the image
     env.k("patch", "aimservice", name, "-n", ns, "--type=merge", "-p", '{"spec":{"model":{"image":"example/m:1"}}}')
+    until(lambda: env.get("aimmodels", generated_model_name("example/m:1"), ns), "the model made for the image")
     until(
-        lambda: env.get("inferenceservices.serving.kserve.io", name, ns), "the InferenceService once a model is named"
-    )
-    until(
-        lambda: "ModelReady" not in {c["type"] for c in env.status("aimservices", name, ns)["conditions"]},
-        "ModelReady gone",
+        lambda: (
+            {c["type"]: c["reason"] for c in env.status("aimservices", name, ns)["conditions"]}.get("ModelReady")
+            != "ModelNotFound"
+        ),
+        "ModelNotFound gone",
     )
     assert len(env.events(ns, name, "ModelNotFound")) == 1
 

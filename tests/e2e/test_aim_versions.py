@@ -226,7 +226,7 @@ def test_upstreams_error_recovery_scenario_in_v1alpha1_a_model_fails_on_a_missin
         "discovery": {"enabled": False},  # upstream neither extracts metadata nor creates templates
     }
     assert v1["metadata"]["uid"] == v2["metadata"]["uid"], "one object"
-    assert carried_annotation("v1alpha1") not in (v2["metadata"].get("annotations") or {}), "nothing lost"
+    assert v2["metadata"]["annotations"][carried_annotation("v1alpha1")] == "{}", "nothing lost; written in v1alpha1"
     kept = stored(env.fleet, "aimmodels", name, NS)
     if kept is not None:
         assert kept["apiVersion"] == V2 and kept["spec"] == v2["spec"], "stored once, in the storage version"
@@ -294,7 +294,7 @@ def test_upstreams_cluster_model_in_v1alpha1_is_discovered_in_v1alpha2(env: Env)
     assert get(env, "aimclustermodels", V1, name)["spec"] == doc["spec"]
     v2 = get(env, "aimclustermodels", V2, name)
     assert v2["spec"] == {"image": doc["spec"]["image"], "discovery": {"enabled": True}}
-    assert carried_annotation("v1alpha1") not in (v2["metadata"].get("annotations") or {})
+    assert v2["metadata"]["annotations"][carried_annotation("v1alpha1")] == "{}", "nothing kept; written in v1alpha1"
     until(lambda: env.get("jobs", f"{name}-cluster-discovery", "aim-system"), "the discovery Job in aim-system")
     status = until(lambda: get(env, "aimclustermodels", V2, name).get("status"), f"cluster model {name} reconciled")
     v1_status = get(env, "aimclustermodels", V1, name)["status"]
@@ -342,19 +342,54 @@ def carried(obj: dict[str, Any], version: str = "v1alpha1") -> Any:
     return None if text is None else json.loads(text)
 
 
+PAUSED = {"aim.eai.amd.com/reconciliation-paused": "true"}
+
+
+def frozen_model_and_template(env: Env, model: str, image: str = "ghcr.io/silogen/aim-dummy:0.1.10") -> str:
+    """A service's dependencies as upstream's frozen scenarios write them (paused, their status set through /status):
+    the model Ready and one optimized template of it Ready, so that a service written in v1alpha1 selects the template
+    and is served. The template's name."""
+    template = f"{model}-template"
+    for doc in (
+        {"kind": "AIMModel", "metadata": {"name": model}, "spec": {"image": image}},
+        {"kind": "AIMServiceTemplate", "metadata": {"name": template}, "spec": {"modelName": model}},
+    ):
+        doc["apiVersion"] = V1
+        doc["metadata"] |= {"namespace": NS, "annotations": PAUSED}
+        env.k("apply", "-f", "-", stdin=yaml.safe_dump(doc))
+    ready = {"status": {"status": "Ready"}}
+    env.k("patch", "aimmodel", model, "-n", NS, "--type=merge", "--subresource=status", "-p", json.dumps(ready))
+    ready["status"]["profile"] = {"metadata": {"type": "optimized"}}
+    env.k(
+        "patch",
+        "aimservicetemplate",
+        template,
+        "-n",
+        NS,
+        "--type=merge",
+        "--subresource=status",
+        "-p",
+        json.dumps(ready),
+    )
+    return template
+
+
 def test_upstreams_service_applied_in_v1alpha1_is_one_object_in_both_versions_and_runs(env: Env) -> None:
+    template = frozen_model_and_template(env, "by-image-model")  # upstream's model-by-image finds (or makes) one
     doc = apply_upstream_service(env, "tests/e2e/aimservice/common/model-by-image/service.yaml")
     name = doc["metadata"]["name"]
     v1, v2 = one_revision(env, "aimservices", name, NS)
     assert v1["spec"] == doc["spec"]
     assert v2["spec"] == {"model": {"image": "ghcr.io/silogen/aim-dummy:0.1.10"}, "replicas": 1}
     assert v1["metadata"]["uid"] == v2["metadata"]["uid"], "one object"
-    assert carried(v2) is None, "every field of this service has a v1alpha2 counterpart"
+    assert carried(v2) == {}, "every field has a v1alpha2 counterpart; the annotation only marks a v1alpha1 write"
+    assert carried(v1) is None, "a v1alpha1 read does not show it"
     kept = stored(env.fleet, "aimservices", name, NS)
     if kept is not None:
         assert kept["apiVersion"] == V2 and kept["spec"] == v2["spec"], "stored once, in the storage version"
 
-    # the controller reconciles it in v1alpha2: the InferenceService serves the image, the simulator makes it ready
+    # the controller reconciles it in v1alpha2: the model found by its image, its template selected, the
+    # InferenceService serves the image, the simulator makes it ready
     until(lambda: get(env, "aimservices", V2, name, NS).get("status", {}).get("status") == "Running", "Running")
     isvc = env.get(KSERVE, name, NS)
     assert isvc is not None
@@ -381,7 +416,7 @@ def test_upstreams_service_applied_in_v1alpha1_is_one_object_in_both_versions_an
         "-o",
         "custom-columns=STATUS:.status.status,TEMPLATE:.status.resolvedTemplate.name,REPLICAS:.status.runtime.replicas",
     )
-    assert row.split() == ["Running", "<none>", "1"], "no template named; REPLICAS reads status.runtime"
+    assert row.split() == ["Running", template, "1"], "the model's template selected; REPLICAS reads status.runtime"
 
 
 def test_a_services_v1alpha1_only_fields_wait_in_the_annotation_and_its_rules_hold(env: Env) -> None:
@@ -392,10 +427,12 @@ def test_a_services_v1alpha1_only_fields_wait_in_the_annotation_and_its_rules_ho
     assert v2["spec"] == {"model": {"name": "test-service-model"}, "replicas": 1}
     assert carried(v2) == {"spec": {"template": {"name": "test-service-template"}}}
     assert carried(v1) is None and carried(v1, "v1alpha2") is None
-    # reconciled through v1alpha2: the template it names is selected (docs/aim-versions.md), and there is none here
-    # (tests/e2e/test_aim_service_templates.py runs upstream's scenario with it): Failed, nothing applied
+    # reconciled through v1alpha2: its model is looked up first, and there is none here (tests/e2e/
+    # test_aim_service_templates.py runs upstream's scenario with it): Failed with upstream's ModelNotFound (as its
+    # common/model-not-found, whose service names a template too), nothing applied
     status = until(lambda: get(env, "aimservices", V1, name, NS).get("status"), f"AIMService {name} gets a status")
-    assert (status["status"], conditions(status)["TemplateReady"]) == ("Failed", ("False", "TemplateNotFound"))
+    assert (status["status"], conditions(status)["ModelReady"]) == ("Failed", ("False", "ModelNotFound"))
+    assert "TemplateReady" not in conditions(status)
     assert env.get(KSERVE, name, NS) is None
     # upstream's CEL rules, in v1alpha1: the template selection cannot change, the model is exactly one of three
     changed = {**doc, "spec": {**doc["spec"], "template": {"name": "another"}}}
@@ -420,6 +457,7 @@ def test_a_services_v1alpha1_only_fields_wait_in_the_annotation_and_its_rules_ho
 
 
 def test_upstreams_autoscaling_is_kept_in_the_annotation_and_reconciled(env: Env) -> None:
+    frozen_model_and_template(env, "test-autoscaling-model")
     doc = apply_upstream_service(env, "tests/e2e/aimservice/common/autoscaling/service.yaml")
     name = doc["metadata"]["name"]
     v1, v2 = one_revision(env, "aimservices", name, NS)
@@ -440,6 +478,8 @@ def test_upstreams_autoscaling_update_scenario_moves_the_bounds_and_a_fixed_coun
     alone (aimservice/common/replicas' service): the InferenceService follows each edit; `status.runtime` is upstream's
     count without an autoscaler (the simulated fleet runs no KEDA, so no HPA: docs/aim-versions.md)."""
     base = "tests/e2e/aimservice/common/autoscaling-update"
+    doc = upstream(f"{base}/service.yaml")
+    frozen_model_and_template(env, doc["spec"]["model"]["name"])
     doc = apply_upstream_service(env, f"{base}/service.yaml")
     name = doc["metadata"]["name"]
 

@@ -29,7 +29,9 @@ One reconcile of an AIMService:
    `status.resolvedModel`. A model that is not Ready holds the service (`Pending`, or `Failed` for a failed model)
    as upstream does: no InferenceService is created until it is Ready (one already there is still updated). A
    service written in v1alpha1 naming an image no model has creates its AIMModel (`core.aim.image_models`: shared,
-   unowned, the service's matching labels propagated) and waits for it (`CreatingModel`).
+   unowned, the service's matching labels propagated) and waits for it (`CreatingModel`); one naming a model by
+   name that does not exist is `Failed`, `ModelReady=False` / `ModelNotFound` (`service_models.model_not_found`),
+   and one whose model has no template at all waits (`TemplateReady=False` / `TemplateNotFound`), as upstream's.
 4. Apply the KServe InferenceService, the model-cache PVC when `spec.storage.size` asks for one, and the HTTPRoute
    when routing is enabled and its path renders. Labels are propagated from the service
    (`omectl.core.aim.labels`): keys we propagated before are read from the live child's annotation, so a label the
@@ -83,7 +85,7 @@ from omectl.core.aim.resolution import (
     resolve,
 )
 from omectl.core.aim.routing import RoutingPlan, plan_routing
-from omectl.core.aim.service_models import resolve_model
+from omectl.core.aim.service_models import model_not_found, resolve_model
 from omectl.core.aim.service_templates import TEMPLATE_READY, TemplateSelection, select_template
 from omectl.core.aim.status import (
     HTTP_ROUTE_READY,
@@ -352,6 +354,11 @@ class AimServiceReconciler:
         elif (image := image_to_create(service)) is not None:
             # v1alpha1's image path: the service creates the model and waits for it (its creation queues us)
             components.append(await self._create_image_model(cluster, service, image, config))
+            await self._hold(cluster, service, components, resolution, previous, None, None)
+            return
+        elif (missing := model_not_found(service)) is not None:
+            # v1alpha1: a model named that does not exist fails the service until it appears (its creation queues us)
+            components.append(missing)
             await self._hold(cluster, service, components, resolution, previous, None, None)
             return
         selection = select_template(

@@ -2,9 +2,9 @@
 (docs/aim-versions.md, "What a v1alpha1 service gets reconciled"), as upstream's aimservice controller creates it,
 with the spec's label-propagation edge "AIMService -> auto-created AIMModel (v1alpha1 image path)".
 
-- **When** (`image_to_create`): the service names an image (not a name), was written in v1alpha1 as far as the
-  stored object tells (it carries v1alpha1-only fields in its annotation: a v1alpha2 service by image is rendered
-  from the image and makes no model), and no AIMModel of its namespace nor AIMClusterModel has that image
+- **When** (`image_to_create`): the service names an image (not a name), was written in v1alpha1
+  (`versions.written_in_v1alpha1`, whatever fields it holds: a v1alpha2 service by image is rendered from the image
+  and makes no model), and no AIMModel of its namespace nor AIMClusterModel has that image
   (`service_models.resolve_model` found none).
 - **Its name** (`generated_model_name`), upstream's: the image's name and tag (a digest: its first six hex digits;
   none: `latest`), each lower-cased with every run of other characters than `a-z0-9-` one `-`, joined by `-`, then
@@ -33,7 +33,7 @@ from omectl.core.aim.legacy.kinds import propagate_legacy_edge
 from omectl.core.aim.meta import namespace_of
 from omectl.core.aim.status import MODEL, Component
 from omectl.core.aim.versions import convert
-from omectl.core.aim.versions.engine import V1ALPHA1, V1ALPHA2, carried_fields
+from omectl.core.aim.versions.engine import V1ALPHA1, V1ALPHA2, written_in_v1alpha1
 from omectl.core.aim.versions.service import v1alpha1_spec
 from omectl.core.jsonish import as_mapping
 
@@ -55,7 +55,7 @@ def image_to_create(service: Mapping[str, Any]) -> str | None:
     if isinstance(model.get("name"), str) and model["name"].strip():
         return None
     image = model.get("image")
-    if not isinstance(image, str) or not image.strip() or not carried_fields(service, V1ALPHA1):
+    if not isinstance(image, str) or not image.strip() or not written_in_v1alpha1(service):
         return None
     return image.strip()
 

@@ -5,8 +5,9 @@ model names for its services.
 - **Which** (`resolve_model`): by `spec.model.name` (trimmed), the AIMModel of that name in the service's namespace,
   else the AIMClusterModel of that name; by `spec.model.image` (trimmed), the first by name of the AIMModels in the
   service's namespace whose `spec.image` is that image, else the first by name of such AIMClusterModels. A service
-  whose model is not found has no resolution (`None`): it is reconciled as before (omectl creates no model for an
-  image and renders a name it does not find with its placeholder image, docs/aim-resources.md).
+  whose model is not found has no resolution (`None`): a v1alpha2 one is reconciled as before (omectl creates no
+  model for an image and renders a name it does not find with its placeholder image, docs/aim-resources.md); one
+  written in v1alpha1 naming a model that does not exist fails (`model_not_found`, upstream's `ModelNotFound`).
 - **Its component** `Model` (condition `ModelReady`), upstream's reasons and messages: Ready / `ModelResolved`
   `<Kind> <name> is ready`; Pending or Progressing: Pending / `ModelNotReady` `<Kind> <name> is not ready yet`;
   Failed or Degraded: Failed / `ModelNotReady` `<Kind> <name> is in failed state`; another (or none): Pending /
@@ -28,7 +29,8 @@ from typing import Any, Final
 
 from omectl.core.aim.legacy.kinds import resolved_reference
 from omectl.core.aim.meta import name_of, namespace_of
-from omectl.core.aim.status import MODEL, Component, ComponentState
+from omectl.core.aim.status import MODEL, MODEL_NOT_FOUND, Component, ComponentState
+from omectl.core.aim.versions.engine import written_in_v1alpha1
 from omectl.core.aim.versions.model import default_service_template
 from omectl.core.jsonish import as_mapping
 
@@ -86,6 +88,17 @@ def resolve_model(service: Mapping[str, Any], lookup: ModelLookup, by_image: Mod
             if matches:
                 return ModelResolution(kind, matches[0], model_component(kind, matches[0]))
     return None
+
+
+def model_not_found(service: Mapping[str, Any]) -> Component | None:
+    """The `Model` component of a service written in v1alpha1 whose `spec.model.name` names no model (None for any
+    other): Failed / `ModelNotFound`, upstream's message (its frozen model-not-found scenario). A v1alpha2 service
+    whose model is not found is rendered as before (docs/aim-resources.md)."""
+    name = _trimmed(as_mapping(as_mapping(service.get("spec")).get("model")).get("name"))
+    if name is None or not written_in_v1alpha1(service):
+        return None
+    message = f'model "{name}" not found in namespace {namespace_of(service)} or cluster scope'
+    return Component(MODEL, "Failed", MODEL_NOT_FOUND, message)
 
 
 def model_component(kind: str, model: Mapping[str, Any]) -> Component:

@@ -51,6 +51,7 @@ from omectl.core.aim.template_selection import (
     auto_select,
     candidates,
 )
+from omectl.core.aim.versions.engine import written_in_v1alpha1
 from omectl.core.aim.versions.service import template_name
 from omectl.core.jsonish import as_mapping
 
@@ -157,7 +158,11 @@ def _auto_selected(
         return TemplateSelection(name_of(template), kind, template, template_component(kind, template), named=False)
     found = candidates(service, model_name, templates)
     if not found:
-        return None
+        if not written_in_v1alpha1(service):
+            return None  # a v1alpha2 service is served from its model alone
+        # upstream's v1alpha1 service waits for a template of its model (its frozen template-not-found scenario)
+        missing = Component(TEMPLATE, "Pending", TEMPLATE_NOT_FOUND, f'No templates found for model "{model_name}"')
+        return TemplateSelection("", None, None, missing, named=False)
     selection = auto_select(service, model_name, found, gpu_models())
     if selection.chosen is None:
         assert selection.component is not None

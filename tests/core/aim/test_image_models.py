@@ -53,7 +53,7 @@ def test_an_image_reference_that_names_no_model_is_invalid(image: str) -> None:
 
 def test_only_a_service_written_in_v1alpha1_by_image_creates_a_model() -> None:
     assert image_to_create(service({"image": " ghcr.io/x/m:1 "}, caching={"mode": "Shared"})) == "ghcr.io/x/m:1"
-    assert image_to_create(service({"image": "ghcr.io/x/m:1"})) is None, "no v1alpha1-only field: as v1alpha2"
+    assert image_to_create(service({"image": "ghcr.io/x/m:1"})) == "ghcr.io/x/m:1", "upstream's model-by-image"
     assert image_to_create(service({"name": "m"}, caching={"mode": "Shared"})) is None
     v2 = {"apiVersion": V2, "kind": "AIMService", "metadata": {"name": "s"}, "spec": {"model": {"image": "i:1"}}}
     assert image_to_create(v2) is None

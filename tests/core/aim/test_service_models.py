@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.core.aim.service_models import model_component, resolve_model
+from omectl.core.aim.service_models import model_component, model_not_found, resolve_model
 from omectl.core.aim.service_templates import select_template
 from omectl.core.aim.status import roll_up
 from omectl.core.aim.versions import carried_annotation, convert
@@ -182,6 +182,27 @@ def test_resolved_model_is_the_same_field_in_both_versions() -> None:
     v1 = convert(v2, V1)
     assert v1["status"]["resolvedModel"] == ref
     assert carried_annotation("v1alpha2") not in (v1["metadata"].get("annotations") or {})
-    assert carried_annotation("v1alpha1") not in (convert(v1, V2)["metadata"].get("annotations") or {})
+    assert json.loads(convert(v1, V2)["metadata"]["annotations"][carried_annotation("v1alpha1")]) == {}, (
+        "written back in v1alpha1: marked, nothing kept"
+    )
     merged = {**ref, "scope": "Unknown"}  # any scope of upstream's enum, both ways
     assert convert(convert({**v1, "status": {"resolvedModel": merged}}, V2), V1)["status"]["resolvedModel"] == merged
+
+
+def test_a_v1alpha1_service_naming_a_missing_model_fails_with_upstreams_model_not_found() -> None:
+    """Upstream's frozen model-not-found: `ModelNotFound` and its message for a service written in v1alpha1 (even
+    with only fields both versions hold, as there); a v1alpha2 service naming a missing model is rendered as before."""
+    v1 = {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": "s", "namespace": NS}}
+    written = convert({**v1, "spec": {"model": {"name": " nonexistent-model "}, "replicas": 1}}, V2)
+    component = model_not_found(written)
+    assert component is not None
+    assert (component.state, component.reason, component.message) == (
+        "Failed",
+        "ModelNotFound",
+        f'model "nonexistent-model" not found in namespace {NS} or cluster scope',
+    )
+    assert roll_up([CONFIG_READY, component]).status == "Failed"
+    v2 = {**written, "metadata": {"name": "s", "namespace": NS}}
+    assert model_not_found(v2) is None, "written in v1alpha2"
+    by_image = convert({**v1, "spec": {"model": {"image": "ghcr.io/x/m:1"}}}, V2)
+    assert model_not_found(by_image) is None, "an image makes its model instead"

@@ -87,8 +87,20 @@ def test_a_single_ready_optimized_template_is_selected_and_resolved_like_a_named
     assert selection.component.message == "AIMServiceTemplate t is ready"
 
 
-def test_no_template_for_the_model_is_no_selection_and_no_model_selects_nothing() -> None:
-    assert select(template(ST, "t", model="x")) is None
+def test_no_template_for_the_model_holds_a_v1alpha1_service_and_is_no_selection_for_a_v1alpha2_one() -> None:
+    """Upstream's frozen template-not-found: a service written in v1alpha1 waits for a template of its model; a
+    v1alpha2 service is served from its model alone (no selection); no model selects nothing."""
+    selection = select(template(ST, "t", model="x"))
+    assert selection is not None and selection.template is None and selection.config_error is None
+    component = selection.component
+    assert (component.state, component.reason, component.message) == (
+        "Pending",
+        "TemplateNotFound",
+        'No templates found for model "m"',
+    )
+    found = ForModel(template(ST, "t", model="x"))
+    v2 = {"apiVersion": "aim.eai.amd.com/v1alpha2", "kind": "AIMService", "metadata": {"name": "s", "namespace": NS}}
+    assert select_template(v2, found, model_name="m", templates=found.for_model) is None
     found = ForModel(template(ST, "t"))
     assert select_template(service(), found, model_name=None, templates=found.for_model) is None
 

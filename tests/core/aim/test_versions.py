@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from omectl.api import aim_model_v1alpha1, crdgen
-from omectl.core.aim.versions import CONVERSIONS, ConversionError, carried_annotation, convert
+from omectl.core.aim.versions import CONVERSIONS, ConversionError, carried_annotation, convert, written_in_v1alpha1
 from omectl.core.aim.versions.engine import GROUP, V1ALPHA1, V1ALPHA2, Field, KindConversion, Values
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "fixtures" / "upstream" / "aim"
@@ -99,6 +99,17 @@ def api(version: str) -> str:
     return f"{GROUP}/{version}"
 
 
+def through_v1alpha1(obj: dict[str, Any], version: str) -> dict[str, Any]:
+    """`obj` after a round trip through the other version: a v1alpha2 object of a kind that marks v1alpha1 writes
+    comes back marked (an empty annotation `aim.eai.amd.com/v1alpha1-fields`), as a v1alpha1 write leaves it; every
+    field is back as it was."""
+    if version != V1ALPHA2 or not CONVERSIONS[obj["kind"]].marks_v1alpha1_writes:
+        return obj
+    metadata = obj.get("metadata") or {}
+    annotations = {**(metadata.get("annotations") or {}), carried_annotation(V1ALPHA1): "{}"}
+    return {**obj, "metadata": {**metadata, "annotations": annotations}}
+
+
 KINDS_AND_VERSIONS = [(kind, version) for kind in sorted(CONVERSIONS) for version in VERSIONS]
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -128,7 +139,7 @@ def test_an_object_converts_to_the_other_version_and_back_to_itself(
     assert there["apiVersion"] == api(other(version))
     assert there["metadata"]["name"] == obj["metadata"]["name"]
     assert carried_annotation(other(version)) not in (there["metadata"].get("annotations") or {})
-    assert convert(there, api(version)) == obj
+    assert convert(there, api(version)) == through_v1alpha1(obj, version)
 
 
 @pytest.mark.parametrize(("kind", "version"), KINDS_AND_VERSIONS)
@@ -148,7 +159,7 @@ def test_any_json_in_spec_and_status_round_trips(
     kind: str, version: str, spec: Any, status: Any, data: st.DataObject
 ) -> None:
     obj = {"apiVersion": api(version), "kind": kind, "metadata": {"name": "x"}, "spec": spec, "status": status}
-    assert convert(convert(obj, api(other(version))), api(version)) == obj
+    assert convert(convert(obj, api(other(version))), api(version)) == through_v1alpha1(obj, version)
 
 
 def test_a_value_the_other_version_holds_moves_and_one_it_cannot_hold_waits_in_the_annotation() -> None:
@@ -381,10 +392,12 @@ def test_upstreams_documents_round_trip_and_an_artifact_needs_no_annotation(path
         assert v2["spec"] == want["spec"]
         if isinstance(want["carried"], tuple):  # these fields of upstream's spec, as written
             want["carried"] = {"spec": {k: doc["spec"][k] for k in want["carried"]}}
-        assert (json.loads(carried) if carried else None) == want["carried"]
+        assert carried is not None, "written in v1alpha1: the annotation marks it, whatever it keeps"
+        assert (json.loads(carried) or None) == want["carried"]
     elif doc["kind"] == "AIMService":
         expected = _filled(SERVICE_DOCUMENTS[path], doc)
-        assert (json.loads(carried) if carried else None) == expected
+        assert carried is not None, "written in v1alpha1: the annotation marks it, whatever it keeps"
+        assert (json.loads(carried) or None) == expected
         unheld = (expected or {}).get("spec", {})
         held = {k: v for k, v in doc["spec"].items() if k not in unheld}
         if "custom" not in doc["spec"]["model"]:
@@ -460,7 +473,7 @@ def test_a_v1alpha1_model_source_is_named_in_v1alpha2_and_a_name_given_there_com
     v1 = model(V1ALPHA1, {"image": "i", "modelSources": [source]})
     v2 = convert(v1, api(V1ALPHA2))
     assert v2["spec"]["modelSources"] == [{**source, "name": "qwen-qwen3-8b"}]
-    assert "annotations" not in v2["metadata"], "the derived name needs no annotation"
+    assert v2["metadata"]["annotations"] == {carried_annotation(V1ALPHA1): "{}"}, "the derived name keeps nothing"
     # named otherwise in v1alpha2: v1alpha1 has no name, so the annotation keeps it
     v2["spec"]["modelSources"][0]["name"] = "weights"
     v1_again = convert(v2, api(V1ALPHA1))
@@ -473,7 +486,7 @@ def test_a_v1alpha1_model_source_is_named_in_v1alpha2_and_a_name_given_there_com
     v1_again["spec"]["modelSources"][0]["size"] = "30Gi"
     moved = convert(v1_again, api(V1ALPHA2))
     assert moved["spec"]["modelSources"] == [{**source, "size": "30Gi", "name": "qwen-qwen3-8b"}]
-    assert "annotations" not in moved["metadata"]
+    assert moved["metadata"]["annotations"] == {carried_annotation(V1ALPHA1): "{}"}
 
 
 def test_v1alpha2_sources_that_v1alpha1_cannot_hold_wait_in_the_annotation() -> None:
@@ -485,7 +498,7 @@ def test_v1alpha2_sources_that_v1alpha1_cannot_hold_wait_in_the_annotation() -> 
         v2 = model(V1ALPHA2, {"image": "i", "modelSources": sources})
         v1 = convert(v2, api(V1ALPHA1))
         assert v1["spec"] == {"image": "i"}
-        assert convert(v1, api(V1ALPHA2)) == v2
+        assert convert(v1, api(V1ALPHA2)) == through_v1alpha1(v2, V1ALPHA2)
 
 
 @pytest.mark.parametrize(
@@ -507,7 +520,7 @@ def test_upstreams_discovery_flags_are_v1alpha2s_discovery_and_come_back_as_writ
     v2 = convert(v1, api(V1ALPHA2))
     assert v2["spec"]["discovery"] == {"enabled": enabled}
     alike = flags == {"extractMetadata": enabled, "createServiceTemplates": enabled}
-    assert (carried_annotation(V1ALPHA1) in (v2["metadata"].get("annotations") or {})) == (not alike)
+    assert (json.loads(v2["metadata"]["annotations"][carried_annotation(V1ALPHA1)]) != {}) == (not alike)
     assert convert(v2, api(V1ALPHA1)) == v1
     # switched in v1alpha2: both of upstream's flags follow, the kept ones are stale
     v2["spec"]["discovery"] = {"enabled": not enabled}
@@ -525,7 +538,7 @@ def test_a_kept_discovery_is_dropped_once_v1alpha2_changes_it_even_to_what_v1alp
     assert "discovery" not in v1_again["spec"], "the kept flags are stale"
     back = convert(v1_again, api(V1ALPHA2))
     assert back["spec"] == v2["spec"]
-    assert "annotations" not in back["metadata"], "and gone"
+    assert back["metadata"]["annotations"] == {carried_annotation(V1ALPHA1): "{}"}, "and gone: nothing kept"
 
 
 def test_a_models_status_written_in_v1alpha2_reads_in_v1alpha1() -> None:
@@ -558,3 +571,30 @@ def test_a_models_status_written_in_v1alpha2_reads_in_v1alpha1() -> None:
     assert json.loads(back["metadata"]["annotations"][carried_annotation(V1ALPHA1)]) == {
         "status": {"status": "NotAvailable", "sourceType": "Image", "resolvedRuntimeConfig": {"scope": "Merged"}}
     }
+
+
+@pytest.mark.parametrize("kind", ["AIMService", "AIMModel", "AIMClusterModel"])
+def test_a_write_in_v1alpha1_marks_the_stored_object_and_a_read_in_v1alpha1_does_not_show_it(kind: str) -> None:
+    """kube-apiserver converts a v1alpha1 write to v1alpha2 (its storage version): the stored object is marked
+    written in v1alpha1 even when every field has a v1alpha2 counterpart; a v1alpha2 write converts nothing and
+    leaves it as it is; a v1alpha1 read converts the mark away."""
+    spec = {"model": {"image": "ghcr.io/amd/llm:1"}} if kind == "AIMService" else {"image": "ghcr.io/amd/llm:1"}
+    v1 = {"apiVersion": api(V1ALPHA1), "kind": kind, "metadata": {"name": "m"}, "spec": spec}
+    stored = convert(v1, api(V1ALPHA2))
+    assert stored["spec"] == spec
+    assert written_in_v1alpha1(stored)
+    assert json.loads(stored["metadata"]["annotations"][carried_annotation(V1ALPHA1)]) == {}
+    assert convert(stored, api(V1ALPHA1)) == v1, "a v1alpha1 client reads what it wrote, no annotation"
+    v2 = {**v1, "apiVersion": api(V1ALPHA2), "spec": stored["spec"]}
+    assert not written_in_v1alpha1(v2), "written in v1alpha2: no mark"
+    assert not written_in_v1alpha1(convert(v1, api(V1ALPHA1))), "only the stored version carries it"
+
+
+def test_an_artifact_or_model_source_written_in_v1alpha1_is_not_marked() -> None:
+    artifact = {
+        "apiVersion": api(V1ALPHA1),
+        "kind": "AIMArtifact",
+        "metadata": {"name": "a"},
+        "spec": {"sourceUri": "hf://a/b"},
+    }
+    assert not written_in_v1alpha1(convert(artifact, api(V1ALPHA2))), "nothing reconciles an artifact by its version"

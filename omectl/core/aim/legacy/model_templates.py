@@ -2,11 +2,10 @@
 upstream's model controller makes them (docs/aim-resources.md, "Templates of a model").
 
 The model is read in v1alpha1 (`v1alpha1_spec`: the stored v1alpha2 object converted, so the fields carried in its
-annotation are in place). A model is on this path (`on_template_path`) when it carries v1alpha1-only fields (the
-annotation `aim.eai.amd.com/v1alpha1-fields`: `imageMetadata`, `customTemplates`, `custom`, discovery flags that
-differ, ...) or the simulated image metadata below; another model (written in v1alpha2, or in v1alpha1 with only
-fields both versions hold) gets no templates and no template conditions, since omectl has no source for its image's
-metadata.
+annotation are in place). A model is on this path (`on_template_path`) when it was written in v1alpha1
+(`versions.written_in_v1alpha1`: the annotation `aim.eai.amd.com/v1alpha1-fields`, which every write in v1alpha1
+leaves, even with only `spec.image`) or has the simulated image metadata below; a model written in v1alpha2 gets no
+templates and no template conditions.
 
 Image metadata (`image_metadata`), upstream's order: `spec.imageMetadata` (given in the spec, e.g. air-gapped); else,
 unless `spec.discovery.extractMetadata` is false, what the image's labels say. omectl reads no registry: in a
@@ -56,8 +55,7 @@ from omectl.core.aim.legacy.kinds import (
 )
 from omectl.core.aim.legacy.template_names import custom_template_name, template_name
 from omectl.core.aim.meta import label_value, name_of, namespace_of
-from omectl.core.aim.versions import convert
-from omectl.core.aim.versions.model import v1alpha1_model_spec
+from omectl.core.aim.versions import convert, written_in_v1alpha1
 from omectl.core.jsonish import as_list, as_mapping
 from omectl.core.layering import copy_json
 
@@ -104,7 +102,7 @@ def v1alpha1_spec(model: Mapping[str, Any]) -> dict[str, Any]:
 
 def on_template_path(model: Mapping[str, Any]) -> bool:
     """Whether the model is one whose templates omectl makes (module docstring)."""
-    return bool(v1alpha1_model_spec(model)) or isinstance(_annotations(model).get(SIMULATED_IMAGE_METADATA), str)
+    return written_in_v1alpha1(model) or isinstance(_annotations(model).get(SIMULATED_IMAGE_METADATA), str)
 
 
 def _discovery_flag(spec: Mapping[str, Any], flag: str) -> bool:

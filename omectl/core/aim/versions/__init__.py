@@ -12,12 +12,26 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from omectl.core.aim.versions.artifact import ARTIFACT
-from omectl.core.aim.versions.engine import GROUP, VERSIONS, KindConversion, carried_annotation
+from omectl.core.aim.versions.engine import (
+    GROUP,
+    VERSIONS,
+    KindConversion,
+    carried_annotation,
+    written_in_v1alpha1,
+)
 from omectl.core.aim.versions.model import CLUSTER_MODEL, MODEL
 from omectl.core.aim.versions.model_source import CLUSTER_MODEL_SOURCE
 from omectl.core.aim.versions.service import SERVICE
 
-__all__ = ["CONVERSIONS", "GROUP", "VERSIONS", "ConversionError", "carried_annotation", "convert"]
+__all__ = [
+    "CONVERSIONS",
+    "GROUP",
+    "VERSIONS",
+    "ConversionError",
+    "carried_annotation",
+    "convert",
+    "written_in_v1alpha1",
+]
 
 CONVERSIONS: Final[Mapping[str, KindConversion]] = {
     c.kind: c for c in (ARTIFACT, CLUSTER_MODEL_SOURCE, MODEL, CLUSTER_MODEL, SERVICE)

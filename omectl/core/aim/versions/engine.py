@@ -137,6 +137,10 @@ class KindConversion:
 
     kind: str
     rules: Sequence[Rule]
+    marks_v1alpha1_writes: bool = False
+    """Whether a conversion to v1alpha2 always writes the annotation `aim.eai.amd.com/v1alpha1-fields` (`{}` when
+    nothing waits in it), so that the stored object tells it was last converted from v1alpha1: written in v1alpha1
+    (`written_in_v1alpha1`). The kinds whose reconciliation follows upstream for objects written in v1alpha1."""
 
     def convert(self, obj: Mapping[str, Any], to_version: str) -> dict[str, Any]:
         """`obj` (of either version) in `to_version`; an object already there is returned as it is (a copy)."""
@@ -187,7 +191,7 @@ class KindConversion:
             if _get(rest, src) == {} and isinstance(_get(source, src), dict):
                 _remove(rest, src)
         _fill(target, carried)
-        if rest:
+        if rest or (to_v2 and self.marks_v1alpha1_writes):
             annotations[carried_annotation(from_version)] = json.dumps(rest, sort_keys=True, separators=(",", ":"))
         else:
             annotations.pop(carried_annotation(from_version), None)
@@ -210,6 +214,15 @@ def carried_fields(obj: Mapping[str, Any], version: str) -> dict[str, Any]:
     metadata = obj.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
     return _read_carried(annotations.get(carried_annotation(version)) if isinstance(annotations, Mapping) else None)
+
+
+def written_in_v1alpha1(obj: Mapping[str, Any]) -> bool:
+    """Whether a stored (v1alpha2) object was written in v1alpha1: it has the annotation `aim.eai.amd.com/v1alpha1-
+    fields`, which every conversion from v1alpha1 writes for the kinds that mark it (`KindConversion.
+    marks_v1alpha1_writes`), whatever it holds, and a write in v1alpha2 keeps unless it removes it."""
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return isinstance(annotations, Mapping) and isinstance(annotations.get(carried_annotation(V1ALPHA1)), str)
 
 
 def version_of(obj: Mapping[str, Any]) -> str:

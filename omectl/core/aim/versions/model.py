@@ -107,8 +107,8 @@ def _rules() -> tuple[Field | Container, ...]:
     )
 
 
-MODEL: Final = KindConversion("AIMModel", _rules())
-CLUSTER_MODEL: Final = KindConversion("AIMClusterModel", _rules())
+MODEL: Final = KindConversion("AIMModel", _rules(), marks_v1alpha1_writes=True)
+CLUSTER_MODEL: Final = KindConversion("AIMClusterModel", _rules(), marks_v1alpha1_writes=True)
 
 
 def v1alpha1_model_spec(model: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -89,6 +89,7 @@ SERVICE: Final = KindConversion(
             for name in ("currentReplicas", "desiredReplicas", "minReplicas", "maxReplicas", "replicas")
         ),
     ),
+    marks_v1alpha1_writes=True,
 )
 
 

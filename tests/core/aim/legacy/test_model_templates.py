@@ -169,11 +169,12 @@ def test_spec_provided_metadata_makes_its_template_without_any_image_read() -> N
     }
 
 
-def test_a_model_with_only_fields_both_versions_hold_is_off_the_template_path_until_its_image_metadata_is_known() -> (
-    None
-):
+def test_a_model_written_in_v1alpha1_with_only_its_image_is_on_the_template_path_and_a_v1alpha2_one_is_not() -> None:
     doc = upstream("auto-create-templates")
-    assert not on_template_path(stored(doc)), "nothing says what its image recommends"
+    assert on_template_path(stored(doc)), "written in v1alpha1, even with only fields both versions hold"
+    assert rendered(stored(doc)) == [], "nothing says what its image recommends yet"
+    v2 = {**stored(doc), "metadata": {"name": "m", "namespace": "team"}}
+    assert not on_template_path(v2), "written in v1alpha2: discovery's path"
     model = with_image_metadata(doc, MI300X_LATENCY)
     assert on_template_path(model)
     (template,) = rendered(model)
