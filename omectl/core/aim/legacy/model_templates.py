@@ -48,6 +48,7 @@ from typing import Any, Final
 
 from omectl.core.aim.consumers import CLUSTER_MODEL, owner_reference, spec_of, text
 from omectl.core.aim.env import merge_env
+from omectl.core.aim.legacy.image_labels import parse_image_labels
 from omectl.core.aim.legacy.kinds import (
     AIM_V1ALPHA1,
     CLUSTER_SERVICE_TEMPLATE,
@@ -80,8 +81,9 @@ class ImageMetadata:
     """The model's image metadata: `value` (None when unknown), where it came from, or why it is unusable."""
 
     value: Mapping[str, Any] | None
-    source: str  # "spec", "image" (the simulated labels), "none" (unknown or not extracted), "invalid"
+    source: str  # "spec", "image" (its labels), "none" (unknown or not extracted), "invalid", "unreadable"
     error: str | None = None
+    reason: str = "ImageMetadataInvalid"  # the ImageMetadataReady reason when invalid or unreadable
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,31 @@ def image_metadata(model: Mapping[str, Any], spec: Mapping[str, Any]) -> ImageMe
     if not isinstance(parsed, Mapping):
         return ImageMetadata(None, "invalid", f"{SIMULATED_IMAGE_METADATA} must be a JSON object")
     return ImageMetadata(parsed, "image")
+
+
+def reads_registry(model: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
+    """Whether the model's metadata is its image's labels read from its registry: on the template path, no
+    `spec.imageMetadata`, extraction on, an image named, and no simulated labels in the annotation."""
+    return (
+        on_template_path(model)
+        and not isinstance(spec.get("imageMetadata"), Mapping)
+        and _discovery_flag(spec, "extractMetadata")
+        and text(spec.get("image")) is not None
+        and not isinstance(_annotations(model).get(SIMULATED_IMAGE_METADATA), str)
+    )
+
+
+def from_labels(labels: Mapping[str, str]) -> ImageMetadata:
+    """The metadata of an image with these config labels (`parse_image_labels`), or why they are unusable."""
+    try:
+        return ImageMetadata(parse_image_labels(labels), "image")
+    except ValueError as error:
+        return ImageMetadata(None, "invalid", f"failed to parse image labels: {error}")
+
+
+def unreadable(reason: str, message: str) -> ImageMetadata:
+    """The image's metadata could not be read (its registry, its reference or its pull secrets): `reason`."""
+    return ImageMetadata(None, "unreadable", message, reason)
 
 
 def recommended_deployments(metadata: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
@@ -317,13 +344,10 @@ def template_conditions(
         named = text(as_mapping(metadata.value.get("model")).get("canonicalName"))
         reason = "ImageMetadataFound" if named else "ImageFound"
         out.append(_condition(IMAGE_METADATA_READY, True, reason, f"Image metadata from the {metadata.source}"))
-    elif metadata.source == "invalid":
-        out.append(_condition(IMAGE_METADATA_READY, False, "ImageMetadataInvalid", metadata.error or ""))
+    elif metadata.source in ("invalid", "unreadable"):
+        out.append(_condition(IMAGE_METADATA_READY, False, metadata.reason, metadata.error or ""))
     elif _discovery_flag(v1alpha1_spec(model), "extractMetadata"):
-        message = (
-            f"omectl reads no image labels from a registry: give {text(spec_of(model).get('image')) or 'the image'}'s "
-            f"metadata in spec.imageMetadata (in a simulated cluster, the annotation {SIMULATED_IMAGE_METADATA})"
-        )
+        message = f"{text(spec_of(model).get('image')) or 'the image'}'s metadata has not been read"
         out.append(_condition(IMAGE_METADATA_READY, False, "ImageMetadataUnavailable", message))
     health = template_health(expects, (as_mapping(t.get("status")).get("status") for t in templates))
     kind = CLUSTER_SERVICE_TEMPLATES_READY if model.get("kind") == CLUSTER_MODEL else SERVICE_TEMPLATES_READY
