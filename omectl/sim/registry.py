@@ -4,7 +4,7 @@ carries the image's labels; `index` images are an image index with a linux/arm64
 on the amd64 one only). With `credentials` the registry asks for a bearer token from its `/token` realm, given only
 for those basic credentials; with `anonymous_tokens` it asks for a token that anyone gets (as ghcr.io and Docker Hub
 do for public images); else it answers without authentication. The controller reaches it for a registry host through
-its `image_registry_mirrors` setting (docs/settings.md)."""
+its `image_registry_mirrors` setting (docs/operations.md, "Image registries")."""
 
 from __future__ import annotations
 
