@@ -13,8 +13,10 @@ included, stays as it is.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
 from omectl.settings import Settings
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.registry import SimulatedRegistry
 from omectl.sim.simulator import SimulatorConfig
 from tests.support import Kubectl, kubectl_path, real_kubectl_path
 
@@ -131,3 +134,20 @@ def aliased_kubeconfig(source: Path, out: Path, count: int, prefix: str) -> Path
 def controlled_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlledFleet]:
     with running_fleet(tmp_path_factory.mktemp("e2e"), 2, "e2e-", concurrency=8) as fleet:
         yield fleet
+
+
+@contextlib.contextmanager
+def serving(*registries: SimulatedRegistry) -> Iterator[list[str]]:
+    """The simulated OCI registries served on a loop of their own thread (the controller's loop is another); their
+    URLs, for the setting `image_registry_mirrors`."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield [asyncio.run_coroutine_threadsafe(r.start(), loop).result(10) for r in registries]
+    finally:
+        for registry in registries:
+            asyncio.run_coroutine_threadsafe(registry.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

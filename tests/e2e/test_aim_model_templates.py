@@ -24,12 +24,9 @@ credentials), or, for the ported scenarios, from the model's annotation `sim.ome
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -37,7 +34,7 @@ import yaml
 
 from omectl.sim.registry import SimulatedImage, SimulatedRegistry
 from omectl.sim.simulator import NodePool, SimulatorConfig
-from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
+from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet, serving
 from tests.support import ClusterKubectl, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
@@ -127,22 +124,6 @@ PRIVATE_LABELS = {
     "com.amd.aim.model.canonicalName": "team/private",
     "com.amd.aim.model.recommendedDeployments": "{'gpuModel': 'MI300X', 'gpuCount': 2, 'metric': 'throughput'}",
 }
-
-
-@contextmanager
-def serving(*registries: SimulatedRegistry) -> Iterator[list[str]]:
-    """The registries served on a loop of their own thread (the controller's loop is another); their URLs."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield [asyncio.run_coroutine_threadsafe(r.start(), loop).result(10) for r in registries]
-    finally:
-        for registry in registries:
-            asyncio.run_coroutine_threadsafe(registry.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
 
 
 @pytest.fixture(scope="module")
