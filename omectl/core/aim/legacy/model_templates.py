@@ -5,15 +5,16 @@ The model is read in v1alpha1 (`v1alpha1_spec`: the stored v1alpha2 object conve
 annotation are in place). A model is on this path (`on_template_path`) when it carries v1alpha1-only fields (the
 annotation `aim.eai.amd.com/v1alpha1-fields`: `imageMetadata`, `customTemplates`, `custom`, discovery flags that
 differ, ...) or the simulated image metadata below; another model (written in v1alpha2, or in v1alpha1 with only
-fields both versions hold) gets no templates and no template conditions, since omectl has no source for its image's
-metadata.
+fields both versions hold) gets no templates and no template conditions: it cannot be told from a v1alpha2 model.
 
 Image metadata (`image_metadata`), upstream's order: `spec.imageMetadata` (given in the spec, e.g. air-gapped); else,
-unless `spec.discovery.extractMetadata` is false, what the image's labels say. omectl reads no registry: in a
-simulated cluster the image's labels are the model's annotation `sim.omectl.io/image-metadata` (JSON, upstream's
-`ImageMetadata`: `{"model": {"canonicalName": ..., "recommendedDeployments": [{"gpuModel", "gpuCount", "metric",
-"precision", "profileId"}]}}`), as the model's `sim.omectl.io/discovery-result` is what its image's discovery
-prints; elsewhere the metadata is unknown unless the spec gives it.
+unless `spec.discovery.extractMetadata` is false, what the image's labels say: read from the image's registry by the
+controller (`reads_registry`; `omectl.controller.aim.image_metadata`) and parsed here (`from_labels`,
+`image_labels.parse_image_labels`), or the reason they could not be (`unreadable`). In a simulated cluster the
+model's annotation `sim.omectl.io/image-metadata` (JSON, upstream's `ImageMetadata`: `{"model": {"canonicalName":
+..., "recommendedDeployments": [{"gpuModel", "gpuCount", "metric", "precision", "profileId"}]}}`) stands in for the
+labels when given (no registry is read), as the model's `sim.omectl.io/discovery-result` is what its image's
+discovery prints.
 
 Whether templates are expected (`expects_templates`): not when `spec.discovery.createServiceTemplates` is false;
 always for a custom model (`spec.modelSources` given); else unknown while the metadata is, and expected when it
@@ -34,9 +35,10 @@ template's over it by name. Templates no longer rendered (a deployment gone from
 as upstream leaves them, until the model goes.
 
 Conditions (`template_conditions`): `ImageMetadataReady` (True / `ImageMetadataFound` when the metadata names a
-`canonicalName`, else `ImageFound`; False / `ImageMetadataUnavailable` or `ImageMetadataInvalid` when omectl has
-none or cannot read it) and `ServiceTemplatesReady` (`ClusterServiceTemplatesReady` for a cluster model): the
-aggregate of the templates whose `spec.modelName` is the model, in its namespace (`template_health`).
+`canonicalName`, else `ImageFound`; False with the reason of `unreadable`, `ImageMetadataInvalid` for labels that do
+not parse, or `ImageMetadataUnavailable` while nothing was read) and `ServiceTemplatesReady`
+(`ClusterServiceTemplatesReady` for a cluster model): the aggregate of the templates whose `spec.modelName` is the
+model, in its namespace (`template_health`).
 """
 
 from __future__ import annotations
