@@ -94,6 +94,15 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("pod_name", "POD_NAME"),
         description="The pod's name (POD_NAME, from the downward API): the default replica id, the host in Leases.",
     )
+    image_registry_mirrors: dict[str, str] = Field(
+        default_factory=dict,
+        description="Registry host -> base URL the controller reads that registry's images from instead of "
+        'https://<host> (an AIM model\'s image labels), e.g. {"ghcr.io": "http://127.0.0.1:5000"} for the simulated '
+        "fleet's registry; in the environment as JSON.",
+    )
+    image_registry_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="Limit on one read of an image's labels from its registry."
+    )
     aim_system_namespace: str = Field(
         default="aim-system",
         validation_alias=AliasChoices("aim_system_namespace", "AIM_SYSTEM_NAMESPACE"),

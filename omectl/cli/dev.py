@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -21,6 +22,7 @@ from omectl.cli.signals import StopSignals
 from omectl.envtest.fleet import RealFleet
 from omectl.fleet.registration import validate_cluster_name
 from omectl.sim.fleet import EmbeddedFleet, FleetSimulation, simulator_for
+from omectl.sim.registry import SimulatedRegistry
 from omectl.sim.simulator import NODES_HELP, ImageRegistry, parse_nodes_option
 
 dev_app = typer.Typer(no_args_is_help=True, help="Run a simulated fleet for development and demos.")
@@ -56,7 +58,8 @@ def up(
         False,
         "--simulate",
         help="Run the workload simulator: GPU nodes (default 2x8 nvidia.com/gpu H100 per cluster), model labels, "
-        "and Deployments, LeaderWorkerSets, KServe InferenceServices, Jobs and PVCs made ready when they fit.",
+        "and Deployments, LeaderWorkerSets, KServe InferenceServices, Jobs and PVCs made ready when they fit; "
+        "and the simulated OCI registry of AIM images (ghcr.io's, for --controller).",
     ),
     nodes: list[str] = typer.Option(None, "--nodes", help=NODES_HELP),
     missing_images: list[str] = typer.Option(
@@ -170,7 +173,11 @@ async def _serve(
                 count, name_prefix=prefix, tls=tls, state_dir=state_dir, simulator=simulation
             ).start()
     signals = StopSignals().install()
+    image_registry: SimulatedRegistry | None = None
     try:
+        if simulation is not None:  # the AIM images' labels (omectl/sim/registry.py)
+            image_registry = SimulatedRegistry(anonymous_tokens=True)
+            await image_registry.start()
         applied = await fleet.apply(manifests) if manifests else {}
         try:
             fleet.write_kubeconfig(kubeconfig_out)
@@ -185,8 +192,11 @@ async def _serve(
             from omectl.controller.app import ControllerApp, StartError
             from omectl.settings import Settings
 
+            mirrors: dict[str, Any] = {}
+            if image_registry is not None:
+                mirrors["image_registry_mirrors"] = {"ghcr.io": image_registry.url}
             app = ControllerApp(
-                Settings.load(clusters_dir=register, webhook_port=webhook_port),
+                Settings.load(clusters_dir=register, webhook_port=webhook_port, **mirrors),
                 status_file=Path(".omectl/controller-status.json"),
             )
             with progress("starting the controller and syncing its caches"):
@@ -209,6 +219,8 @@ async def _serve(
         console.print(f"kubeconfig: {kubeconfig_out}  (export KUBECONFIG={kubeconfig_out})")
         if crds_note is not None:
             console.print(crds_note)
+        if image_registry is not None:
+            console.print(f"image registry: {image_registry.url} (the simulated ghcr.io AIM images)")
         if ready_file is not None:
             _write_ready_file(ready_file, [f"{s.name} {s.url}" for s in fleet.servers])
         if app is not None:
@@ -224,6 +236,8 @@ async def _serve(
             raise _ClusterCrashed(crash)
     finally:
         signals.release()
+        if image_registry is not None:
+            await image_registry.stop()
         await fleet.stop()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)  # noqa: ASYNC240 - a tiny local file at shutdown

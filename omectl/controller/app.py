@@ -65,6 +65,7 @@ from omectl.observability.loop_lag import LoopLagMonitor
 from omectl.observability.metrics import ControllerMetrics
 from omectl.observability.redact import scrub
 from omectl.observability.server import StatusServer
+from omectl.oci.client import RegistryClient
 from omectl.problems import output_problem
 from omectl.settings import Settings
 from omectl.tls import CertificateAuthority, server_ssl_context
@@ -80,13 +81,20 @@ class Reconcilers:
     """Every reconciler of the controller, shared by all clusters, and the work kinds they handle."""
 
     def __init__(
-        self, *, tracer: Any = None, resolver: ChainResolver | None = None, aim_operator_namespace: str | None = None
+        self,
+        *,
+        tracer: Any = None,
+        resolver: ChainResolver | None = None,
+        aim_operator_namespace: str | None = None,
+        image_registry: RegistryClient | None = None,
     ) -> None:
         self.resolver = resolver or ChainResolver()
         self.runtime_status = RuntimeStatusReconciler(self.resolver, tracer)
         self.engine = EngineReconciler(self.resolver)
         self.aim = AimServiceReconciler(operator_namespace=aim_operator_namespace)
-        self.aim_consumers = AimConsumerReconciler(operator_namespace=self.aim.operator_namespace)  # AIM v1alpha2
+        self.aim_consumers = AimConsumerReconciler(  # AIM v1alpha2
+            operator_namespace=self.aim.operator_namespace, image_registry=image_registry or RegistryClient()
+        )
         self.aim_legacy = LegacyReconciler(  # upstream's legacy template path
             operator_namespace=self.aim.operator_namespace, children=self.aim_consumers
         )
@@ -198,7 +206,13 @@ class ControllerApp:
         self.tracing = configure_tracing(
             file_path=settings.trace_file, otlp_endpoint=settings.otlp_endpoint, exporter=exporter
         )
-        self.reconcilers = Reconcilers(tracer=self.tracing.tracer, aim_operator_namespace=settings.aim_system_namespace)
+        self.reconcilers = Reconcilers(
+            tracer=self.tracing.tracer,
+            aim_operator_namespace=settings.aim_system_namespace,
+            image_registry=RegistryClient(
+                mirrors=settings.image_registry_mirrors, timeout=settings.image_registry_timeout_seconds
+            ),
+        )
         self.controller = FleetController(
             self.reconcilers.work_kinds(),
             self.reconcilers.resolver,

@@ -155,6 +155,7 @@ def test_dev_up_nodes_turns_on_the_simulator_per_cluster(tmp_path: Path) -> None
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "2x8 amd.com/gpu MI300X; registry lacks *-typo" in out
+    assert "image registry: http://127.0.0.1:" in out, "the simulator serves the AIM images' registry"
 
 
 def test_dev_up_rejects_a_malformed_nodes_option(tmp_path: Path) -> None:

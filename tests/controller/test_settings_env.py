@@ -46,3 +46,14 @@ def test_the_controller_uses_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert (app.holder.replica_id, app.holder.host) == ("omectl-0", "omectl-0")
     assert app.reconcilers.aim.operator_namespace == "amd-ops"
     assert app.reconcilers.aim_consumers.operator_namespace == "amd-ops"
+
+
+def test_image_registry_mirrors_and_timeout_reach_the_aim_reconciler(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OMECTL_IMAGE_REGISTRY_MIRRORS", '{"ghcr.io": "http://127.0.0.1:5000/"}')
+    monkeypatch.setenv("OMECTL_IMAGE_REGISTRY_TIMEOUT_SECONDS", "4")
+    settings = Settings.load(trace_file=tmp_path / "traces.jsonl", metrics_port=-1)
+    registry = ControllerApp(settings).reconcilers.aim_consumers.image_registry
+    assert registry.base_url("ghcr.io") == "http://127.0.0.1:5000" and registry.timeout == 4
+    assert registry.base_url("docker.io") == "https://registry-1.docker.io"

@@ -284,6 +284,7 @@ MEMBER_RULES = {
     "roles.rbac.authorization.k8s.io": {"get", "create", "patch"},
     "rolebindings.rbac.authorization.k8s.io": {"get", "create", "patch"},
     "pods": {"get", "list", "watch"},
+    "secrets": {"get"},  # an AIM model's imagePullSecrets, for its image's registry
     "controllerrevisions.apps": {"get", "list", "create", "delete"},
     "aimservices.aim.eai.amd.com": {"get", "list", "watch"},
     "aimservices/status.aim.eai.amd.com": {"update"},

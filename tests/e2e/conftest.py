@@ -13,8 +13,10 @@ included, stays as it is.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
 from omectl.settings import Settings
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
+from omectl.sim.registry import SimulatedRegistry
 from omectl.sim.simulator import SimulatorConfig
 from tests.support import Kubectl, kubectl_path, real_kubectl_path
 
@@ -52,6 +55,11 @@ class ControlledFleet:
         return self.kubectl.run(f"--context={cluster}", *args, **kw).stdout  # type: ignore[arg-type]
 
 
+SIMULATED_REGISTRY_HOSTS = ("ghcr.io", "docker.io", "quay.io")
+"""The registries an e2e fleet's controller reads from the simulated registry (omectl/sim/registry.py) unless a test
+gives `image_registry_mirrors`: an image it lacks is ImageNotFound, whatever the network."""
+
+
 @contextlib.contextmanager
 def running_fleet(
     base: Path,
@@ -63,7 +71,8 @@ def running_fleet(
     **settings: Any,
 ) -> Iterator[ControlledFleet]:
     """`count` embedded clusters with every CRD of `deploy/crds/` on a background thread, registered from a
-    directory, and the controller running against them; everything stops on exit. With `real` (default: the
+    directory, and the controller running against them (its models' images read from the simulated registry,
+    `SIMULATED_REGISTRY_HOSTS`); everything stops on exit. With `real` (default: the
     environment variable OMECTL_E2E_REAL=1), the clusters are real etcd + kube-apiserver processes
     (`omectl.envtest`, the binaries `make envtest` builds) and the simulator runs as their API client. On a real
     fleet (see the module docstring): its first `count` members under the names `<prefix>1..N`."""
@@ -75,6 +84,7 @@ def running_fleet(
         yield ControlledFleet(None, None, Kubectl(kubectl_path(), kubeconfig, base / "kube-cache"), base, True)
         return
     binary = kubectl_path()
+    registry: SimulatedRegistry | None = None
     if real is None:
         real = os.environ.get(E2E_REAL_ENV) == "1"
     if real:
@@ -93,6 +103,10 @@ def running_fleet(
         kubeconfig = bg.fleet.write_kubeconfig(base / "fleet.kubeconfig")
         clusters_dir = base / "clusters"
         write_registrations(clusters_dir, kubeconfig, [s.name for s in bg.fleet.servers])
+        if "image_registry_mirrors" not in settings:  # models' images: the simulated registry's, never the internet's
+            registry = SimulatedRegistry(anonymous_tokens=True)
+            url = bg.run(registry.start())
+            settings["image_registry_mirrors"] = {host: url for host in SIMULATED_REGISTRY_HOSTS}
         loaded = Settings.load(webhook_port=0, clusters_dir=clusters_dir, trace_file=base / "traces.jsonl", **settings)
 
         async def start() -> ControllerApp:
@@ -107,6 +121,8 @@ def running_fleet(
         finally:
             bg.run(app.stop())
     finally:
+        if registry is not None:
+            bg.run(registry.stop())
         bg.stop()
 
 
@@ -131,3 +147,20 @@ def aliased_kubeconfig(source: Path, out: Path, count: int, prefix: str) -> Path
 def controlled_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlledFleet]:
     with running_fleet(tmp_path_factory.mktemp("e2e"), 2, "e2e-", concurrency=8) as fleet:
         yield fleet
+
+
+@contextlib.contextmanager
+def serving(*registries: SimulatedRegistry) -> Iterator[list[str]]:
+    """The simulated OCI registries served on a loop of their own thread (the controller's loop is another); their
+    URLs, for the setting `image_registry_mirrors`."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield [asyncio.run_coroutine_threadsafe(r.start(), loop).result(10) for r in registries]
+    finally:
+        for registry in registries:
+            asyncio.run_coroutine_threadsafe(registry.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

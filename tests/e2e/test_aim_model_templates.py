@@ -3,9 +3,11 @@ with the real kubectl on one simulated cluster (AMD MI300X nodes) whose controll
 under tests/fixtures/upstream/aim (aim-engine 9223504d74b01fec2e99d250933ea2884aef3b87, SOURCE beside it), and
 upstream's chainsaw assertions ported from the scenarios' chainsaw-test.yaml (pinned beside their documents).
 
-There is no registry in the simulated fleet: an image's labels, which upstream's controller reads for the image's
-metadata, are the model's annotation `sim.omectl.io/image-metadata` (`AIM_DUMMY_METADATA` for aim-dummy, below), as
-its discovery's output is the model's `sim.omectl.io/discovery-result`.
+An image's labels, which upstream's controller reads for the image's metadata, come from the simulated registry
+(omectl.sim.registry, ghcr.io mirrored to it; a second one, private.example.io, gives tokens only for a pull secret's
+credentials), or, for the ported scenarios, from the model's annotation `sim.omectl.io/image-metadata`
+(`AIM_DUMMY_METADATA` for aim-dummy, below), as its discovery's output is the model's
+`sim.omectl.io/discovery-result`.
 
 - aimmodel/auto-create-templates: the template made for the image's recommended deployment, with upstream's labels,
   spec and name; here also its owner, the model's labels propagated under its runtime config, and the model's
@@ -15,11 +17,14 @@ its discovery's output is the model's `sim.omectl.io/discovery-result`.
   True and its template made, nothing read from the image.
 - aimmodel/template-garbage-collection: the templates go with the model; here also a template deleted while its
   model lives is made again.
+- a model's image read from the registry: its template from the image's labels; an image that does not exist; a
+  private image read with the model's pull secret, a missing secret reported.
 - aimmodel/additive-custom-templates: the model's custom templates beside its image's (their template steps).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -27,8 +32,9 @@ from typing import Any
 import pytest
 import yaml
 
+from omectl.sim.registry import SimulatedImage, SimulatedRegistry
 from omectl.sim.simulator import NodePool, SimulatorConfig
-from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
+from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet, serving
 from tests.support import ClusterKubectl, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
@@ -113,12 +119,30 @@ def namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
+PRIVATE_CREDENTIALS = ("robot", "pull-token")
+PRIVATE_LABELS = {
+    "com.amd.aim.model.canonicalName": "team/private",
+    "com.amd.aim.model.recommendedDeployments": "{'gpuModel': 'MI300X', 'gpuCount': 2, 'metric': 'throughput'}",
+}
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     simulator = SimulatorConfig(
         pools=(NodePool(count=1, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
     )
-    with running_fleet(tmp_path_factory.mktemp("aimmtpl"), 1, "aimmtpl-", simulator=simulator) as fleet:
+    public = SimulatedRegistry(anonymous_tokens=True)
+    private = SimulatedRegistry([SimulatedImage("team/aim", "1", PRIVATE_LABELS)], credentials=PRIVATE_CREDENTIALS)
+    with (
+        serving(public, private) as (public_url, private_url),
+        running_fleet(
+            tmp_path_factory.mktemp("aimmtpl"),
+            1,
+            "aimmtpl-",
+            simulator=simulator,
+            image_registry_mirrors={"ghcr.io": public_url, "private.example.io": private_url},
+        ) as fleet,
+    ):
         env = Env(fleet)
         env.apply(namespace("aim-system"))
         yield env
@@ -273,3 +297,66 @@ def test_upstreams_additive_custom_templates_scenario_adds_the_custom_templates_
     templates = env.listed(TEMPLATES, f"aim.eai.amd.com/model={name}", ns)
     assert len(templates) > 2
     assert len(templates) == 3
+
+
+def v1_model(name: str, ns: str, image: str, **spec: Any) -> dict[str, Any]:
+    # `serviceAccountName` (a v1alpha1-only field) marks the model as written in v1alpha1; a model naming only its
+    # image is not told from a v1alpha2 one yet (docs/aim-versions.md)
+    fields = {"image": image, "serviceAccountName": "default", **spec}
+    return {"apiVersion": V1, "kind": "AIMModel", "metadata": {"name": name, "namespace": ns}, "spec": fields}
+
+
+def metadata_condition(env: Env, name: str, ns: str, status: str) -> dict[str, Any]:
+    seen: list[Any] = []
+
+    def probe() -> dict[str, Any] | None:
+        seen[:] = [env.get(MODELS_V1, name, ns)]
+        found = env.conditions(MODELS_V1, name, ns).get("ImageMetadataReady")
+        return found if found and found["status"] == status else None
+
+    try:
+        return until(probe, f"{name}'s ImageMetadataReady {status}")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; the model: {seen}") from None
+
+
+def test_a_models_image_labels_are_read_from_its_registry_and_a_missing_image_is_reported(env: Env) -> None:
+    ns = "mtpl-registry"
+    env.apply(namespace(ns))
+    env.apply(v1_model("dummy", ns, "ghcr.io/silogen/aim-dummy:0.1.10"))
+    env.apply(v1_model("missing", ns, "ghcr.io/silogen/aim-dummy:0.0.0"))
+    assert metadata_condition(env, "dummy", ns, "True")["reason"] == "ImageMetadataFound"
+    (template,) = until(lambda: env.listed(TEMPLATES, "aim.eai.amd.com/model=dummy", ns), "dummy's template")
+    assert template["spec"]["hardware"]["gpu"] | {"resourceName": None} == {
+        "requests": 1,
+        "model": "MI300X",
+        "resourceName": None,
+    }, "the image's recommended deployment (an image index's linux/amd64 image)"
+    assert (template["spec"]["metric"], template["spec"]["profileId"]) == ("latency", "vllm-mi300x-fp16-tp1-latency")
+    missing = metadata_condition(env, "missing", ns, "False")
+    assert missing["reason"] == "ImageNotFound" and "ghcr.io/silogen/aim-dummy:0.0.0" in missing["message"]
+    assert env.listed(TEMPLATES, "aim.eai.amd.com/model=missing", ns) == []
+
+
+def test_a_private_image_is_read_with_the_models_pull_secret(env: Env) -> None:
+    ns = "mtpl-private"
+    env.apply(namespace(ns))
+    env.apply(v1_model("private", ns, "private.example.io/team/aim:1", imagePullSecrets=[{"name": "pull"}]))
+    absent = metadata_condition(env, "private", ns, "False")
+    assert absent["reason"] == "SecretNotFound" and '"pull"' in absent["message"]
+    auth = base64.b64encode(":".join(PRIVATE_CREDENTIALS).encode()).decode()
+    config = json.dumps({"auths": {"private.example.io": {"auth": auth}}})
+    env.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "pull", "namespace": ns},
+            "type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": base64.b64encode(config.encode()).decode()},
+        }
+    )
+    env.k("annotate", MODELS_V1, "private", "-n", ns, "example.org/touched=1")  # a Secret queues no model
+    assert metadata_condition(env, "private", ns, "True")["reason"] == "ImageMetadataFound"
+    (template,) = until(lambda: env.listed(TEMPLATES, "aim.eai.amd.com/model=private", ns), "private's template")
+    assert template["spec"]["imagePullSecrets"] == [{"name": "pull"}]
+    assert (template["spec"]["hardware"]["gpu"]["requests"], template["spec"]["metric"]) == (2, "throughput")

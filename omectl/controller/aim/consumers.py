@@ -49,6 +49,7 @@ from omectl.kube.resources import (
     PERSISTENT_VOLUME_CLAIMS,
     ResourceRef,
 )
+from omectl.oci.client import RegistryClient
 
 log = logging.getLogger(__name__)
 
@@ -80,13 +81,15 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
     """Reconciles the v1alpha2 consumer kinds (module docstring): the work keys of `CONSUMER_KEYS`, registered for it
     in `omectl.controller.app`."""
 
-    def __init__(self, *, operator_namespace: str) -> None:
+    def __init__(self, *, operator_namespace: str, image_registry: RegistryClient | None = None) -> None:
         super().__init__(
             operator_namespace=operator_namespace,
             keys=CONSUMER_KEYS,
             resources=CONSUMER_RESOURCES,
             api_version=AIM_V1ALPHA2,
         )
+        self.image_registry = image_registry or RegistryClient()
+        """Reads a v1alpha1 model's image labels (`omectl.controller.aim.image_metadata`)."""
 
     async def write_refused(
         self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, previous: list[Any]

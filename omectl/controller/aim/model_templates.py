@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from omectl.controller.aim.image_metadata import registry_metadata
 from omectl.controller.aim.legacy_watch import MODEL_NAME_INDEX
 from omectl.core.aim.consumers import CLUSTER_MODEL
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE
@@ -18,6 +19,7 @@ from omectl.core.aim.legacy.model_templates import (
     expects_templates,
     image_metadata,
     on_template_path,
+    reads_registry,
     render_templates,
     template_conditions,
     v1alpha1_spec,
@@ -37,6 +39,10 @@ async def reconcile_model_templates(
         return []
     spec = v1alpha1_spec(model)
     metadata = image_metadata(model, spec)
+    if reads_registry(model, spec):
+        metadata = await registry_metadata(
+            reconciler.image_registry, cluster, model, spec, reconciler.operator_namespace
+        )
     expects = expects_templates(spec, metadata.value)
     for template in render_templates(model, spec, metadata.value, config):
         await reconciler.apply(cluster, model, template, config)

@@ -8,11 +8,13 @@ leaves, even with only `spec.image`) or has the simulated image metadata below; 
 templates and no template conditions.
 
 Image metadata (`image_metadata`), upstream's order: `spec.imageMetadata` (given in the spec, e.g. air-gapped); else,
-unless `spec.discovery.extractMetadata` is false, what the image's labels say. omectl reads no registry: in a
-simulated cluster the image's labels are the model's annotation `sim.omectl.io/image-metadata` (JSON, upstream's
-`ImageMetadata`: `{"model": {"canonicalName": ..., "recommendedDeployments": [{"gpuModel", "gpuCount", "metric",
-"precision", "profileId"}]}}`), as the model's `sim.omectl.io/discovery-result` is what its image's discovery
-prints; elsewhere the metadata is unknown unless the spec gives it.
+unless `spec.discovery.extractMetadata` is false, what the image's labels say: read from the image's registry by the
+controller (`reads_registry`; `omectl.controller.aim.image_metadata`) and parsed here (`from_labels`,
+`image_labels.parse_image_labels`), or the reason they could not be (`unreadable`). In a simulated cluster the
+model's annotation `sim.omectl.io/image-metadata` (JSON, upstream's `ImageMetadata`: `{"model": {"canonicalName":
+..., "recommendedDeployments": [{"gpuModel", "gpuCount", "metric", "precision", "profileId"}]}}`) stands in for the
+labels when given (no registry is read), as the model's `sim.omectl.io/discovery-result` is what its image's
+discovery prints.
 
 Whether templates are expected (`expects_templates`): not when `spec.discovery.createServiceTemplates` is false;
 always for a custom model (`spec.modelSources` given); else unknown while the metadata is, and expected when it
@@ -33,9 +35,10 @@ template's over it by name. Templates no longer rendered (a deployment gone from
 as upstream leaves them, until the model goes.
 
 Conditions (`template_conditions`): `ImageMetadataReady` (True / `ImageMetadataFound` when the metadata names a
-`canonicalName`, else `ImageFound`; False / `ImageMetadataUnavailable` or `ImageMetadataInvalid` when omectl has
-none or cannot read it) and `ServiceTemplatesReady` (`ClusterServiceTemplatesReady` for a cluster model): the
-aggregate of the templates whose `spec.modelName` is the model, in its namespace (`template_health`).
+`canonicalName`, else `ImageFound`; False with the reason of `unreadable`, `ImageMetadataInvalid` for labels that do
+not parse, or `ImageMetadataUnavailable` while nothing was read) and `ServiceTemplatesReady`
+(`ClusterServiceTemplatesReady` for a cluster model): the aggregate of the templates whose `spec.modelName` is the
+model, in its namespace (`template_health`).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from typing import Any, Final
 
 from omectl.core.aim.consumers import CLUSTER_MODEL, owner_reference, spec_of, text
 from omectl.core.aim.env import merge_env
+from omectl.core.aim.legacy.image_labels import parse_image_labels
 from omectl.core.aim.legacy.kinds import (
     AIM_V1ALPHA1,
     CLUSTER_SERVICE_TEMPLATE,
@@ -78,8 +82,9 @@ class ImageMetadata:
     """The model's image metadata: `value` (None when unknown), where it came from, or why it is unusable."""
 
     value: Mapping[str, Any] | None
-    source: str  # "spec", "image" (the simulated labels), "none" (unknown or not extracted), "invalid"
+    source: str  # "spec", "image" (its labels), "none" (unknown or not extracted), "invalid", "unreadable"
     error: str | None = None
+    reason: str = "ImageMetadataInvalid"  # the ImageMetadataReady reason when invalid or unreadable
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,31 @@ def image_metadata(model: Mapping[str, Any], spec: Mapping[str, Any]) -> ImageMe
     if not isinstance(parsed, Mapping):
         return ImageMetadata(None, "invalid", f"{SIMULATED_IMAGE_METADATA} must be a JSON object")
     return ImageMetadata(parsed, "image")
+
+
+def reads_registry(model: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
+    """Whether the model's metadata is its image's labels read from its registry: on the template path, no
+    `spec.imageMetadata`, extraction on, an image named, and no simulated labels in the annotation."""
+    return (
+        on_template_path(model)
+        and not isinstance(spec.get("imageMetadata"), Mapping)
+        and _discovery_flag(spec, "extractMetadata")
+        and text(spec.get("image")) is not None
+        and not isinstance(_annotations(model).get(SIMULATED_IMAGE_METADATA), str)
+    )
+
+
+def from_labels(labels: Mapping[str, str]) -> ImageMetadata:
+    """The metadata of an image with these config labels (`parse_image_labels`), or why they are unusable."""
+    try:
+        return ImageMetadata(parse_image_labels(labels), "image")
+    except ValueError as error:
+        return ImageMetadata(None, "invalid", f"failed to parse image labels: {error}")
+
+
+def unreadable(reason: str, message: str) -> ImageMetadata:
+    """The image's metadata could not be read (its registry, its reference or its pull secrets): `reason`."""
+    return ImageMetadata(None, "unreadable", message, reason)
 
 
 def recommended_deployments(metadata: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
@@ -315,13 +345,10 @@ def template_conditions(
         named = text(as_mapping(metadata.value.get("model")).get("canonicalName"))
         reason = "ImageMetadataFound" if named else "ImageFound"
         out.append(_condition(IMAGE_METADATA_READY, True, reason, f"Image metadata from the {metadata.source}"))
-    elif metadata.source == "invalid":
-        out.append(_condition(IMAGE_METADATA_READY, False, "ImageMetadataInvalid", metadata.error or ""))
+    elif metadata.source in ("invalid", "unreadable"):
+        out.append(_condition(IMAGE_METADATA_READY, False, metadata.reason, metadata.error or ""))
     elif _discovery_flag(v1alpha1_spec(model), "extractMetadata"):
-        message = (
-            f"omectl reads no image labels from a registry: give {text(spec_of(model).get('image')) or 'the image'}'s "
-            f"metadata in spec.imageMetadata (in a simulated cluster, the annotation {SIMULATED_IMAGE_METADATA})"
-        )
+        message = f"{text(spec_of(model).get('image')) or 'the image'}'s metadata has not been read"
         out.append(_condition(IMAGE_METADATA_READY, False, "ImageMetadataUnavailable", message))
     health = template_health(expects, (as_mapping(t.get("status")).get("status") for t in templates))
     kind = CLUSTER_SERVICE_TEMPLATES_READY if model.get("kind") == CLUSTER_MODEL else SERVICE_TEMPLATES_READY

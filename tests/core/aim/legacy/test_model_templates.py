@@ -15,11 +15,14 @@ import yaml
 from omectl.core.aim.legacy.model_templates import (
     SIMULATED_IMAGE_METADATA,
     expects_templates,
+    from_labels,
     image_metadata,
     on_template_path,
+    reads_registry,
     render_templates,
     template_conditions,
     template_health,
+    unreadable,
     v1alpha1_spec,
 )
 from omectl.core.aim.legacy.template_names import custom_template_name, go_json, template_name
@@ -378,3 +381,42 @@ def test_the_conditions_report_the_metadata_and_the_templates_of_the_model() -> 
     cluster = with_image_metadata(upstream("cluster-scoped-templates"))
     kinds = [c["type"] for c in template_conditions(cluster, image_metadata(cluster, {}), False, [])]
     assert kinds == ["ImageMetadataReady", "ClusterServiceTemplatesReady"]
+
+
+# --- the image's labels from its registry -------------------------------------------------------------------------
+
+
+def image_only_v1(**spec: Any) -> dict[str, Any]:
+    doc = {"apiVersion": V1, "kind": "AIMModel", "metadata": {"name": "m"}, "spec": {"image": DUMMY, **spec}}
+    return stored(doc)
+
+
+def test_the_registry_is_read_for_a_v1alpha1_models_image_unless_the_metadata_is_given_or_not_extracted() -> None:
+    on_path = image_only_v1(serviceAccountName="sa")
+    assert reads_registry(on_path, v1alpha1_spec(on_path))
+    for model in (
+        image_only_v1(serviceAccountName="sa", discovery={"extractMetadata": False}),
+        stored(upstream("spec-provided-metadata")),
+        with_image_metadata(upstream("auto-create-templates"), MI300X_LATENCY),  # the simulated labels
+        image_only_v1(),  # only an image: read as a v1alpha2 model
+    ):
+        assert not reads_registry(model, v1alpha1_spec(model)), model
+
+
+def test_labels_read_become_metadata_and_templates_and_failures_their_reason() -> None:
+    model = image_only_v1(serviceAccountName="sa")
+    spec = v1alpha1_spec(model)
+    labels = {
+        "com.amd.aim.model.canonicalName": "org/m",
+        "com.amd.aim.model.recommendedDeployments": json.dumps([MI300X_LATENCY]),
+    }
+    metadata = from_labels(labels)
+    assert (metadata.source, len(render_templates(model, spec, metadata.value, {}))) == ("image", 1)
+    ready = {c["type"]: c for c in template_conditions(model, metadata, True, [])}["ImageMetadataReady"]
+    assert (ready["status"], ready["reason"]) == ("True", "ImageMetadataFound")
+    broken = from_labels({"com.amd.aim.model.recommendedDeployments": "{"})
+    failed = unreadable("ImageNotFound", 'failed to fetch image "x": 404')
+    for metadata, reason in ((broken, "ImageMetadataInvalid"), (failed, "ImageNotFound")):
+        condition = {c["type"]: c for c in template_conditions(model, metadata, None, [])}["ImageMetadataReady"]
+        assert (condition["status"], condition["reason"]) == ("False", reason)
+        assert condition["message"] == metadata.error
