@@ -62,6 +62,7 @@ AIM_DUMMY_METADATA = {
 """What the simulated aim-dummy:0.1.10's labels say (its one profile, the one its discovery prints below)."""
 DRY_RUN = [
     {
+        "id": "vllm-mi300x-fp16-tp1-latency",
         "filename": "vllm-mi300x-fp16-tp1-latency.yaml",
         "profile": {
             "model": "HuggingFaceTB/SmolLM2-135M",
@@ -77,7 +78,9 @@ DRY_RUN = [
         "models": [{"name": "HuggingFaceTB/SmolLM2-135M", "source": "hf://HuggingFaceTB/SmolLM2-135M", "size_gb": 0.5}],
     }
 ]
-"""What the simulated aim-dummy's dry run prints for that profile (the template's discovery)."""
+"""What the simulated aim-dummy's dry run prints for that profile (the template's discovery), with the profile's `id`
+too: the model (written in v1alpha1, so its templates are made as it is created) also runs omectl's own model
+discovery on the same simulated output, which reads each entry's `id` (docs/aim-resources.md), and fails without it."""
 AUTO_TEMPLATE = "ghcr-io-silogen-aim-dummy-0-1-10-1x-mi300x-lat-fp16-a16f"
 CLUSTER_TEMPLATE = "ghcr-io-silogen-aim-dummy-0-1-10-1x-mi300x-lat-fp16-2a3f"
 SPEC_TEMPLATE = "this-registry-does-not-exist-12345-inva-1x-mi300x-thr-fp16-7a87"
@@ -94,16 +97,21 @@ class Env(ClusterKubectl):
         doc: dict[str, Any] = yaml.safe_load((UPSTREAM / path).read_text())
         return doc
 
-    def simulate_image(self, resource: str, name: str, ns: str | None = None) -> None:
-        """The model's image is the simulated aim-dummy: its labels and its discovery's output."""
-        self.k(
-            "annotate",
-            resource,
-            name,
-            *(["-n", ns] if ns else []),
-            f"sim.omectl.io/image-metadata={json.dumps(AIM_DUMMY_METADATA)}",
-            f"sim.omectl.io/discovery-result={json.dumps(DRY_RUN)}",
-        )
+    def apply_simulated(self, path: str, ns: str | None = None, **labels: str) -> dict[str, Any]:
+        """One of upstream's pinned models, applied with the simulated aim-dummy's labels and discovery output (and
+        `labels`) from its creation: a model written in v1alpha1 makes its templates at once, and their discovery Jobs
+        take the output the model holds when they are made."""
+        doc: dict[str, Any] = yaml.safe_load((UPSTREAM / path).read_text())
+        meta = dict(doc["metadata"])
+        meta["annotations"] = {
+            **meta.get("annotations", {}),
+            "sim.omectl.io/image-metadata": json.dumps(AIM_DUMMY_METADATA),
+            "sim.omectl.io/discovery-result": json.dumps(DRY_RUN),
+        }
+        if labels:
+            meta["labels"] = {**meta.get("labels", {}), **labels}
+        self.k("apply", *(["-n", ns] if ns else []), "-f", "-", stdin=yaml.safe_dump({**doc, "metadata": meta}))
+        return doc
 
     def listed(self, resource: str, selector: str, ns: str | None = None) -> list[dict[str, Any]]:
         where = ["-n", ns] if ns else []
@@ -159,10 +167,8 @@ def test_upstreams_auto_create_templates_scenario_makes_the_images_template_with
         "spec": {"labelPropagation": {"enabled": True, "match": ["org.example/*"]}},
     }
     env.apply(config)
-    model = env.apply_file("auto-create-templates/model.yaml", ns)
+    model = env.apply_simulated("auto-create-templates/model.yaml", ns, **{"org.example/team": "ml", "other": "x"})
     name = model["metadata"]["name"]
-    env.k("label", MODELS_V1, name, "-n", ns, "org.example/team=ml", "other=x")
-    env.simulate_image(MODELS_V1, name, ns)
     # chainsaw: Assert templates are created; Assert template has correct spec
     selector = f"aim.eai.amd.com/origin=auto-generated,aim.eai.amd.com/model={name}"
     (template,) = until(lambda: env.listed(TEMPLATES, selector, ns), "the model's template")
@@ -207,9 +213,8 @@ def test_upstreams_auto_create_templates_scenario_makes_the_images_template_with
 
 def test_upstreams_cluster_scoped_templates_scenario_makes_cluster_templates(env: Env) -> None:
     """Ported: aimmodel/cluster-scoped-templates."""
-    model = env.apply_file("cluster-scoped-templates/model.yaml")
+    model = env.apply_simulated("cluster-scoped-templates/model.yaml")
     name = model["metadata"]["name"]
-    env.simulate_image("aimclustermodels.v1alpha1.aim.eai.amd.com", name)
     # chainsaw: Assert AIMClusterServiceTemplate is created with correct labels
     selector = f"aim.eai.amd.com/origin=auto-generated,aim.eai.amd.com/model={name}"
     (template,) = until(lambda: env.listed(CLUSTER_TEMPLATES, selector), "the cluster model's template", timeout=60)
@@ -252,9 +257,8 @@ def test_upstreams_template_garbage_collection_scenario_deletes_the_templates_wi
     """Ported: aimmodel/template-garbage-collection; here also a template deleted while its model lives comes back."""
     ns = "mtpl-gc"
     env.apply(namespace(ns))
-    model = env.apply_file("template-garbage-collection/model.yaml", ns)
+    model = env.apply_simulated("template-garbage-collection/model.yaml", ns)
     name = model["metadata"]["name"]
-    env.simulate_image(MODELS_V1, name, ns)
     selector = f"aim.eai.amd.com/model={name}"
     # chainsaw: Assert templates are created
     (template,) = until(lambda: env.listed(TEMPLATES, selector, ns), "the model's template")
@@ -275,9 +279,8 @@ def test_upstreams_additive_custom_templates_scenario_adds_the_custom_templates_
     are not ported: omectl's discovery decides the status, and sourceType is v1alpha1-only status)."""
     ns = "mtpl-additive"
     env.apply(namespace(ns))
-    model = env.apply_file("additive-custom-templates/model.yaml", ns)
+    model = env.apply_simulated("additive-custom-templates/model.yaml", ns)
     name = model["metadata"]["name"]
-    env.simulate_image(MODELS_V1, name, ns)
     base = f"aim.eai.amd.com/origin=auto-generated,aim.eai.amd.com/model={name}"
     # chainsaw: Assert custom-high-memory template is created
     (high,) = until(

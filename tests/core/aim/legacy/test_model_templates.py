@@ -398,7 +398,7 @@ def test_the_registry_is_read_for_a_v1alpha1_models_image_unless_the_metadata_is
         image_only_v1(serviceAccountName="sa", discovery={"extractMetadata": False}),
         stored(upstream("spec-provided-metadata")),
         with_image_metadata(upstream("auto-create-templates"), MI300X_LATENCY),  # the simulated labels
-        image_only_v1(),  # only an image: read as a v1alpha2 model
+        {**image_only_v1(), "metadata": {"name": "m", "namespace": "team"}},  # written in v1alpha2: off the path
     ):
         assert not reads_registry(model, v1alpha1_spec(model)), model
 
