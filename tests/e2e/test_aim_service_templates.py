@@ -122,8 +122,10 @@ def conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    # GPUs enough for every service the module's tests leave running, in any order (pytest-randomly): a service on a
+    # template asks for the template's GPU and upstream's cpu/memory for it, and no test deletes its services
     simulator = SimulatorConfig(
-        pools=(NodePool(count=1, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
+        pools=(NodePool(count=4, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
     )
     with running_fleet(tmp_path_factory.mktemp("aimtpl"), 1, "aimtpl-", simulator=simulator) as fleet:
         env = Env(fleet)

@@ -36,6 +36,11 @@ EMBEDDED_ONLY: dict[str, str] = {
     "tests/e2e/test_fleet_runtimes_hubless.py": "test_fleet_runtimes.py's applier reading files instead of a hub",
     "tests/e2e/test_runtime_history.py": "the CLI's printing of revisions that test_runtime_inheritance.py makes",
     "tests/e2e/test_runtime_rollout.py": "the CLI's rollout of a pinned service, test_fleet.py's rollout test",
+    "tests/e2e/test_aim_model_templates.py": (
+        "a model's templates: server-side applies and reads test_aim_service_templates.py's models make too, and the"
+        " owner-reference garbage collection its scenario asserts needs kube-controller-manager, which these real"
+        " servers do not run"
+    ),
     "tests/e2e/test_aim_service_caching.py": (
         "a service's template cache: test_aim_service_templates.py's services make theirs, test_aim_legacy.py's caches"
     ),
@@ -43,6 +48,12 @@ EMBEDDED_ONLY: dict[str, str] = {
 """E2E files left out of the real-server run of `make test`, with the e2e file whose server traffic each repeats."""
 
 REAL_SERVER_TESTS: dict[str, str] = {
+    # every test writes services, models and templates in v1alpha1 through the real server's conversion webhook
+    # calls; these four cover a create, an edit, a status write in each version and the v1alpha1 mark
+    "tests/e2e/test_aim_service_templates.py": (
+        "template_not_found_scenario_fails or basic_lifecycle_service or auto_template_selection_service"
+        " or services_with_only_shared_fields"
+    ),
     # waves gated by the engines on three real members take minutes; the CLI's printing and refusals are the same
     # reads on either server
     "tests/e2e/test_fleet_runtimes.py": (
