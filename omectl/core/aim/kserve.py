@@ -35,7 +35,12 @@ from typing import Any, Final
 from omectl.core.aim.autoscaling import autoscaling_annotations, predictor_autoscaling, replicas_of
 from omectl.core.aim.env import INFERENCE_CACHE_PATH, inference_env
 from omectl.core.aim.meta import child_labels, name_of, namespace_of, owner_reference
-from omectl.core.aim.template_serving import template_labels, template_node_affinity, template_resources
+from omectl.core.aim.template_serving import (
+    gpus_on_both_sides,
+    template_labels,
+    template_node_affinity,
+    template_resources,
+)
 from omectl.core.aim.versions.service import v1alpha1_spec
 from omectl.core.jsonish import as_mapping
 from omectl.core.layering import copy_json
@@ -48,7 +53,6 @@ INFERENCE_COMPONENT: Final = "inference"
 MODEL_CACHE_COMPONENT: Final = "model-cache"
 MODEL_CACHE_VOLUME: Final = "model-cache"
 PLACEHOLDER_IMAGE_REPOSITORY: Final = "docker.io/amdenterpriseai"
-GPU_RESOURCES: Final = ("amd.com/gpu", "nvidia.com/gpu")
 DEFAULT_GPU_RESOURCE: Final = "amd.com/gpu"
 DEFAULT_CACHE_ACCESS_MODES: Final = ("ReadWriteMany",)
 SHM_SIZE: Final = "8Gi"
@@ -88,13 +92,7 @@ def container_resources(service: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(given, Mapping) or not given:
         return {"requests": {DEFAULT_GPU_RESOURCE: "1"}, "limits": {DEFAULT_GPU_RESOURCE: "1"}}
     resources: dict[str, Any] = copy_json(given)
-    requests = dict(as_mapping(resources.get("requests")))
-    limits = dict(as_mapping(resources.get("limits")))
-    for gpu in GPU_RESOURCES:
-        if gpu in limits and gpu not in requests:
-            requests[gpu] = limits[gpu]
-        elif gpu in requests and gpu not in limits:
-            limits[gpu] = requests[gpu]
+    requests, limits = gpus_on_both_sides(resources)
     for field, values in (("requests", requests), ("limits", limits)):
         if values:
             resources[field] = values

@@ -97,8 +97,9 @@ def label_value(text: str) -> str:
     return value[:63].rstrip("_.-")
 
 
-def _both_sides(resources: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`resources` with a GPU given on one side only set on the other too (Kubernetes requires them equal)."""
+def gpus_on_both_sides(resources: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The requests and limits of `resources`, a GPU given on one side only set on the other too: Kubernetes schedules
+    an extended resource by its request and requires request = limit."""
     requests = dict(as_mapping(resources.get("requests")))
     limits = dict(as_mapping(resources.get("limits")))
     for gpu in GPU_RESOURCES:
@@ -106,4 +107,9 @@ def _both_sides(resources: Mapping[str, Any]) -> Mapping[str, Any]:
             requests[gpu] = limits[gpu]
         elif gpu in requests and gpu not in limits:
             limits[gpu] = requests[gpu]
+    return requests, limits
+
+
+def _both_sides(resources: Mapping[str, Any]) -> Mapping[str, Any]:
+    requests, limits = gpus_on_both_sides(resources)
     return {**resources, "requests": requests, "limits": limits}
