@@ -52,8 +52,8 @@ from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
 from omectl.core.aim.legacy.gpus import gpu_inventory
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, TEMPLATE_CACHE, TEMPLATE_KINDS
-from omectl.core.aim.legacy.service_caches import SERVICE_NAME_LABEL, label_value
-from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL
+from omectl.core.aim.legacy.service_caches import SERVICE_NAME_LABEL
+from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL, sanitized_label_value
 from omectl.core.aim.resolution import CLUSTER_RUNTIME_CONFIG_KIND, RUNTIME_CONFIG_KIND, config_change_reaches
 from omectl.core.aim.service_models import AIM_CLUSTER_MODEL, AIM_MODEL
 from omectl.core.aim.versions.model import default_service_template
@@ -269,7 +269,7 @@ class AimWatch(DomainView):
     def _service_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
-        made = (str(metadata(obj).get("namespace") or ""), label_value(str(metadata(obj)["name"])))
+        made = (str(metadata(obj).get("namespace") or ""), sanitized_label_value(str(metadata(obj)["name"])))
         if event_type == "DELETED":
             # owner references let the API server collect the children; the template caches it made that are not
             # Ready go too (their reconcile deletes them)
@@ -349,7 +349,7 @@ class AimWatch(DomainView):
     def _enqueue_made_caches(self, service: Mapping[str, Any]) -> None:
         meta = metadata(service)
         namespace = str(meta.get("namespace") or "")
-        made = label_value(str(meta["name"]))
+        made = sanitized_label_value(str(meta["name"]))
         for cache in self.legacy.kinds[TEMPLATE_CACHE].cache.list(namespace):
             if (metadata(cache).get("labels") or {}).get(SERVICE_NAME_LABEL) == made:
                 trigger = self._trigger(AIM_SERVICE_KEY, dict(service))

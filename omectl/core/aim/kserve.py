@@ -48,6 +48,7 @@ from omectl.core.layering import copy_json
 KSERVE_API_VERSION: Final = "serving.kserve.io/v1beta1"
 INFERENCE_SERVICE_KIND: Final = "InferenceService"
 CONTAINER_NAME: Final = "kserve-container"
+SHARED_MEMORY_VOLUME: Final = "dshm"
 CONTAINER_PORT: Final = 8000
 INFERENCE_COMPONENT: Final = "inference"
 MODEL_CACHE_COMPONENT: Final = "model-cache"
@@ -148,8 +149,10 @@ def render_inference_service(
     service written in v1alpha1 selects (its env layers, and `core.aim.template_serving`'s resources, labels and
     node affinity)."""
     replicas = replicas_of(service)
-    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
+    mounts: list[dict[str, Any]] = [{"name": SHARED_MEMORY_VOLUME, "mountPath": "/dev/shm"}]
+    volumes: list[dict[str, Any]] = [
+        {"name": SHARED_MEMORY_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}
+    ]
     if render_model_cache_pvc(service, config) is not None:
         mounts.append({"name": MODEL_CACHE_VOLUME, "mountPath": INFERENCE_CACHE_PATH})
         volumes.append(

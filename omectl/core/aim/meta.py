@@ -9,6 +9,7 @@ labels win).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -18,6 +19,7 @@ AIM_SERVICE_KIND: Final = "AIMService"
 MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 SERVICE_LABEL: Final = "aim.eai.amd.com/service"
+_NOT_LABEL_VALUE: Final = re.compile(r"[^a-z0-9._-]+")
 MANAGED_BY: Final = "omectl"
 RECONCILIATION_PAUSED: Final = "aim.eai.amd.com/reconciliation-paused"
 """`"true"` on any AIM object: the controller leaves it alone (no status, no children), as upstream does."""
@@ -55,6 +57,12 @@ def child_labels(service: Mapping[str, Any], component: str) -> dict[str, str]:
 def label_value(text: str) -> str:
     """`text` cut to the 63 characters a label value may hold, ending in a letter or digit."""
     return text[:63].rstrip("-_.")
+
+
+def sanitized_label_value(text: str) -> str:
+    """Upstream's SanitizeLabelValue: lowercased, runs of other characters `_`, no `_.-` at the ends, at most 63
+    ("" when nothing is left)."""
+    return label_value(_NOT_LABEL_VALUE.sub("_", text.lower()).strip("_.-"))
 
 
 def name_of(obj: Mapping[str, Any]) -> str:

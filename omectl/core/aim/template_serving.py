@@ -17,11 +17,11 @@ the selected template gives"), as upstream's aimservice controller builds its In
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from omectl.core.aim.legacy.kinds import TEMPLATE_LABEL
+from omectl.core.aim.meta import sanitized_label_value
 from omectl.core.jsonish import as_mapping
 
 DEFAULT_GPU_RESOURCE: Final = "amd.com/gpu"
@@ -29,7 +29,6 @@ GPU_RESOURCES: Final = ("amd.com/gpu", "nvidia.com/gpu")
 MODEL_LABEL: Final = "aim.eai.amd.com/model"
 METRIC_LABEL: Final = "aim.eai.amd.com/metric"
 PRECISION_LABEL: Final = "aim.eai.amd.com/precision"
-_NOT_LABEL: Final = re.compile(r"[^a-z0-9._-]+")
 
 
 def template_gpu(template: Mapping[str, Any]) -> tuple[int, str]:
@@ -80,7 +79,7 @@ def template_labels(template: Mapping[str, Any]) -> dict[str, str]:
     }
     labels: dict[str, str] = {}
     for key, value in values.items():
-        text = label_value(value) if isinstance(value, str) else ""
+        text = sanitized_label_value(value) if isinstance(value, str) else ""
         if text:
             labels[key] = text
     return labels
@@ -89,12 +88,6 @@ def template_labels(template: Mapping[str, Any]) -> dict[str, str]:
 def template_node_affinity(template: Mapping[str, Any]) -> dict[str, Any] | None:
     affinity = as_mapping(template.get("status")).get("resolvedNodeAffinity")
     return copy.deepcopy(dict(affinity)) if isinstance(affinity, Mapping) and affinity else None
-
-
-def label_value(text: str) -> str:
-    """`text` as upstream's SanitizeLabelValue makes it a label value ("" when nothing is left)."""
-    value = _NOT_LABEL.sub("_", text.lower()).strip("_.-")
-    return value[:63].rstrip("_.-")
 
 
 def gpus_on_both_sides(resources: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,5 +1,5 @@
-"""`aim.eai.amd.com/reconciliation-paused` (core/aim/meta.py): only the exact value "true" pauses, as upstream's
-`IsReconciliationPaused` compares it."""
+"""core/aim/meta.py: `aim.eai.amd.com/reconciliation-paused` pauses only at the exact value "true", as upstream's
+`IsReconciliationPaused` compares it; label values are sanitised as upstream's SanitizeLabelValue makes them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from omectl.core.aim.meta import RECONCILIATION_PAUSED, reconciliation_paused
+from omectl.core.aim.meta import RECONCILIATION_PAUSED, reconciliation_paused, sanitized_label_value
 
 
 @pytest.mark.parametrize(
@@ -25,3 +25,18 @@ from omectl.core.aim.meta import RECONCILIATION_PAUSED, reconciliation_paused
 )
 def test_only_the_value_true_pauses(metadata: Any, paused: bool) -> None:
     assert reconciliation_paused({"metadata": metadata}) is paused
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("--Meta/Llama 3.1:8B--", "meta_llama_3.1_8b"),
+        ("Svc.Name/x", "svc.name_x"),
+        ("a" * 80, "a" * 63),
+        ("x" * 70 + ".", "x" * 63),
+        ("x" * 62 + "/y", "x" * 62),
+        ("//", ""),
+    ],
+)
+def test_label_values_are_sanitised_as_upstream_sanitises_them(text: str, value: str) -> None:
+    assert sanitized_label_value(text) == value

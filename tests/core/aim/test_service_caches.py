@@ -19,7 +19,6 @@ from omectl.core.aim.legacy.service_caches import (
     derived_name,
     find_template_cache,
     kept_volumes,
-    label_value,
     plan_cache,
     render_template_cache,
     template_cache_name,
@@ -93,11 +92,6 @@ def test_derived_names_are_upstreams_parts_and_hash_of_the_go_json_of_each_input
     assert derived_name(["My.Template_1"]) == "my-template-1"
     long = derived_name(["a" * 60, "b" * 10], "x")
     assert len(long) == 63 and long.startswith("a" * 43 + "-" + "b" * 10 + "-"), "the longest part is cut"
-
-
-def test_a_label_value_is_upstreams_sanitised_value() -> None:
-    assert label_value("Svc.Name/x") == "svc.name_x"
-    assert len(label_value("a" * 80)) == 63
 
 
 def test_the_rendered_shared_cache_has_upstreams_name_label_spec_and_no_owner() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from omectl.core.aim.kserve import render_inference_service
-from omectl.core.aim.template_serving import label_value, template_gpu, template_resources
+from omectl.core.aim.template_serving import template_gpu, template_resources
 from tests.core.aim.test_service_templates import service
 
 AFFINITY = {
@@ -78,9 +78,3 @@ def test_the_inference_service_carries_the_templates_resources_labels_and_node_a
         "requests": {"amd.com/gpu": "1"},
         "limits": {"amd.com/gpu": "1"},
     }
-
-
-def test_label_values_are_made_as_upstream_makes_them() -> None:
-    assert label_value("--Meta/Llama 3.1:8B--") == "meta_llama_3.1_8b"
-    assert label_value("x" * 70 + ".") == "x" * 63
-    assert label_value("//") == ""

@@ -44,6 +44,7 @@ from typing import Any, Final
 from omectl.core.aim.artifacts import mount_artifacts
 from omectl.core.aim.consumers import owner_reference, spec_of, status_of
 from omectl.core.aim.env import merge_env
+from omectl.core.aim.kserve import CONTAINER_NAME, SHARED_MEMORY_VOLUME
 from omectl.core.aim.legacy.kinds import (
     AIM_V1ALPHA1,
     CLUSTER_SERVICE_TEMPLATE,
@@ -52,7 +53,7 @@ from omectl.core.aim.legacy.kinds import (
     TEMPLATE_CACHE,
 )
 from omectl.core.aim.legacy.status import STATE_ORDER
-from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.aim.meta import name_of, namespace_of, sanitized_label_value
 from omectl.core.aim.status import Component
 from omectl.core.aim.versions.service import v1alpha1_spec
 from omectl.core.jsonish import as_list, as_mapping
@@ -77,11 +78,8 @@ CACHE_NOT_READY: Final = "CacheNotReady"
 CACHE_FAILED: Final = "CacheFailed"
 CACHE_CREATING: Final = "CacheCreating"
 CACHE_LOST: Final = "CacheLost"
-SHARED_MEMORY_VOLUME: Final = "dshm"
-INFERENCE_CONTAINER: Final = "kserve-container"
 
 _NOT_NAME: Final = re.compile(r"[^a-z0-9-]")
-_NOT_LABEL_VALUE: Final = re.compile(r"[^a-z0-9._-]+")
 _HASH_LENGTH: Final = 8
 _MAX_NAME: Final = 63
 
@@ -99,12 +97,6 @@ def rfc1123(text: str) -> str:
     """Upstream's MakeRFC1123Compliant: lowercased, other characters `-`, no `-` at the ends, at most 63."""
     out = _NOT_NAME.sub("-", text.lower()).strip("-")
     return out[:_MAX_NAME].rstrip("-")
-
-
-def label_value(text: str) -> str:
-    """Upstream's SanitizeLabelValue: lowercased, runs of other characters `_`, no `_.-` at the ends, at most 63."""
-    out = _NOT_LABEL_VALUE.sub("_", text.lower()).strip("_.-")
-    return out[:_MAX_NAME].rstrip("_.-")
 
 
 def _hash(*inputs: str) -> str:
@@ -209,7 +201,7 @@ def render_template_cache(
     metadata: dict[str, Any] = {
         "name": template_cache_name(service, template_name, mode),
         "namespace": namespace_of(service),
-        "labels": {SERVICE_NAME_LABEL: label_value(name_of(service))},
+        "labels": {SERVICE_NAME_LABEL: sanitized_label_value(name_of(service))},
     }
     if mode == DEDICATED:
         metadata["ownerReferences"] = [owner_reference(service)]
@@ -326,12 +318,12 @@ def kept_volumes(rendered: Mapping[str, Any], live: Mapping[str, Any] | None) ->
     live_mounts = [
         dict(as_mapping(m))
         for c in as_list(live_predictor.get("containers"))
-        if as_mapping(c).get("name") == INFERENCE_CONTAINER
+        if as_mapping(c).get("name") == CONTAINER_NAME
         for m in as_list(as_mapping(c).get("volumeMounts"))
         if as_mapping(m).get("name") in names
     ]
     for container in as_list(predictor.get("containers")):
-        if isinstance(container, dict) and container.get("name") == INFERENCE_CONTAINER:
+        if isinstance(container, dict) and container.get("name") == CONTAINER_NAME:
             container["volumeMounts"] = [*as_list(container.get("volumeMounts")), *live_mounts]
     return dict(out)
 
