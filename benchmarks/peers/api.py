@@ -154,23 +154,24 @@ class Api:
         path: str,
         cached: Mapping[str, Any],
         desired: Callable[[Mapping[str, Any]], dict[str, Any] | None],
-    ) -> bool:
+    ) -> dict[str, Any] | None:
         """Replace the status of the object at `path` with `desired(object)` (None: leave it), against the cached
-        copy first, re-reading the object after a conflict; True when written."""
+        copy first, re-reading the object after a conflict; the object as written (its resourceVersion the one it was
+        written against), None when nothing was."""
         live: Mapping[str, Any] | None = cached
         for _ in range(STATUS_RETRIES + 1):
             if live is None:
-                return False
+                return None
             status = desired(live)
             if status is None:
-                return False
+                return None
             meta = {k: v for k, v in live["metadata"].items() if k != "managedFields"}
-            body = orjson.dumps({**live, "metadata": meta, "status": status})
-            code, answer = await self.call("PUT", f"{path}/status?fieldManager={FIELD_MANAGER}", body)
+            written = {**live, "metadata": meta, "status": status}
+            code, answer = await self.call("PUT", f"{path}/status?fieldManager={FIELD_MANAGER}", orjson.dumps(written))
             if code == 200:
-                return True
+                return written
             if code == 404:
-                return False
+                return None
             if code != 409:
                 raise ApiError("PUT", f"{path}/status", code, answer)
             live = await self.get(path)

@@ -128,7 +128,7 @@ class EngineReconcile:
         ready = readiness(objects, live_workload)
         path = object_path(ISVC_PREFIX, ISVC_PLURAL, namespace, name)
         written = await self.api.write_status(path, isvc, lambda o: desired_isvc_status(o, record, drift, ready, now()))
-        self.status_writes += written
+        self.status_writes += written is not None
 
     async def _pinned(
         self, isvc: Mapping[str, Any], runtime: str, live: Revision

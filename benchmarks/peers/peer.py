@@ -85,6 +85,9 @@ class Peer:
         self.work: Reconciles[Work] = Reconciles(self.reconcile, CONCURRENCY)
         self.events = 0
         self.runtime_status_writes = 0
+        # per runtime, the object as the peer last wrote its status: kopf hands each object's events to its own
+        # worker, so a runtime's reconcile can read a cached copy older than the peer's own last write of it
+        self.own_status_writes: dict[tuple[RuntimeKind, str, str], dict[str, Any]] = {}
         self.api: Api | None = None
         self.engine: EngineReconcile | None = None
         self.revisions: PeerRevisions | None = None
@@ -185,6 +188,9 @@ class Peer:
         live = self.cache.runtime_index(kind).get(namespace, name)
         if live is None:
             return
+        own = self.own_status_writes.get((kind, namespace, name))
+        if own is not None and own["metadata"].get("resourceVersion") == live["metadata"].get("resourceVersion"):
+            live = own  # the cache has not seen the peer's own last status write yet: compare with what it wrote
         names: tuple[str, ...] | None
         reason: str
         try:
@@ -202,7 +208,9 @@ class Peer:
         written = await self.api.write_status(
             path, live, lambda obj: desired_runtime_status(obj, names, reason, message, now())
         )
-        self.runtime_status_writes += written
+        if written is not None:
+            self.own_status_writes[(kind, namespace, name)] = written
+            self.runtime_status_writes += 1
 
     def stats(self) -> dict[str, Any]:
         """The counters `benchmarks.fleet_scale` reads from the stats file."""

@@ -216,6 +216,29 @@ def test_fleet_scale_quick_run_reports_every_figure_beside_the_same_writes_and_t
             floor = isvcs / figures["same_writes_render_per_s"] / figures["kopf_cold_reconciled_s"]
             assert figures["cold_reconciled_s_floor_over_kopf"] == pytest.approx(floor, rel=0.01, abs=0.002)
     assert (tmp_path / "scale.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # drawn beside --out
+    for clusters in (1, 2):  # the cold start's RSS growth per InferenceService: per cached object, times the objects
+        figures = results["phases"][f"{clusters}_clusters"]["rounds"][0]
+        per_isvc = (
+            figures["rss_per_object_bytes"]
+            * figures["objects_cached"]
+            / (clusters * fleet_scale.QUICK.isvcs_per_cluster)
+        )
+        assert figures["rss_per_isvc_kib"] == pytest.approx(per_isvc / 1024, rel=0.01, abs=0.01)
+
+    # reported again from the file, as a file written before rss_per_isvc_kib existed: the same figures and verdicts
+    older = {**results, "figures": dict(results["figures"]), "spread": dict(results["spread"])}
+    for clusters in (1, 2):
+        del older["figures"][f"rss_per_isvc_kib_{clusters}c"], older["spread"][f"rss_per_isvc_kib_{clusters}c"]
+    (tmp_path / "older.json").write_bytes(orjson.dumps(older))
+    again = tmp_path / "again.json"
+    assert fleet_scale.main(["--from-json", str(tmp_path / "older.json"), "--out", str(again), "--no-readme"]) == 0
+    reported = orjson.loads(again.read_bytes())
+    assert set(reported["figures"]) == set(results["figures"]) and set(reported["targets"]) == set(results["targets"])
+    for name, value in results["figures"].items():
+        assert reported["figures"][name] == pytest.approx(value, rel=0.01, abs=0.01), name
+    assert {n: t["pass"] for n, t in reported["targets"].items()} == {
+        n: t["pass"] for n, t in results["targets"].items()
+    }
     assert (fleet_scale.README.read_text() if fleet_scale.README.exists() else None) == readme_before
 
 
