@@ -26,6 +26,8 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
 - Automatic selection among several templates, following them: none Ready yet, only unoptimized ones, the preferred
   one of several (namespaced over cluster, latency over throughput), an ambiguous tie, each re-queued by the
   templates of the model appearing and changing.
+- `spec.overrides` (no upstream scenario): the named template's derived template (upstream's name, spec, labels,
+  owner) is made, resolved and served, and goes with the service.
 - The v1alpha1 image path: two services naming an image no model has create one AIMModel (upstream's name, labelled
   `aim.eai.amd.com/origin: auto-generated`, unowned), with the services' labels the runtime config's
   `labelPropagation.match` selects, and both resolve it.
@@ -621,6 +623,100 @@ def test_automatic_selection_follows_the_templates_of_the_model_as_they_appear_a
     assert status["resolvedTemplate"]["name"] == "sel-b"
     until(lambda: env.get(KSERVE, "second", ns), "the InferenceService")
     assert env.service("first", ns)["status"]["resolvedTemplate"]["name"] == first_choice
+
+
+def test_a_services_overrides_derive_its_template_which_it_serves_and_which_goes_with_it(env: Env) -> None:
+    """`spec.overrides` (upstream's aimservice template.go: generateDerivedTemplateName, buildDerivedTemplate): the
+    service's named template is the base of a derived AIMServiceTemplate of upstream's name, the base's spec with the
+    overrides, owned by the service; the service resolves, reports and serves the derived one, and it goes with the
+    service. Upstream has no e2e scenario for overrides at the pinned commit: its services with overrides
+    (aimservice/common and gpu/profile-id-propagation, not ported: their templates come from aim-dummy's image
+    labels) assert only the InferenceService's AIM_PROFILE_ID, which a derived template keeps. This scenario is
+    omectl's, checked against upstream's code."""
+    ns = "tpl-overrides"
+    env.apply(namespace(ns))
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMModel",
+            "metadata": {"name": "ovr-model", "namespace": ns},
+            "spec": {
+                "image": "ghcr.io/amd/aim-dummy:0.1",
+                "discovery": {"extractMetadata": False, "createServiceTemplates": False},
+            },
+        }
+    )
+    sources = [{"modelId": "org/model", "sourceUri": "hf://org/model", "size": "1Gi"}]
+    base_spec = {
+        "modelName": "ovr-model",
+        "metric": "throughput",
+        "precision": "bf16",
+        "hardware": {"gpu": {"requests": 1, "model": "MI300X"}},
+        "modelSources": sources,
+    }
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMServiceTemplate",
+            "metadata": {"name": "ovr-base", "namespace": ns},
+            "spec": base_spec,
+        }
+    )
+    overrides = {"metric": "latency", "precision": "fp8", "hardware": {"gpu": {"model": "MI300X", "requests": 2}}}
+    env.apply(
+        {
+            "apiVersion": V1,
+            "kind": "AIMService",
+            "metadata": {"name": "ovr-svc", "namespace": ns},
+            "spec": {"model": {"name": "ovr-model"}, "template": {"name": "ovr-base"}, "overrides": overrides},
+        }
+    )
+    derived_name = "ovr-base-ovr-mi300x-2gpu-fp8-latency-6be8"  # upstream's <base>-ovr-<gpu>-<n>gpu-<p>-<m>-<hash4>
+    derived = until(lambda: env.get("aimservicetemplates", derived_name, ns), "the derived template")
+    service_uid = env.service("ovr-svc", ns)["metadata"]["uid"]
+    labels = derived["metadata"]["labels"]
+    assert labels == {
+        "app.kubernetes.io/managed-by": "omectl",
+        "aim.eai.amd.com/origin": "derived",
+        "aim.eai.amd.com/service.name": "ovr-svc",
+    }
+    (owner,) = derived["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "AIMService",
+        "ovr-svc",
+        service_uid,
+        True,
+    )
+    spec = derived["spec"]
+    assert (spec["modelName"], spec["metric"], spec["precision"]) == ("ovr-model", "latency", "fp8")
+    assert (spec["hardware"]["gpu"]["model"], spec["hardware"]["gpu"]["requests"]) == ("MI300X", 2)
+    assert (spec["modelSources"], spec["caching"]) == (sources, {"enabled": True})
+    assert "runtimeConfigName" not in spec, "upstream's default, as omectl writes it: left out"
+
+    # the service waits for the derived template, then resolves and serves it (not its base)
+    status = until(
+        lambda: (s := env.service("ovr-svc", ns).get("status") or {}).get("status") == "Running" and s, "Running"
+    )
+    uid = env.get("aimservicetemplates", derived_name, ns)["metadata"]["uid"]  # type: ignore[index]
+    assert status["resolvedTemplate"] == {
+        "kind": "AIMServiceTemplate",
+        "name": derived_name,
+        "namespace": ns,
+        "scope": "Namespace",
+        "uid": uid,
+    }
+    assert conditions(status)["TemplateReady"]["message"] == f"AIMServiceTemplate {derived_name} is ready"
+    isvc = env.get(KSERVE, "ovr-svc", ns)
+    assert isvc is not None and isvc["metadata"]["labels"]["aim.eai.amd.com/template"] == derived_name
+    (container,) = isvc["spec"]["predictor"]["containers"]
+    variables = {e["name"]: e.get("value") for e in container["env"]}
+    assert (variables["AIM_METRIC"], variables["AIM_PRECISION"]) == ("latency", "fp8"), "the overrides"
+    assert container["resources"]["limits"]["amd.com/gpu"] == "2", "the derived template's GPUs"
+    assert env.get("aimservicetemplates", "ovr-base", ns) is not None, "the base stays as it is"
+
+    # the derived template goes with the service (its owner)
+    env.k("delete", "aimservices", "ovr-svc", "-n", ns)
+    until(lambda: env.get("aimservicetemplates", derived_name, ns) is None, "the derived template deleted")
 
 
 def test_a_v1alpha1_service_by_image_creates_one_shared_model_with_its_propagated_labels(env: Env) -> None:

@@ -21,6 +21,9 @@ One reconcile of an AIMService:
    `TemplateNotReady`, a Warning event when it is Failed or NotAvailable); the PVC, cache and InferenceService are
    not applied (an existing InferenceService is left as it is and reported), routing is, as upstream plans it.
    Ready: `status.resolvedTemplate`, and the template's env on the inference container (`core.aim.env`). A
+   service whose `spec.overrides` derive a template from a Ready namespaced base applies that derived template
+   (owned by the service, its labels propagated) and selects it instead (`service_templates`, "Its derived
+   template"): it waits for it, reports it and serves it. A
    service that names no template selects its model's `defaultServiceTemplate` (a model written in v1alpha1) alike,
    else upstream's automatic choice among the model's templates (`core.aim.template_selection`; none found or an
    ambiguous choice: `Pending`, and it waits as for a template that is not Ready).
@@ -108,6 +111,7 @@ from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import (
     AIM_MODELS,
     AIM_PROFILE_CACHES,
+    AIM_SERVICE_TEMPLATES,
     AIM_SERVICES,
     AIM_TEMPLATE_CACHES,
     HTTP_ROUTES,
@@ -141,6 +145,7 @@ _RESOURCES: Final = {
     "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
     "AIMProfileCache": AIM_PROFILE_CACHES,
     "AIMTemplateCache": AIM_TEMPLATE_CACHES,
+    "AIMServiceTemplate": AIM_SERVICE_TEMPLATES,
 }
 
 
@@ -369,6 +374,10 @@ class AimServiceReconciler:
             templates=cluster.templates_for_model,
             gpu_models=cluster.gpu_models,
         )
+        if selection is not None and selection.derive is not None:
+            # the service's overrides: its derived template applied (owned by it) and selected instead of the base
+            derived = await self._apply_child(cluster, service, selection.derive, config)
+            selection = selection.derived(derived if derived is not None else selection.derive)
         template: Mapping[str, Any] | None = None
         resolved_template: Mapping[str, Any] | None = None
         if selection is not None:

@@ -33,6 +33,8 @@ and empty, so the OME side of the fleet is unaffected.
   model has that name (its new and its old `spec.modelName`; the models found by `MODEL_BY_NAME_INDEX` and the
   AIMClusterModel of that name, then their services as above, only where the template is visible). The Nodes' GPUs
   are read at selection; a Node's change reaches services through the templates' status (Ready / NotAvailable).
+- A service's derived template (its v1alpha1 `spec.overrides`, owned by it): its create, delete, spec or status
+  change queues that service.
 - The template caches services use (`SERVICE_RESOLVED_TEMPLATE_INDEX`, over `status.resolvedTemplate.name`): a
   template cache's create, delete, spec or status change queues the services of its namespace whose resolved
   template it caches, and the service that made it (its owner, or its `aim.eai.amd.com/service.name` label), so
@@ -51,7 +53,7 @@ from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
 from omectl.core.aim.legacy.gpus import gpu_inventory
-from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, TEMPLATE_CACHE, TEMPLATE_KINDS
+from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE, TEMPLATE_CACHE, TEMPLATE_KINDS
 from omectl.core.aim.legacy.service_caches import SERVICE_NAME_LABEL
 from omectl.core.aim.meta import AIM_SERVICE_KIND, SERVICE_LABEL, sanitized_label_value
 from omectl.core.aim.resolution import CLUSTER_RUNTIME_CONFIG_KIND, RUNTIME_CONFIG_KIND, config_change_reaches
@@ -217,6 +219,7 @@ class AimWatch(DomainView):
             "HTTPRoute": self.http_routes.cache,
             "PersistentVolumeClaim": self.claims.cache,
             "AIMProfileCache": self.consumers.kinds["AIMProfileCache"].cache,
+            SERVICE_TEMPLATE: self.legacy.kinds[SERVICE_TEMPLATE].cache,
         }.get(kind)
 
     def template_lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
@@ -336,6 +339,10 @@ class AimWatch(DomainView):
                 models = self.consumers.kinds[model_kind].cache
                 for model in models.by_index(MODEL_DEFAULT_TEMPLATE_INDEX, str(meta["name"])):
                     self._enqueue_services_of(model_kind, model, trigger, namespace=namespace, template_kind=kind)
+            # a service's derived template (its overrides): the service that owns it
+            owner = owning_service(obj) if kind == SERVICE_TEMPLATE else None
+            if owner is not None and self.services.cache.get(namespace, owner) is not None:
+                self._enqueue(namespace, owner, trigger, Lane.FANOUT)
             # automatic selection: the services whose model the template is for, now or before the change
             model_names = {model_name_index(obj)[0]} if model_name_index(obj) else set()
             if old is not None and model_name_index(old):

@@ -13,8 +13,16 @@ selects it.
   resolved model, as upstream does (`template_selection`: readiness, `spec.template.allowUnoptimized`,
   `spec.overrides`, the Nodes' GPUs, namespaced first, upstream's preferences; the Ready one recorded in
   `status.resolvedTemplate` kept, whatever its name); no template for the model at all is no selection (`None`).
-  A selection that finds no template only waits (no configuration error). `spec.overrides` make no derived
-  template (upstream's `<name>-ovr-...`): a named template itself is selected.
+  A selection that finds no template only waits (no configuration error).
+- **Its derived template** (`spec.overrides` giving a GPU model or count, a precision or a metric;
+  `legacy.derived_templates`), as upstream's service derives one: the template selected (by name, as its model's
+  default, or automatically) is the base when it is a namespaced AIMServiceTemplate that is not derived itself (a
+  cluster template is used as it is, as upstream uses it). While the base is Ready, the selection carries the derived
+  template to apply (`derive`: `<base>-ovr-<parts>-<hash>`, the base's spec with the overrides), and the controller
+  selects what it applied (`derived`); while it is not Ready, or missing, the derived template of that name is
+  selected when it exists (upstream looks a named template up under its derived name first), else the base as
+  above. A derived template of that name another service made is selected as it is, never applied. The service
+  thus waits for, reports and serves the derived template; `status.resolvedTemplate` names it.
 - **Its component** `Template` (condition `TemplateReady`), upstream's reasons and messages:
   - missing: Failed / `TemplateNotFound` `template "<name>" not found`, and a configuration error (`ConfigValid` and
     `Ready` False / `ReferenceNotFound`): the service is `Failed` and nothing is applied until the template appears;
@@ -30,9 +38,16 @@ selects it.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from omectl.core.aim.legacy.derived_templates import (
+    derived_template_name,
+    is_derived,
+    made_by_another,
+    render_derived_template,
+    service_overrides,
+)
 from omectl.core.aim.legacy.kinds import (
     CLUSTER_SERVICE_TEMPLATE,
     SCOPE_CLUSTER,
@@ -75,6 +90,9 @@ class TemplateSelection:
     component: Component
     named: bool = True
     """Asked for by name (the service's or its model's default); False for upstream's automatic selection."""
+    derive: dict[str, Any] | None = None
+    """The derived template to apply for the service's overrides (module docstring), its base being this Ready
+    template; None when there is none to apply."""
 
     @property
     def ready(self) -> bool:
@@ -87,6 +105,11 @@ class TemplateSelection:
         if self.template is not None or not self.named:
             return None
         return ConfigError(REFERENCE_NOT_FOUND, self.component.message)
+
+    def derived(self, template: Mapping[str, Any]) -> TemplateSelection:
+        """The selection of the derived template as the cluster holds it once `derive` is applied."""
+        component = template_component(SERVICE_TEMPLATE, template)
+        return TemplateSelection(name_of(template), SERVICE_TEMPLATE, template, component, named=self.named)
 
     def resolved_ref(self) -> dict[str, str] | None:
         """`status.resolvedTemplate` while the template is Ready, else None."""
@@ -111,7 +134,12 @@ def select_template(
     if name is None:
         if model_name is None or templates is None:
             return None
-        return _auto_selected(service, model_name, lookup, templates, gpu_models)
+        selected = _auto_selected(service, model_name, lookup, templates, gpu_models)
+        return None if selected is None else _with_overrides(service, selected, lookup, model_name)
+    return _with_overrides(service, _named(service, name, lookup), lookup, model_name)
+
+
+def _named(service: Mapping[str, Any], name: str, lookup: TemplateLookup) -> TemplateSelection:
     namespace = namespace_of(service)
     found = _kept(service, name, lookup)
     if found is None:
@@ -143,6 +171,26 @@ def template_component(kind: str, template: Mapping[str, Any]) -> Component:
     else:
         state, message = "Pending", f"{label} status: {status if isinstance(status, str) else ''}"
     return Component(TEMPLATE, state, TEMPLATE_NOT_READY, message)
+
+
+def _with_overrides(
+    service: Mapping[str, Any], selection: TemplateSelection, lookup: TemplateLookup, model_name: str | None
+) -> TemplateSelection:
+    """`selection` as the service's overrides make it (module docstring, "Its derived template")."""
+    base = selection.template
+    if base is not None and (selection.kind != SERVICE_TEMPLATE or is_derived(base)):
+        return selection
+    base_name = name_of(base) if base is not None else selection.name
+    derived_name = derived_template_name(base_name, service_overrides(service)) if base_name else None
+    if derived_name is None:
+        return selection
+    derived = lookup(SERVICE_TEMPLATE, namespace_of(service), derived_name)
+    if base is not None and selection.ready and (derived is None or not made_by_another(derived, service)):
+        return replace(selection, derive=render_derived_template(service, base, derived_name, model_name))
+    if derived is None:
+        return selection
+    component = template_component(SERVICE_TEMPLATE, derived)
+    return TemplateSelection(derived_name, SERVICE_TEMPLATE, derived, component, named=selection.named)
 
 
 def _auto_selected(

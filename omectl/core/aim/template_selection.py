@@ -3,7 +3,10 @@ v1alpha1 service gets reconciled"): among the templates whose `spec.modelName` i
 one upstream's aimservice controller would choose.
 
 The candidates are the AIMServiceTemplates of the service's namespace, then the AIMClusterServiceTemplates, each by
-name (the order upstream lists them in). In order, as upstream filters them:
+name (the order upstream lists them in), but not the templates a service derived for its overrides
+(`aim.eai.amd.com/origin: derived`, `legacy.derived_templates`): one is the copy of its base with the overrides
+applied, so with its base it would make every choice for those overrides ambiguous (upstream lists them too; its
+service keeps its base resolved instead). In order, as upstream filters them:
 
 1. available: `status.status` Ready;
 2. optimized (`status.profile.metadata.type`, none counting as unoptimized), unless `spec.template.allowUnoptimized`;
@@ -40,6 +43,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from omectl.core.aim.legacy.derived_templates import is_derived
 from omectl.core.aim.legacy.gpus import normalize_gpu_model
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE
 from omectl.core.aim.meta import name_of, namespace_of
@@ -137,10 +141,12 @@ class AutoSelection:
 
 
 def candidates(service: Mapping[str, Any], model_name: str, templates: TemplatesForModel) -> list[Candidate]:
-    """The templates for `model_name` a service may select, in upstream's order: namespaced, then cluster, by name."""
+    """The templates for `model_name` a service may select, in upstream's order: namespaced, then cluster, by name;
+    not the derived ones (module docstring)."""
     found: list[Candidate] = []
     for kind, where in ((SERVICE_TEMPLATE, namespace_of(service)), (CLUSTER_SERVICE_TEMPLATE, "")):
-        found.extend(Candidate(kind, t) for t in sorted(templates(kind, where, model_name), key=name_of))
+        listed = sorted(templates(kind, where, model_name), key=name_of)
+        found.extend(Candidate(kind, t) for t in listed if not is_derived(t))
     return found
 
 

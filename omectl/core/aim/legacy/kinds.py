@@ -3,7 +3,8 @@ and the propagation edges the spec draws for them (docs/aim-resources.md, "The l
 
 Edges (`LEGACY_PROPAGATION_EDGES`): AIMModel → auto-created AIMServiceTemplate, AIMClusterModel → auto-created
 AIMClusterServiceTemplate, AIMServiceTemplate → AIMTemplateCache, AIMTemplateCache → AIMArtifact and AIMService → the
-AIMModel it creates for an image (the spec's "Propagation graph", v1alpha1 and legacy), and a template → its
+AIMModel it creates for an image (the spec's "Propagation graph", v1alpha1 and legacy), AIMService → the template its
+overrides derive (not in the spec's graph: upstream propagates to everything a service applies), and a template → its
 discovery Job (ours, as for a model's: the spec's "discovery and download pods inherit the same cost-allocation
 labels"). Each hop propagates the parent's labels under the PARENT's own resolved config; a Job gets them on its
 metadata and on its pod template.
@@ -58,7 +59,7 @@ TEMPLATE_CACHE_LABEL: Final = "aim.eai.amd.com/template-cache.name"
 LEGACY_PROPAGATION_EDGES: Final[Mapping[str, frozenset[str]]] = {
     "AIMModel": frozenset((SERVICE_TEMPLATE,)),
     "AIMClusterModel": frozenset((CLUSTER_SERVICE_TEMPLATE,)),
-    "AIMService": frozenset(("AIMModel",)),
+    "AIMService": frozenset(("AIMModel", SERVICE_TEMPLATE)),
     SERVICE_TEMPLATE: frozenset((TEMPLATE_CACHE, JOB)),
     CLUSTER_SERVICE_TEMPLATE: frozenset((JOB,)),
     TEMPLATE_CACHE: frozenset((ARTIFACT,)),

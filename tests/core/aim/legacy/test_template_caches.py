@@ -156,7 +156,7 @@ def test_the_legacy_graph_has_only_the_specs_v1alpha1_and_legacy_edges_and_the_d
     assert {
         "AIMModel": frozenset({"AIMServiceTemplate"}),
         "AIMClusterModel": frozenset({"AIMClusterServiceTemplate"}),
-        "AIMService": frozenset({"AIMModel"}),
+        "AIMService": frozenset({"AIMModel", "AIMServiceTemplate"}),
         "AIMServiceTemplate": frozenset({"AIMTemplateCache", "Job"}),
         "AIMClusterServiceTemplate": frozenset({"Job"}),
         "AIMTemplateCache": frozenset({"AIMArtifact"}),
