@@ -31,6 +31,12 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
 - The v1alpha1 image path: two services naming an image no model has create one AIMModel (upstream's name, labelled
   `aim.eai.amd.com/origin: auto-generated`, unowned), with the services' labels the runtime config's
   `labelPropagation.match` selects, and both resolve it.
+- aimservice/common/custom-model: a service's inline custom model (inline-custom-model, cpu-only-inline) makes its
+  AIMModel (upstream's name and labels, unowned), whose one template the service selects and serves the base image
+  with (a GPU, or none); services with the same custom model share one (model-deduplication), unless a source's
+  AWS_ENDPOINT_URL differs (model-deduplication-s3-endpoint); a custom model's one template carries its hardware and
+  sources, their env too (auto-generated-template, model-source-env). A custom model's own discovery (omectl's)
+  finds no profile: its result is written by the test (`ready_model`).
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from typing import Any
 import pytest
 import yaml
 
+from omectl.core.aim.custom_models import custom_model_name
+from omectl.core.aim.discovery import discovery_configmap, discovery_name
 from omectl.core.aim.image_models import generated_model_name
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
@@ -870,3 +878,227 @@ def test_upstreams_v1alpha1_services_with_only_shared_fields_get_upstreams_model
         lambda: conditions(env.status("aimservices", "v2-by-name", ns)).get("TemplateReady"), "the v1alpha1 hold"
     )
     assert held["reason"] == "TemplateNotFound"
+
+
+# --- v1alpha1's inline custom model (aimservice/common/custom-model) ----------------------------------------------
+
+MODELS_V1 = "aimmodels.v1alpha1.aim.eai.amd.com"
+CUSTOM_LABEL = "aim.eai.amd.com/custom-model=true"
+
+
+def listed(env: Env, resource: str, selector: str, ns: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(env.k("get", resource, "-n", ns, "-l", selector, "-o", "json"))["items"]
+    return items
+
+
+def ready_model(env: Env, name: str, ns: str) -> dict[str, Any]:
+    """The model (read in v1alpha1) once Ready. Its own discovery (omectl's, docs/aim-versions.md) finds no profile
+    for a custom model: the simulated node writes a result only from the model's `sim.omectl.io/discovery-result`,
+    which a model the controller made cannot carry, so it is written here as the discovery container writes it."""
+    job_name = discovery_name({"kind": "AIMModel", "metadata": {"name": name}})
+
+    def probe() -> dict[str, Any] | None:
+        model = env.get(MODELS_V1, name, ns) or {}
+        if (model.get("status") or {}).get("status") == "Ready":
+            return model
+        job = env.get("jobs", job_name, ns)
+        if job is not None and env.get("configmaps", job_name, ns) is None:
+            env.apply(discovery_configmap(job, "[]"))
+        return None
+
+    return until(probe, f"AIMModel {ns}/{name} Ready")
+
+
+def resolved(env: Env, name: str, ns: str) -> dict[str, Any]:
+    """The service's status (v1alpha1) once its model and template are resolved."""
+
+    def probe() -> dict[str, Any] | None:
+        status: dict[str, Any] = env.service(name, ns).get("status") or {}
+        return status if status.get("resolvedModel") and status.get("resolvedTemplate") else None
+
+    return until(probe, f"{ns}/{name} resolves its model and template")
+
+
+def size_artifacts(env: Env, ns: str) -> None:
+    """The namespace's AIMArtifacts given the size of their files. Upstream's artifact finds it with a check-size Job,
+    which omectl does not run (docs/aim-resources.md, "AIMArtifact"): a custom model's sources name none, so its
+    template cache's artifacts wait for one (`SizeUnknown`); the test stands in for that Job."""
+    selector = "aim.eai.amd.com/template-cache.name"
+    artifacts = until(lambda: listed(env, "aimartifacts", selector, ns), f"{ns}: the template cache's artifacts")
+    for artifact in artifacts:
+        assert (artifact.get("status") or {}).get("status") in (None, "Pending"), "no size, no download"
+        body = json.dumps({"spec": {"size": "100Mi"}})
+        env.k("patch", "aimartifacts", artifact["metadata"]["name"], "-n", ns, "--type=merge", "-p", body)
+
+
+def test_upstreams_inline_custom_model_services_make_their_model_and_template_and_start(env: Env) -> None:
+    """Ported: aimservice/common/custom-model/inline-custom-model and cpu-only-inline (each in its namespace), here
+    also upstream's name and labels of the model, unowned, and the InferenceService serving the base image."""
+    scenarios = {"custom-inline": "inline-custom-model", "custom-cpu-only": "cpu-only-inline"}
+    services = {}
+    for ns, scenario in scenarios.items():
+        env.apply(namespace(ns))
+        services[ns] = env.apply_file(f"custom-model/{scenario}/service.yaml", ns)
+    models = {}
+    for ns, service in services.items():
+        custom, service_name = service["spec"]["model"]["custom"], service["metadata"]["name"]
+        # chainsaw: Assert AIMModel is auto-created with correct spec (CPU hardware)
+        (model,) = until(lambda ns=ns: listed(env, MODELS_V1, CUSTOM_LABEL, ns), f"{ns}: the model")
+        name = model["metadata"]["name"]
+        assert name == custom_model_name(custom), "upstream's name"
+        assert model["metadata"]["labels"] == {
+            "aim.eai.amd.com/origin": "auto-generated",
+            "aim.eai.amd.com/custom-model": "true",
+            "aim.eai.amd.com/service": service_name,
+        }
+        assert "ownerReferences" not in model["metadata"], "upstream applies it without an owner"
+        assert model["spec"]["image"] == custom["baseImage"] == "ghcr.io/silogen/aim-dummy:0.1.10"
+        assert model["spec"]["modelSources"] == custom["modelSources"]
+        hardware = model["spec"]["custom"]["hardware"]
+        if ns == "custom-inline":
+            assert hardware == {"gpu": {"requests": 1, "resourceName": "amd.com/gpu"}}  # the CRD's default
+        else:
+            assert hardware == {"cpu": {"requests": "500m"}}
+        models[ns] = ready_model(env, name, ns)
+        # (status.sourceType: Custom is v1alpha1-only status omectl does not write, docs/aim-versions.md)
+    for ns, service in services.items():
+        custom, service_name = service["spec"]["model"]["custom"], service["metadata"]["name"]
+        name = models[ns]["metadata"]["name"]
+        # chainsaw: Assert AIMServiceTemplate is auto-created (template has CPU hardware and summary)
+        selector = f"aim.eai.amd.com/origin=auto-generated,aim.eai.amd.com/model={name}"
+        (template,) = until(
+            lambda ns=ns, selector=selector: [
+                t
+                for t in listed(env, "aimservicetemplates", selector, ns)
+                if t.get("status", {}).get("status") == "Ready"
+            ],
+            f"{ns}: the model's template",
+        )
+        assert template["spec"]["modelSources"] == custom["modelSources"]
+        if ns == "custom-inline":
+            assert template["spec"]["hardware"]["gpu"]["requests"] == 1
+        else:
+            assert template["spec"]["hardware"] == {"cpu": {"requests": "500m"}}
+            assert template["status"]["resolvedHardware"] == {"cpu": {"requests": "500m"}}
+            assert template["status"]["hardwareSummary"] == "CPU"
+        # chainsaw: Assert service resolves model and template; progresses to Starting
+        status = resolved(env, service_name, ns)
+        assert (status["resolvedModel"]["name"], status["resolvedTemplate"]["name"]) == (
+            name,
+            template["metadata"]["name"],
+        )
+        found = conditions(status)
+        assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved")
+        assert (found["TemplateReady"]["status"], found["TemplateReady"]["reason"]) == ("True", "Resolved")
+        assert status["status"] == "Starting", "waiting for its template cache"
+        size_artifacts(env, ns)
+        # chainsaw: Verify InferenceService is created (has no GPU resources)
+        (isvc,) = until(
+            lambda ns=ns, service_name=service_name: listed(env, KSERVE, f"aim.eai.amd.com/service={service_name}", ns),
+            f"{ns}: the InferenceService",
+        )
+        (container,) = isvc["spec"]["predictor"]["containers"]
+        assert container["image"] == custom["baseImage"], "the model's image"
+        requests, limits = container["resources"].get("requests", {}), container["resources"].get("limits", {})
+        if ns == "custom-inline":
+            assert requests["amd.com/gpu"] == limits["amd.com/gpu"] == "1"
+        else:
+            assert "amd.com/gpu" not in requests and "amd.com/gpu" not in limits
+            assert requests["cpu"] == "500m"
+            assert "affinity" not in isvc["spec"]["predictor"], "no GPU node affinity"
+
+
+def test_upstreams_custom_model_deduplication_shares_one_model_unless_the_s3_endpoint_differs(env: Env) -> None:
+    """Ported: aimservice/common/custom-model/model-deduplication and model-deduplication-s3-endpoint (each in its
+    namespace): a second service with the same custom model serves the first one's model; one whose source's
+    AWS_ENDPOINT_URL differs makes its own."""
+    scenarios = {"custom-dedup": "model-deduplication", "custom-dedup-s3": "model-deduplication-s3-endpoint"}
+    first = {}
+    for ns, scenario in scenarios.items():
+        env.apply(namespace(ns))
+        first[ns] = env.apply_file(f"custom-model/{scenario}/service-1.yaml", ns)["metadata"]["name"]
+    models: dict[str, list[str]] = {}
+    for ns, name in first.items():
+        # chainsaw: Wait for first service to create (resolve) model
+        (model,) = until(lambda ns=ns: listed(env, MODELS_V1, CUSTOM_LABEL, ns), f"{ns}: the first model")
+        ready_model(env, model["metadata"]["name"], ns)
+        status = resolved(env, name, ns)
+        ready = conditions(status)["ModelReady"]
+        assert (ready["status"], ready["reason"]) == ("True", "ModelResolved")
+        models[ns] = [status["resolvedModel"]["name"]]
+    second = {ns: env.apply_file(f"custom-model/{scenario}/service-2.yaml", ns) for ns, scenario in scenarios.items()}
+    for ns, service in second.items():
+        # chainsaw: Wait for second service to resolve model
+        name = service["metadata"]["name"]
+        if ns == "custom-dedup-s3":
+            model_name = custom_model_name(service["spec"]["model"]["custom"])
+            until(lambda ns=ns, model_name=model_name: env.get(MODELS_V1, model_name, ns), f"{ns}: the second model")
+            ready_model(env, model_name, ns)
+        status = resolved(env, name, ns)
+        ready = conditions(status)["ModelReady"]
+        assert (ready["status"], ready["reason"]) == ("True", "ModelResolved")
+        models[ns].append(status["resolvedModel"]["name"])
+    # chainsaw: Verify both services use the same model; only one AIMModel exists with the custom-model label
+    dedup = models["custom-dedup"]
+    assert dedup[0] == dedup[1], "both services share the first one's model"
+    (shared,) = listed(env, MODELS_V1, CUSTOM_LABEL, "custom-dedup")
+    assert shared["metadata"]["name"] == dedup[0]
+    assert shared["metadata"]["labels"]["aim.eai.amd.com/service"] == first["custom-dedup"], "the one that made it"
+    # chainsaw: Verify custom model for service-1 (service-2) preserves endpoint A (B)
+    endpoints = models["custom-dedup-s3"]
+    assert endpoints[0] != endpoints[1]
+    for name, service, endpoint in zip(
+        endpoints,
+        (first["custom-dedup-s3"], second["custom-dedup-s3"]["metadata"]["name"]),
+        ("https://minio-a.example.com", "https://minio-b.example.com"),
+        strict=True,
+    ):
+        selector = f"{CUSTOM_LABEL},aim.eai.amd.com/service={service}"
+        (model,) = listed(env, MODELS_V1, selector, "custom-dedup-s3")
+        assert model["metadata"]["name"] == name and model["status"]["status"] == "Ready"
+        (source,) = model["spec"]["modelSources"]
+        assert (source["modelId"], source["sourceUri"]) == ("shared/s3-endpoint-model", "s3://test-bucket/model")
+        assert source["env"] == [{"name": "AWS_ENDPOINT_URL", "value": endpoint}]
+
+
+def test_upstreams_custom_models_make_one_template_from_their_hardware_and_sources(env: Env) -> None:
+    """Ported: aimservice/common/custom-model/auto-generated-template and model-source-env (each in its namespace):
+    a model with sources and `custom.hardware` but no custom templates makes exactly one template, with the model's
+    hardware and its sources (their env too), in its spec and its status."""
+    scenarios = {"custom-auto-template": "auto-generated-template", "custom-source-env": "model-source-env"}
+    models = {}
+    for ns, scenario in scenarios.items():
+        env.apply(namespace(ns))
+        models[ns] = env.apply_file(f"custom-model/{scenario}/model.yaml", ns)
+    for ns, doc in models.items():
+        name = doc["metadata"]["name"]
+        # chainsaw: Assert model becomes ready (status.sourceType Custom: v1alpha1-only status omectl does not write)
+        ready_model(env, name, ns)
+        # chainsaw: Assert exactly one template is auto-generated; Verify only one template exists for this model
+        selector = f"aim.eai.amd.com/model={name}"
+        until(
+            lambda ns=ns, selector=selector: [
+                t for t in listed(env, "aimservicetemplates", selector, ns) if t.get("status", {}).get("modelSources")
+            ],
+            f"{ns}: the model's template",
+        )
+        (template,) = listed(env, "aimservicetemplates", selector, ns)
+        assert template["metadata"]["labels"]["aim.eai.amd.com/origin"] == "auto-generated"
+        assert template["spec"]["modelName"] == name
+        sources = [
+            {k: v for k, v in source.items() if k in ("modelId", "sourceUri", "env")}
+            for source in doc["spec"]["modelSources"]
+        ]
+        for where in (template["spec"], template["status"]):
+            assert [
+                {k: v for k, v in source.items() if k in ("modelId", "sourceUri", "env")}
+                for source in where["modelSources"]
+            ] == sources, "the model's sources, their env included"
+        if ns == "custom-auto-template":
+            gpu = {"requests": 1, "model": "MI300X"}
+            assert {k: template["spec"]["hardware"]["gpu"][k] for k in gpu} == gpu, "the model's custom.hardware"
+            assert {k: template["status"]["resolvedHardware"]["gpu"][k] for k in gpu} == gpu
+            assert template["status"]["hardwareSummary"] == "1 x MI300X"
+        else:
+            env_names = [e["name"] for e in template["spec"]["modelSources"][0]["env"]]
+            assert env_names == ["AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION"], "both, in order"

@@ -5,8 +5,8 @@ controller reconciling it; an edit in v1alpha1 reaching v1alpha2.
 
 Upstream's documents are pinned under tests/fixtures/upstream/aim (commit in its SOURCE): the e2e scenario
 basic-lifecycle-hf's artifact, auto-sourcing's cluster model source, and the AIMServices of model-by-image,
-basic-lifecycle, autoscaling and inline-custom-model. With OMECTL_E2E_REAL=1 the same runs on a
-real kube-apiserver, which calls the controller's conversion webhook itself.
+basic-lifecycle, autoscaling and inline-custom-model (its model made from the annotation). With OMECTL_E2E_REAL=1
+the same runs on a real kube-apiserver, which calls the controller's conversion webhook itself.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from omectl.api import crdgen
-from omectl.core.aim.status import CUSTOM_MODEL_MESSAGE
+from omectl.core.aim.custom_models import custom_model_name
 from omectl.core.aim.versions import carried_annotation
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
@@ -514,7 +514,9 @@ def test_upstreams_autoscaling_update_scenario_moves_the_bounds_and_a_fixed_coun
     )
 
 
-def test_upstreams_inline_custom_model_is_kept_and_fails_saying_it_is_not_reconciled(env: Env) -> None:
+def test_upstreams_inline_custom_model_is_kept_in_the_annotation_and_its_model_is_made(env: Env) -> None:
+    """v1alpha2 has no inline custom model: the service keeps it in its annotation, and the controller makes its
+    AIMModel from there (tests/e2e/test_aim_service_templates.py ports the scenario whole)."""
     doc = apply_upstream_service(env, "tests/e2e/aimservice/common/custom-model/inline-custom-model/service.yaml")
     name = doc["metadata"]["name"]
     v1, v2 = one_revision(env, "aimservices", name, NS)
@@ -524,12 +526,11 @@ def test_upstreams_inline_custom_model_is_kept_and_fails_saying_it_is_not_reconc
     }
     assert "model" not in v2["spec"]
     assert carried(v2)["spec"]["model"] == v1["spec"]["model"]
+    model = until(lambda: env.get("aimmodels", custom_model_name(custom), NS), "the custom model's AIMModel")
+    assert model["metadata"]["labels"]["aim.eai.amd.com/service"] == name
+    assert carried(model)["spec"]["custom"] == {"hardware": v1["spec"]["model"]["custom"]["hardware"]}
     status = until(lambda: get(env, "aimservices", V2, name, NS).get("status"), f"AIMService {name} gets a status")
-    assert status["status"] == "Failed"
-    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
-    assert (ready["status"], ready["reason"]) == ("False", "ModelNotFound")
-    assert ready["message"] == CUSTOM_MODEL_MESSAGE
-    assert env.get(KSERVE, name, NS) is None, "nothing to serve, nothing applied"
+    assert status["status"] != "Failed", "no longer refused for naming no model in v1alpha2"
 
 
 def test_omectls_admission_judges_a_v1alpha1_service_in_v1alpha2(env: Env) -> None:

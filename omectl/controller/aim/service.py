@@ -9,10 +9,9 @@ One reconcile of an AIMService:
    `ConfigValid=False` (reason `ReferenceNotFound`), a Warning event, nothing applied, and `RetryLater` (backoff;
    the config's creation queues the service at once, see `aim_watch`).
 3. The implicit `default` missing: `RuntimeConfigReady=True` / `DefaultConfigNotFound`, and one Normal event on the
-   first reconcile that finds it missing only. A service that names no model (the CRD allows one without a spec):
-   status `Failed`, `ModelReady=False` / `ModelNotFound` (upstream's reason and message; for a service written in
-   v1alpha1 with an inline custom model, which v1alpha2 cannot hold, a message saying so), one Warning event,
-   nothing applied and nothing retried.
+   first reconcile that finds it missing only. A service that names no model (the CRD allows one without a spec)
+   and carries no inline custom model: status `Failed`, `ModelReady=False` / `ModelNotFound` (upstream's reason
+   and message), one Warning event, nothing applied and nothing retried.
    A service written in v1alpha1 that selects a template by name (`spec.template.name`, carried in its annotation):
    the template (`omectl.core.aim.service_templates.select_template`; the `Template` component, condition
    `TemplateReady`). Missing: status `Failed`, `TemplateReady=False` / `TemplateNotFound`, `ConfigValid` and
@@ -32,7 +31,10 @@ One reconcile of an AIMService:
    `status.resolvedModel`. A model that is not Ready holds the service (`Pending`, or `Failed` for a failed model)
    as upstream does: no InferenceService is created until it is Ready (one already there is still updated). A
    service written in v1alpha1 naming an image no model has creates its AIMModel (`core.aim.image_models`: shared,
-   unowned, the service's matching labels propagated) and waits for it (`CreatingModel`); one naming a model by
+   unowned, the service's matching labels propagated) and waits for it (`CreatingModel`); one with an inline
+   custom model (`spec.model.custom`, carried in its annotation) finds the AIMModel of its namespace that matches it
+   or creates one (`core.aim.custom_models`: upstream's deduplication, name and labels, unowned), waits for it
+   alike, then goes on as for a model it names (serving the model's image); one naming a model by
    name that does not exist is `Failed`, `ModelReady=False` / `ModelNotFound` (`service_models.model_not_found`),
    and one whose model has no template at all waits (`TemplateReady=False` / `TemplateNotFound`), as upstream's.
 4. Apply the KServe InferenceService, the model-cache PVC when `spec.storage.size` asks for one, and the HTTPRoute
@@ -63,6 +65,7 @@ from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import apply_render, live_object
 from omectl.controller.runtime.queue import RetryLater
 from omectl.controller.runtime.view import ClusterView
+from omectl.core.aim import custom_models
 from omectl.core.aim.artifacts import mount_artifacts
 from omectl.core.aim.autoscaling import runtime_status
 from omectl.core.aim.caches import render_profile_cache
@@ -104,7 +107,6 @@ from omectl.core.aim.status import (
     runtime_config_component,
     runtime_config_error,
 )
-from omectl.core.aim.versions.service import custom_model
 from omectl.core.conditions import by_type, stamped
 from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
@@ -340,10 +342,11 @@ class AimServiceReconciler:
         event_key = (cluster.name, str(meta.get("uid") or f"{namespace}/{name}"))
         self.config_events.note_default(cluster, service, resolution, previous, event_key)
 
-        if not names_model(service):
+        custom = custom_models.custom_spec(service)
+        if not names_model(service) and custom is None:
             # an invalid spec (the CRD allows a service without one): Failed and one Warning event until a model is
             # named, nothing applied, nothing to retry
-            model = no_model_component(custom=custom_model(service))
+            model = no_model_component()
             rolled = roll_up([*components, model], config_error=config_error, previous_conditions=previous)
             if by_type(previous).get(MODEL_READY, {}).get("reason") != model.reason:
                 cluster.record_event(service, "Warning", model.reason, model.message)
@@ -353,9 +356,16 @@ class AimServiceReconciler:
         config = resolution.config
         # the model (reported, waited for by nothing) and the template it names when the service names none
         found = resolve_model(service, cluster.model_lookup, cluster.models_by_image)
+        if found is None and custom is not None:
+            found = custom_models.resolve_custom_model(service, custom, cluster.models_by_image)
         resolved_model = found.resolved_ref() if found is not None else None
         if found is not None:
             components.append(found.component)
+        elif custom is not None:
+            # v1alpha1's inline custom model: the service creates the model and waits for it (its creation queues us)
+            components.append(await self._create_custom_model(cluster, service, custom, config))
+            await self._hold(cluster, service, components, resolution, previous, None, None)
+            return
         elif (image := image_to_create(service)) is not None:
             # v1alpha1's image path: the service creates the model and waits for it (its creation queues us)
             components.append(await self._create_image_model(cluster, service, image, config))
@@ -411,7 +421,9 @@ class AimServiceReconciler:
         cached = None
         if selection is not None:
             cached = await plan_template_cache(cluster, service, selection, config, self._apply_child)
-        rendered = render_inference_service(service, config, profile=profile, template=template)
+        # a service with a custom model names no image: it serves its model's (the custom base image)
+        image = custom_models.serving_image(found.model) if found is not None and custom is not None else None
+        rendered = render_inference_service(service, config, profile=profile, resolved_image=image, template=template)
         rendered_isvc = mount_artifacts(rendered, artifacts)
         if cached is not None:
             rendered_isvc = cached.mounted(rendered_isvc)
@@ -446,6 +458,16 @@ class AimServiceReconciler:
         _, wrote = await apply_render(cluster.client, AIM_MODELS, model, None, field_manager=FIELD_MANAGER)
         self.writes += wrote
         return creating_component(image)
+
+    async def _create_custom_model(
+        self, cluster: AimWatch, service: Mapping[str, Any], custom: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> Component:
+        """Create the AIMModel of the service's inline custom model: the `Model` component while it is created."""
+        name = custom_models.custom_model_name(custom)
+        model = custom_models.render_custom_model(service, custom, name, config)
+        _, wrote = await apply_render(cluster.client, AIM_MODELS, model, None, field_manager=FIELD_MANAGER)
+        self.writes += wrote
+        return custom_models.creating_component(custom)
 
     # --- the template ------------------------------------------------------------------------------------
 

@@ -23,11 +23,12 @@ and empty, so the OME side of the fleet is unaffected.
   `spec.template.name` carried in its annotation): a template's create, delete, spec or status change queues the
   services naming it, in its namespace for an AIMServiceTemplate, in every namespace for an
   AIMClusterServiceTemplate. A service failed for a missing template so runs at once when the template appears.
-- The models services resolve (`SERVICE_MODEL_REF_INDEX`: `name:<spec.model.name>` or `image:<spec.model.image>`;
-  the model caches of `AimWatch.consumers`, indexed by image and by v1alpha1 `defaultServiceTemplate`): a model's
-  create, delete, spec, status or annotation change queues the services naming it or its image (in its namespace
-  for an AIMModel, everywhere for an AIMClusterModel), so `ModelReady`, `status.resolvedModel`, the hold and a
-  default template follow it; a template's change also queues the services of the models whose default it is.
+- The models services resolve (`SERVICE_MODEL_REF_INDEX`: `name:<spec.model.name>` or `image:<spec.model.image>`,
+  or `image:<baseImage>` for v1alpha1's inline custom model, whose model has that image; the model caches of
+  `AimWatch.consumers`, indexed by image and by v1alpha1 `defaultServiceTemplate`): a model's create, delete,
+  spec, status or annotation change queues the services naming it or its image (in its namespace for an AIMModel,
+  everywhere for an AIMClusterModel), so `ModelReady`, `status.resolvedModel`, the hold and a default template
+  follow it; a template's change also queues the services of the models whose default it is.
 - Automatic template selection (`template_selection`): the templates by `spec.modelName` (`MODEL_NAME_INDEX` of
   `legacy_watch`) are the candidates; a template's create, delete, spec or status change queues the services whose
   model has that name (its new and its old `spec.modelName`; the models found by `MODEL_BY_NAME_INDEX` and the
@@ -52,6 +53,7 @@ from omectl.controller.aim.legacy_watch import MODEL_NAME_INDEX, LegacyWatch, mo
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
+from omectl.core.aim.custom_models import base_image, custom_spec
 from omectl.core.aim.legacy.gpus import gpu_inventory
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE, TEMPLATE_CACHE, TEMPLATE_KINDS
 from omectl.core.aim.legacy.service_caches import SERVICE_NAME_LABEL
@@ -81,7 +83,8 @@ SERVICE_MODEL_INDEX: Final = "aim.eai.amd.com/service-model"
 SERVICE_TEMPLATE_INDEX: Final = "aim.eai.amd.com/service-template"
 """AIMServices by the template they select by name (v1alpha1's `spec.template.name`, carried in the annotation)."""
 SERVICE_MODEL_REF_INDEX: Final = "aim.eai.amd.com/service-model-ref"
-"""AIMServices by the model they resolve: `name:<spec.model.name>` or `image:<spec.model.image>` (trimmed)."""
+"""AIMServices by the model they resolve: `name:<spec.model.name>` or `image:<spec.model.image>` (trimmed), or
+`image:<baseImage>` of an inline custom model (v1alpha1, carried in the annotation)."""
 SERVICE_RESOLVED_TEMPLATE_INDEX: Final = "aim.eai.amd.com/service-resolved-template"
 """AIMServices by `status.resolvedTemplate.name` (upstream's index for its template caches' changes)."""
 MODEL_IMAGE_INDEX: Final = "aim.eai.amd.com/model-image"
@@ -101,6 +104,8 @@ def service_model_ref_index(obj: dict[str, Any]) -> list[str]:
     if not isinstance(model, Mapping):
         return []
     name, image = _trimmed(model.get("name")), _trimmed(model.get("image"))
+    if name is None and image is None and (custom := custom_spec(obj)) is not None:
+        image = _trimmed(base_image(custom))  # an inline custom model's model has its base image
     return [f"name:{name}"] if name is not None else [f"image:{image}"] if image is not None else []
 
 

@@ -43,11 +43,6 @@ MODEL: Final = "Model"
 MODEL_READY: Final = "ModelReady"
 MODEL_NOT_FOUND: Final = "ModelNotFound"
 NO_MODEL_MESSAGE: Final = "no model specified in service spec"
-CUSTOM_MODEL_MESSAGE: Final = (
-    "spec.model.custom (an inline custom model, aim.eai.amd.com/v1alpha1) is not reconciled yet: "
-    "name the model by spec.model.name or spec.model.image"
-)
-"""Why a service written in v1alpha1 with `model.custom` names no model in v1alpha2 (docs/aim-versions.md)."""
 """Upstream's reason and message for a service that names no model (an invalid spec: Failed until it is fixed)."""
 INFERENCE_SERVICE: Final = "InferenceService"
 HTTP_ROUTE: Final = "HTTPRoute"
@@ -148,10 +143,9 @@ def runtime_config_error(resolution: Resolution) -> ConfigError | None:
     return ConfigError(REFERENCE_NOT_FOUND, ready["message"])
 
 
-def no_model_component(*, custom: bool = False) -> Component:
-    """The `Model` component of a service that names no model: Failed / `ModelNotFound`, upstream's message, or
-    (`custom`: it was written in v1alpha1 with an inline custom model, which v1alpha2 cannot hold) why not."""
-    return Component(MODEL, "Failed", MODEL_NOT_FOUND, CUSTOM_MODEL_MESSAGE if custom else NO_MODEL_MESSAGE)
+def no_model_component() -> Component:
+    """The `Model` component of a service that names no model: Failed / `ModelNotFound`, upstream's message."""
+    return Component(MODEL, "Failed", MODEL_NOT_FOUND, NO_MODEL_MESSAGE)
 
 
 def http_route_component(plan: RoutingPlan, live_route: Mapping[str, Any] | None) -> Component | None:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from omectl.core.aim.custom_models import custom_spec
 from omectl.core.aim.kserve import model_image, names_model
-from omectl.core.aim.status import CUSTOM_MODEL_MESSAGE, Component, no_model_component, roll_up
+from omectl.core.aim.status import Component, no_model_component, roll_up
 from omectl.core.aim.versions import carried_annotation, convert
-from omectl.core.aim.versions.service import custom_model
 
 META = {"name": "svc", "namespace": "ns"}
 
@@ -43,7 +43,8 @@ def test_no_model_fails_the_service_with_upstreams_reason_and_message() -> None:
     ]
 
 
-def test_a_service_written_in_v1alpha1_with_a_custom_model_is_told_why_it_names_none() -> None:
+def test_a_service_written_in_v1alpha1_with_a_custom_model_names_none_in_v1alpha2_but_carries_it() -> None:
+    """Its model is found or made from the custom spec (core/aim/custom_models.py), not failed as naming none."""
     v1 = {
         "apiVersion": "aim.eai.amd.com/v1alpha1",
         "kind": "AIMService",
@@ -51,11 +52,6 @@ def test_a_service_written_in_v1alpha1_with_a_custom_model_is_told_why_it_names_
         "spec": {"model": {"custom": {"baseImage": "b:1"}}, "replicas": 1},
     }
     v2 = convert(v1, "aim.eai.amd.com/v1alpha2")
-    assert not names_model(v2) and custom_model(v2)
-    assert not custom_model({"metadata": META, "spec": {}})
-    assert not custom_model({"metadata": {**META, "annotations": {carried_annotation("v1alpha1"): "{not json"}}})
-    rolled = roll_up([no_model_component(custom=custom_model(v2))])
-    ready = next(c for c in rolled.conditions if c["type"] == "Ready")
-    assert (rolled.status, ready["reason"]) == ("Failed", "ModelNotFound")
-    assert ready["message"] == CUSTOM_MODEL_MESSAGE
-    assert "spec.model.custom" in ready["message"] and "not reconciled yet" in ready["message"]
+    assert not names_model(v2) and custom_spec(v2) == {"baseImage": "b:1"}
+    assert custom_spec({"metadata": META, "spec": {}}) is None
+    assert custom_spec({"metadata": {**META, "annotations": {carried_annotation("v1alpha1"): "{not json"}}}) is None

@@ -101,13 +101,6 @@ def v1alpha1_spec(service: Mapping[str, Any]) -> Mapping[str, Any]:
     return spec if isinstance(spec, Mapping) else {}
 
 
-def custom_model(service: Mapping[str, Any]) -> bool:
-    """Whether a v1alpha2 service was written in v1alpha1 with an inline custom model (`spec.model.custom`, kept in
-    its annotation): it then names no model in v1alpha2."""
-    model = v1alpha1_spec(service).get("model")
-    return isinstance(model, Mapping) and model.get("custom") is not None
-
-
 def template_name(service: Mapping[str, Any]) -> str | None:
     """The template a v1alpha2 service written in v1alpha1 selects by name (`spec.template.name`, trimmed as upstream
     trims it), or None when it names none."""
