@@ -468,6 +468,84 @@ class ConsumerStatus(_Object):
     """The metadata.generation this status was computed from."""
 
 
+class RecommendedDeployment(_Object):
+    """A deployment the image's labels recommend."""
+
+    description: str | None = None
+    """More about the deployment."""
+    gpu_count: int | None = Field(default=None, json_schema_extra=INT32)
+    """GPUs per replica."""
+    gpu_model: str | None = None
+    """GPU model, e.g. MI300X."""
+    metric: str | None = None
+    """What it optimises, e.g. latency."""
+    precision: str | None = None
+    """Numeric precision, e.g. fp8."""
+    profile_id: str | None = None
+    """The AIM profile of the deployment."""
+
+
+class ModelMetadata(_Object):
+    """AMD Silogen's labels of a model image (org.amd.silogen.*)."""
+
+    canonical_name: str | None = None
+    """Canonical model id, e.g. mistralai/Mixtral-8x22B-Instruct-v0.1."""
+    description_full: str | None = None
+    """Full description."""
+    hf_token_required: bool | None = None
+    """Whether a HuggingFace token is needed."""
+    recommended_deployments: list[RecommendedDeployment] | None = None
+    """Recommended deployments."""
+    release_notes: str | None = None
+    """Release notes of this version."""
+    source: str | None = None
+    """Where the model can be found."""
+    tags: list[str] | None = None
+    """Descriptive tags."""
+    title: str | None = None
+    """Title of the model."""
+    variants: list[str] | None = None
+    """Variants of the model."""
+    versions: list[str] | None = None
+    """Versions available."""
+
+
+class OciMetadata(_Object):
+    """The standard OCI labels of an image (org.opencontainers.image.*)."""
+
+    authors: str | None = None
+    """Contact details of the authors."""
+    created: str | None = None
+    """When the image was created."""
+    description: str | None = None
+    """Brief description."""
+    documentation: str | None = None
+    """URL of the documentation."""
+    licenses: str | None = None
+    """SPDX license identifiers."""
+    revision: str | None = None
+    """Source control revision."""
+    source: str | None = None
+    """URL of the source repository."""
+    title: str | None = None
+    """Human-readable title."""
+    vendor: str | None = None
+    """Organization that produced the image."""
+    version: str | None = None
+    """Version of the image."""
+
+
+class ImageMetadata(_Object):
+    """What an AIM image's labels say."""
+
+    model: ModelMetadata | None = None
+    """AMD Silogen's model labels."""
+    oci: OciMetadata | None = None
+    """The OCI labels."""
+    original_labels: dict[str, str] | None = None
+    """Every label of the image, as it is."""
+
+
 class AIMModelSpec(_Object):
     """An AIM model image and the files it serves. Its discovery Job lists the profiles the image supports."""
 
@@ -487,11 +565,18 @@ class AIMModelSpec(_Object):
 class AIMModelStatus(ConsumerStatus):
     """Observed state of a model."""
 
-    status: ObjectStatus | None = None
+    status: Literal["Pending", "Progressing", "Ready", "Degraded", "Failed", "NotAvailable"] | None = None
     """Overall state: Pending until discovery ran, Ready with its profiles, Failed on a missing explicit config or a
-    failed discovery."""
+    failed discovery. A model written in v1alpha1: upstream's roll-up of its image metadata and templates
+    (NotAvailable when none of its templates is)."""
     profile_count: int | None = None
     """Number of profiles discovery found."""
+    image_metadata: ImageMetadata | None = None
+    """A model written in v1alpha1: its image's metadata, read or given (upstream's v1alpha1
+    `status.imageMetadata`, same shape)."""
+    source_type: Literal["Image", "Custom"] | None = None
+    """A model written in v1alpha1: Image (templates from the image's labels) or Custom (spec.modelSources)
+    (upstream's v1alpha1 `status.sourceType`)."""
 
 
 class AIMClusterModel(_AIMResource):

@@ -16,10 +16,10 @@ from pydantic import ConfigDict, Field
 
 from omectl.api import ome
 from omectl.api.aim import (
-    INT32,
     AimEnvVar,
     AimLocalObjectReference,
     EnvList,
+    ImageMetadata,
     LegacyModelSource,
     LegacyResolvedReference,
     MetaConditionList,
@@ -83,84 +83,6 @@ class ModelDiscovery(_Object):
     """Read the image's labels from its registry (status.imageMetadata)."""
     create_service_templates: bool = ome.crd_default(True)
     """Create service templates from the image's recommended deployments."""
-
-
-class RecommendedDeployment(_Object):
-    """A deployment the image's labels recommend."""
-
-    description: str | None = None
-    """More about the deployment."""
-    gpu_count: int | None = Field(default=None, json_schema_extra=INT32)
-    """GPUs per replica."""
-    gpu_model: str | None = None
-    """GPU model, e.g. MI300X."""
-    metric: str | None = None
-    """What it optimises, e.g. latency."""
-    precision: str | None = None
-    """Numeric precision, e.g. fp8."""
-    profile_id: str | None = None
-    """The AIM profile of the deployment."""
-
-
-class ModelMetadata(_Object):
-    """AMD Silogen's labels of a model image (org.amd.silogen.*)."""
-
-    canonical_name: str | None = None
-    """Canonical model id, e.g. mistralai/Mixtral-8x22B-Instruct-v0.1."""
-    description_full: str | None = None
-    """Full description."""
-    hf_token_required: bool | None = None
-    """Whether a HuggingFace token is needed."""
-    recommended_deployments: list[RecommendedDeployment] | None = None
-    """Recommended deployments."""
-    release_notes: str | None = None
-    """Release notes of this version."""
-    source: str | None = None
-    """Where the model can be found."""
-    tags: list[str] | None = None
-    """Descriptive tags."""
-    title: str | None = None
-    """Title of the model."""
-    variants: list[str] | None = None
-    """Variants of the model."""
-    versions: list[str] | None = None
-    """Versions available."""
-
-
-class OciMetadata(_Object):
-    """The standard OCI labels of an image (org.opencontainers.image.*)."""
-
-    authors: str | None = None
-    """Contact details of the authors."""
-    created: str | None = None
-    """When the image was created."""
-    description: str | None = None
-    """Brief description."""
-    documentation: str | None = None
-    """URL of the documentation."""
-    licenses: str | None = None
-    """SPDX license identifiers."""
-    revision: str | None = None
-    """Source control revision."""
-    source: str | None = None
-    """URL of the source repository."""
-    title: str | None = None
-    """Human-readable title."""
-    vendor: str | None = None
-    """Organization that produced the image."""
-    version: str | None = None
-    """Version of the image."""
-
-
-class ImageMetadata(_Object):
-    """What an AIM image's labels say."""
-
-    model: ModelMetadata | None = None
-    """AMD Silogen's model labels."""
-    oci: OciMetadata | None = None
-    """The OCI labels."""
-    original_labels: dict[str, str] | None = None
-    """Every label of the image, as it is."""
 
 
 class AIMModelSpec(_Object):

@@ -752,8 +752,8 @@ V1ALPHA2_KINDS = (
     ("AIMClusterModelSource", "Cluster", ("aimclsrc",)),
 )
 OWN_STATUS = {
-    "AIMModel": {"profileCount"},
-    "AIMClusterModel": {"profileCount"},
+    "AIMModel": {"profileCount", "imageMetadata", "sourceType"},  # the last two upstream's (docs/aim-versions.md)
+    "AIMClusterModel": {"profileCount", "imageMetadata", "sourceType"},
     "AIMProfile": set(),
     "AIMClusterProfile": set(),
     "AIMProfileSet": {"profileCount"},

@@ -75,3 +75,26 @@ def test_a_converted_kinds_v1alpha1_status_is_upstreams_and_allows_null_nowhere(
     by_name = {v["name"]: v for v in crdgen.build_crd(CONVERTED[kind])["spec"]["versions"]}
     schema = by_name[aim.V1ALPHA1]["schema"]["openAPIV3Schema"]
     assert [path for path, node in schema_nodes(schema) if "nullable" in node] == []
+
+
+@pytest.mark.parametrize("kind", ["AIMModel", "AIMClusterModel"])
+def test_a_models_upstream_status_fields_have_one_schema_in_both_versions(kind: str) -> None:
+    """`imageMetadata`, `sourceType` and the `NotAvailable` state, which the controller writes in v1alpha2 for a
+    model written in v1alpha1, are v1alpha2's too, with upstream's schema (docs/aim-versions.md)."""
+    by_name = {v["name"]: v for v in crdgen.build_crd(CONVERTED[kind])["spec"]["versions"]}
+    statuses = (
+        by_name[v]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"] for v in aim.CONFIG_VERSIONS
+    )
+    v1, v2 = statuses
+    assert _shape(v2["imageMetadata"]) == _shape(v1["imageMetadata"])
+    assert v2["sourceType"]["enum"] == v1["sourceType"]["enum"] == ["Image", "Custom"]
+    assert set(v2["status"]["enum"]) == set(v1["status"]["enum"])
+
+
+def _shape(schema: Any) -> Any:
+    """A schema without its descriptions and nullability (v1alpha2 allows nulls, upstream's v1alpha1 none)."""
+    if isinstance(schema, dict):
+        return {k: _shape(v) for k, v in schema.items() if k not in ("description", "nullable")}
+    if isinstance(schema, list):
+        return [_shape(v) for v in schema]
+    return schema

@@ -20,6 +20,11 @@ credentials), or, for the ported scenarios, from the model's annotation `sim.ome
 - a model's image read from the registry: its template from the image's labels; an image that does not exist; a
   private image read with the model's pull secret, a missing secret reported.
 - aimmodel/additive-custom-templates: the model's custom templates beside its image's (their template steps).
+- aimmodel/invalid-image-pull-secret, custom-models/nonexistent-image, custom-models/valid-image and
+  clone-templates-for-gpu: the model's status rolled up from its image metadata and templates as upstream's is
+  (Failed on a missing pull secret, Degraded on an image the registry does not have, Ready with its templates), with
+  `sourceType` and `imageMetadata`, and no discovery Job; the clone script's step done here as the script does it.
+  (aimmodel/error-recovery is ported by tests/e2e/test_aim_versions.py.)
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.sim.registry import SimulatedImage, SimulatedRegistry
+from omectl.sim.registry import SIMULATED_IMAGES, SimulatedImage, SimulatedRegistry
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet, serving
 from tests.support import ClusterKubectl, until
@@ -42,6 +47,8 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
 CLUSTER = "aimmtpl-1"
 V1 = "aim.eai.amd.com/v1alpha1"
 MODELS_V1 = "aimmodels.v1alpha1.aim.eai.amd.com"
+MODELS_V2 = "aimmodels.v1alpha2.aim.eai.amd.com"
+CLUSTER_MODELS_V1 = "aimclustermodels.v1alpha1.aim.eai.amd.com"
 TEMPLATES = "aimservicetemplates"
 CLUSTER_TEMPLATES = "aimclusterservicetemplates"
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e" / "aimmodel"
@@ -78,9 +85,8 @@ DRY_RUN = [
         "models": [{"name": "HuggingFaceTB/SmolLM2-135M", "source": "hf://HuggingFaceTB/SmolLM2-135M", "size_gb": 0.5}],
     }
 ]
-"""What the simulated aim-dummy's dry run prints for that profile (the template's discovery), with the profile's `id`
-too: the model (written in v1alpha1, so its templates are made as it is created) also runs omectl's own model
-discovery on the same simulated output, which reads each entry's `id` (docs/aim-resources.md), and fails without it."""
+"""What the simulated aim-dummy's dry run prints for that profile (the template's discovery); the model, written in
+v1alpha1, runs no discovery of omectl's (its templates are made as it is created)."""
 AUTO_TEMPLATE = "ghcr-io-silogen-aim-dummy-0-1-10-1x-mi300x-lat-fp16-a16f"
 CLUSTER_TEMPLATE = "ghcr-io-silogen-aim-dummy-0-1-10-1x-mi300x-lat-fp16-2a3f"
 SPEC_TEMPLATE = "this-registry-does-not-exist-12345-inva-1x-mi300x-thr-fp16-7a87"
@@ -122,11 +128,30 @@ class Env(ClusterKubectl):
         status = (self.get(resource, name, ns) or {}).get("status") or {}
         return {c["type"]: c for c in status.get("conditions") or []}
 
+    def status(self, resource: str, name: str, ns: str | None = None) -> dict[str, Any]:
+        found: dict[str, Any] = (self.get(resource, name, ns) or {}).get("status") or {}
+        return found
+
+    def reaches(self, resource: str, name: str, ns: str | None, want: str, timeout: float = 30) -> dict[str, Any]:
+        """The object's status once its `status.status` is `want`."""
+        seen: list[Any] = []
+
+        def probe() -> dict[str, Any] | None:
+            seen[:] = [status := self.status(resource, name, ns)]
+            return status if status.get("status") == want else None
+
+        try:
+            return until(probe, f"{name} {want}", timeout=timeout)
+        except AssertionError as error:
+            raise AssertionError(f"{error}; its status: {seen}") from None
+
 
 def namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
+AIM_BASE = SimulatedImage("amdenterpriseai/aim-base", "0.9", {"org.opencontainers.image.title": "aim-base"})
+"""The custom models' base image (docker.io) of upstream's custom-models/valid-image: no model labels."""
 PRIVATE_CREDENTIALS = ("robot", "pull-token")
 PRIVATE_LABELS = {
     "com.amd.aim.model.canonicalName": "team/private",
@@ -139,7 +164,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     simulator = SimulatorConfig(
         pools=(NodePool(count=1, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
     )
-    public = SimulatedRegistry(anonymous_tokens=True)
+    public = SimulatedRegistry((*SIMULATED_IMAGES, AIM_BASE), anonymous_tokens=True)
     private = SimulatedRegistry([SimulatedImage("team/aim", "1", PRIVATE_LABELS)], credentials=PRIVATE_CREDENTIALS)
     with (
         serving(public, private) as (public_url, private_url),
@@ -148,7 +173,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             1,
             "aimmtpl-",
             simulator=simulator,
-            image_registry_mirrors={"ghcr.io": public_url, "private.example.io": private_url},
+            image_registry_mirrors={"ghcr.io": public_url, "docker.io": public_url, "private.example.io": private_url},
         ) as fleet,
     ):
         env = Env(fleet)
@@ -231,8 +256,7 @@ def test_upstreams_cluster_scoped_templates_scenario_makes_cluster_templates(env
 
 
 def test_upstreams_spec_provided_metadata_scenario_reads_no_image_and_makes_its_template(env: Env) -> None:
-    """Ported: aimmodel/spec-provided-metadata (status.imageMetadata, a v1alpha1-only status field, is not
-    written: docs/aim-versions.md)."""
+    """Ported: aimmodel/spec-provided-metadata."""
     ns = "mtpl-spec"
     env.apply(namespace(ns))
     model = env.apply_file("spec-provided-metadata/model.yaml", ns)
@@ -243,6 +267,8 @@ def test_upstreams_spec_provided_metadata_scenario_reads_no_image_and_makes_its_
         "ImageMetadataReady",
     )
     assert found["ImageMetadataReady"]["reason"] == "ImageMetadataFound"
+    # chainsaw: imageMetadata (the spec's, in status)
+    assert env.status(MODELS_V1, name, ns)["imageMetadata"] == model["spec"]["imageMetadata"]
     # the template of its spec's recommended deployment, under upstream's name
     template = until(lambda: env.get(TEMPLATES, SPEC_TEMPLATE, ns), "the template")
     assert template["spec"] == {
@@ -275,8 +301,7 @@ def test_upstreams_template_garbage_collection_scenario_deletes_the_templates_wi
 
 
 def test_upstreams_additive_custom_templates_scenario_adds_the_custom_templates_to_the_images(env: Env) -> None:
-    """Ported: aimmodel/additive-custom-templates, its template steps (the model's `status: Ready` and `sourceType`
-    are not ported: omectl's discovery decides the status, and sourceType is v1alpha1-only status)."""
+    """Ported: aimmodel/additive-custom-templates."""
     ns = "mtpl-additive"
     env.apply(namespace(ns))
     model = env.apply_simulated("additive-custom-templates/model.yaml", ns)
@@ -300,6 +325,8 @@ def test_upstreams_additive_custom_templates_scenario_adds_the_custom_templates_
     templates = env.listed(TEMPLATES, f"aim.eai.amd.com/model={name}", ns)
     assert len(templates) > 2
     assert len(templates) == 3
+    # chainsaw: Assert model becomes ready (an image model)
+    assert env.reaches(MODELS_V1, name, ns, "Ready", timeout=60)["sourceType"] == "Image"
 
 
 def v1_model(name: str, ns: str, image: str, **spec: Any) -> dict[str, Any]:
@@ -363,3 +390,118 @@ def test_a_private_image_is_read_with_the_models_pull_secret(env: Env) -> None:
     (template,) = until(lambda: env.listed(TEMPLATES, "aim.eai.amd.com/model=private", ns), "private's template")
     assert template["spec"]["imagePullSecrets"] == [{"name": "pull"}]
     assert (template["spec"]["hardware"]["gpu"]["requests"], template["spec"]["metric"]) == (2, "throughput")
+
+
+def by_type(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status.get("conditions") or []}
+
+
+def test_upstreams_invalid_image_pull_secret_scenario_fails_the_model_on_its_missing_secret(env: Env) -> None:
+    """Ported: aimmodel/invalid-image-pull-secret."""
+    ns = "mtpl-bad-secret"
+    env.apply(namespace(ns))
+    name = env.apply_file("invalid-image-pull-secret/model.yaml", ns)["metadata"]["name"]
+    # chainsaw: Assert model is Failed with ConfigValid=False and Ready=False
+    status = env.reaches(MODELS_V1, name, ns, "Failed")
+    conditions = by_type(status)
+    assert (conditions["ConfigValid"]["status"], conditions["ConfigValid"]["reason"]) == ("False", "ReferenceNotFound")
+    assert conditions["Ready"]["status"] == "False"
+    # here: why, the model's source type, and no discovery Job of omectl's for a model written in v1alpha1
+    assert (conditions["ImageMetadataReady"]["status"], conditions["ImageMetadataReady"]["reason"]) == (
+        "False",
+        "SecretNotFound",
+    )
+    assert status["sourceType"] == "Image"
+    assert env.get("jobs", f"{name}-discovery", ns) is None
+
+
+def test_upstreams_custom_model_nonexistent_image_scenario_degrades_the_model_and_not_a_template_failing_it(
+    env: Env,
+) -> None:
+    """Ported: aimmodel/custom-models/nonexistent-image (both phases; `apply-with-status.sh --status-only --freeze`
+    as upstream's script does it: the model paused, then its status written)."""
+    ns = "mtpl-nonexistent"
+    env.apply(namespace(ns))
+    name = env.apply_file("custom-models/nonexistent-image/model.yaml", ns)["metadata"]["name"]
+    template = env.apply_file("custom-models/nonexistent-image/template.yaml", ns)["metadata"]["name"]
+    # chainsaw: Assert AIMModel transitions to Degraded with ImageMetadataReady=False
+    status = env.reaches(MODELS_V1, name, ns, "Degraded")
+    assert status["sourceType"] == "Custom"
+    metadata = by_type(status)["ImageMetadataReady"]
+    assert (metadata["status"], metadata["reason"]) == ("False", "ImageNotFound")
+    # chainsaw: Assert AIMServiceTemplate also transitions to Degraded
+    env.reaches(TEMPLATES, template, ns, "Degraded")
+    # here: the model's own templates are not made while its image cannot be read (upstream's apply is blocked)
+    assert env.listed(TEMPLATES, f"aim.eai.amd.com/origin=auto-generated,aim.eai.amd.com/model={name}", ns) == []
+    # chainsaw: Freeze model and patch status to template-only failure
+    frozen: dict[str, Any] = yaml.safe_load(
+        (UPSTREAM / "custom-models/nonexistent-image/model-template-only-failure.yaml").read_text()
+    )
+    env.k("annotate", MODELS_V1, name, "-n", ns, "aim.eai.amd.com/reconciliation-paused=true")
+    body = json.dumps({"status": frozen["status"]})
+    env.k("patch", MODELS_V1, name, "-n", ns, "--type=merge", "--subresource=status", "-p", body)
+    # chainsaw: Assert AIMServiceTemplate recovers (ignores template-only model failure)
+    env.reaches(TEMPLATES, template, ns, "Ready")
+
+
+def test_upstreams_custom_model_valid_image_scenario_is_ready_with_its_template(env: Env) -> None:
+    """Ported: aimmodel/custom-models/valid-image; here also its image's metadata in status, in both versions."""
+    ns = "mtpl-valid-image"
+    env.apply(namespace(ns))
+    name = env.apply_file("custom-models/valid-image/model.yaml", ns)["metadata"]["name"]
+    # chainsaw: Assert AIMModel becomes Ready with ImageMetadataReady=True
+    status = env.reaches(MODELS_V1, name, ns, "Ready", timeout=60)
+    assert status["sourceType"] == "Custom"
+    metadata = by_type(status)["ImageMetadataReady"]
+    assert (metadata["status"], metadata["reason"]) == ("True", "ImageFound")
+    # chainsaw: Assert AIMServiceTemplate becomes Ready
+    (template,) = env.listed(TEMPLATES, f"aim.eai.amd.com/model={name}", ns)
+    assert template["status"]["status"] == "Ready"
+    # here: the labels read, kept in status as upstream keeps them; the same object read in v1alpha2
+    assert status["imageMetadata"]["oci"]["title"] == "aim-base"
+    v2 = env.status(MODELS_V2, name, ns)
+    assert (v2["imageMetadata"], v2["sourceType"], v2["status"]) == (status["imageMetadata"], "Custom", "Ready")
+
+
+def test_upstreams_clone_templates_for_gpu_scenario_clones_a_ready_cluster_models_templates(env: Env) -> None:
+    """Ported: aimmodel/clone-templates-for-gpu; its step `hack/clone-templates-for-gpu.sh MI300X MI308X | kubectl
+    apply -f -` done here as the script does it, for this model's templates."""
+    name = env.apply_simulated("clone-templates-for-gpu/cluster-model.yaml")["metadata"]["name"]
+    # chainsaw: Wait for cluster model to be ready
+    status = env.reaches(CLUSTER_MODELS_V1, name, None, "Ready", timeout=90)
+    assert by_type(status)["ClusterServiceTemplatesReady"]["reason"] == "AllTemplatesReady"
+    assert env.get("jobs", f"{name}-cluster-discovery", "aim-system") is None, "no discovery Job of omectl's"
+    # chainsaw: Clone templates to MI308X (the script: each MI300X template, renamed, its GPU and env changed)
+    selector = f"aim.eai.amd.com/model={name}"
+    for template in env.listed(CLUSTER_TEMPLATES, selector):
+        gpu = (template.get("status", {}).get("resolvedHardware") or template["spec"]["hardware"])["gpu"]["model"]
+        if gpu != "MI300X":
+            continue
+        meta = template["metadata"]
+        for field in ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"):
+            meta.pop(field, None)
+        meta.get("annotations", {}).pop("kubectl.kubernetes.io/last-applied-configuration", None)
+        template.pop("status", None)
+        meta["name"] = meta["name"].replace("mi300x", "mi308x")
+        template["spec"]["hardware"]["gpu"]["model"] = "MI308X"
+        env_vars = [e for e in template["spec"].get("env", []) if e["name"] != "AIM_GPU_MODEL"]
+        template["spec"]["env"] = [*env_vars, {"name": "AIM_GPU_MODEL", "value": "MI300X"}]
+        env.k("apply", "-f", "-", stdin=yaml.safe_dump(template))
+    # chainsaw: Verify cloned MI308X templates exist
+    cloned = [
+        t
+        for t in env.listed(CLUSTER_TEMPLATES, f"aim.eai.amd.com/origin=auto-generated,{selector}")
+        if t["spec"]["hardware"]["gpu"]["model"] == "MI308X"
+    ]
+    assert [t["spec"]["modelName"] for t in cloned] == [name]
+    # here: a clone for a GPU the fleet lacks is NotAvailable, and the model stays Ready beside its Ready template
+    env.reaches(CLUSTER_TEMPLATES, cloned[0]["metadata"]["name"], None, "NotAvailable")
+    found = until(
+        lambda: (
+            (c := by_type(env.status(CLUSTER_MODELS_V1, name)))["ClusterServiceTemplatesReady"]["reason"]
+            == "SomeTemplatesReady"
+            and c
+        ),
+        "the model's templates some Ready, some not available",
+    )
+    assert found["Ready"]["status"] == "True"

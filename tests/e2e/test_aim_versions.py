@@ -242,6 +242,10 @@ def test_upstreams_error_recovery_scenario_in_v1alpha1_a_model_fails_on_a_missin
     ready = until(lambda: v1_status("Ready"), f"model {name} recovered, read in v1alpha1")
     assert conditions(ready)["Ready"][0] == "True"
     assert conditions(ready)["ConfigValid"][0] == "True"
+    # upstream's roll-up: nothing read (extraction off), no templates expected
+    assert conditions(ready)["ImageMetadataReady"] == ("True", "ImageFound")
+    assert conditions(ready)["ServiceTemplatesReady"] == ("True", "NoTemplatesExpected")
+    assert ready["sourceType"] == "Image"
     assert ready["resolvedRuntimeConfig"]["name"] == "recovery-test-config"
     assert get(env, "aimmodels", V2, name, NS)["status"]["status"] == "Ready"
     # kubectl get: omectl's columns in v1alpha2, upstream's in v1alpha1
@@ -285,21 +289,29 @@ def test_upstreams_custom_model_keeps_what_v1alpha2_cannot_hold_and_its_rules_ho
     assert env.get("aimmodels", "no-hardware", NS) is None
 
 
-def test_upstreams_cluster_model_in_v1alpha1_is_discovered_in_v1alpha2(env: Env) -> None:
-    """Upstream's aimmodel/clone-templates-for-gpu cluster model: both discovery flags on, so omectl discovers its
-    profiles (the discovery Job in the operator namespace); the status reads in both versions."""
+def test_upstreams_cluster_model_in_v1alpha1_is_reconciled_as_upstreams_and_its_status_reads_in_both_versions(
+    env: Env,
+) -> None:
+    """Upstream's aimmodel/clone-templates-for-gpu cluster model, written in v1alpha1: upstream's model (its image's
+    metadata and templates, no discovery Job of omectl's); its status, upstream's `imageMetadata` and `sourceType`
+    too, reads the same in both versions."""
     doc = upstream("tests/e2e/aimmodel/clone-templates-for-gpu/cluster-model.yaml")
-    env.apply(namespace("aim-system"), doc)  # the operator namespace, where a cluster model's Job runs
+    env.apply(namespace("aim-system"), doc)  # the operator namespace
     name = doc["metadata"]["name"]
     assert get(env, "aimclustermodels", V1, name)["spec"] == doc["spec"]
     v2 = get(env, "aimclustermodels", V2, name)
     assert v2["spec"] == {"image": doc["spec"]["image"], "discovery": {"enabled": True}}
     assert v2["metadata"]["annotations"][carried_annotation("v1alpha1")] == "{}", "nothing kept; written in v1alpha1"
-    until(lambda: env.get("jobs", f"{name}-cluster-discovery", "aim-system"), "the discovery Job in aim-system")
-    status = until(lambda: get(env, "aimclustermodels", V2, name).get("status"), f"cluster model {name} reconciled")
+    status = until(
+        lambda: (s := get(env, "aimclustermodels", V2, name).get("status") or {}).get("imageMetadata") and s,
+        f"cluster model {name} reconciled, its image read",
+    )
+    assert status["sourceType"] == "Image"
+    assert status["imageMetadata"]["model"]["canonicalName"] == "HuggingFaceTB/SmolLM2-135M"
     v1_status = get(env, "aimclustermodels", V1, name)["status"]
-    assert v1_status["status"] == status["status"]
-    assert conditions(v1_status) == conditions(status)
+    assert (v1_status["imageMetadata"], v1_status["sourceType"]) == (status["imageMetadata"], "Image")
+    assert conditions(v1_status)["ImageMetadataReady"] == conditions(status)["ImageMetadataReady"]
+    assert env.get("jobs", f"{name}-cluster-discovery", "aim-system") is None, "no discovery Job"
     assert columns(env, "aimclustermodels.v1alpha1.aim.eai.amd.com", name) == UPSTREAM_MODEL_COLUMNS
 
 

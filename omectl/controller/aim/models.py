@@ -1,7 +1,8 @@
 """Models, profiles, profile sets and cluster model sources on the v1alpha2 path (docs/aim-resources.md).
 
-- **AIMModel / AIMClusterModel** (`reconcile_model`): a model written in v1alpha1 makes its AIMServiceTemplates
-  (`model_templates.reconcile_model_templates`, its conditions added to the model's); and, unless discovery is
+- **AIMModel / AIMClusterModel** (`reconcile_model`): a model written in v1alpha1 (with an image) is upstream's: its
+  AIMServiceTemplates and its whole status rolled up from its image metadata and templates
+  (`model_templates.reconcile_v1alpha1_model`), no discovery Job. Any other model: unless discovery is
   disabled (or the model has no image:
   Failed / `ImageNotSpecified`, with one Warning event), the discovery Job
   (`render_discovery_job`) in the model's namespace, or in the operator namespace for a cluster model, with the
@@ -9,7 +10,9 @@
   from the model's (image, env or model sources changed) is stale: it and its result ConfigMap are deleted, and the
   deletion brings the model back to run it anew. The result ConfigMap (same name and namespace as the Job; ignored
   when its inputs annotation is another run's) becomes the AIMProfiles / AIMClusterProfiles
-  (`profiles_from_discovery`) and the child AIMProfileSet (`profile_set_for`). Status `model_status`.
+  (`profiles_from_discovery`) and the child AIMProfileSet (`profile_set_for`). Status `model_status`. A model written
+  in v1alpha2 with the simulated image metadata makes its templates too (`model_templates.reconcile_model_templates`,
+  their conditions added to its discovery's).
 - **AIMProfile / AIMClusterProfile** (`reconcile_profile`): configuration only; Ready (`profile_status`).
 - **AIMProfileSet** (`reconcile_profile_set`): its derived AIMProfiles (`derive_profiles`); `profile_set_status`.
 - **AIMClusterModelSource** (`reconcile_model_source`): the AIMClusterModels it lists (`cluster_models_for`);
@@ -21,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from omectl.controller.aim.model_templates import reconcile_model_templates
+from omectl.controller.aim.model_templates import reconcile_model_templates, reconcile_v1alpha1_model
 from omectl.core.aim.discovery import (
     IMAGE_NOT_SPECIFIED,
     INPUTS_ANNOTATION,
@@ -40,6 +43,7 @@ from omectl.core.aim.discovery import (
 )
 from omectl.core.aim.profiles import derive_profiles, profile_set_status, profile_status
 from omectl.core.aim.sources import cluster_models_for, model_source_status
+from omectl.core.aim.versions import written_in_v1alpha1
 from omectl.core.jsonish import as_mapping
 
 if TYPE_CHECKING:
@@ -50,6 +54,8 @@ if TYPE_CHECKING:
 async def reconcile_model(
     reconciler: AimConsumerReconciler, cluster: AimWatch, model: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
+    if written_in_v1alpha1(model) and has_image(model):
+        return await reconcile_v1alpha1_model(reconciler, cluster, model, config)
     own = await _reconcile_discovery(reconciler, cluster, model, config)
     conditions = await reconcile_model_templates(reconciler, cluster, model, config)
     if conditions:

@@ -149,14 +149,15 @@ def consumer_status(
 
     Conditions: the resolution's (`RuntimeConfigReady`; `ConfigValid=False` on a missing explicit config), then
     `ConfigValid=True` / `ConfigurationValid` when the previous status had `ConfigValid` and the config is valid now
-    (the recovery), then the kind's own conditions. On a missing explicit config `status` is `Failed` and `Ready`
-    False / `ReferenceNotFound`, whatever the kind's own part said. `resolvedRuntimeConfig` is present only when a
-    config resolved."""
+    (the recovery) unless the kind's own part says `ConfigValid` itself, then the kind's own conditions. On a missing
+    explicit config `status` is `Failed` and `Ready` False / `ReferenceNotFound`, whatever the kind's own part said.
+    `resolvedRuntimeConfig` is present only when a config resolved."""
     out = {k: v for k, v in own.items() if k != "conditions"}
     conditions: list[dict[str, Any]] = [dict(c) for c in resolution.conditions]
     own_conditions = [dict(c) for c in own.get("conditions") or () if isinstance(c, Mapping)]
     if resolution.may_apply:
-        if any(p.get("type") == CONFIG_VALID for p in previous_conditions):
+        own_says = any(c.get("type") == CONFIG_VALID for c in own_conditions)  # e.g. a v1alpha1 model's missing secret
+        if not own_says and any(p.get("type") == CONFIG_VALID for p in previous_conditions):
             conditions.append(_condition(CONFIG_VALID, "True", "ConfigurationValid", "Configuration is valid"))
     else:
         status = resolution.status or "Failed"

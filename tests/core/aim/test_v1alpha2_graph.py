@@ -509,6 +509,15 @@ def test_missing_explicit_config_fails_and_recovers_when_it_appears(consumer: di
     }
 
 
+def test_the_kinds_own_config_valid_wins_over_the_configs_recovery() -> None:
+    """A v1alpha1 model's missing pull secret (its own `ConfigValid=False`) stays False on the next reconcile, though
+    the previous status had `ConfigValid` and the runtime config is valid."""
+    own_false = {"type": "ConfigValid", "status": "False", "reason": "ReferenceNotFound", "message": "m"}
+    own = {"status": "Failed", "conditions": [own_false]}
+    again = consumer_status(resolve(model(), configs()), own, previous_conditions=[own_false])
+    assert [c for c in again["conditions"] if c["type"] == "ConfigValid"] == [own_false]
+
+
 def test_missing_default_config_is_not_an_error() -> None:
     got = consumer_status(resolve(model(), configs()), {"status": "Pending"})
     assert got["status"] == "Pending"

@@ -562,15 +562,21 @@ def test_a_models_status_written_in_v1alpha2_reads_in_v1alpha1() -> None:
         "resolvedRuntimeConfig": reference,
     }
     assert json.loads(v1["metadata"]["annotations"][carried_annotation(V1ALPHA2)]) == {"status": {"profileCount": 2}}
-    # upstream's own status values without a v1alpha2 counterpart wait in the annotation
-    v1["status"] |= {"status": "NotAvailable", "sourceType": "Image"}
+    # upstream's NotAvailable, sourceType and imageMetadata are v1alpha2's too (the controller writes them for a
+    # model written in v1alpha1); a scope without a v1alpha2 counterpart waits in the annotation
+    metadata = {"model": {"canonicalName": "org/m", "recommendedDeployments": [{"gpuModel": "MI300X", "gpuCount": 1}]}}
+    v1["status"] |= {"status": "NotAvailable", "sourceType": "Image", "imageMetadata": metadata}
     v1["status"]["resolvedRuntimeConfig"]["scope"] = "Merged"
     back = convert(v1, api(V1ALPHA2))
-    assert back["status"]["profileCount"] == 2 and "status" not in back["status"]
+    assert back["status"]["profileCount"] == 2
+    assert (back["status"]["status"], back["status"]["sourceType"]) == ("NotAvailable", "Image")
+    assert back["status"]["imageMetadata"] == metadata
     assert back["status"]["resolvedRuntimeConfig"] == {k: v for k, v in reference.items() if k != "scope"}
     assert json.loads(back["metadata"]["annotations"][carried_annotation(V1ALPHA1)]) == {
-        "status": {"status": "NotAvailable", "sourceType": "Image", "resolvedRuntimeConfig": {"scope": "Merged"}}
+        "status": {"resolvedRuntimeConfig": {"scope": "Merged"}}
     }
+    again = convert(back, api(V1ALPHA1))
+    assert again["status"] == v1["status"], "and back, nothing lost"
 
 
 @pytest.mark.parametrize("kind", ["AIMService", "AIMModel", "AIMClusterModel"])

@@ -34,11 +34,12 @@ profile, and on an AIMServiceTemplate (not on a cluster one, as upstream) `env`:
 template's over it by name. Templates no longer rendered (a deployment gone from the metadata) are left as they are,
 as upstream leaves them, until the model goes.
 
-Conditions (`template_conditions`): `ImageMetadataReady` (True / `ImageMetadataFound` when the metadata names a
-`canonicalName`, else `ImageFound`; False with the reason of `unreadable`, `ImageMetadataInvalid` for labels that do
-not parse, or `ImageMetadataUnavailable` while nothing was read) and `ServiceTemplatesReady`
-(`ClusterServiceTemplatesReady` for a cluster model): the aggregate of the templates whose `spec.modelName` is the
-model, in its namespace (`template_health`).
+Conditions of a model written in v1alpha2 with the simulated metadata (`template_conditions`; a model written in
+v1alpha1 gets its whole status from `omectl.core.aim.legacy.model_status` instead): `ImageMetadataReady` (True /
+`ImageMetadataFound` when the metadata names a `canonicalName`, else `ImageFound`; False with the reason of
+`unreadable`, `ImageMetadataInvalid` for labels that do not parse, or `ImageMetadataUnavailable` while nothing was
+read) and `ServiceTemplatesReady` (`ClusterServiceTemplatesReady` for a cluster model): the aggregate of the templates
+whose `spec.modelName` is the model, in its namespace (`template_health`).
 """
 
 from __future__ import annotations

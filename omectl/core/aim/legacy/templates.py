@@ -5,7 +5,9 @@ template cache.
 - **Model** (`model_component`): the AIMModel of `spec.modelName` in the template's namespace, the AIMClusterModel
   for a cluster template. Missing: a missing reference (`ReferenceNotFound`, `<Kind> <name> not found`: the template
   fails until it appears). No `spec.image`: Failed / `ImageNotSpecified`. A model that is Failed or Degraded
-  passes that on (`ModelFailed`). Nothing is applied until the model is there with an image.
+  passes that on (`ModelFailed`), unless only its templates fail it (no component condition `<X>Ready` of the model
+  is False but `Ready` and its `(Cluster)ServiceTemplatesReady`): upstream ignores that, or a model and its templates
+  would keep each other failed. Nothing is applied until the model is there with an image.
 - **Hardware** (`omectl.core.aim.legacy.gpus`): a template that requires a GPU nobody has is NotAvailable and
   applies nothing.
 - **Model sources given inline** (`spec.modelSources`): no discovery; Ready with the profile and hardware of the spec
@@ -71,9 +73,22 @@ def model_component(template: Mapping[str, Any], model: Mapping[str, Any] | None
     if not spec_of(model).get("image"):
         return Component(component, "Failed", "ImageNotSpecified", "Model does not specify an image")
     state = status_of(model).get("status")
-    if state in ("Failed", "Degraded"):
+    templates = "ClusterServiceTemplatesReady" if kind == CLUSTER_MODEL else "ServiceTemplatesReady"
+    if state in ("Failed", "Degraded") and _fails_beyond_its_templates(model, templates):
         return Component(component, state, "ModelFailed", f"{kind} is in {state} state")
     return Component(component, "Ready", "ModelFound", f"{kind} found with valid image")
+
+
+def _fails_beyond_its_templates(model: Mapping[str, Any], templates_condition: str) -> bool:
+    """Whether a component condition of the model other than its templates' is False (upstream's
+    hasNonTemplateFailure; `templates_condition` is `ServiceTemplatesReady` or `ClusterServiceTemplatesReady`)."""
+    for item in as_list(status_of(model).get("conditions")):
+        kind = str(as_mapping(item).get("type") or "")
+        if kind in ("Ready", templates_condition) or not kind.endswith("Ready"):
+            continue
+        if as_mapping(item).get("status") == "False":
+            return True
+    return False
 
 
 def resolved_model(model: Mapping[str, Any]) -> dict[str, str]:

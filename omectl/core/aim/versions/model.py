@@ -9,9 +9,10 @@ one of the other) and keep the precise value in the annotation. Upstream's custo
 `customTemplates`), `defaultServiceTemplate`, `imageMetadata`, `imagePullSecrets`, `resources` and
 `serviceAccountName` have no v1alpha2 counterpart.
 
-Status: the conditions, the observed generation, `status` (v1alpha1's enum is wider: `NotAvailable`) and
-`resolvedRuntimeConfig` (v1alpha1's scope may also be `Merged` or `Unknown`) are shared; v1alpha1's `imageMetadata`
-and `sourceType` and v1alpha2's `profileCount` have no counterpart.
+Status: the conditions, the observed generation, `status` (the same six states), `resolvedRuntimeConfig` (v1alpha1's
+scope may also be `Merged` or `Unknown`), `imageMetadata` and `sourceType` (v1alpha2's status has upstream's shape
+for both, so that the controller's status write in v1alpha2 holds what it composes for a model written in v1alpha1)
+are shared; v1alpha2's `profileCount` has no counterpart.
 """
 
 from __future__ import annotations
@@ -21,10 +22,23 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from omectl.core.aim.versions.engine import UNHELD, V1ALPHA1, Container, Field, KindConversion, Values, carried_fields
+from omectl.core.aim.versions.engine import (
+    UNHELD,
+    V1ALPHA1,
+    Container,
+    Field,
+    KindConversion,
+    Values,
+    carried_fields,
+    same_if,
+)
 
-STATUS: Final = Values({name: name for name in ("Pending", "Progressing", "Ready", "Degraded", "Failed")})
-"""v1alpha1's `status.status` -> v1alpha2's (`NotAvailable` has none)."""
+STATUS: Final = Values(
+    {name: name for name in ("Pending", "Progressing", "Ready", "Degraded", "Failed", "NotAvailable")}
+)
+"""v1alpha1's `status.status` -> v1alpha2's: the same six states."""
+SOURCE_TYPE: Final = Values({"Image": "Image", "Custom": "Custom"})
+"""`status.sourceType`: the same two values in both versions."""
 SCOPE: Final = Values({"Namespace": "Namespace", "Cluster": "Cluster"})
 """v1alpha1's `resolvedRuntimeConfig.scope` -> v1alpha2's (`Merged` and `Unknown` have none)."""
 
@@ -104,6 +118,8 @@ def _rules() -> tuple[Field | Container, ...]:
         Container.both(("status", "resolvedRuntimeConfig")),
         *(Field.both(("status", "resolvedRuntimeConfig", name)) for name in ("kind", "name", "namespace", "uid")),
         Field.values(("status", "resolvedRuntimeConfig", "scope"), ("status", "resolvedRuntimeConfig", "scope"), SCOPE),
+        Field.both(("status", "imageMetadata"), same_if(dict), same_if(dict)),
+        Field.values(("status", "sourceType"), ("status", "sourceType"), SOURCE_TYPE),
     )
 
 

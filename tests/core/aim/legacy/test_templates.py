@@ -57,9 +57,30 @@ def test_the_model_is_a_reference_that_fails_the_template_while_missing() -> Non
     assert (cluster.name, cluster.message) == ("ClusterModel", "AIMClusterModel qwen not found")
     imageless = model_component(template(), model())
     assert (imageless.state, imageless.reason) == ("Failed", "ImageNotSpecified")
-    failed = model_component(template(), {**model(image="i"), "status": {"status": "Failed"}})
+    image_failed = [{"type": "ImageMetadataReady", "status": "False"}, {"type": "Ready", "status": "False"}]
+    status = {"status": "Failed", "conditions": image_failed}
+    failed = model_component(template(), {**model(image="i"), "status": status})
     assert (failed.state, failed.reason) == ("Failed", "ModelFailed")
     assert model_component(template(), model(image="i")).state == "Ready"
+
+
+@pytest.mark.parametrize(
+    ("kind", "condition"),
+    [("AIMServiceTemplate", "ServiceTemplatesReady"), ("AIMClusterServiceTemplate", "ClusterServiceTemplatesReady")],
+)
+def test_a_model_failed_only_by_its_templates_does_not_fail_them(kind: str, condition: str) -> None:
+    """Upstream's custom-models/nonexistent-image, phase 2: a model Failed only because its templates fail
+    (ServiceTemplatesReady=False, its other component conditions True) is ignored, or model and templates would keep
+    each other failed (upstream's model-template-only-failure.yaml's conditions)."""
+    conditions = [
+        {"type": "RuntimeConfigReady", "status": "True"},
+        {"type": "ImageMetadataReady", "status": "True"},
+        {"type": condition, "status": "False"},
+        {"type": "Ready", "status": "False"},
+    ]
+    owner = {**model(image="i"), "kind": "AIMClusterModel" if "Cluster" in kind else "AIMModel"}
+    found = model_component(template(kind), {**owner, "status": {"status": "Failed", "conditions": conditions}})
+    assert (found.state, found.reason) == ("Ready", "ModelFound")
 
 
 def test_the_discovery_job_runs_the_model_image_with_config_env_under_template_env_under_what_it_asks() -> None:
