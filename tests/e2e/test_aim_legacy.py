@@ -571,6 +571,57 @@ def test_a_template_cache_fails_while_its_template_is_missing(env: Env) -> None:
     assert env.items("aimartifacts.aim.eai.amd.com", ns) == []
 
 
+def test_a_template_cache_fails_with_its_failed_template(env: Env) -> None:
+    """Ported: aimtemplatecache/fails-if-service-template-failed (the frozen template is paused: its model is not
+    read, so upstream's model.yaml is not applied)."""
+    ns = "tc-template-failed"
+    env.apply(namespace(ns))
+    env.apply_frozen(UPSTREAM / "aimtemplatecache/fails-if-service-template-failed/service-template.yaml", ns)
+    apply_upstream(env, "aimtemplatecache/fails-if-service-template-failed/template-cache.yaml", ns)
+    name = "fails-if-service-template-failed"
+    # chainsaw: Ensure the template cache is also failed
+    status = until(lambda: (s := env.status("aimtemplatecaches", name, ns)).get("status") and s, "a status")
+    assert status["status"] == "Failed"
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert (conditions["ServiceTemplateReady"]["status"], conditions["ServiceTemplateReady"]["reason"]) == (
+        "False",
+        "Failed",
+    )
+    assert conditions["Ready"]["status"] == "False" and status["resolvedTemplateKind"] == "AIMServiceTemplate"
+    assert env.items("aimartifacts.aim.eai.amd.com", ns) == [], "nothing cached from a failed template"
+
+
+def test_a_template_cache_of_the_wrong_scope_does_not_find_the_template_of_the_other(env: Env) -> None:
+    """Ported: aimtemplatecache/fails-if-service-template-has-wrong-scope: a Cluster cache naming a namespaced
+    template, a Namespace cache naming a cluster one."""
+    ns = "tc-wrong-scope"
+    env.apply(namespace(ns))
+    suite = "aimtemplatecache/fails-if-service-template-has-wrong-scope"
+    apply_upstream(env, f"{suite}/service-template.yaml", ns)
+    env.k("apply", "-f", str(UPSTREAM / suite / "cluster-service-template.yaml"))
+    for document in ("template-cache-cluster.yaml", "template-cache-namespace.yaml"):
+        apply_upstream(env, f"{suite}/{document}", ns)
+    # chainsaw: Ensure the both caches are in a Failed state (Ready and ServiceTemplateReady False, ReferenceNotFound)
+    for name, missing in (
+        (
+            "failure-service-template-not-found-cluster",
+            "AIMClusterServiceTemplate service-template-wrong-scope-namespace",
+        ),
+        ("failure-service-template-not-found-namespace", "AIMServiceTemplate service-template-wrong-scope-cluster"),
+    ):
+        status = until(lambda n=name: (s := env.status("aimtemplatecaches", n, ns)).get("status") and s, "a status")
+        assert status["status"] == "Failed", name
+        conditions = {c["type"]: c for c in status["conditions"]}
+        for condition_type in ("Ready", "ServiceTemplateReady"):
+            found = conditions[condition_type]
+            assert (found["status"], found["reason"]) == ("False", "ReferenceNotFound"), (name, condition_type)
+        assert conditions["ServiceTemplateReady"]["message"] == f"{missing} not found"
+    assert env.items("aimartifacts.aim.eai.amd.com", ns) == []
+    # the templates themselves exist, each in the scope the other cache did not look in
+    assert env.get("aimservicetemplates", "service-template-wrong-scope-namespace", ns) is not None
+    assert env.get("aimclusterservicetemplates", "service-template-wrong-scope-cluster") is not None
+
+
 def test_a_template_cache_is_not_available_while_its_templates_gpu_is_not(env: Env) -> None:
     """Ported: aimtemplatecache/not-available-when-gpu-unavailable."""
     ns = "tc-no-gpu"

@@ -19,8 +19,14 @@ inline model sources, Ready without discovery), so the caching is what is tested
 - aimservice/common/label-propagation (with a named template): the matched labels reach the AIMTemplateCache, its
   AIMArtifact, the artifact's PVC and download Job and the InferenceService; a label no pattern matches does not.
 - aimservice/frozen/env-propagation-to-cache: the cache's env, the template's caching env under the service's.
-- The cleanup of upstream's cache-cleanup scenarios: a cache that is not Ready goes with its service, a Ready one
-  stays.
+- aimservice/common/cache-cleanup/{cache-cleanup-failed-deleted, cache-cleanup-ready-preserved}: a Failed cache
+  (its download failed by upstream's AIM_DEBUG_CAUSE_FAILURE, which the simulated downloader honours) goes with its
+  service, and its Failed artifact with it; a Ready cache and artifact stay. Here also a Shared cache deleted by
+  hand: its Failed artifact goes, its Ready one stays and is reused when the cache is made again.
+- aimservice/common/cache-cleanup/namespace-deletion-not-blocked: the namespace goes with its service, template
+  cache and artifact (omectl puts no finalizer on them, so upstream's finalizer checks are not ported).
+- aimtemplatecache/dedicated-ignores-shared-artifacts (with a named template): a Dedicated cache's artifacts are its
+  own, a Ready Shared artifact of the same source beside them.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ ARTIFACTS = "aimartifacts.aim.eai.amd.com"
 KSERVE = "inferenceservices.serving.kserve.io"
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e" / "aimservice" / "common"
 FROZEN = UPSTREAM.parent / "frozen"
+CLEANUP = UPSTREAM / "cache-cleanup"
+TEMPLATE_CACHES = UPSTREAM.parent.parent / "aimtemplatecache"
 TEMPLATE = "cached-template"
 TIMEOUT = 60
 
@@ -386,35 +394,176 @@ class StatusWatch:
         self.reader.join(timeout=20)
 
 
-def test_a_deleted_service_takes_its_caches_that_are_not_ready_and_leaves_the_ready_ones(env: Env) -> None:
-    """As upstream's cache-cleanup scenarios (failed-deleted, ready-preserved): a cache whose artifact cannot be
-    sized never becomes Ready, and goes with the service that made it; a Ready one stays for others."""
-    ns = "cache-cleanup"
+def test_upstreams_cache_cleanup_scenarios_delete_a_failed_cache_and_its_artifact_and_keep_a_ready_one(
+    env: Env,
+) -> None:
+    """Ported: aimservice/common/cache-cleanup/{cache-cleanup-failed-deleted, cache-cleanup-ready-preserved} (each
+    with a named template, in a namespace of its own: both services' Shared caches would otherwise be one). The
+    failed download is upstream's: its runtime config sets AIM_DEBUG_CAUSE_FAILURE, which fails the downloader."""
+    failing_ns, ready_ns = "cache-cleanup-failed", "cache-cleanup-ready"
+    for ns in (failing_ns, ready_ns):
+        env.apply(namespace(ns), model(ns), template(ns))
+    env.k("apply", "-n", failing_ns, "-f", str(CLEANUP / "cache-cleanup-failed-deleted" / "runtimeconfig.yaml"))
+    failing = env.upstream_service("cache-cleanup/cache-cleanup-failed-deleted/service.yaml", failing_ns)
+    ready = env.upstream_service("cache-cleanup/cache-cleanup-ready-preserved/service.yaml", ready_ns)
+    failing_name, ready_name = failing["metadata"]["name"], ready["metadata"]["name"]
+    assert failing["spec"]["runtimeConfigName"] == "cache-cleanup-fail-config"
+    made_by_failing = f"aim.eai.amd.com/service.name={failing_name}"
+
+    # failed-deleted, chainsaw: Wait for template cache to be created; Verify AIMArtifact is created and reaches
+    # Failed status; Verify template cache reflects failure
+    (failed_artifact,) = until(
+        lambda: [a for a in env.items(ARTIFACTS, failing_ns, made_by_failing) if a.get("status", {}).get("status")],
+        "the failing service's artifact with a status",
+        timeout=TIMEOUT,
+    )
+    failed_artifact = until(
+        lambda: (
+            (a := env.get(ARTIFACTS, failed_artifact["metadata"]["name"], failing_ns))
+            and a["status"]["status"] == "Failed"
+            and a
+        ),
+        "the artifact Failed",
+    )
+    (failed_cache,) = until(
+        lambda: [c for c in env.caches_of(failing_name, failing_ns) if c.get("status", {}).get("status") == "Failed"],
+        "the template cache Failed",
+    )
+    assert failed_cache["spec"]["runtimeConfigName"] == "cache-cleanup-fail-config"
+    (job,) = env.items("jobs", failing_ns)
+    assert {"name": "AIM_DEBUG_CAUSE_FAILURE", "value": "true"} in job["spec"]["template"]["spec"]["containers"][0][
+        "env"
+    ]
+    failed_service = until(
+        lambda: conditions(env.service(failing_name, failing_ns).get("status") or {}).get("CacheReady"), "CacheReady"
+    )
+    assert (failed_service["status"], failed_service["reason"]) == ("False", "CacheFailed")
+    assert env.get(KSERVE, failing_name, failing_ns) is None, "the InferenceService waits for a Ready cache"
+
+    # ready-preserved, chainsaw: Wait for template cache to become Ready; Verify artifact is Ready
+    ready_cache = cache_ready(env, ready_name, ready_ns)
+    running_with_cache(env, ready_name, ready_ns)
+    (ready_artifact,) = env.items(ARTIFACTS, ready_ns, f"aim.eai.amd.com/service.name={ready_name}")
+    assert ready_artifact["status"]["status"] == "Ready"
+
+    # chainsaw (both): Delete the AIMService (the Ready one first: by the time the failed one's cache and artifact are
+    # gone, the controller has seen both deletions)
+    env.k("delete", SERVICES_V1, ready_name, "-n", ready_ns)
+    env.k("delete", SERVICES_V1, failing_name, "-n", failing_ns)
+    # failed-deleted: Verify AIMTemplateCache is deleted; Verify AIMArtifact is deleted
+    until(lambda: not env.caches_of(failing_name, failing_ns), "the Failed cache deleted", timeout=TIMEOUT)
+    until(lambda: not env.items(ARTIFACTS, failing_ns, made_by_failing), "its Failed artifact deleted", timeout=TIMEOUT)
+    # ready-preserved: Wait for service deletion to complete; Verify template cache and artifact still exist, Ready
+    assert env.get(SERVICES_V1, ready_name, ready_ns) is None
+    assert env.status("aimtemplatecaches", ready_cache["metadata"]["name"], ready_ns)["status"] == "Ready"
+    assert env.status(ARTIFACTS, ready_artifact["metadata"]["name"], ready_ns)["status"] == "Ready"
+
+
+def test_a_deleted_shared_cache_takes_its_artifacts_that_are_not_ready_and_leaves_the_ready_ones(env: Env) -> None:
+    """As upstream's template cache finalizer (the artifact cleanup of cache-cleanup-failed-deleted): a Shared cache
+    deleted by hand; its Failed artifact goes, so the cache made again downloads afresh, and a Ready one stays."""
+    ns = "cache-artifact-cleanup"
     env.apply(namespace(ns), model(ns), template(ns))
-    unsized = template(ns)
-    unsized["metadata"]["name"] = "unsized-template"
-    unsized["spec"]["modelSources"] = [{"modelId": "org/unsized", "sourceUri": "hf://org/unsized"}]
-    env.apply(unsized)
-    for name, template_name in (("cleanup-ready", TEMPLATE), ("cleanup-not-ready", "unsized-template")):
-        service = {
-            "apiVersion": V1,
-            "kind": "AIMService",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": {
-                "model": {"name": "cached-model"},
-                "template": {"name": template_name},
-                "caching": {"mode": "Shared"},
-            },
-        }
-        env.apply(service)
-    ready = cache_ready(env, "cleanup-ready", ns)
-    running_with_cache(env, "cleanup-ready", ns)
-    (pending,) = until(lambda: env.caches_of("cleanup-not-ready", ns), "the cache that cannot become Ready")
-    status = until(lambda: (s := env.service("cleanup-not-ready", ns).get("status") or {}).get("conditions") and s, "")
-    assert status["status"] == "Starting" and env.get(KSERVE, "cleanup-not-ready", ns) is None, "waits for the cache"
-    env.k("delete", SERVICES_V1, "cleanup-not-ready", "cleanup-ready", "-n", ns)
-    until(lambda: env.get("aimtemplatecaches", pending["metadata"]["name"], ns) is None, "the cache not Ready deleted")
-    assert env.get("aimtemplatecaches", ready["metadata"]["name"], ns) is not None, "the Ready cache preserved"
+    failing = {"name": "AIM_DEBUG_CAUSE_FAILURE", "value": "true"}
+    sources = [
+        {"modelId": "org/fails", "sourceUri": "hf://org/fails", "size": "1Gi", "env": [failing]},
+        {"modelId": "org/tiny", "sourceUri": "hf://org/tiny", "size": "1Gi"},
+    ]
+    cache = {
+        "apiVersion": V1,
+        "kind": "AIMTemplateCache",
+        "metadata": {"name": "by-hand", "namespace": ns},
+        "spec": {"templateName": TEMPLATE, "templateScope": "Namespace", "modelSources": sources},
+    }
+    env.apply(cache)
+    made = "aim.eai.amd.com/template-cache.name=by-hand"
+
+    def states() -> dict[str, str]:
+        found = {a["spec"]["sourceUri"]: (a.get("status") or {}).get("status") for a in env.items(ARTIFACTS, ns, made)}
+        return found if set(found.values()) == {"Failed", "Ready"} else {}
+
+    until(states, "one artifact Failed, one Ready", timeout=TIMEOUT)
+    before = {a["spec"]["sourceUri"]: a["metadata"]["uid"] for a in env.items(ARTIFACTS, ns, made)}
+    env.k("delete", "aimtemplatecaches", "by-hand", "-n", ns)
+    until(lambda: len(env.items(ARTIFACTS, ns, made)) == 1, "the Failed artifact deleted", timeout=TIMEOUT)
+    (kept,) = env.items(ARTIFACTS, ns, made)
+    assert kept["spec"]["sourceUri"] == "hf://org/tiny" and kept["metadata"]["uid"] == before["hf://org/tiny"]
+    # made again: its Failed source gets a new artifact (it fails again, as its env says), the Ready one is reused
+    env.apply(cache)
+    again = until(
+        lambda: len(a := env.items(ARTIFACTS, ns, made)) == 2 and a, "the Failed source's artifact made again"
+    )
+    uids = {a["spec"]["sourceUri"]: a["metadata"]["uid"] for a in again}
+    assert uids["hf://org/tiny"] == before["hf://org/tiny"] and uids["hf://org/fails"] != before["hf://org/fails"]
+
+
+def test_upstreams_namespace_deletion_not_blocked_scenario_deletes_the_namespace_with_its_aim_objects(
+    env: Env,
+) -> None:
+    """Ported: aimservice/common/cache-cleanup/namespace-deletion-not-blocked. omectl puts no finalizer on a service
+    or a template cache (its cleanups follow the deletions it watches, docs/aim-versions.md), so upstream's checks of
+    `aim.eai.amd.com/template-cache-cleanup` and `aim.eai.amd.com/artifactcleanup` are not ported; each object's
+    first status is awaited instead (the controller at work in the namespace when it is deleted)."""
+    scenario = CLEANUP / "namespace-deletion-not-blocked"
+    ns = yaml.safe_load((scenario / "namespace.yaml").read_text())["metadata"]["name"]
+    # chainsaw: Create isolated namespace; Create resources in isolated namespace
+    env.k("apply", "-f", str(scenario / "namespace.yaml"))
+    for document in ("service.yaml", "template-cache.yaml", "artifact.yaml"):
+        env.k("apply", "-n", ns, "-f", str(scenario / document))
+    until(lambda: env.status(SERVICES_V1, "ns-delete-finalizer-service", ns).get("status"), "the service's status")
+    cache = until(lambda: env.status("aimtemplatecaches", "ns-delete-finalizer-cache", ns).get("status"), "a status")
+    assert cache == "Failed", "its template does not exist"
+    until(lambda: env.status(ARTIFACTS, "ns-delete-finalizer-artifact", ns).get("status"), "the artifact's status")
+    # chainsaw: Delete namespace (--wait=false); Verify namespace entered terminating
+    env.k("delete", "namespace", ns, "--wait=false")
+    phase = (env.get("namespaces", ns) or {}).get("status", {}).get("phase")
+    assert phase in ("Terminating", None), phase
+    # chainsaw: Wait for namespace deletion
+    until(lambda: env.get("namespaces", ns) is None, "the namespace deleted", timeout=TIMEOUT)
+    for resource in (SERVICES_V1, "aimtemplatecaches", ARTIFACTS):
+        assert env.items(resource, ns) == [], resource
+
+
+def test_upstreams_dedicated_ignores_shared_artifacts_scenario_makes_the_dedicated_caches_own_artifacts(
+    env: Env,
+) -> None:
+    """Ported: aimtemplatecache/dedicated-ignores-shared-artifacts (with a named template), and a Ready Shared
+    artifact of the same source beside it, which the Dedicated cache does not take."""
+    ns = "cache-dedicated-own"
+    env.apply(namespace(ns), model(ns), template(ns))
+    shared = {
+        "apiVersion": V1,
+        "kind": "AIMTemplateCache",
+        "metadata": {"name": "shared-seed", "namespace": ns},
+        "spec": {"templateName": TEMPLATE, "templateScope": "Namespace", "mode": "Shared"},
+    }
+    env.apply(shared)
+    (seed,) = until(
+        lambda: [a for a in env.items(ARTIFACTS, ns) if (a.get("status") or {}).get("status") == "Ready"],
+        "the Shared artifact Ready",
+        timeout=TIMEOUT,
+    )
+    assert "ownerReferences" not in seed["metadata"]
+    doc = yaml.safe_load((TEMPLATE_CACHES / "dedicated-ignores-shared-artifacts" / "service.yaml").read_text())
+    doc["metadata"]["namespace"] = ns
+    doc["spec"]["template"] = {"name": TEMPLATE}
+    env.apply(doc)
+    name = doc["metadata"]["name"]
+    # chainsaw: Wait for dedicated service cache ref
+    ref = until(
+        lambda: ((env.service(name, ns).get("status") or {}).get("cache") or {}).get("templateCacheRef"),
+        "status.cache.templateCacheRef",
+        timeout=TIMEOUT,
+    )
+    # chainsaw: Verify artifacts created for dedicated cache are owned (by that cache)
+    owned = env.items(ARTIFACTS, ns, f"aim.eai.amd.com/template-cache.name={ref['name']}")
+    assert len(owned) >= 1
+    for artifact in owned:
+        assert artifact["metadata"]["ownerReferences"][0]["name"] == ref["name"]
+        assert artifact["metadata"]["uid"] != seed["metadata"]["uid"]
+    cache = env.get("aimtemplatecaches", ref["name"], ns)
+    assert cache is not None and cache["spec"]["mode"] == "Dedicated"
+    assert [entry["name"] for entry in cache["status"]["artifacts"].values()] == [owned[0]["metadata"]["name"]]
 
 
 def test_upstreams_env_propagation_to_cache_scenario_merges_the_service_env_over_the_templates(env: Env) -> None:

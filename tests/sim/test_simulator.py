@@ -17,6 +17,7 @@ from omectl.core.ome.render import model_node_selector_key, render_workloads
 from omectl.sim.apiserver.server import EmbeddedAPIServer
 from omectl.sim.fleet import EmbeddedFleet
 from omectl.sim.simulator import NodePool, SimulatorConfig, gpu_requests, parse_nodes_option, parse_pools
+from omectl.sim.simulator.status import job_status
 from tests.support import RawClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -586,6 +587,16 @@ async def test_a_job_annotated_to_fail_fails(server: EmbeddedAPIServer, raw: Raw
     assert status["failed"] == 1 and "succeeded" not in status and "completionTime" not in status
     failed = condition(status, "Failed")
     assert (failed["status"], failed["reason"]) == ("True", "BackoffLimitExceeded")
+
+
+@pytest.mark.parametrize(("value", "failed"), [("true", True), ("1", True), ("", False)])
+def test_a_job_whose_container_sets_upstreams_debug_failure_variable_fails(value: str, failed: bool) -> None:
+    """As upstream's artifact downloader: `AIM_DEBUG_CAUSE_FAILURE` set and not empty fails it at once."""
+    doc = job("download")
+    doc["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "AIM_DEBUG_CAUSE_FAILURE", "value": value}]
+    status = job_status(doc, "2026-01-01T00:00:00Z")
+    assert (status.get("failed") == 1, "succeeded" in status) == (failed, not failed)
+    assert condition(status, "Failed" if failed else "Complete")["status"] == "True"
 
 
 async def test_a_claim_is_bound_to_a_volume_of_its_size(server: EmbeddedAPIServer, raw: RawClient) -> None:

@@ -9,9 +9,10 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
    `ConfigValid=False` and `Ready=False` (`ReferenceNotFound`), a Warning event, nothing applied, `RetryLater`
    (backoff; the config's creation queues the object at once). The implicit `default` missing: one Normal
    `DefaultConfigNotFound` event on the first reconcile that finds it missing.
-3. The kind's own step (`aim_caching`, `aim_models`) applies its children (a v1alpha1 model's AIMServiceTemplates
-   too), each server-side applied with the hash of
-   its render (`omectl.io/render-hash`: an unchanged render makes no write) and with the parent's labels propagated
+3. (An AIMArtifact a deleted template cache left not Ready is deleted instead:
+   `legacy_caches.delete_abandoned_artifact`.) The kind's own step (`aim_caching`, `aim_models`) applies its
+   children (a v1alpha1 model's AIMServiceTemplates too), each server-side applied with the hash of its render
+   (`omectl.io/render-hash`: an unchanged render makes no write) and with the parent's labels propagated
    under the parent's own config against the live child (keys propagated before are read from its
    `aim.eai.amd.com/propagated-labels` annotation, so a dropped label leaves the child; the child's own labels are
    never touched). A Job is created whole, labels on its metadata and pod template; an existing Job's template is
@@ -31,10 +32,11 @@ from omectl.controller.aim import caching as aim_caching
 from omectl.controller.aim import models as aim_models
 from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
+from omectl.controller.aim.legacy_caches import delete_abandoned_artifact
 from omectl.controller.aim.service import _now, apply_propagated, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
-from omectl.core.aim.consumers import AIM_V1ALPHA2, consumer_status
+from omectl.core.aim.consumers import AIM_V1ALPHA2, ARTIFACT, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE
 from omectl.core.aim.resolution import Resolution
@@ -99,6 +101,9 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
     async def reconcile_kind(
         self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, previous: list[Any]
     ) -> None:
+        if obj["kind"] == ARTIFACT and await delete_abandoned_artifact(cluster, obj):
+            self.writes += 1
+            return
         own = await STEPS[obj["kind"]](self, cluster, obj, resolution.config)
         await self.write_status(cluster, obj, resolution, own)
 

@@ -11,6 +11,9 @@ Before all that, a cache an AIMService made that is not Ready when the service i
 (`delete_abandoned_cache`; `omectl.core.aim.legacy.service_caches.abandoned`): the service's deletion, seen by the
 watch (`AimWatch.deleted_services`), queues them. A cache labelled with a service that does not exist yet (applied
 before it) is left alone.
+
+A deleted cache's artifacts that were not Ready then (`LegacyWatch.abandoned_artifacts`, noted at the deletion) are
+deleted by their own reconcile, before anything else (`delete_abandoned_artifact`), unless they turned Ready since.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from omectl.core.aim.legacy.template_caches import (
 )
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.aim.resolution import Resolution
-from omectl.kube.errors import NotFound
-from omectl.kube.resources import AIM_TEMPLATE_CACHES
+from omectl.kube.errors import Conflict, NotFound
+from omectl.kube.resources import AIM_ARTIFACTS, AIM_TEMPLATE_CACHES
 
 if TYPE_CHECKING:
     from omectl.controller.aim.legacy import LegacyReconciler
@@ -80,4 +83,18 @@ async def delete_abandoned_cache(cluster: AimWatch, cache: dict[str, Any]) -> bo
         return False
     with contextlib.suppress(NotFound):  # gone already
         await cluster.client.request("DELETE", AIM_TEMPLATE_CACHES.path(namespace, name_of(cache)))
+    return True
+
+
+async def delete_abandoned_artifact(cluster: AimWatch, artifact: dict[str, Any]) -> bool:
+    """Delete `artifact` when a deleted template cache left it not Ready (module docstring); True when it is to be
+    gone."""
+    key = (namespace_of(artifact), name_of(artifact))
+    uid = cluster.legacy.abandoned_artifacts.pop(key, None)
+    if uid is None or uid != str((artifact.get("metadata") or {}).get("uid") or ""):
+        return False  # not abandoned, or another artifact of that name since
+    if (artifact.get("status") or {}).get("status") == "Ready":
+        return False  # turned Ready since: it serves other caches
+    with contextlib.suppress(NotFound, Conflict):  # gone already, or another artifact of that name since
+        await cluster.client.delete(AIM_ARTIFACTS, key[1], key[0], preconditions={"uid": uid})
     return True

@@ -18,6 +18,10 @@ without the legacy CRDs counts as synced and empty).
 - What a template cache reads: its template (a template's create, delete or status change queues the caches naming
   it, `TEMPLATE_REF_INDEX`) and its artifacts (the consumers' AIMArtifact informer: a status change or deletion of an
   artifact labelled `aim.eai.amd.com/template-cache.name` queues that cache).
+- A template cache's deletion: its artifacts that are not Ready then (`template_caches.abandoned_artifacts`) are
+  noted in `abandoned_artifacts` and queued; their reconcile deletes them (`legacy_caches.delete_abandoned_artifact`).
+  Noted at the deletion, so a cache of the same name made again at once (a service's Shared cache) does not keep
+  them.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from omectl.core.aim.legacy.kinds import (
     TEMPLATE_KINDS,
     TEMPLATE_LABEL,
 )
-from omectl.core.aim.legacy.template_caches import template_refs
+from omectl.core.aim.legacy.template_caches import abandoned_artifacts, template_refs
 from omectl.kube.informer import Informer
 from omectl.kube.resources import (
     AIM_CLUSTER_SERVICE_TEMPLATES,
@@ -94,6 +98,10 @@ class LegacyWatch(KindWatch):
             self.kinds[kind].add_handler(self._template_handler(kind))
             self.kinds[kind].add_handler(self._templates_model_handler(kind))
         self.kinds[TEMPLATE_CACHE].cache.add_index(TEMPLATE_REF_INDEX, template_ref_index)
+        self.kinds[TEMPLATE_CACHE].add_handler(self._cache_deleted_handler)
+        self.abandoned_artifacts: dict[tuple[str, str], str] = {}
+        """`(namespace, name)` → uid of the artifacts a deleted template cache left that were not Ready (module
+        docstring), until they are deleted."""
         self.nodes = Informer(
             self.cluster.client, NODES, handlers=[self._node_handler], optional=True, transform=node_labels
         )
@@ -216,10 +224,25 @@ class LegacyWatch(KindWatch):
 
         return on_event
 
+    def _cache_deleted_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if event_type != "DELETED":
+            return
+        namespace = str(metadata(obj).get("namespace") or "")
+        artifacts = self.watch.consumers.kinds[ARTIFACT]
+        trigger = self._trigger(TEMPLATE_CACHE, obj)
+        for artifact in abandoned_artifacts(obj, artifacts.cache.list(namespace)):
+            meta = metadata(artifact)
+            self.abandoned_artifacts[(namespace, str(meta["name"]))] = str(meta.get("uid") or "")
+            self.watch.consumers.enqueue(ARTIFACT, namespace, str(meta["name"]), trigger, Lane.FANOUT)
+
     def _artifact_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
     ) -> None:
         meta = metadata(obj)
+        if event_type == "DELETED":
+            self.abandoned_artifacts.pop((str(meta.get("namespace") or ""), str(meta["name"])), None)
         cache = (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL)
         if not cache:
             return

@@ -66,8 +66,9 @@ What it does, and the contract other code may rely on:
        `http://<name>.<namespace>.svc.cluster.local`, `observedGeneration`.
 - **Jobs** finish at once (unless `spec.suspend`): `startTime`, `completionTime`, `succeeded` (completions,
   default 1), conditions `SuccessCriteriaMet` and `Complete` True `CompletionsReached`, `active`/`ready`/
-  `terminating` 0. With annotation `sim.omectl.io/result: Failed`: `failed: 1`, conditions `FailureTarget` and
-  `Failed` True `BackoffLimitExceeded`, no completionTime. An AIM discovery Job carrying
+  `terminating` 0. With annotation `sim.omectl.io/result: Failed`, or a container whose env sets
+  `AIM_DEBUG_CAUSE_FAILURE` (upstream's artifact downloader then fails at once): `failed: 1`, conditions
+  `FailureTarget` and `Failed` True `BackoffLimitExceeded`, no completionTime. An AIM discovery Job carrying
   `sim.omectl.io/discovery-result` first writes its result ConfigMap (`omectl.core.aim.discovery.
   simulated_discovery_configmap`, same name and namespace, owned by the Job), as the discovery container would.
 - **PersistentVolumeClaims** bind as the volume binder does: a spec write (`spec.volumeName: pvc-<uid>`,

@@ -160,11 +160,16 @@ def kserve_status(
     }
 
 
+CAUSE_FAILURE_ENV = "AIM_DEBUG_CAUSE_FAILURE"
+"""Set (not empty) on a container, upstream's artifact downloader fails at once (images/artifact-downloader)."""
+
+
 def job_status(obj: Mapping[str, Any], now: str) -> dict[str, Any]:
-    """batch/v1 JobStatus of a finished Job (1.32): complete, or failed with annotation sim.omectl.io/result=Failed."""
+    """batch/v1 JobStatus of a finished Job (1.32): complete, or failed with annotation sim.omectl.io/result=Failed
+    or a container whose env sets `AIM_DEBUG_CAUSE_FAILURE`."""
     meta = obj["metadata"]
     spec = obj.get("spec") or {}
-    failed = (meta.get("annotations") or {}).get("sim.omectl.io/result") == "Failed"
+    failed = (meta.get("annotations") or {}).get("sim.omectl.io/result") == "Failed" or _causes_failure(spec)
     if failed:
         reason, message = "BackoffLimitExceeded", JOB_FAILED
         types = ("FailureTarget", "Failed")
@@ -191,6 +196,15 @@ def job_status(obj: Mapping[str, Any], now: str) -> dict[str, Any]:
         status["succeeded"] = completions if type(completions) is int and completions > 0 else 1
     status.update({"active": 0, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}})
     return status
+
+
+def _causes_failure(job_spec: Mapping[str, Any]) -> bool:
+    pod = (job_spec.get("template") or {}).get("spec") or {}
+    return any(
+        env.get("name") == CAUSE_FAILURE_ENV and env.get("value")
+        for container in (pod.get("initContainers") or []) + (pod.get("containers") or [])
+        for env in container.get("env") or []
+    )
 
 
 def job_finished(obj: Mapping[str, Any]) -> bool:

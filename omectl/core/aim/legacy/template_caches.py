@@ -21,6 +21,10 @@ as upstream's template cache controller decides it.
 - **Status** (`artifacts_component`, `artifacts_status`): `ArtifactsReady` from the worst chosen artifact (Ready /
   `AllCachesReady` when every one is; Progressing / `CreatingCaches` while one is being made), `status.artifacts` by
   artifact name (`uid`, `name`, `model`, `status`, `persistentVolumeClaim`), `status.resolvedTemplateKind`.
+- **Cleanup** (`abandoned_artifacts`): when a cache is deleted, the artifacts labelled with its name that are not
+  Ready go too, as upstream's template cache finalizer (`aim.eai.amd.com/artifactcleanup`) deletes them: an artifact
+  left Failed would be found again by the next cache of those sources (same name), which could never turn Ready. A
+  Ready one stays for other caches.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from omectl.core.aim.legacy.kinds import (
     propagate_legacy_edge,
 )
 from omectl.core.aim.legacy.status import STATE_ORDER, Component, LegacyState
-from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.aim.meta import label_value, name_of, namespace_of
 from omectl.core.aim.resolution import REFERENCE_NOT_FOUND
 from omectl.core.jsonish import as_list, as_mapping
 
@@ -227,3 +231,16 @@ def artifacts_status(
             entry["persistentVolumeClaim"] = claim
         out[entry["name"]] = entry
     return out or None
+
+
+def abandoned_artifacts(cache: Mapping[str, Any], artifacts: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Of `artifacts` (the live ones of the cache's namespace), those the deleted `cache` leaves to be deleted
+    (module docstring): labelled with its name, not Ready."""
+    made = label_value(name_of(cache))
+    return [
+        artifact
+        for artifact in artifacts
+        if namespace_of(artifact) == namespace_of(cache)
+        and as_mapping(as_mapping(artifact.get("metadata")).get("labels")).get(TEMPLATE_CACHE_LABEL) == made
+        and status_of(artifact).get("status") != "Ready"
+    ]

@@ -8,6 +8,7 @@ import pytest
 
 from omectl.core.aim.legacy.kinds import LEGACY_PROPAGATION_EDGES, propagate_legacy_edge
 from omectl.core.aim.legacy.template_caches import (
+    abandoned_artifacts,
     artifact_name,
     artifacts_component,
     artifacts_status,
@@ -150,6 +151,27 @@ def test_the_worst_artifact_is_the_caches_artifacts_component_and_status_lists_t
         "a": {"uid": "uid-a", "name": "a", "model": "org/a", "status": "Ready", "persistentVolumeClaim": "a-pvc"}
     }
     assert artifacts_status(SOURCES, [None, None]) is None
+
+
+def test_a_deleted_cache_abandons_its_own_artifacts_that_are_not_ready() -> None:
+    """As upstream's template cache finalizer: the artifacts labelled with the cache's name, unless Ready."""
+    label = {"aim.eai.amd.com/template-cache.name": "tc"}
+    states = ("Ready", "Failed", "Downloading", "Pending", None)
+    own = {state: artifact(f"own-{(state or 'none').lower()}", "hf://org/a", state) for state in states}
+    for made in own.values():
+        made["metadata"]["labels"] = dict(label)
+    other = artifact("other", "hf://org/a", "Failed")
+    other["metadata"]["labels"] = {"aim.eai.amd.com/template-cache.name": "tc-2"}
+    elsewhere = artifact("elsewhere", "hf://org/a", "Failed")
+    elsewhere["metadata"].update(namespace="team-2", labels=dict(label))
+    unlabelled = artifact("unlabelled", "hf://org/a", "Failed")
+    found = abandoned_artifacts(cache(), [*own.values(), other, elsewhere, unlabelled])
+    assert sorted(a["metadata"]["name"] for a in found) == [
+        "own-downloading",
+        "own-failed",
+        "own-none",
+        "own-pending",
+    ], "Ready stays; another cache's, another namespace's and an unlabelled one are not this cache's"
 
 
 def test_the_legacy_graph_has_only_the_specs_v1alpha1_and_legacy_edges_and_the_discovery_job() -> None:
