@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -11,6 +12,13 @@ from kubernetes_asyncio import config as k8s_config
 from omectl.sim.apiserver.server import EmbeddedAPIServer
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from tests.support import Kubectl, RawClient, kubectl_path
+
+# A shell that starts a job in the background without job control (`make test &` in a script) has it ignore SIGINT,
+# and an ignored signal stays ignored through exec: the CLI processes the tests interrupt, as a user presses Ctrl-C,
+# would never see it. The tests run as from a terminal, where SIGINT interrupts (a handled signal is default again
+# after exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

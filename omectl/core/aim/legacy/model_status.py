@@ -46,7 +46,7 @@ from omectl.core.aim.legacy.model_templates import (
     is_custom_model,
     template_health,
 )
-from omectl.core.aim.legacy.status import STATE_ORDER, LegacyState
+from omectl.core.aim.legacy.status import ERROR_STATES, STATE_ORDER, LegacyState
 from omectl.core.aim.resolution import CONFIG_VALID, REFERENCE_NOT_FOUND
 from omectl.core.aim.status import (
     ALL_COMPONENTS_READY,
@@ -69,7 +69,6 @@ ERROR_KINDS: Final[Mapping[str, ErrorKind]] = {
     "SecretAccessFailed": "infrastructure",
 }
 """The kind of error of each `ImageMetadataReady` reason upstream categorises; any other is uncategorised."""
-ERROR_STATES: Final = frozenset(("Failed", "NotAvailable", "Degraded"))
 
 
 @dataclass(frozen=True)
