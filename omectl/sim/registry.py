@@ -29,6 +29,8 @@ class SimulatedImage:
     tag: str
     labels: Mapping[str, str] = field(default_factory=dict)
     index: bool = False
+    dry_run: tuple[Mapping[str, Any], ...] = ()
+    """The profiles the image's `dry-run --format=json` knows (upstream's output entries); none: it has no dry run."""
 
 
 AIM_DUMMY_DEPLOYMENTS: Final = [
@@ -40,6 +42,84 @@ AIM_DUMMY_DEPLOYMENTS: Final = [
         "profileId": "vllm-mi300x-fp16-tp1-latency",
     }
 ]
+AIM_DUMMY_DRY_RUN: Final = [
+    {
+        "id": "vllm-mi300x-fp16-tp1-latency",
+        "filename": "vllm-mi300x-fp16-tp1-latency.yaml",
+        "profile": {
+            "model": "HuggingFaceTB/SmolLM2-135M",
+            "metadata": {
+                "engine": "vllm",
+                "gpu": "MI300X",
+                "precision": "fp16",
+                "gpu_count": 1,
+                "metric": "latency",
+                "type": "optimized",
+            },
+        },
+        "models": [{"name": "HuggingFaceTB/SmolLM2-135M", "source": "hf://HuggingFaceTB/SmolLM2-135M", "size_gb": 0.5}],
+    }
+]
+"""What aim-dummy:0.1.10's `dry-run --format=json` knows: its one profile (the one its labels recommend), as
+upstream's dry run prints it (`omectl.sim.simulator.dry_runs` prints the ones a discovery Job's env selects). Its type
+is `optimized`: upstream's aimservice/common/model-by-image selects it automatically on kind, which takes an
+optimized profile only without `allowUnoptimized`."""
+MI300X_FP16_LATENCY: Final = [
+    {
+        "gpuModel": "MI300X",
+        "gpuCount": 1,
+        "metric": "latency",
+        "precision": "fp16",
+        "profileId": "vllm-mi300x-fp16-tp1-latency",
+    }
+]
+QWEN3_32B_DRY_RUN: Final = [
+    {
+        "id": "vllm-mi300x-fp16-tp1-latency",
+        "filename": "vllm-mi300x-fp16-tp1-latency.yaml",
+        "profile": {
+            "model": "Qwen/Qwen3-32B",
+            "metadata": {
+                "engine": "vllm",
+                "gpu": "MI300X",
+                "precision": "fp16",
+                "gpu_count": 1,
+                "metric": "latency",
+                "type": "optimized",
+            },
+        },
+        "models": [{"name": "Qwen/Qwen3-32B", "source": "hf://Qwen/Qwen3-32B", "size_gb": 61.0}],
+    }
+]
+"""amdenterpriseai/aim-qwen-qwen3-32b:0.8.5 (upstream's GPU happy path and its docs' model), simulated with one
+optimized profile: upstream's docs name its template `qwen3-32b-mi300x-fp16-latency`."""
+LLAMA_32_1B_DRY_RUN: Final = [
+    {
+        "id": "vllm-mi300x-fp16-tp1-latency",
+        "filename": "vllm-mi300x-fp16-tp1-latency.yaml",
+        "profile": {
+            "model": "meta-llama/Llama-3.2-1B-Instruct",
+            "metadata": {
+                "engine": "vllm",
+                "gpu": "MI300X",
+                "precision": "fp16",
+                "gpu_count": 1,
+                "metric": "latency",
+                "type": "unoptimized",
+            },
+        },
+        "models": [
+            {
+                "name": "meta-llama/Llama-3.2-1B-Instruct",
+                "source": "hf://meta-llama/Llama-3.2-1B-Instruct",
+                "size_gb": 2.5,
+            }
+        ],
+    }
+]
+"""amdenterpriseai/aim-meta-llama-llama-3-2-1b-instruct:0.8.5 (upstream's gpu/profile-id-propagation), simulated with
+the profile that scenario expects (`vllm-mi300x-fp16-tp1-latency`), unoptimized: the scenario allows unoptimized
+templates."""
 SIMULATED_IMAGES: Final = (
     SimulatedImage(
         "silogen/aim-dummy",
@@ -52,9 +132,34 @@ SIMULATED_IMAGES: Final = (
             "com.amd.aim.model.recommendedDeployments": json.dumps(AIM_DUMMY_DEPLOYMENTS),
         },
         index=True,
+        dry_run=tuple(AIM_DUMMY_DRY_RUN),
+    ),
+    SimulatedImage(
+        "amdenterpriseai/aim-qwen-qwen3-32b",
+        "0.8.5",
+        {
+            "org.opencontainers.image.title": "aim-qwen-qwen3-32b",
+            "org.opencontainers.image.vendor": "AMD",
+            "com.amd.aim.model.canonicalName": "Qwen/Qwen3-32B",
+            "com.amd.aim.model.source": "https://huggingface.co/Qwen/Qwen3-32B",
+            "com.amd.aim.model.recommendedDeployments": json.dumps(MI300X_FP16_LATENCY),
+        },
+        dry_run=tuple(QWEN3_32B_DRY_RUN),
+    ),
+    SimulatedImage(
+        "amdenterpriseai/aim-meta-llama-llama-3-2-1b-instruct",
+        "0.8.5",
+        {
+            "org.opencontainers.image.title": "aim-meta-llama-llama-3-2-1b-instruct",
+            "org.opencontainers.image.vendor": "AMD",
+            "com.amd.aim.model.canonicalName": "meta-llama/Llama-3.2-1B-Instruct",
+            "com.amd.aim.model.recommendedDeployments": json.dumps(MI300X_FP16_LATENCY),
+        },
+        dry_run=tuple(LLAMA_32_1B_DRY_RUN),
     ),
 )
-"""The simulated ghcr.io images: aim-dummy:0.1.10's one profile (the one its simulated discovery prints)."""
+"""The simulated images (every mirrored host has them): aim-dummy:0.1.10, aim-qwen-qwen3-32b:0.8.5 and
+aim-meta-llama-llama-3-2-1b-instruct:0.8.5, each with one profile (its labels recommend it, its dry run prints it)."""
 
 
 def _blob(document: Mapping[str, Any]) -> tuple[str, bytes]:

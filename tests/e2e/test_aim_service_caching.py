@@ -4,9 +4,9 @@ binds claims) whose controller runs: upstream's own service YAML, pinned under t
 (aim-engine 9223504d74b01fec2e99d250933ea2884aef3b87, SOURCE beside it), and upstream's chainsaw assertions ported
 from the scenarios' chainsaw-test.yaml (pinned beside their documents).
 
-Upstream's cache-deleted and label-propagation services name only an image, whose model upstream creates and whose
-template it selects among the model's; here each also names its template by `spec.template.name` (a template with
-inline model sources, Ready without discovery), so the caching is what is tested.
+Upstream's cache-deleted services name only an image, whose model upstream creates and whose template it selects
+among the model's; here each also names its template by `spec.template.name` (a template with inline model sources,
+Ready without discovery), so the caching is what is tested. The scenarios by image are ported whole (the last item).
 
 - aimservice/common/caching-mode-never (`caching.mode: Dedicated`): the model's default template resolved, the service
   Starting until its Dedicated cache is Ready, then its InferenceService, Running; here also the cache's name,
@@ -16,8 +16,6 @@ inline model sources, Ready without discovery), so the caching is what is tested
   cache is made again and the service runs again; here also a second Shared service reusing the cache.
 - aimservice/common/cache-deleted-dedicated: the same with a Dedicated cache, `CacheReady=False` / `CacheCreating`
   while it is made again.
-- aimservice/common/label-propagation (with a named template): the matched labels reach the AIMTemplateCache, its
-  AIMArtifact, the artifact's PVC and download Job and the InferenceService; a label no pattern matches does not.
 - aimservice/frozen/env-propagation-to-cache: the cache's env, the template's caching env under the service's.
 - aimservice/common/cache-cleanup/{cache-cleanup-failed-deleted, cache-cleanup-ready-preserved}: a Failed cache
   (its download failed by upstream's AIM_DEBUG_CAUSE_FAILURE, which the simulated downloader honours) goes with its
@@ -27,6 +25,12 @@ inline model sources, Ready without discovery), so the caching is what is tested
   cache and artifact (omectl puts no finalizer on them, so upstream's finalizer checks are not ported).
 - aimtemplatecache/dedicated-ignores-shared-artifacts (with a named template): a Dedicated cache's artifacts are its
   own, a Ready Shared artifact of the same source beside them.
+- Whole, each service naming only an image (its model made for it, the image's labels read from the simulated
+  registry, its template discovered by the image's simulated dry run, selected): aimservice/common/label-propagation
+  (its cluster runtime config: the matched labels reach the model, its template and discovery Job, the
+  AIMTemplateCache, its AIMArtifact, the artifact's PVC and download Job, the InferenceService and the HTTPRoute; a
+  label no pattern matches does not), common/model-by-image (Starting, then Running) and gpu/happy-path/{cached,
+  non-cached} (the Shared or Dedicated cache Ready, Running, routed through upstream's gateway).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 import pytest
 import yaml
 
+from omectl.core.aim.image_models import generated_model_name
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
 from tests.support import ClusterKubectl, until
@@ -53,6 +58,7 @@ ARTIFACTS = "aimartifacts.aim.eai.amd.com"
 KSERVE = "inferenceservices.serving.kserve.io"
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e" / "aimservice" / "common"
 FROZEN = UPSTREAM.parent / "frozen"
+GPU = UPSTREAM.parent / "gpu"
 CLEANUP = UPSTREAM / "cache-cleanup"
 TEMPLATE_CACHES = UPSTREAM.parent.parent / "aimtemplatecache"
 TEMPLATE = "cached-template"
@@ -301,43 +307,171 @@ def test_upstreams_cache_deleted_dedicated_scenario_says_the_cache_is_made_again
     assert len(env.claim_volumes(name, ns)) >= 1
 
 
-def test_the_matched_labels_of_a_service_reach_its_template_cache_chain(env: Env) -> None:
-    """Ported: aimservice/common/label-propagation (with a named template, and a namespaced default config with
-    upstream's patterns): AIMService → AIMTemplateCache → AIMArtifact → PVC and download Job, and the
-    InferenceService."""
-    ns = "cache-labels"
-    env.apply(namespace(ns))
-    propagation = {"enabled": True, "match": ["team-*", "cost-center"]}
-    env.apply(
-        {
-            "apiVersion": V1,
-            "kind": "AIMRuntimeConfig",
-            "metadata": {"name": "default", "namespace": ns},
-            "spec": {"labelPropagation": propagation},
-        }
-    )
-    env.apply(model(ns), template(ns))
-    doc = env.upstream_service("label-propagation/service.yaml", ns)
-    name = doc["metadata"]["name"]
-    assert doc["metadata"]["labels"] == {"team-alpha": "frontend", "cost-center": "cc-12345", "env": "test"}
-    matched = {"team-alpha": "frontend", "cost-center": "cc-12345"}
-    cache = cache_ready(env, name, ns)
-    running_with_cache(env, name, ns)
-    # chainsaw: Verify AIMTemplateCache has propagated labels
-    assert cache["metadata"]["labels"] == {"aim.eai.amd.com/service.name": name, **matched}
-    # chainsaw: Verify AIMArtifact, PVC, download Job and InferenceService have propagated labels, and not `env`
-    (artifact,) = env.items(ARTIFACTS, ns)
-    pvc = env.get("persistentvolumeclaims", artifact["status"]["persistentVolumeClaim"], ns)
-    (job,) = env.items("jobs", ns)
-    isvc = env.get(KSERVE, name, ns)
-    assert pvc is not None and isvc is not None
-    for child in (artifact, pvc, job, isvc):
-        labels = child["metadata"]["labels"]
-        assert {k: labels.get(k) for k in matched} == matched, child["kind"]
-        assert "env" not in labels, child["kind"]
-    assert artifact["metadata"]["labels"]["aim.eai.amd.com/service.name"] == name
-    pod_labels = job["spec"]["template"]["metadata"]["labels"]
-    assert {k: pod_labels.get(k) for k in matched} == matched and "env" not in pod_labels
+GATEWAY = {
+    "apiVersion": "gateway.networking.k8s.io/v1",
+    "kind": "Gateway",
+    "metadata": {"name": "kserve-ingress-gateway", "namespace": "kgateway-system"},
+    "spec": {"gatewayClassName": "kgateway", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+}
+"""The Gateway of upstream's e2e clusters, which its scenarios' runtime configs route through."""
+MATCHED = {"team-alpha": "frontend", "cost-center": "cc-12345"}
+BY_IMAGE_KINDS = (
+    SERVICES_V1,
+    "aimmodels.v1alpha1.aim.eai.amd.com",
+    "aimservicetemplates",
+    "aimtemplatecaches",
+    ARTIFACTS,
+    "jobs",
+    "persistentvolumeclaims",
+    KSERVE,
+    "httproutes",
+)
+
+
+class Snapshot:
+    """The objects of some namespaces, of `BY_IMAGE_KINDS`, read in one `kubectl get` (one revision of each)."""
+
+    def __init__(self, env: Env, namespaces: set[str]) -> None:
+        listed = json.loads(env.k("get", ",".join(BY_IMAGE_KINDS), "-A", "-o", "json"))["items"]
+        self.items = [o for o in listed if o["metadata"].get("namespace") in namespaces]
+
+    def of(self, kind: str, ns: str) -> list[dict[str, Any]]:
+        return [o for o in self.items if o["kind"] == kind and o["metadata"]["namespace"] == ns]
+
+    def one(self, kind: str, name: str, ns: str) -> dict[str, Any]:
+        (found,) = [o for o in self.of(kind, ns) if o["metadata"]["name"] == name]
+        return found
+
+    def running(self, name: str, ns: str) -> bool:
+        found = [o for o in self.of("AIMService", ns) if o["metadata"]["name"] == name]
+        return bool(found) and (found[0].get("status") or {}).get("status") == "Running"
+
+    def accepted(self, name: str, ns: str) -> bool:
+        routes = [r for r in self.of("HTTPRoute", ns) if r["metadata"]["name"] == name]
+        parents = [p for r in routes for p in (r.get("status") or {}).get("parents") or []]
+        return any(c["type"] == "Accepted" and c["status"] == "True" for p in parents for c in p["conditions"])
+
+    def by_image(self, name: str, ns: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The service, its model (made for its image) and the template it selected: chainsaw's "Verify model is
+        created and resolved", "Verify template is auto-selected" and "Verify service reaches Running status"."""
+        service = self.one("AIMService", name, ns)
+        status = service["status"]
+        found = conditions(status)
+        assert status["status"] == "Running", status
+        assert (found["ModelReady"]["status"], found["TemplateReady"]["status"]) == ("True", "True")
+        model = self.one("AIMModel", status["resolvedModel"]["name"], ns)
+        template = self.one("AIMServiceTemplate", status["resolvedTemplate"]["name"], ns)
+        image = service["spec"]["model"]["image"]
+        assert model["metadata"]["name"] == generated_model_name(image) and model["spec"]["image"] == image
+        assert model["metadata"]["labels"]["aim.eai.amd.com/origin"] == "auto-generated"
+        assert model["status"]["status"] == "Ready"
+        assert template["spec"]["modelName"] == model["metadata"]["name"]
+        assert template["metadata"]["labels"]["aim.eai.amd.com/model"] == model["metadata"]["name"]
+        assert (
+            template["status"]["status"] == "Ready" and template["status"]["profile"]["metadata"]["type"] == "optimized"
+        )
+        (isvc,) = self.of("InferenceService", ns)
+        assert isvc["metadata"]["labels"]["aim.eai.amd.com/service"] == name
+        return service, model, template
+
+
+def test_upstreams_services_named_by_their_image_make_their_model_and_template_and_run(env: Env) -> None:
+    """Ported whole: aimservice/common/label-propagation (its cluster runtime config, removed afterwards),
+    common/model-by-image and gpu/happy-path/{cached, non-cached}, each in its namespace, at once (as chainsaw runs
+    them in parallel). Each service names only an image: its model is made for it and reads the image's labels
+    (the simulated registry's), the model makes its template, whose discovery Job runs the image's dry run (the
+    simulated node prints the image's profile), and the service selects that template and runs. Upstream's HTTP
+    checks (gpu/_shared/validate-http.sh through the gateway) and label-propagation's check of the predictor Pod are
+    not ported: the simulated cluster runs no model server and no InferenceService pods; the HTTPRoute they go
+    through is checked instead."""
+    labels_ns, image_ns, cached_ns, dedicated_ns = "by-image-labels", "by-image", "gpu-cached", "gpu-non-cached"
+    services = {
+        labels_ns: "test-label-propagation",
+        image_ns: "test-image-service",
+        cached_ns: "test-gpu-cached",
+        dedicated_ns: "test-gpu-non-cached",
+    }
+    documents: list[dict[str, Any]] = [namespace(ns) for ns in (*services, GATEWAY["metadata"]["namespace"])]
+    documents += [GATEWAY, yaml.safe_load((UPSTREAM / "label-propagation" / "runtimeconfig.yaml").read_text())]
+    scenarios = [
+        (labels_ns, UPSTREAM / "label-propagation" / "service.yaml"),
+        (image_ns, UPSTREAM / "model-by-image" / "service.yaml"),
+    ]
+    for scenario, ns in (("cached", cached_ns), ("non-cached", dedicated_ns)):
+        scenarios += [(ns, GPU / "happy-path" / scenario / f) for f in ("runtime-config.yaml", "service.yaml")]
+    for ns, path in scenarios:  # as `kubectl apply -n <ns> -f <path>`
+        doc = yaml.safe_load(path.read_text())
+        documents.append({**doc, "metadata": {**doc["metadata"], "namespace": ns}})
+    env.apply(*documents[:5])
+    try:
+        with StatusWatch(env, image_ns) as watch:
+            env.apply(*documents[5:])
+            every: Snapshot | None = None
+
+            def settled() -> Snapshot | None:
+                nonlocal every
+                every = Snapshot(env, set(services))
+                running = all(every.running(name, ns) for ns, name in services.items())
+                return every if running and all(every.accepted(services[ns], ns) for ns in services) else None
+
+            try:
+                snap = until(settled, "the four services Running, their routes accepted", timeout=TIMEOUT)
+            except AssertionError as error:
+                states = (
+                    {s["metadata"]["namespace"]: s.get("status") for s in every.items if s["kind"] == "AIMService"}
+                    if every
+                    else {}
+                )
+                raise AssertionError(f"{error}: {states}") from None
+            # model-by-image: Starting with its template resolved, before Running
+            states = watch.states(services[image_ns])
+        assert "Starting" in states and states.index("Starting") < states.index("Running"), states
+        snap.by_image(services[image_ns], image_ns)
+
+        # label-propagation: the cache, its artifact, the artifact's PVC and download Job, the InferenceService and
+        # the HTTPRoute, and here also the model made for the image and its template (and its discovery Job)
+        name = services[labels_ns]
+        service, model, template = snap.by_image(name, labels_ns)
+        assert service["metadata"]["labels"] == {**MATCHED, "env": "test"} and "template" not in service["spec"]
+        assert model["metadata"]["labels"] == {"aim.eai.amd.com/origin": "auto-generated", **MATCHED}
+        (cache,) = snap.of("AIMTemplateCache", labels_ns)
+        assert cache["status"]["status"] == "Ready" and cache["spec"]["templateName"] == template["metadata"]["name"]
+        assert conditions(service["status"])["CacheReady"]["status"] == "True"
+        # chainsaw: Verify AIMTemplateCache has propagated labels
+        assert cache["metadata"]["labels"] == {"aim.eai.amd.com/service.name": name, **MATCHED}
+        # chainsaw: Verify AIMArtifact, PVC, download Job, InferenceService and HTTPRoute have propagated labels; the
+        # non-matching `env` is on none of them
+        (artifact,) = snap.of("AIMArtifact", labels_ns)
+        pvc = snap.one("PersistentVolumeClaim", artifact["status"]["persistentVolumeClaim"], labels_ns)
+        jobs = snap.of("Job", labels_ns)
+        assert sorted(j["metadata"]["labels"]["app.kubernetes.io/component"] for j in jobs) == ["discovery", "download"]
+        isvc, route = snap.one("InferenceService", name, labels_ns), snap.one("HTTPRoute", name, labels_ns)
+        for child in (template, artifact, pvc, *jobs, isvc, route):
+            found = child["metadata"]["labels"]
+            assert {k: found.get(k) for k in MATCHED} == MATCHED and "env" not in found, child["kind"]
+        for job in jobs:
+            pod = job["spec"]["template"]["metadata"]["labels"]
+            assert {k: pod.get(k) for k in MATCHED} == MATCHED and "env" not in pod
+        assert route["metadata"]["labels"]["aim.eai.amd.com/service"] == name
+        assert route["spec"]["rules"][0]["matches"][0]["path"]["value"] == f"/integration/label-propagation/{name}"
+    finally:
+        env.k("delete", "aimclusterruntimeconfigs", "default")
+
+    # gpu/happy-path/{cached, non-cached}: the Shared (Dedicated) cache Ready, Running; validate-http.sh's way in: the
+    # route on upstream's gateway at its HTTP_BASE_PATH less `/v1`, with the config's request timeout
+    for ns, mode in ((cached_ns, "Shared"), (dedicated_ns, "Dedicated")):
+        name = services[ns]
+        service, model, _ = snap.by_image(name, ns)
+        assert model["spec"]["image"] == "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5"
+        (cache,) = snap.of("AIMTemplateCache", ns)
+        assert (cache["spec"]["mode"], cache["status"]["status"]) == (mode, "Ready"), ns
+        assert cache["metadata"]["labels"]["aim.eai.amd.com/service.name"] == name
+        assert conditions(service["status"])["CacheReady"]["status"] == "True"
+        route = snap.one("HTTPRoute", name, ns)
+        (rule,) = route["spec"]["rules"]
+        assert rule["matches"][0]["path"]["value"] == f"/integration/{ns}/{name}"
+        assert rule["timeouts"] == {"request": "3m0s"}, "the config's 180s, as a Gateway API duration"
+        assert route["spec"]["parentRefs"] == [{"name": "kserve-ingress-gateway", "namespace": "kgateway-system"}]
 
 
 class StatusWatch:

@@ -70,7 +70,8 @@ What it does, and the contract other code may rely on:
   `AIM_DEBUG_CAUSE_FAILURE` (upstream's artifact downloader then fails at once): `failed: 1`, conditions
   `FailureTarget` and `Failed` True `BackoffLimitExceeded`, no completionTime. An AIM discovery Job carrying
   `sim.omectl.io/discovery-result` first writes its result ConfigMap (`omectl.core.aim.discovery.
-  simulated_discovery_configmap`, same name and namespace, owned by the Job), as the discovery container would.
+  simulated_discovery_configmap`, same name and namespace, owned by the Job), as the discovery container would;
+  one without it running a simulated image's `dry-run` writes what that image prints (`dry_runs`).
 - **PersistentVolumeClaims** bind as the volume binder does: a spec write (`spec.volumeName: pvc-<uid>`,
   annotations `pv.kubernetes.io/bind-completed` and `bound-by-controller`), then status `phase: Bound`,
   `accessModes`, `capacity.storage` = the request.

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from omectl.core.aim.discovery import simulated_discovery_configmap
+from omectl.core.aim.discovery import discovery_configmap, simulated_discovery_configmap
 from omectl.core.ome.render import model_node_selector_key
 from omectl.core.ome.workloads import WorkloadShape, workload_shape
 from omectl.sim.apiserver.api import CRD_KEY, WriteOptions
@@ -40,6 +40,7 @@ from omectl.sim.simulator.cluster import (
     SimulatedCluster,
 )
 from omectl.sim.simulator.config import SimulatorConfig
+from omectl.sim.simulator.dry_runs import dry_run_output
 from omectl.sim.simulator.events import EventRecorder
 from omectl.sim.simulator.kubelet import ImagePulls
 from omectl.sim.simulator.models import filled_spec, metadata_for
@@ -379,8 +380,11 @@ class WorkloadSimulator:
         await self._write_status(ref, job, status, "kube-controller-manager")
 
     async def _write_discovery_result(self, job: dict[str, Any]) -> None:
-        """An AIM discovery Job carrying `sim.omectl.io/discovery-result`: its result ConfigMap (owned by the Job)."""
+        """An AIM discovery Job carrying `sim.omectl.io/discovery-result`, or running a simulated image's dry run
+        (`dry_runs`): its result ConfigMap (owned by the Job)."""
         configmap = simulated_discovery_configmap(job)
+        if configmap is None and (printed := dry_run_output(job)) is not None:
+            configmap = discovery_configmap(job, printed)
         rt = self._served(CONFIG_MAPS)
         if configmap is None or rt is None:
             return
