@@ -157,9 +157,11 @@ SIMULATED_IMAGES: Final = (
         },
         dry_run=tuple(LLAMA_32_1B_DRY_RUN),
     ),
+    SimulatedImage("amdenterpriseai/aim-base", "0.9", {"org.opencontainers.image.title": "aim-base"}),
 )
 """The simulated images (every mirrored host has them): aim-dummy:0.1.10, aim-qwen-qwen3-32b:0.8.5 and
-aim-meta-llama-llama-3-2-1b-instruct:0.8.5, each with one profile (its labels recommend it, its dry run prints it)."""
+aim-meta-llama-llama-3-2-1b-instruct:0.8.5, each with one profile (its labels recommend it, its dry run prints it),
+and aim-base:0.9, the base image of upstream's custom models (no model labels, no profile)."""
 
 
 def _blob(document: Mapping[str, Any]) -> tuple[str, bytes]:

@@ -150,8 +150,6 @@ def namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
-AIM_BASE = SimulatedImage("amdenterpriseai/aim-base", "0.9", {"org.opencontainers.image.title": "aim-base"})
-"""The custom models' base image (docker.io) of upstream's custom-models/valid-image: no model labels."""
 PRIVATE_CREDENTIALS = ("robot", "pull-token")
 PRIVATE_LABELS = {
     "com.amd.aim.model.canonicalName": "team/private",
@@ -164,7 +162,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     simulator = SimulatorConfig(
         pools=(NodePool(count=1, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
     )
-    public = SimulatedRegistry((*SIMULATED_IMAGES, AIM_BASE), anonymous_tokens=True)
+    public = SimulatedRegistry(SIMULATED_IMAGES, anonymous_tokens=True)  # aim-base:0.9 among them
     private = SimulatedRegistry([SimulatedImage("team/aim", "1", PRIVATE_LABELS)], credentials=PRIVATE_CREDENTIALS)
     with (
         serving(public, private) as (public_url, private_url),

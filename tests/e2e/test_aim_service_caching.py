@@ -438,7 +438,11 @@ def test_upstreams_services_named_by_their_image_make_their_model_and_template_a
         assert cache["status"]["status"] == "Ready" and cache["spec"]["templateName"] == template["metadata"]["name"]
         assert conditions(service["status"])["CacheReady"]["status"] == "True"
         # chainsaw: Verify AIMTemplateCache has propagated labels
-        assert cache["metadata"]["labels"] == {"aim.eai.amd.com/service.name": name, **MATCHED}
+        assert cache["metadata"]["labels"] == {
+            "aim.eai.amd.com/service": name,
+            "aim.eai.amd.com/service.name": name,
+            **MATCHED,
+        }
         # chainsaw: Verify AIMArtifact, PVC, download Job, InferenceService and HTTPRoute have propagated labels; the
         # non-matching `env` is on none of them
         (artifact,) = snap.of("AIMArtifact", labels_ns)

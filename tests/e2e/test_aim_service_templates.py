@@ -37,6 +37,10 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   AWS_ENDPOINT_URL differs (model-deduplication-s3-endpoint); a custom model's one template carries its hardware and
   sources, their env too (auto-generated-template, model-source-env). A custom model's own discovery (omectl's)
   finds no profile: its result is written by the test (`ready_model`).
+- aimservice/gpu/custom-model, gpu/custom-model-env-propagation and gpu/profile-id-propagation, on the simulated
+  MI300X nodes: what upstream asserts on the inference Pod asserted on the InferenceService's predictor container
+  (image, `AIM_MODEL_ID`, the template's env, `AIM_PROFILE_ID`, the GPU limit), the models, templates and artifact,
+  Running, and the HTTPRoute instead of the HTTP checks.
 """
 
 from __future__ import annotations
@@ -1102,3 +1106,140 @@ def test_upstreams_custom_models_make_one_template_from_their_hardware_and_sourc
         else:
             env_names = [e["name"] for e in template["spec"]["modelSources"][0]["env"]]
             assert env_names == ["AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION"], "both, in order"
+
+
+# --- upstream's GPU scenarios (aimservice/gpu), the simulated MI300X nodes standing in for the GPUs ----------------
+
+GPU = UPSTREAM.parent / "gpu"
+GATEWAY = {
+    "apiVersion": "gateway.networking.k8s.io/v1",
+    "kind": "Gateway",
+    "metadata": {"name": "kserve-ingress-gateway", "namespace": "kgateway-system"},
+    "spec": {"gatewayClassName": "kgateway", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+}
+"""The Gateway of upstream's e2e clusters, which its GPU scenarios' runtime configs route through."""
+
+
+def secret(name: str, ns: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns}, "stringData": data}
+
+
+def in_namespace(path: Any, ns: str) -> dict[str, Any]:
+    """An upstream document as `kubectl apply -n <ns> -f <path>` applies it."""
+    doc: dict[str, Any] = yaml.safe_load(path.read_text())
+    return {**doc, "metadata": {**doc["metadata"], "namespace": ns}}
+
+
+def container_env(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env") or []}
+
+
+def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_templates_say(env: Env) -> None:
+    """Ported: aimservice/gpu/custom-model, gpu/custom-model-env-propagation and gpu/profile-id-propagation, each in
+    its namespace, at once; the GPU environment's secrets (hf-token, ghcr-regcred) and gateway made here. What
+    upstream asserts on the inference Pod is asserted on the InferenceService's predictor container, which the Pod
+    is made from (the simulated cluster makes no pods for it); the HTTP checks (gpu/_shared/validate-http.sh) are
+    not ported, the HTTPRoute they go through is checked. The custom model's source names no size: the test writes
+    it (`size_artifacts`), standing in for upstream's check-size Job."""
+    custom_ns, env_ns, profile_ns = "gpu-custom-model", "gpu-custom-model-env", "gpu-profile-id"
+    documents = [namespace(ns) for ns in (custom_ns, env_ns, profile_ns, GATEWAY["metadata"]["namespace"])]
+    documents += [GATEWAY, secret("hf-token", profile_ns, **{"hf-token": "hf_simulated"})]
+    documents += [secret("ghcr-regcred", ns, **{".dockerconfigjson": "{}"}) for ns in (custom_ns, env_ns)]
+    documents += [
+        in_namespace(GPU / "custom-model" / "runtime-config.yaml", custom_ns),
+        in_namespace(GPU / "custom-model" / "service.yaml", custom_ns),
+        in_namespace(GPU / "custom-model-env-propagation" / "runtime-config.yaml", env_ns),
+        in_namespace(GPU / "custom-model-env-propagation" / "model.yaml", env_ns),
+        in_namespace(GPU / "profile-id-propagation" / "runtime-config.yaml", profile_ns),
+        in_namespace(GPU / "profile-id-propagation" / "service.yaml", profile_ns),
+    ]
+    env.apply(*documents)
+
+    # custom-model-env-propagation: Wait for model to be ready; Verify template has correct profile metadata
+    model = ready_model(env, "test-env-propagation-model", env_ns)
+    assert model["status"]["sourceType"] == "Custom"
+    selector = "aim.eai.amd.com/model=test-env-propagation-model,aim.eai.amd.com/template.alias=env-test"
+    (template,) = until(
+        lambda: [t for t in listed(env, "aimservicetemplates", selector, env_ns) if t.get("status", {}).get("status")],
+        "env-test's template with a status",
+    )
+    assert (template["spec"]["type"], template["spec"]["metric"], template["spec"]["precision"]) == (
+        "optimized",
+        "latency",
+        "fp16",
+    )
+    assert template["spec"]["env"] == [
+        {"name": "MAX_MODEL_LEN", "value": "2048"},
+        {"name": "CUSTOM_TEST_VAR", "value": "custom-value-123"},
+    ]
+    assert template["status"]["status"] == "Ready"
+    profile = template["status"]["profile"]["metadata"]
+    assert (profile["metric"], profile["precision"], profile["type"]) == ("latency", "fp16", "optimized")
+    # Create service using the template
+    env.apply(in_namespace(GPU / "custom-model-env-propagation" / "service.yaml", env_ns))
+
+    # custom-model: Verify service starts (Starting: its cache waits for the source's size); Verify AIMModel is
+    # auto-created for custom model; Verify AIMServiceTemplate is auto-created from hardware spec
+    name = "test-gpu-custom-model"
+    (custom,) = until(lambda: listed(env, MODELS_V1, CUSTOM_LABEL, custom_ns), "the custom model")
+    assert custom["metadata"]["labels"]["aim.eai.amd.com/origin"] == "auto-generated"
+    assert custom["spec"]["modelSources"] == [{"modelId": "Qwen/Qwen2-0.5B", "sourceUri": "hf://Qwen/Qwen2-0.5B"}]
+    custom = ready_model(env, custom["metadata"]["name"], custom_ns)
+    assert custom["status"]["sourceType"] == "Custom"
+    (generated,) = listed(env, "aimservicetemplates", "aim.eai.amd.com/origin=auto-generated", custom_ns)
+    status = resolved(env, name, custom_ns)
+    assert status["status"] == "Starting" and status["resolvedTemplate"]["name"] == generated["metadata"]["name"]
+    assert env.status("aimservicetemplates", generated["metadata"]["name"], custom_ns)["status"] == "Ready"
+    # Verify artifact is created via template cache
+    size_artifacts(env, custom_ns)
+    (artifact,) = listed(env, "aimartifacts", "aim.eai.amd.com/template-cache.name", custom_ns)
+    assert artifact["metadata"]["labels"]["aim.eai.amd.com/service"] == name
+
+    def running(name: str, ns: str) -> dict[str, Any]:
+        return until(  # type: ignore[no-any-return]
+            lambda: (s := env.service(name, ns).get("status") or {}).get("status") == "Running" and s,
+            f"{ns}/{name} Running",
+        )
+
+    def predictor(name: str, ns: str) -> dict[str, Any]:
+        isvc = env.get(KSERVE, name, ns)
+        assert isvc is not None
+        (container,) = isvc["spec"]["predictor"]["containers"]
+        assert container["name"] == "kserve-container"
+        return container  # type: ignore[no-any-return]
+
+    def routed(name: str, ns: str, prefix: str) -> None:
+        route = env.get("httproutes", name, ns)
+        assert route is not None
+        assert route["spec"]["rules"][0]["matches"][0]["path"]["value"] == f"/integration/{prefix}/{name}"
+        assert route["spec"]["parentRefs"] == [{"name": "kserve-ingress-gateway", "namespace": "kgateway-system"}]
+
+    # custom-model: Verify Pod has correct image, env vars, and GPU resources; Verify service reaches Running
+    running(name, custom_ns)
+    container = predictor(name, custom_ns)
+    assert container["image"] == "amdenterpriseai/aim-base:0.9"
+    assert container_env(container)["AIM_MODEL_ID"] == "Qwen/Qwen2-0.5B"
+    assert container["resources"]["limits"]["amd.com/gpu"] == "1"
+    routed(name, custom_ns, "gpu-custom-model")
+
+    # custom-model-env-propagation: Verify InferenceService has expected env vars; Verify service reaches Running
+    running("test-env-propagation", env_ns)
+    variables = container_env(predictor("test-env-propagation", env_ns))
+    assert {k: variables.get(k) for k in ("MAX_MODEL_LEN", "CUSTOM_TEST_VAR", "AIM_METRIC", "AIM_PRECISION")} == {
+        "MAX_MODEL_LEN": "2048",
+        "CUSTOM_TEST_VAR": "custom-value-123",
+        "AIM_METRIC": "latency",
+        "AIM_PRECISION": "fp16",
+    }
+    assert variables["AIM_MODEL_ID"] == "test/env-propagation"
+    routed("test-env-propagation", env_ns, "gpu-custom-model-env")
+
+    # profile-id-propagation: Verify AIM_PROFILE_ID is set on inference pod; Verify service reaches Running
+    status = running("test-gpu-profile-id", profile_ns)
+    selected = env.get("aimservicetemplates", status["resolvedTemplate"]["name"], profile_ns)
+    assert selected is not None and selected["spec"]["profileId"] == "vllm-mi300x-fp16-tp1-latency"
+    assert selected["status"]["profile"]["metadata"]["type"] == "unoptimized", "allowUnoptimized selects it"
+    variables = container_env(predictor("test-gpu-profile-id", profile_ns))
+    assert variables["AIM_PROFILE_ID"] == "vllm-mi300x-fp16-tp1-latency"
+    assert variables["HF_TOKEN"] == {"secretKeyRef": {"name": "hf-token", "key": "hf-token"}}
+    routed("test-gpu-profile-id", profile_ns, "gpu-profile-id")

@@ -105,7 +105,7 @@ def test_the_rendered_shared_cache_has_upstreams_name_label_spec_and_no_owner() 
     assert (rendered["apiVersion"], rendered["kind"]) == (V1, "AIMTemplateCache")
     meta = rendered["metadata"]
     assert (meta["name"], meta["namespace"]) == (template_cache_name(svc, "tpl", "Shared"), NS)
-    assert meta["labels"] == {"aim.eai.amd.com/service.name": "svc"}
+    assert meta["labels"] == {"aim.eai.amd.com/service": "svc", "aim.eai.amd.com/service.name": "svc"}
     assert "ownerReferences" not in meta, "Shared: nobody's, it outlives the service"
     assert rendered["spec"] == {
         "templateName": "tpl",

@@ -13,7 +13,9 @@
   service's namespace for that template, whoever made it; Dedicated, the one of the service's own name
   (`template_cache_name`) that it owns. None usable: the service renders one (`render_template_cache`) and applies
   it, once: name `<template>-<hash8 of the namespace>` (Shared) or `<template>-<service>-<hash8 of the service's
-  uid>` (Dedicated), upstream's derived names; label `aim.eai.amd.com/service.name`; spec `templateName`,
+  uid>` (Dedicated), upstream's derived names; labels `aim.eai.amd.com/service` (upstream's on the cache it renders)
+  and `aim.eai.amd.com/service.name` (upstream's controller label), both the service's name, which every child of
+  the cache inherits as an `aim.eai.amd.com/` label (`omectl.core.aim.labels`); spec `templateName`,
   `templateScope`, `mode`, `storageClassName` (the service's `storage.defaultStorageClassName`, else the config's),
   `runtimeConfigName` (the service's, when it names one), `env` (the template's `env` < a namespaced template's
   `caching.env` < the service's `env`, merged by name). A Dedicated cache is owned by the service (it goes with it);
@@ -53,7 +55,7 @@ from omectl.core.aim.legacy.kinds import (
     TEMPLATE_CACHE,
 )
 from omectl.core.aim.legacy.status import STATE_ORDER
-from omectl.core.aim.meta import name_of, namespace_of, sanitized_label_value
+from omectl.core.aim.meta import SERVICE_LABEL, name_of, namespace_of, sanitized_label_value
 from omectl.core.aim.status import Component
 from omectl.core.aim.versions.service import v1alpha1_spec
 from omectl.core.jsonish import as_list, as_mapping
@@ -201,7 +203,10 @@ def render_template_cache(
     metadata: dict[str, Any] = {
         "name": template_cache_name(service, template_name, mode),
         "namespace": namespace_of(service),
-        "labels": {SERVICE_NAME_LABEL: sanitized_label_value(name_of(service))},
+        "labels": {
+            SERVICE_LABEL: sanitized_label_value(name_of(service)),
+            SERVICE_NAME_LABEL: sanitized_label_value(name_of(service)),
+        },
     }
     if mode == DEDICATED:
         metadata["ownerReferences"] = [owner_reference(service)]
