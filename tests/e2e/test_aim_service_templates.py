@@ -37,10 +37,10 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   AWS_ENDPOINT_URL differs (model-deduplication-s3-endpoint); a custom model's one template carries its hardware and
   sources, their env too (auto-generated-template, model-source-env). A custom model's own discovery (omectl's)
   finds no profile: its result is written by the test (`ready_model`).
-- aimservice/gpu/custom-model, gpu/custom-model-env-propagation and gpu/profile-id-propagation, on the simulated
-  MI300X nodes: what upstream asserts on the inference Pod asserted on the InferenceService's predictor container
-  (image, `AIM_MODEL_ID`, the template's env, `AIM_PROFILE_ID`, the GPU limit), the models, templates and artifact,
-  Running, and the HTTPRoute instead of the HTTP checks.
+- aimservice/gpu/custom-model, gpu/custom-model-env-propagation, gpu/custom-model-s3 and gpu/profile-id-propagation,
+  on the simulated MI300X nodes: what upstream asserts on the inference Pod asserted on the InferenceService's
+  predictor container (the model's image, `AIM_MODEL_ID`, the template's env, `AIM_PROFILE_ID`, the GPU limit), the
+  models, templates and artifacts, Running, and the HTTPRoute instead of the HTTP checks.
 """
 
 from __future__ import annotations
@@ -1134,35 +1134,102 @@ def container_env(container: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env") or []}
 
 
+SNAPSHOT_KINDS = (
+    SERVICES_V1,
+    MODELS_V1,
+    "aimservicetemplates",
+    "aimartifacts",
+    KSERVE,
+    "httproutes",
+    "deployments",
+    "jobs",
+)
+
+
+class Snapshot:
+    """The objects of `SNAPSHOT_KINDS` in some namespaces, read in one `kubectl get`."""
+
+    def __init__(self, env: Env, namespaces: set[str]) -> None:
+        listed = json.loads(env.k("get", ",".join(SNAPSHOT_KINDS), "-A", "-o", "json"))["items"]
+        self.items = [o for o in listed if o["metadata"].get("namespace") in namespaces]
+
+    def of(self, kind: str, ns: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        return [
+            o
+            for o in self.items
+            if o["kind"] == kind
+            and o["metadata"]["namespace"] == ns
+            and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in (labels or {}).items())
+        ]
+
+    def get(self, kind: str, name: str, ns: str) -> dict[str, Any] | None:
+        return next((o for o in self.of(kind, ns) if o["metadata"]["name"] == name), None)
+
+    def state(self, kind: str, name: str, ns: str) -> str | None:
+        return ((self.get(kind, name, ns) or {}).get("status") or {}).get("status")
+
+    def one(self, kind: str, name: str, ns: str) -> dict[str, Any]:
+        found = self.get(kind, name, ns)
+        assert found is not None, (kind, name, ns)
+        return found
+
+    def predictor(self, name: str, ns: str) -> dict[str, Any]:
+        (container,) = self.one("InferenceService", name, ns)["spec"]["predictor"]["containers"]
+        assert container["name"] == "kserve-container"
+        return container  # type: ignore[no-any-return]
+
+    def routed(self, name: str, ns: str, prefix: str) -> None:
+        route = self.one("HTTPRoute", name, ns)
+        assert route["spec"]["rules"][0]["matches"][0]["path"]["value"] == f"/integration/{prefix}/{name}"
+        assert route["spec"]["parentRefs"] == [{"name": "kserve-ingress-gateway", "namespace": "kgateway-system"}]
+
+
 def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_templates_say(env: Env) -> None:
-    """Ported: aimservice/gpu/custom-model, gpu/custom-model-env-propagation and gpu/profile-id-propagation, each in
-    its namespace, at once; the GPU environment's secrets (hf-token, ghcr-regcred) and gateway made here. What
-    upstream asserts on the inference Pod is asserted on the InferenceService's predictor container, which the Pod
-    is made from (the simulated cluster makes no pods for it); the HTTP checks (gpu/_shared/validate-http.sh) are
-    not ported, the HTTPRoute they go through is checked. The custom model's source names no size: the test writes
-    it (`size_artifacts`), standing in for upstream's check-size Job."""
+    """Ported: aimservice/gpu/custom-model, gpu/custom-model-env-propagation, gpu/custom-model-s3 (its MinIO
+    Deployment and Jobs run by the simulated cluster) and gpu/profile-id-propagation, each in its namespace, at once;
+    the GPU environment's secrets (hf-token, ghcr-regcred) and gateway made here. What upstream asserts on the
+    inference Pod is asserted on the InferenceService's predictor container, which the Pod is made from (the
+    simulated cluster makes no pods for it); the HTTP checks (gpu/_shared/validate-http.sh) are not ported, the
+    HTTPRoute they go through is checked. The custom models' sources name no size: the test writes it
+    (`size_artifacts`), standing in for upstream's check-size Job."""
     custom_ns, env_ns, profile_ns = "gpu-custom-model", "gpu-custom-model-env", "gpu-profile-id"
-    documents = [namespace(ns) for ns in (custom_ns, env_ns, profile_ns, GATEWAY["metadata"]["namespace"])]
+    s3_ns, s3, scenarios = "gpu-custom-model-s3", GPU / "custom-model-s3", GPU / "custom-model-env-propagation"
+    spaces = {custom_ns, env_ns, profile_ns, s3_ns}
+    documents = [namespace(ns) for ns in (*sorted(spaces), GATEWAY["metadata"]["namespace"])]
     documents += [GATEWAY, secret("hf-token", profile_ns, **{"hf-token": "hf_simulated"})]
-    documents += [secret("ghcr-regcred", ns, **{".dockerconfigjson": "{}"}) for ns in (custom_ns, env_ns)]
+    documents += [secret("ghcr-regcred", ns, **{".dockerconfigjson": "{}"}) for ns in (custom_ns, env_ns, s3_ns)]
+    # custom-model-s3: MinIO, its bucket and the model uploaded to it (the simulated Jobs succeed), the model
+    s3_files = ("runtime-config.yaml", "minio-service.yaml", "minio-deployment.yaml", "minio-setup-job.yaml")
+    documents += [in_namespace(s3 / f, s3_ns) for f in (*s3_files, "model-upload-job.yaml", "model.yaml")]
     documents += [
         in_namespace(GPU / "custom-model" / "runtime-config.yaml", custom_ns),
         in_namespace(GPU / "custom-model" / "service.yaml", custom_ns),
-        in_namespace(GPU / "custom-model-env-propagation" / "runtime-config.yaml", env_ns),
-        in_namespace(GPU / "custom-model-env-propagation" / "model.yaml", env_ns),
+        in_namespace(scenarios / "runtime-config.yaml", env_ns),
+        in_namespace(scenarios / "model.yaml", env_ns),
         in_namespace(GPU / "profile-id-propagation" / "runtime-config.yaml", profile_ns),
         in_namespace(GPU / "profile-id-propagation" / "service.yaml", profile_ns),
     ]
     env.apply(*documents)
+    name, env_model, s3_model = "test-gpu-custom-model", "test-env-propagation-model", "test-gpu-s3-model"
 
-    # custom-model-env-propagation: Wait for model to be ready; Verify template has correct profile metadata
-    model = ready_model(env, "test-env-propagation-model", env_ns)
-    assert model["status"]["sourceType"] == "Custom"
-    selector = "aim.eai.amd.com/model=test-env-propagation-model,aim.eai.amd.com/template.alias=env-test"
-    (template,) = until(
-        lambda: [t for t in listed(env, "aimservicetemplates", selector, env_ns) if t.get("status", {}).get("status")],
-        "env-test's template with a status",
+    def first_steps() -> Snapshot | None:
+        """Both models Ready (custom-model-env-propagation's and custom-model-s3's "Wait for model to be ready"),
+        MinIO available and its Jobs done, and custom-model's service waiting for its artifact's size."""
+        snap = Snapshot(env, spaces)
+        ready = all(snap.state("AIMModel", m, ns) == "Ready" for m, ns in ((env_model, env_ns), (s3_model, s3_ns)))
+        minio = (snap.one("Deployment", "minio", s3_ns).get("status") or {}).get("availableReplicas") == 1
+        jobs = all(
+            (snap.one("Job", j, s3_ns).get("status") or {}).get("succeeded") for j in ("minio-setup", "model-upload")
+        )
+        waiting = snap.state("AIMService", name, custom_ns) == "Starting" and snap.of("AIMArtifact", custom_ns)
+        return snap if ready and minio and jobs and waiting else None
+
+    snap = until(first_steps, "the models Ready, MinIO and its Jobs done, the custom model's service Starting")
+    # custom-model-env-propagation: Verify template has correct profile metadata; Create service using the template
+    (template,) = snap.of(
+        "AIMServiceTemplate", env_ns, {"aim.eai.amd.com/model": env_model, "aim.eai.amd.com/template.alias": "env-test"}
     )
+    assert snap.one("AIMModel", env_model, env_ns)["status"]["sourceType"] == "Custom"
     assert (template["spec"]["type"], template["spec"]["metric"], template["spec"]["precision"]) == (
         "optimized",
         "latency",
@@ -1175,56 +1242,60 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
     assert template["status"]["status"] == "Ready"
     profile = template["status"]["profile"]["metadata"]
     assert (profile["metric"], profile["precision"], profile["type"]) == ("latency", "fp16", "optimized")
-    # Create service using the template
-    env.apply(in_namespace(GPU / "custom-model-env-propagation" / "service.yaml", env_ns))
+    # custom-model-s3: Wait for MinIO; Create MinIO bucket; Download from HF and upload to MinIO; Verify AIMModel is
+    # ready (above); Create AIMService referencing model by name
+    assert snap.one("AIMModel", s3_model, s3_ns)["status"]["sourceType"] == "Custom"
+    env.apply(in_namespace(scenarios / "service.yaml", env_ns), in_namespace(s3 / "service.yaml", s3_ns))
 
     # custom-model: Verify service starts (Starting: its cache waits for the source's size); Verify AIMModel is
     # auto-created for custom model; Verify AIMServiceTemplate is auto-created from hardware spec
-    name = "test-gpu-custom-model"
-    (custom,) = until(lambda: listed(env, MODELS_V1, CUSTOM_LABEL, custom_ns), "the custom model")
+    status = snap.one("AIMService", name, custom_ns)["status"]
+    (custom,) = snap.of("AIMModel", custom_ns, {"aim.eai.amd.com/custom-model": "true"})
     assert custom["metadata"]["labels"]["aim.eai.amd.com/origin"] == "auto-generated"
     assert custom["spec"]["modelSources"] == [{"modelId": "Qwen/Qwen2-0.5B", "sourceUri": "hf://Qwen/Qwen2-0.5B"}]
-    custom = ready_model(env, custom["metadata"]["name"], custom_ns)
-    assert custom["status"]["sourceType"] == "Custom"
-    (generated,) = listed(env, "aimservicetemplates", "aim.eai.amd.com/origin=auto-generated", custom_ns)
-    status = resolved(env, name, custom_ns)
-    assert status["status"] == "Starting" and status["resolvedTemplate"]["name"] == generated["metadata"]["name"]
-    assert env.status("aimservicetemplates", generated["metadata"]["name"], custom_ns)["status"] == "Ready"
-    # Verify artifact is created via template cache
-    size_artifacts(env, custom_ns)
-    (artifact,) = listed(env, "aimartifacts", "aim.eai.amd.com/template-cache.name", custom_ns)
+    assert (custom["status"]["status"], custom["status"]["sourceType"]) == ("Ready", "Custom")
+    (generated,) = snap.of("AIMServiceTemplate", custom_ns, {"aim.eai.amd.com/origin": "auto-generated"})
+    assert generated["status"]["status"] == "Ready"
+    assert status["resolvedTemplate"]["name"] == generated["metadata"]["name"]
+    # custom-model: Verify artifact is created via template cache
+    (artifact,) = snap.of("AIMArtifact", custom_ns)
     assert artifact["metadata"]["labels"]["aim.eai.amd.com/service"] == name
+    size_artifacts(env, custom_ns)
+    # custom-model-s3: Verify artifact is created for service (its S3 source names no size either: the test writes
+    # it); the source's env (MinIO's endpoint and credentials) reaches the artifact
+    size_artifacts(env, s3_ns)
 
-    def running(name: str, ns: str) -> dict[str, Any]:
-        return until(  # type: ignore[no-any-return]
-            lambda: (s := env.service(name, ns).get("status") or {}).get("status") == "Running" and s,
-            f"{ns}/{name} Running",
-        )
+    services = {custom_ns: name, env_ns: "test-env-propagation", profile_ns: "test-gpu-profile-id"}
+    services[s3_ns] = "test-gpu-s3-service"
 
-    def predictor(name: str, ns: str) -> dict[str, Any]:
-        isvc = env.get(KSERVE, name, ns)
-        assert isvc is not None
-        (container,) = isvc["spec"]["predictor"]["containers"]
-        assert container["name"] == "kserve-container"
-        return container  # type: ignore[no-any-return]
+    def running() -> Snapshot | None:
+        snap = Snapshot(env, spaces)
+        return snap if all(snap.state("AIMService", svc, ns) == "Running" for ns, svc in services.items()) else None
 
-    def routed(name: str, ns: str, prefix: str) -> None:
-        route = env.get("httproutes", name, ns)
-        assert route is not None
-        assert route["spec"]["rules"][0]["matches"][0]["path"]["value"] == f"/integration/{prefix}/{name}"
-        assert route["spec"]["parentRefs"] == [{"name": "kserve-ingress-gateway", "namespace": "kgateway-system"}]
+    try:
+        snap = until(running, "the four services Running")
+    except AssertionError as error:
+        last = Snapshot(env, spaces)
+        states = [(o["metadata"]["name"], o.get("status")) for o in last.items if o["kind"] == "AIMService"]
+        raise AssertionError(f"{error}: {states}") from None
+    (s3_artifact,) = snap.of("AIMArtifact", s3_ns)
+    assert s3_artifact["metadata"]["labels"]["aim.eai.amd.com/service"] == "test-gpu-s3-service"
+    assert s3_artifact["spec"]["sourceUri"] == "s3://models/Qwen2-0.5B"
+    assert {"name": "AWS_ENDPOINT_URL", "value": "http://minio:9000"} in s3_artifact["spec"]["env"]
 
-    # custom-model: Verify Pod has correct image, env vars, and GPU resources; Verify service reaches Running
-    running(name, custom_ns)
-    container = predictor(name, custom_ns)
-    assert container["image"] == "amdenterpriseai/aim-base:0.9"
-    assert container_env(container)["AIM_MODEL_ID"] == "Qwen/Qwen2-0.5B"
-    assert container["resources"]["limits"]["amd.com/gpu"] == "1"
-    routed(name, custom_ns, "gpu-custom-model")
+    # custom-model and custom-model-s3: Verify Pod has correct image, env vars, and GPU resources; Verify service
+    # reaches Running (above)
+    for ns, prefix in ((custom_ns, "gpu-custom-model"), (s3_ns, "gpu-custom-model-s3")):
+        container = snap.predictor(services[ns], ns)
+        assert container["image"] == "amdenterpriseai/aim-base:0.9", "the model's image"
+        assert container_env(container)["AIM_MODEL_ID"] == "Qwen/Qwen2-0.5B"
+        assert container["resources"]["limits"]["amd.com/gpu"] == "1"
+        snap.routed(services[ns], ns, prefix)
 
-    # custom-model-env-propagation: Verify InferenceService has expected env vars; Verify service reaches Running
-    running("test-env-propagation", env_ns)
-    variables = container_env(predictor("test-env-propagation", env_ns))
+    # custom-model-env-propagation: Verify InferenceService has expected env vars
+    container = snap.predictor("test-env-propagation", env_ns)
+    assert container["image"] == "ghcr.io/silogen/aim-dummy:0.1.10", "the model's image"
+    variables = container_env(container)
     assert {k: variables.get(k) for k in ("MAX_MODEL_LEN", "CUSTOM_TEST_VAR", "AIM_METRIC", "AIM_PRECISION")} == {
         "MAX_MODEL_LEN": "2048",
         "CUSTOM_TEST_VAR": "custom-value-123",
@@ -1232,14 +1303,14 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
         "AIM_PRECISION": "fp16",
     }
     assert variables["AIM_MODEL_ID"] == "test/env-propagation"
-    routed("test-env-propagation", env_ns, "gpu-custom-model-env")
+    snap.routed("test-env-propagation", env_ns, "gpu-custom-model-env")
 
-    # profile-id-propagation: Verify AIM_PROFILE_ID is set on inference pod; Verify service reaches Running
-    status = running("test-gpu-profile-id", profile_ns)
-    selected = env.get("aimservicetemplates", status["resolvedTemplate"]["name"], profile_ns)
-    assert selected is not None and selected["spec"]["profileId"] == "vllm-mi300x-fp16-tp1-latency"
+    # profile-id-propagation: Verify AIM_PROFILE_ID is set on inference pod
+    status = snap.one("AIMService", "test-gpu-profile-id", profile_ns)["status"]
+    selected = snap.one("AIMServiceTemplate", status["resolvedTemplate"]["name"], profile_ns)
+    assert selected["spec"]["profileId"] == "vllm-mi300x-fp16-tp1-latency"
     assert selected["status"]["profile"]["metadata"]["type"] == "unoptimized", "allowUnoptimized selects it"
-    variables = container_env(predictor("test-gpu-profile-id", profile_ns))
+    variables = container_env(snap.predictor("test-gpu-profile-id", profile_ns))
     assert variables["AIM_PROFILE_ID"] == "vllm-mi300x-fp16-tp1-latency"
     assert variables["HF_TOKEN"] == {"secretKeyRef": {"name": "hf-token", "key": "hf-token"}}
-    routed("test-gpu-profile-id", profile_ns, "gpu-profile-id")
+    snap.routed("test-gpu-profile-id", profile_ns, "gpu-profile-id")

@@ -421,8 +421,10 @@ class AimServiceReconciler:
         cached = None
         if selection is not None:
             cached = await plan_template_cache(cluster, service, selection, config, self._apply_child)
-        # a service with a custom model names no image: it serves its model's (the custom base image)
-        image = custom_models.serving_image(found.model) if found is not None and custom is not None else None
+        # a service with a custom model names no image: it serves its model's (the custom base image); one on
+        # upstream's template path (written in v1alpha1) serves its resolved model's image, as upstream does
+        on_model = found is not None and (custom is not None or selection is not None)
+        image = custom_models.serving_image(found.model) if found is not None and on_model else None
         rendered = render_inference_service(service, config, profile=profile, resolved_image=image, template=template)
         rendered_isvc = mount_artifacts(rendered, artifacts)
         if cached is not None:

@@ -16,8 +16,9 @@ InferenceService (`serving.kserve.io/v1beta1`), same name and namespace as the A
   instead (`core.aim.template_serving`), its own `spec.resources` over them.
 - Volumes: `dshm` (memory-backed emptyDir, 8Gi) at `/dev/shm`; with a model cache, its PVC at `/workspace/cache`.
 
-Image (`model_image`): an image the controller resolved from the AIMModel / AIMClusterModel named by
-`spec.model.name` (that model's `spec.image`), else `spec.model.image`, else a PLACEHOLDER derived from the name:
+Image (`model_image`): an image the controller resolved from the service's AIMModel / AIMClusterModel (that model's
+`spec.image`: for a service with a custom model, and for one written in v1alpha1 that selects a template, as
+upstream serves its model's image), else `spec.model.image`, else a PLACEHOLDER derived from the name:
 `docker.io/amdenterpriseai/aim-<spec.model.name>:latest` (AIM's public image naming; a stand-in until the model is
 resolved, so a render never fails for want of an image).
 
