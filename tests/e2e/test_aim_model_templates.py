@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.sim.registry import SIMULATED_IMAGES, SimulatedImage, SimulatedRegistry
+from omectl.sim.registry import AIM_DUMMY_DRY_RUN, SIMULATED_IMAGES, SimulatedImage, SimulatedRegistry
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet, serving
 from tests.support import ClusterKubectl, until
@@ -67,24 +67,7 @@ AIM_DUMMY_METADATA = {
     }
 }
 """What the simulated aim-dummy:0.1.10's labels say (its one profile, the one its discovery prints below)."""
-DRY_RUN = [
-    {
-        "id": "vllm-mi300x-fp16-tp1-latency",
-        "filename": "vllm-mi300x-fp16-tp1-latency.yaml",
-        "profile": {
-            "model": "HuggingFaceTB/SmolLM2-135M",
-            "metadata": {
-                "engine": "vllm",
-                "gpu": "MI300X",
-                "precision": "fp16",
-                "gpu_count": 1,
-                "metric": "latency",
-                "type": "unoptimized",
-            },
-        },
-        "models": [{"name": "HuggingFaceTB/SmolLM2-135M", "source": "hf://HuggingFaceTB/SmolLM2-135M", "size_gb": 0.5}],
-    }
-]
+DRY_RUN = AIM_DUMMY_DRY_RUN
 """What the simulated aim-dummy's dry run prints for that profile (the template's discovery); the model, written in
 v1alpha1, runs no discovery of omectl's (its templates are made as it is created)."""
 AUTO_TEMPLATE = "ghcr-io-silogen-aim-dummy-0-1-10-1x-mi300x-lat-fp16-a16f"

@@ -57,6 +57,7 @@ import yaml
 from omectl.core.aim.custom_models import custom_model_name
 from omectl.core.aim.discovery import discovery_configmap, discovery_name
 from omectl.core.aim.image_models import generated_model_name
+from omectl.sim.registry import AIM_DUMMY_DRY_RUN
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
 from tests.support import ClusterKubectl, until
@@ -69,23 +70,7 @@ SERVICES_V1 = "aimservices.v1alpha1.aim.eai.amd.com"
 KSERVE = "inferenceservices.serving.kserve.io"
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e" / "aimservice" / "common"
 FROZEN = UPSTREAM.parent / "frozen"
-DRY_RUN = [
-    {
-        "filename": "vllm-mi300x-fp16-tp1-latency.yaml",
-        "profile": {
-            "model": "HuggingFaceTB/SmolLM2-135M",
-            "metadata": {
-                "engine": "vllm",
-                "gpu": "MI300X",
-                "precision": "fp16",
-                "gpu_count": 1,
-                "metric": "latency",
-                "type": "unoptimized",
-            },
-        },
-        "models": [{"name": "HuggingFaceTB/SmolLM2-135M", "source": "hf://HuggingFaceTB/SmolLM2-135M", "size_gb": 0.5}],
-    }
-]
+DRY_RUN = AIM_DUMMY_DRY_RUN
 """What aim-dummy's dry run prints for basic-lifecycle's template (MI300X, fp16, latency), as the simulated
 discovery Job prints it (the model's `sim.omectl.io/discovery-result`)."""
 
