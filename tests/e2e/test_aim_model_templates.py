@@ -128,6 +128,11 @@ class Env(ClusterKubectl):
         status = (self.get(resource, name, ns) or {}).get("status") or {}
         return {c["type"]: c for c in status.get("conditions") or []}
 
+    def events(self, name: str, ns: str | None = None) -> list[tuple[str, str, str]]:
+        """(type, reason, message) of the events about the object `name` (a cluster-scoped one's are in default)."""
+        items = json.loads(self.k("get", "events", "-n", ns or "default", "-o", "json"))["items"]
+        return [(e["type"], e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == name]
+
     def status(self, resource: str, name: str, ns: str | None = None) -> dict[str, Any]:
         found: dict[str, Any] = (self.get(resource, name, ns) or {}).get("status") or {}
         return found
@@ -226,6 +231,12 @@ def test_upstreams_auto_create_templates_scenario_makes_the_images_template_with
         "True",
         "ImageMetadataFound",
     )
+    # here: upstream's events for the model's condition transitions, Normal on the way to Ready
+    ready = ("Normal", "AllComponentsReady", "All components are ready")
+    seen = until(lambda: e if ready in (e := env.events(name, ns)) else None, "the model's Ready event")
+    assert ("Normal", "AllTemplatesReady", "All templates are ready") in seen
+    assert ("Normal", "ImageMetadataFound", found["ImageMetadataReady"]["message"]) in seen
+    assert all(kind == "Normal" for kind, _, _ in seen), seen
     # a label change of the model follows onto the template
     env.k("label", "--overwrite", MODELS_V1, name, "-n", ns, "org.example/team=research")
     until(
@@ -253,6 +264,15 @@ def test_upstreams_cluster_scoped_templates_scenario_makes_cluster_templates(env
         "the cluster model's template condition",
     )
     assert "ServiceTemplatesReady" not in found
+    # here: the cluster template's model component has upstream's cluster reasons
+    model_ready = until(
+        lambda: env.conditions(CLUSTER_TEMPLATES, CLUSTER_TEMPLATE).get("ClusterModelReady"), "ClusterModelReady"
+    )
+    assert (model_ready["status"], model_ready["reason"], model_ready["message"]) == (
+        "True",
+        "ClusterModelFound",
+        "AIMClusterModel found with valid image",
+    )
 
 
 def test_upstreams_spec_provided_metadata_scenario_reads_no_image_and_makes_its_template(env: Env) -> None:
@@ -413,6 +433,10 @@ def test_upstreams_invalid_image_pull_secret_scenario_fails_the_model_on_its_mis
     )
     assert status["sourceType"] == "Image"
     assert env.get("jobs", f"{name}-discovery", ns) is None
+    # here: upstream's Warning events for the failing conditions
+    secret = ("Warning", "SecretNotFound", conditions["ImageMetadataReady"]["message"])
+    seen = until(lambda: e if secret in (e := env.events(name, ns)) else None, "the missing secret's Warning")
+    assert ("Warning", "ReferenceNotFound", conditions["Ready"]["message"]) in seen
 
 
 def test_upstreams_custom_model_nonexistent_image_scenario_degrades_the_model_and_not_a_template_failing_it(
