@@ -568,6 +568,13 @@ def test_a_template_cache_fails_while_its_template_is_missing(env: Env) -> None:
             "False",
             "ReferenceNotFound",
         )
+    # here: no source to hold, as upstream words it
+    artifacts = conditions["ArtifactsReady"]
+    assert (artifacts["status"], artifacts["reason"], artifacts["message"]) == (
+        "False",
+        "NoCaches",
+        "No artifacts to track",
+    )
     assert env.items("aimartifacts.aim.eai.amd.com", ns) == []
 
 

@@ -5,7 +5,8 @@ decisions are `omectl.core.aim.legacy.template_caches`, this module reads what t
 2. For each model source (`cache_sources`), the best live AIMArtifact holding it (`match_artifacts`); a source none
    holds gets its artifact (`render_artifact`), created once, as upstream creates it: later changes of the cache's
    labels do not reach an artifact (a Shared one may serve other caches).
-3. Status: `ArtifactsReady`, `status.artifacts`, `status.resolvedTemplateKind`.
+3. Status: `ArtifactsReady` (`NoCaches` without a template or sources), `status.artifacts`,
+   `status.resolvedTemplateKind`.
 
 Before all that, a cache an AIMService made that is not Ready when the service is deleted is deleted
 (`delete_abandoned_cache`; `omectl.core.aim.legacy.service_caches.abandoned`): the service's deletion, seen by the
@@ -56,7 +57,7 @@ async def reconcile_template_cache(
     components: list[Component] = [template_component(cache, template)]
     fields: dict[str, Any] = {"resolvedTemplateKind": kind}
     if template is None or kind is None:
-        return Outcome(tuple(components), (), fields)
+        return Outcome((*components, artifacts_component([])), (), fields)
     sources = cache_sources(cache, template)
     live = cluster.consumers.kinds[ARTIFACT].cache.list(namespace_of(cache))
     chosen = match_artifacts(cache, sources, live)
@@ -64,9 +65,7 @@ async def reconcile_template_cache(
         if artifact is None:
             rendered = render_artifact(cache, source, index, kind, resolution.config)
             await reconciler.children.apply(cluster, cache, rendered, resolution.config)
-    artifacts = artifacts_component(chosen)
-    if artifacts is not None:
-        components.append(artifacts)
+    components.append(artifacts_component(chosen))
     fields["artifacts"] = artifacts_status(sources, chosen)
     return Outcome(tuple(components), (), fields)
 

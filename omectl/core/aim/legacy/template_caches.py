@@ -19,8 +19,10 @@ as upstream's template cache controller decides it.
   nobody's, so they outlive it and other caches reuse them. Artifacts are served at `aim.eai.amd.com/v1alpha2`, the
   version AIMArtifact is stored in.
 - **Status** (`artifacts_component`, `artifacts_status`): `ArtifactsReady` from the worst chosen artifact (Ready /
-  `AllCachesReady` when every one is; Progressing / `CreatingCaches` while one is being made), `status.artifacts` by
-  artifact name (`uid`, `name`, `model`, `status`, `persistentVolumeClaim`), `status.resolvedTemplateKind`.
+  `AllCachesReady` when every one is; Progressing / `CreatingCaches` while one is being made; False / `NoCaches`,
+  `No artifacts to track`, with no source to hold, as upstream: such a cache is Progressing, never Ready),
+  `status.artifacts` by artifact name (`uid`, `name`, `model`, `status`, `persistentVolumeClaim`),
+  `status.resolvedTemplateKind`.
 - **Cleanup** (`abandoned_artifacts`): when a cache is deleted, the artifacts labelled with its name that are not
   Ready go too, as upstream's template cache finalizer (`aim.eai.amd.com/artifactcleanup`) deletes them: an artifact
   left Failed would be found again by the next cache of those sources (same name), which could never turn Ready. A
@@ -190,11 +192,12 @@ def artifact_state(artifact: Mapping[str, Any]) -> LegacyState:
     return ARTIFACT_STATES.get(str(status_of(artifact).get("status") or ""), "Pending")
 
 
-def artifacts_component(chosen: Sequence[Mapping[str, Any] | None]) -> Component | None:
-    """`Artifacts` (`ArtifactsReady`): None without sources; Progressing / `CreatingCaches` while one is made; else
-    the worst chosen artifact's state, with its `Ready` condition's reason."""
+def artifacts_component(chosen: Sequence[Mapping[str, Any] | None]) -> Component:
+    """`Artifacts` (`ArtifactsReady`): Progressing / `NoCaches` without sources (no template, or one without model
+    sources: upstream's, which keeps the cache from turning Ready); Progressing / `CreatingCaches` while one is made;
+    else the worst chosen artifact's state, with its `Ready` condition's reason."""
     if not chosen:
-        return None
+        return Component("Artifacts", "Progressing", "NoCaches", "No artifacts to track")
     if any(a is None for a in chosen):
         return Component("Artifacts", "Progressing", "CreatingCaches", "Waiting for the AIM artifacts to be created")
     artifacts = [a for a in chosen if a is not None]

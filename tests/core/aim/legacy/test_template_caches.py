@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from omectl.core.aim.legacy.kinds import LEGACY_PROPAGATION_EDGES, propagate_legacy_edge
+from omectl.core.aim.legacy.status import Component, legacy_status
 from omectl.core.aim.legacy.template_caches import (
     abandoned_artifacts,
     artifact_name,
@@ -130,8 +131,21 @@ def test_the_best_artifact_holding_each_source_is_chosen_within_the_caches_mode(
     assert other_class == [None, None]
 
 
+def test_a_cache_with_no_source_to_hold_is_progressing_with_upstreams_no_caches() -> None:
+    """Upstream's DecorateStatus: no artifact matched or missing (no template, or no model sources) is
+    `ArtifactsReady=False` / `NoCaches`, so the cache is not Ready (a condition of no component: Progressing)."""
+    none = artifacts_component([])
+    assert (none.state, none.reason, none.message) == ("Progressing", "NoCaches", "No artifacts to track")
+    template = Component("ServiceTemplate", "Ready", "AllComponentsReady", "All components are ready")
+    rolled = legacy_status([template, none])
+    ready = next(c for c in rolled.conditions if c["type"] == "Ready")
+    assert (rolled.status, ready["reason"]) == ("Progressing", "Progressing")
+    assert {"type": "ArtifactsReady", "status": "False", "reason": "NoCaches", "message": "No artifacts to track"} in (
+        rolled.conditions
+    )
+
+
 def test_the_worst_artifact_is_the_caches_artifacts_component_and_status_lists_them() -> None:
-    assert artifacts_component([]) is None
     creating = artifacts_component([artifact("a", "hf://org/a.b", "Ready"), None])
     assert creating is not None and (creating.state, creating.reason) == ("Progressing", "CreatingCaches")
     downloading = artifact("b", "hf://org/b", "Downloading")
