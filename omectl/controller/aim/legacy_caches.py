@@ -15,6 +15,9 @@ before it) is left alone.
 
 A deleted cache's artifacts that were not Ready then (`LegacyWatch.abandoned_artifacts`, noted at the deletion) are
 deleted by their own reconcile, before anything else (`delete_abandoned_artifact`), unless they turned Ready since.
+A deletion no controller saw (it ran while none did) is caught up by the same reconcile, which every artifact gets
+when the controller starts: an artifact omectl made for a cache that is gone, and not Ready, is deleted too
+(`template_caches.orphaned`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from omectl.controller.aim.legacy_outcome import Outcome
-from omectl.core.aim.legacy.kinds import ARTIFACT
+from omectl.core.aim.legacy.kinds import ARTIFACT, TEMPLATE_CACHE
 from omectl.core.aim.legacy.service_caches import abandoned, made_by
 from omectl.core.aim.legacy.status import Component
 from omectl.core.aim.legacy.template_caches import (
@@ -31,6 +34,7 @@ from omectl.core.aim.legacy.template_caches import (
     artifacts_status,
     cache_sources,
     match_artifacts,
+    orphaned,
     render_artifact,
     template_component,
     template_refs,
@@ -86,12 +90,17 @@ async def delete_abandoned_cache(cluster: AimWatch, cache: dict[str, Any]) -> bo
 
 
 async def delete_abandoned_artifact(cluster: AimWatch, artifact: dict[str, Any]) -> bool:
-    """Delete `artifact` when a deleted template cache left it not Ready (module docstring); True when it is to be
-    gone."""
+    """Delete `artifact` when a deleted template cache left it not Ready (module docstring): noted at the deletion,
+    or, for a deletion no controller saw, `orphaned`; True when it is to be gone."""
     key = (namespace_of(artifact), name_of(artifact))
-    uid = cluster.legacy.abandoned_artifacts.pop(key, None)
-    if uid is None or uid != str((artifact.get("metadata") or {}).get("uid") or ""):
-        return False  # not abandoned, or another artifact of that name since
+    uid = str((artifact.get("metadata") or {}).get("uid") or "")
+    noted = cluster.legacy.abandoned_artifacts.pop(key, None)
+    if noted is None or noted != uid:  # not noted, or another artifact of that name since
+        caches = cluster.legacy.kinds[TEMPLATE_CACHE]
+        if not (caches.served and caches.synced.is_set()):
+            return False  # no template cache can be told gone
+        if not orphaned(artifact, caches.cache.list(key[0])):
+            return False
     if (artifact.get("status") or {}).get("status") == "Ready":
         return False  # turned Ready since: it serves other caches
     with contextlib.suppress(NotFound, Conflict):  # gone already, or another artifact of that name since

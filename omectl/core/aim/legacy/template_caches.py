@@ -26,7 +26,9 @@ as upstream's template cache controller decides it.
 - **Cleanup** (`abandoned_artifacts`): when a cache is deleted, the artifacts labelled with its name that are not
   Ready go too, as upstream's template cache finalizer (`aim.eai.amd.com/artifactcleanup`) deletes them: an artifact
   left Failed would be found again by the next cache of those sources (same name), which could never turn Ready. A
-  Ready one stays for other caches.
+  Ready one stays for other caches. Without a finalizer a deletion nobody saw (no controller running) is caught up
+  by `orphaned`: an artifact omectl made for a cache, not Ready, whose cache is not there, or is a later one of the
+  same name (created after the artifact, so it did not make it).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from omectl.core.aim.caches import artifact_spec
@@ -53,7 +56,7 @@ from omectl.core.aim.legacy.kinds import (
     propagate_legacy_edge,
 )
 from omectl.core.aim.legacy.status import STATE_ORDER, Component, LegacyState
-from omectl.core.aim.meta import label_value, name_of, namespace_of
+from omectl.core.aim.meta import MANAGED_BY, MANAGED_BY_LABEL, label_value, name_of, namespace_of
 from omectl.core.aim.resolution import REFERENCE_NOT_FOUND
 from omectl.core.jsonish import as_list, as_mapping
 
@@ -247,3 +250,31 @@ def abandoned_artifacts(cache: Mapping[str, Any], artifacts: Iterable[Mapping[st
         and as_mapping(as_mapping(artifact.get("metadata")).get("labels")).get(TEMPLATE_CACHE_LABEL) == made
         and status_of(artifact).get("status") != "Ready"
     ]
+
+
+def orphaned(artifact: Mapping[str, Any], caches: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether `artifact` is one omectl made for a template cache (`render_artifact`'s labels), not Ready, whose
+    cache is gone (module docstring); `caches` are the live template caches of its namespace."""
+    meta = as_mapping(artifact.get("metadata"))
+    labels = as_mapping(meta.get("labels"))
+    made_for = labels.get(TEMPLATE_CACHE_LABEL)
+    if labels.get(MANAGED_BY_LABEL) != MANAGED_BY or not isinstance(made_for, str) or not made_for:
+        return False
+    if status_of(artifact).get("status") == "Ready" or meta.get("deletionTimestamp"):
+        return False
+    made_at = _created(artifact)
+    for cache in caches:
+        if namespace_of(cache) != namespace_of(artifact) or label_value(name_of(cache)) != made_for:
+            continue
+        created = _created(cache)
+        if made_at is None or created is None or created <= made_at:
+            return False  # the cache that made it, or one it cannot be told from
+    return True
+
+
+def _created(obj: Mapping[str, Any]) -> datetime | None:
+    stamp = as_mapping(obj.get("metadata")).get("creationTimestamp")
+    try:
+        return datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        return None
