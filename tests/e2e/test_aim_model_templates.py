@@ -37,6 +37,8 @@ from typing import Any
 import pytest
 import yaml
 
+from omectl.core.aim.versions import written_in_v1alpha1
+from omectl.core.aim.versions.engine import spec_digest
 from omectl.sim.registry import SIMULATED_IMAGES, SimulatedImage, SimulatedRegistry
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet, serving
@@ -386,6 +388,36 @@ def test_a_models_image_labels_are_read_from_its_registry_and_a_missing_image_is
     missing = metadata_condition(env, "missing", ns, "False")
     assert missing["reason"] == "ImageNotFound" and "ghcr.io/silogen/aim-dummy:0.0.0" in missing["message"]
     assert env.listed(TEMPLATES, "aim.eai.amd.com/model=missing", ns) == []
+
+
+def test_a_spec_written_in_v1alpha2_moves_a_v1alpha1_model_to_omectls_discovery_and_a_label_does_not(env: Env) -> None:
+    """docs/aim-versions.md, "Written in v1alpha1": the mark holds while the spec is the one the last v1alpha1 write
+    stored (the API server stores what the conversion wrote: its digest matches); a label written in v1alpha2 keeps
+    it, a spec written in v1alpha2 ends it (omectl's discovery Job, as for any v1alpha2 model), a v1alpha1 write
+    marks it again."""
+    ns = "mtpl-v2-write"
+    env.apply(namespace(ns))
+    env.apply(v1_model("moved", ns, "ghcr.io/silogen/aim-dummy:0.1.10"))
+    until(lambda: env.listed(TEMPLATES, "aim.eai.amd.com/model=moved", ns), "upstream's template of the model")
+
+    def stored() -> dict[str, Any]:
+        found = env.get(MODELS_V2, "moved", ns)
+        assert found is not None
+        return found
+
+    written = stored()
+    annotations = written["metadata"]["annotations"]
+    assert annotations["aim.eai.amd.com/v1alpha1-written-spec"] == spec_digest(written["spec"])
+    assert written_in_v1alpha1(written) and env.get("jobs", "moved-discovery", ns) is None
+    env.k("label", "aimmodels", "moved", "-n", ns, "team=ml")  # the preferred version: v1alpha2
+    assert written_in_v1alpha1(stored()), "a label written in v1alpha2 keeps it"
+    patch = json.dumps({"spec": {"env": [{"name": "A", "value": "1"}]}})
+    env.k("patch", "aimmodels", "moved", "-n", ns, "--type=merge", "-p", patch)
+    assert not written_in_v1alpha1(stored()), "a spec written in v1alpha2 ends it"
+    job = until(lambda: env.get("jobs", "moved-discovery", ns), "omectl's discovery Job, as for a v1alpha2 model")
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "ghcr.io/silogen/aim-dummy:0.1.10"
+    env.apply(v1_model("moved", ns, "ghcr.io/silogen/aim-dummy:0.1.10", env=[{"name": "A", "value": "1"}]))
+    assert written_in_v1alpha1(stored()), "written in v1alpha1 again"
 
 
 def test_a_private_image_is_read_with_the_models_pull_secret(env: Env) -> None:
