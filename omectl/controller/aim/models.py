@@ -45,6 +45,7 @@ from omectl.core.aim.discovery import (
 )
 from omectl.core.aim.legacy.model_status import condition_events
 from omectl.core.aim.profiles import derive_profiles, profile_set_status, profile_status
+from omectl.core.aim.resolution import DEFAULT_CONFIG_NOT_FOUND
 from omectl.core.aim.sources import cluster_models_for, model_source_status
 from omectl.core.aim.versions import written_in_v1alpha1
 from omectl.core.jsonish import as_list, as_mapping
@@ -68,7 +69,8 @@ def record_status_events(cluster: AimWatch, model: Mapping[str, Any], written: M
     previous = [c for c in as_list(as_mapping(model.get("status")).get("conditions")) if isinstance(c, Mapping)]
     current = [c for c in as_list(written.get("conditions")) if isinstance(c, Mapping)]
     for event in condition_events(previous, current):
-        cluster.record_event(model, event.type, event.reason, event.message)
+        if event.reason != DEFAULT_CONFIG_NOT_FOUND:  # every consumer records that one once already
+            cluster.record_event(model, event.type, event.reason, event.message)
 
 
 async def reconcile_model(
