@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,15 +115,36 @@ def running_fleet(
             await app.wait_synced(60)
             return app
 
-        app = bg.run(start())
+        controlled = ControlledFleet(
+            bg, bg.run(start()), Kubectl(binary, kubeconfig, base / "kube-cache"), clusters_dir, real
+        )
         try:
-            yield ControlledFleet(bg, app, Kubectl(binary, kubeconfig, base / "kube-cache"), clusters_dir, real)
+            yield controlled
         finally:
-            bg.run(app.stop())
+            if controlled.app is not None:  # the one running now (`restart_controller` replaces it)
+                bg.run(controlled.app.stop())
     finally:
         if registry is not None:
             bg.run(registry.stop())
         bg.stop()
+
+
+def restart_controller(fleet: ControlledFleet, while_stopped: Callable[[], None]) -> None:
+    """Stop the fleet's controller, run `while_stopped` (what happens while no controller runs), and start a new
+    controller with the same settings, synced."""
+    assert fleet.bg is not None and fleet.app is not None, "an embedded fleet's controller"
+    bg, settings = fleet.bg, fleet.app.settings
+    bg.run(fleet.app.stop())
+    fleet.app = None
+    while_stopped()
+
+    async def start() -> ControllerApp:
+        app = ControllerApp(settings)
+        await app.start()
+        await app.wait_synced(60)
+        return app
+
+    fleet.app = bg.run(start())
 
 
 def aliased_kubeconfig(source: Path, out: Path, count: int, prefix: str) -> Path:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from omectl.sim.simulator import NodePool, SimulatorConfig
-from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
+from tests.e2e.conftest import ROOT, ControlledFleet, restart_controller, running_fleet
 from tests.support import ClusterKubectl, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
@@ -554,6 +554,31 @@ def test_a_cluster_template_cache_labels_its_artifacts_with_the_cluster_scope(en
     assert status["resolvedTemplateKind"] == "AIMClusterServiceTemplate"
 
 
+def test_a_caches_artifacts_that_are_not_ready_go_when_it_was_deleted_while_no_controller_ran(env: Env) -> None:
+    """Upstream's finalizer `aim.eai.amd.com/artifactcleanup` deletes a cache's artifacts that are not Ready whenever
+    the cache goes; omectl, with no finalizer, catches a deletion it did not see up when it starts: the failing
+    cache's Failed artifacts go, the other cache's Ready ones stay."""
+    if env.fleet.real_api_server:
+        pytest.skip("the controller's start, not the server's behaviour: the embedded run covers it")
+    ns = "tc-orphans"
+    env.apply(namespace(ns))
+    env.apply_frozen(UPSTREAM / "aimtemplatecache/happy-path-namespace/service-template.yaml", ns)
+    spec = {"templateName": "happy-path-namespace", "templateScope": "Namespace"}
+    failure = [{"name": "AIM_DEBUG_CAUSE_FAILURE", "value": "true"}]  # the simulated downloader fails at once
+    env.apply(
+        legacy("AIMTemplateCache", "failing", ns, **spec, env=failure), legacy("AIMTemplateCache", "ready", ns, **spec)
+    )
+
+    def states(cache: str) -> list[str]:
+        return [a.get("status", {}).get("status", "") for a in artifacts_of(env, ns, cache)]
+
+    until(lambda: states("failing") == ["Failed", "Failed"], "the failing cache's artifacts Failed")
+    until(lambda: states("ready") == ["Ready", "Ready"], "the other cache's artifacts Ready")
+    restart_controller(env.fleet, lambda: env.k("delete", "aimtemplatecaches", "failing", "ready", "-n", ns))
+    until(lambda: artifacts_of(env, ns, "failing") == [], "the Failed artifacts of the deleted cache gone")
+    assert states("ready") == ["Ready", "Ready"], "Ready artifacts stay for other caches"
+
+
 def test_a_template_cache_fails_while_its_template_is_missing(env: Env) -> None:
     """Ported: aimtemplatecache/fails-if-service-template-not-found."""
     ns = "tc-missing"
@@ -568,6 +593,13 @@ def test_a_template_cache_fails_while_its_template_is_missing(env: Env) -> None:
             "False",
             "ReferenceNotFound",
         )
+    # here: no source to hold, as upstream words it
+    artifacts = conditions["ArtifactsReady"]
+    assert (artifacts["status"], artifacts["reason"], artifacts["message"]) == (
+        "False",
+        "NoCaches",
+        "No artifacts to track",
+    )
     assert env.items("aimartifacts.aim.eai.amd.com", ns) == []
 
 

@@ -37,7 +37,13 @@ from typing import Any
 import pytest
 import yaml
 
+<<<<<<< HEAD
 from omectl.sim.registry import AIM_DUMMY_DRY_RUN, SIMULATED_IMAGES, SimulatedImage, SimulatedRegistry
+=======
+from omectl.core.aim.versions import written_in_v1alpha1
+from omectl.core.aim.versions.engine import spec_digest
+from omectl.sim.registry import SIMULATED_IMAGES, SimulatedImage, SimulatedRegistry
+>>>>>>> h-fid
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet, serving
 from tests.support import ClusterKubectl, until
@@ -110,6 +116,11 @@ class Env(ClusterKubectl):
     def conditions(self, resource: str, name: str, ns: str | None = None) -> dict[str, dict[str, Any]]:
         status = (self.get(resource, name, ns) or {}).get("status") or {}
         return {c["type"]: c for c in status.get("conditions") or []}
+
+    def events(self, name: str, ns: str | None = None) -> list[tuple[str, str, str]]:
+        """(type, reason, message) of the events about the object `name` (a cluster-scoped one's are in default)."""
+        items = json.loads(self.k("get", "events", "-n", ns or "default", "-o", "json"))["items"]
+        return [(e["type"], e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == name]
 
     def status(self, resource: str, name: str, ns: str | None = None) -> dict[str, Any]:
         found: dict[str, Any] = (self.get(resource, name, ns) or {}).get("status") or {}
@@ -207,6 +218,12 @@ def test_upstreams_auto_create_templates_scenario_makes_the_images_template_with
         "True",
         "ImageMetadataFound",
     )
+    # here: upstream's events for the model's condition transitions, Normal on the way to Ready
+    ready = ("Normal", "AllComponentsReady", "All components are ready")
+    seen = until(lambda: e if ready in (e := env.events(name, ns)) else None, "the model's Ready event")
+    assert ("Normal", "AllTemplatesReady", "All templates are ready") in seen
+    assert ("Normal", "ImageMetadataFound", found["ImageMetadataReady"]["message"]) in seen
+    assert all(kind == "Normal" for kind, _, _ in seen), seen
     # a label change of the model follows onto the template
     env.k("label", "--overwrite", MODELS_V1, name, "-n", ns, "org.example/team=research")
     until(
@@ -234,6 +251,15 @@ def test_upstreams_cluster_scoped_templates_scenario_makes_cluster_templates(env
         "the cluster model's template condition",
     )
     assert "ServiceTemplatesReady" not in found
+    # here: the cluster template's model component has upstream's cluster reasons
+    model_ready = until(
+        lambda: env.conditions(CLUSTER_TEMPLATES, CLUSTER_TEMPLATE).get("ClusterModelReady"), "ClusterModelReady"
+    )
+    assert (model_ready["status"], model_ready["reason"], model_ready["message"]) == (
+        "True",
+        "ClusterModelFound",
+        "AIMClusterModel found with valid image",
+    )
 
 
 def test_upstreams_spec_provided_metadata_scenario_reads_no_image_and_makes_its_template(env: Env) -> None:
@@ -349,6 +375,36 @@ def test_a_models_image_labels_are_read_from_its_registry_and_a_missing_image_is
     assert env.listed(TEMPLATES, "aim.eai.amd.com/model=missing", ns) == []
 
 
+def test_a_spec_written_in_v1alpha2_moves_a_v1alpha1_model_to_omectls_discovery_and_a_label_does_not(env: Env) -> None:
+    """docs/aim-versions.md, "Written in v1alpha1": the mark holds while the spec is the one the last v1alpha1 write
+    stored (the API server stores what the conversion wrote: its digest matches); a label written in v1alpha2 keeps
+    it, a spec written in v1alpha2 ends it (omectl's discovery Job, as for any v1alpha2 model), a v1alpha1 write
+    marks it again."""
+    ns = "mtpl-v2-write"
+    env.apply(namespace(ns))
+    env.apply(v1_model("moved", ns, "ghcr.io/silogen/aim-dummy:0.1.10"))
+    until(lambda: env.listed(TEMPLATES, "aim.eai.amd.com/model=moved", ns), "upstream's template of the model")
+
+    def stored() -> dict[str, Any]:
+        found = env.get(MODELS_V2, "moved", ns)
+        assert found is not None
+        return found
+
+    written = stored()
+    annotations = written["metadata"]["annotations"]
+    assert annotations["aim.eai.amd.com/v1alpha1-written-spec"] == spec_digest(written["spec"])
+    assert written_in_v1alpha1(written) and env.get("jobs", "moved-discovery", ns) is None
+    env.k("label", "aimmodels", "moved", "-n", ns, "team=ml")  # the preferred version: v1alpha2
+    assert written_in_v1alpha1(stored()), "a label written in v1alpha2 keeps it"
+    patch = json.dumps({"spec": {"env": [{"name": "A", "value": "1"}]}})
+    env.k("patch", "aimmodels", "moved", "-n", ns, "--type=merge", "-p", patch)
+    assert not written_in_v1alpha1(stored()), "a spec written in v1alpha2 ends it"
+    job = until(lambda: env.get("jobs", "moved-discovery", ns), "omectl's discovery Job, as for a v1alpha2 model")
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "ghcr.io/silogen/aim-dummy:0.1.10"
+    env.apply(v1_model("moved", ns, "ghcr.io/silogen/aim-dummy:0.1.10", env=[{"name": "A", "value": "1"}]))
+    assert written_in_v1alpha1(stored()), "written in v1alpha1 again"
+
+
 def test_a_private_image_is_read_with_the_models_pull_secret(env: Env) -> None:
     ns = "mtpl-private"
     env.apply(namespace(ns))
@@ -394,6 +450,10 @@ def test_upstreams_invalid_image_pull_secret_scenario_fails_the_model_on_its_mis
     )
     assert status["sourceType"] == "Image"
     assert env.get("jobs", f"{name}-discovery", ns) is None
+    # here: upstream's Warning events for the failing conditions
+    secret = ("Warning", "SecretNotFound", conditions["ImageMetadataReady"]["message"])
+    seen = until(lambda: e if secret in (e := env.events(name, ns)) else None, "the missing secret's Warning")
+    assert ("Warning", "ReferenceNotFound", conditions["Ready"]["message"]) in seen
 
 
 def test_upstreams_custom_model_nonexistent_image_scenario_degrades_the_model_and_not_a_template_failing_it(

@@ -337,9 +337,11 @@ def test_upstreams_scaffold_service_is_admitted_and_fails_naming_the_missing_mod
         "some validation rules were not checked because the object was invalid; correct the existing errors to "
         "complete validation\n"
     )
-    # naming a model later (the immutability rule applies once it is set; patched in v1alpha2, the service stays one
-    # written in v1alpha1: docs/aim-versions.md) takes upstream's image path: the model is made for the image
-    env.k("patch", "aimservice", name, "-n", ns, "--type=merge", "-p", '{"spec":{"model":{"image":"example/m:1"}}}')
+    # naming a model later (the immutability rule applies once it is set; patched in v1alpha1, so the service stays
+    # one written in v1alpha1: a spec patched in v1alpha2 would end that, docs/aim-versions.md) takes upstream's image
+    # path: the model is made for the image
+    patch = '{"spec":{"model":{"image":"example/m:1"}}}'
+    env.k("patch", "aimservices.v1alpha1.aim.eai.amd.com", name, "-n", ns, "--type=merge", "-p", patch)
     until(lambda: env.get("aimmodels", generated_model_name("example/m:1"), ns), "the model made for the image")
     until(
         lambda: (

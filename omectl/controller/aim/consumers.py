@@ -19,7 +19,8 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
    immutable, so later label changes reach its metadata only (a merge patch of labels and annotations).
 4. Status (`consumer_status` over the kind's own part): `status`, kind fields, conditions (each keeps its
    `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig`, `observedGeneration`. An unchanged
-   status sends no write.
+   status sends no write. A model written in v1alpha1 then records upstream's events for its conditions'
+   transitions (`aim_models.record_status_events`).
 """
 
 from __future__ import annotations
@@ -105,7 +106,9 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
             self.writes += 1
             return
         own = await STEPS[obj["kind"]](self, cluster, obj, resolution.config)
-        await self.write_status(cluster, obj, resolution, own)
+        written = await self.write_status(cluster, obj, resolution, own)
+        if written is not None:
+            aim_models.record_status_events(cluster, obj, written)
 
     # --- children ----------------------------------------------------------------------------------------
 
@@ -198,10 +201,13 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
 
     async def write_status(
         self, cluster: AimWatch, obj: Mapping[str, Any], resolution: Resolution, own: Mapping[str, Any]
-    ) -> None:
+    ) -> dict[str, Any] | None:
+        """Write the object's status; return the status written (None: it was already so)."""
         now = _now()
+        written: dict[str, Any] | None = None
 
         def desired(live: Mapping[str, Any]) -> dict[str, Any] | None:
+            nonlocal written
             current = dict(live.get("status") or {})
             previous = list(current.get("conditions") or [])
             status = consumer_status(
@@ -211,9 +217,10 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
                 previous_conditions=previous,
             )
             status["conditions"] = stamp_all(status["conditions"], previous, now)
-            return None if status == current else status
+            written = None if status == current else status
+            return written
 
-        await self.write_desired_status(cluster, obj, desired)
+        return written if await self.write_desired_status(cluster, obj, desired) else None
 
 
 def _annotations(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,8 @@ decisions are `omectl.core.aim.legacy.template_caches`, this module reads what t
 2. For each model source (`cache_sources`), the best live AIMArtifact holding it (`match_artifacts`); a source none
    holds gets its artifact (`render_artifact`), created once, as upstream creates it: later changes of the cache's
    labels do not reach an artifact (a Shared one may serve other caches).
-3. Status: `ArtifactsReady`, `status.artifacts`, `status.resolvedTemplateKind`.
+3. Status: `ArtifactsReady` (`NoCaches` without a template or sources), `status.artifacts`,
+   `status.resolvedTemplateKind`.
 
 Before all that, a cache an AIMService made that is not Ready when the service is deleted is deleted
 (`delete_abandoned_cache`; `omectl.core.aim.legacy.service_caches.abandoned`): the service's deletion, seen by the
@@ -14,6 +15,9 @@ before it) is left alone.
 
 A deleted cache's artifacts that were not Ready then (`LegacyWatch.abandoned_artifacts`, noted at the deletion) are
 deleted by their own reconcile, before anything else (`delete_abandoned_artifact`), unless they turned Ready since.
+A deletion no controller saw (it ran while none did) is caught up by the same reconcile, which every artifact gets
+when the controller starts: an artifact omectl made for a cache that is gone, and not Ready, is deleted too
+(`template_caches.orphaned`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from omectl.controller.aim.legacy_outcome import Outcome
-from omectl.core.aim.legacy.kinds import ARTIFACT
+from omectl.core.aim.legacy.kinds import ARTIFACT, TEMPLATE_CACHE
 from omectl.core.aim.legacy.service_caches import abandoned, made_by
 from omectl.core.aim.legacy.status import Component
 from omectl.core.aim.legacy.template_caches import (
@@ -30,6 +34,7 @@ from omectl.core.aim.legacy.template_caches import (
     artifacts_status,
     cache_sources,
     match_artifacts,
+    orphaned,
     render_artifact,
     template_component,
     template_refs,
@@ -56,7 +61,7 @@ async def reconcile_template_cache(
     components: list[Component] = [template_component(cache, template)]
     fields: dict[str, Any] = {"resolvedTemplateKind": kind}
     if template is None or kind is None:
-        return Outcome(tuple(components), (), fields)
+        return Outcome((*components, artifacts_component([])), (), fields)
     sources = cache_sources(cache, template)
     live = cluster.consumers.kinds[ARTIFACT].cache.list(namespace_of(cache))
     chosen = match_artifacts(cache, sources, live)
@@ -64,9 +69,7 @@ async def reconcile_template_cache(
         if artifact is None:
             rendered = render_artifact(cache, source, index, kind, resolution.config)
             await reconciler.children.apply(cluster, cache, rendered, resolution.config)
-    artifacts = artifacts_component(chosen)
-    if artifacts is not None:
-        components.append(artifacts)
+    components.append(artifacts_component(chosen))
     fields["artifacts"] = artifacts_status(sources, chosen)
     return Outcome(tuple(components), (), fields)
 
@@ -87,12 +90,17 @@ async def delete_abandoned_cache(cluster: AimWatch, cache: dict[str, Any]) -> bo
 
 
 async def delete_abandoned_artifact(cluster: AimWatch, artifact: dict[str, Any]) -> bool:
-    """Delete `artifact` when a deleted template cache left it not Ready (module docstring); True when it is to be
-    gone."""
+    """Delete `artifact` when a deleted template cache left it not Ready (module docstring): noted at the deletion,
+    or, for a deletion no controller saw, `orphaned`; True when it is to be gone."""
     key = (namespace_of(artifact), name_of(artifact))
-    uid = cluster.legacy.abandoned_artifacts.pop(key, None)
-    if uid is None or uid != str((artifact.get("metadata") or {}).get("uid") or ""):
-        return False  # not abandoned, or another artifact of that name since
+    uid = str((artifact.get("metadata") or {}).get("uid") or "")
+    noted = cluster.legacy.abandoned_artifacts.pop(key, None)
+    if noted is None or noted != uid:  # not noted, or another artifact of that name since
+        caches = cluster.legacy.kinds[TEMPLATE_CACHE]
+        if not (caches.served and caches.synced.is_set()):
+            return False  # no template cache can be told gone
+        if not orphaned(artifact, caches.cache.list(key[0])):
+            return False
     if (artifact.get("status") or {}).get("status") == "Ready":
         return False  # turned Ready since: it serves other caches
     with contextlib.suppress(NotFound, Conflict):  # gone already, or another artifact of that name since

@@ -2,7 +2,8 @@
 
 - **AIMModel / AIMClusterModel** (`reconcile_model`): a model written in v1alpha1 (with an image) is upstream's: its
   AIMServiceTemplates and its whole status rolled up from its image metadata and templates
-  (`model_templates.reconcile_v1alpha1_model`), no discovery Job. Any other model: unless discovery is
+  (`model_templates.reconcile_v1alpha1_model`), no discovery Job, and upstream's events for its conditions'
+  transitions once its status is written (`record_status_events`). Any other model: unless discovery is
   disabled (or the model has no image:
   Failed / `ImageNotSpecified`, with one Warning event), the discovery Job
   (`render_discovery_job`) in the model's namespace, or in the operator namespace for a cluster model, with the
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from omectl.controller.aim.model_templates import reconcile_model_templates, reconcile_v1alpha1_model
+from omectl.core.aim.consumers import CLUSTER_MODEL, MODEL
 from omectl.core.aim.discovery import (
     IMAGE_NOT_SPECIFIED,
     INPUTS_ANNOTATION,
@@ -41,20 +43,40 @@ from omectl.core.aim.discovery import (
     profiles_from_discovery,
     render_discovery_job,
 )
+from omectl.core.aim.legacy.model_status import condition_events
 from omectl.core.aim.profiles import derive_profiles, profile_set_status, profile_status
+from omectl.core.aim.resolution import DEFAULT_CONFIG_NOT_FOUND
 from omectl.core.aim.sources import cluster_models_for, model_source_status
 from omectl.core.aim.versions import written_in_v1alpha1
-from omectl.core.jsonish import as_mapping
+from omectl.core.jsonish import as_list, as_mapping
 
 if TYPE_CHECKING:
     from omectl.controller.aim.consumers import AimConsumerReconciler
     from omectl.controller.aim.watch import AimWatch
 
 
+def upstream_model(model: Mapping[str, Any]) -> bool:
+    """Whether the model is reconciled as upstream's v1alpha1 model controller does it (written in v1alpha1, with an
+    image)."""
+    return model.get("kind") in (MODEL, CLUSTER_MODEL) and written_in_v1alpha1(model) and has_image(model)
+
+
+def record_status_events(cluster: AimWatch, model: Mapping[str, Any], written: Mapping[str, Any]) -> None:
+    """After a status write of an upstream model: upstream's events for its conditions' transitions
+    (`condition_events`), from the status the cache held to the one written."""
+    if not upstream_model(model):
+        return
+    previous = [c for c in as_list(as_mapping(model.get("status")).get("conditions")) if isinstance(c, Mapping)]
+    current = [c for c in as_list(written.get("conditions")) if isinstance(c, Mapping)]
+    for event in condition_events(previous, current):
+        if event.reason != DEFAULT_CONFIG_NOT_FOUND:  # every consumer records that one once already
+            cluster.record_event(model, event.type, event.reason, event.message)
+
+
 async def reconcile_model(
     reconciler: AimConsumerReconciler, cluster: AimWatch, model: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
-    if written_in_v1alpha1(model) and has_image(model):
+    if upstream_model(model):
         return await reconcile_v1alpha1_model(reconciler, cluster, model, config)
     own = await _reconcile_discovery(reconciler, cluster, model, config)
     conditions = await reconcile_model_templates(reconciler, cluster, model, config)

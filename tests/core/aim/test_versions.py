@@ -19,7 +19,16 @@ from hypothesis import strategies as st
 
 from omectl.api import aim_model_v1alpha1, crdgen
 from omectl.core.aim.versions import CONVERSIONS, ConversionError, carried_annotation, convert, written_in_v1alpha1
-from omectl.core.aim.versions.engine import GROUP, V1ALPHA1, V1ALPHA2, Field, KindConversion, Values
+from omectl.core.aim.versions.engine import (
+    GROUP,
+    V1ALPHA1,
+    V1ALPHA2,
+    WRITTEN_SPEC_ANNOTATION,
+    Field,
+    KindConversion,
+    Values,
+    spec_digest,
+)
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "fixtures" / "upstream" / "aim"
 VERSIONS = (V1ALPHA1, V1ALPHA2)
@@ -101,13 +110,18 @@ def api(version: str) -> str:
 
 def through_v1alpha1(obj: dict[str, Any], version: str) -> dict[str, Any]:
     """`obj` after a round trip through the other version: a v1alpha2 object of a kind that marks v1alpha1 writes
-    comes back marked (an empty annotation `aim.eai.amd.com/v1alpha1-fields`), as a v1alpha1 write leaves it; every
-    field is back as it was."""
+    comes back marked (an empty annotation `aim.eai.amd.com/v1alpha1-fields`, and its spec's digest), as a v1alpha1
+    write leaves it; every field is back as it was."""
     if version != V1ALPHA2 or not CONVERSIONS[obj["kind"]].marks_v1alpha1_writes:
         return obj
     metadata = obj.get("metadata") or {}
-    annotations = {**(metadata.get("annotations") or {}), carried_annotation(V1ALPHA1): "{}"}
+    annotations = {**(metadata.get("annotations") or {}), **marked(obj.get("spec"))}
     return {**obj, "metadata": {**metadata, "annotations": annotations}}
+
+
+def marked(spec: Any, kept: str = "{}") -> dict[str, str]:
+    """The annotations a v1alpha1 write of a kind that marks them leaves on the object it stores with `spec`."""
+    return {carried_annotation(V1ALPHA1): kept, WRITTEN_SPEC_ANNOTATION: spec_digest(spec)}
 
 
 KINDS_AND_VERSIONS = [(kind, version) for kind in sorted(CONVERSIONS) for version in VERSIONS]
@@ -248,9 +262,9 @@ def test_a_service_moves_what_v1alpha2_holds_and_keeps_the_rest_in_the_annotatio
     assert json.loads(again["metadata"]["annotations"][carried_annotation(V1ALPHA2)]) == {
         "spec": {"caching": {"enabled": True}, "runtimeConfig": {"env": [{"name": "B", "value": "2"}]}}
     }
-    assert convert(again, api(V1ALPHA2)) == {**v2, "metadata": {**v2["metadata"], "annotations": {
-        carried_annotation(V1ALPHA1): v2["metadata"]["annotations"][carried_annotation(V1ALPHA1)]
-    }}}  # fmt: skip
+    assert convert(again, api(V1ALPHA2)) == {**v2, "metadata": {**v2["metadata"], "annotations": marked(
+        v2["spec"], v2["metadata"]["annotations"][carried_annotation(V1ALPHA1)]
+    )}}  # fmt: skip
 
 
 def test_an_inline_custom_model_leaves_v1alpha2_without_a_model_and_a_merged_scope_waits() -> None:
@@ -473,7 +487,7 @@ def test_a_v1alpha1_model_source_is_named_in_v1alpha2_and_a_name_given_there_com
     v1 = model(V1ALPHA1, {"image": "i", "modelSources": [source]})
     v2 = convert(v1, api(V1ALPHA2))
     assert v2["spec"]["modelSources"] == [{**source, "name": "qwen-qwen3-8b"}]
-    assert v2["metadata"]["annotations"] == {carried_annotation(V1ALPHA1): "{}"}, "the derived name keeps nothing"
+    assert v2["metadata"]["annotations"] == marked(v2["spec"]), "the derived name keeps nothing"
     # named otherwise in v1alpha2: v1alpha1 has no name, so the annotation keeps it
     v2["spec"]["modelSources"][0]["name"] = "weights"
     v1_again = convert(v2, api(V1ALPHA1))
@@ -481,12 +495,12 @@ def test_a_v1alpha1_model_source_is_named_in_v1alpha2_and_a_name_given_there_com
     assert json.loads(v1_again["metadata"]["annotations"][carried_annotation(V1ALPHA2)]) == {
         "spec": {"modelSources": [{**source, "name": "weights"}]}
     }
-    assert convert(v1_again, api(V1ALPHA2)) == v2
+    assert convert(v1_again, api(V1ALPHA2)) == through_v1alpha1(v2, V1ALPHA2), "written in v1alpha1 again"
     # the source changed in v1alpha1: the kept name is stale, the derived one is used
     v1_again["spec"]["modelSources"][0]["size"] = "30Gi"
     moved = convert(v1_again, api(V1ALPHA2))
     assert moved["spec"]["modelSources"] == [{**source, "size": "30Gi", "name": "qwen-qwen3-8b"}]
-    assert moved["metadata"]["annotations"] == {carried_annotation(V1ALPHA1): "{}"}
+    assert moved["metadata"]["annotations"] == marked(moved["spec"])
 
 
 def test_v1alpha2_sources_that_v1alpha1_cannot_hold_wait_in_the_annotation() -> None:
@@ -538,7 +552,7 @@ def test_a_kept_discovery_is_dropped_once_v1alpha2_changes_it_even_to_what_v1alp
     assert "discovery" not in v1_again["spec"], "the kept flags are stale"
     back = convert(v1_again, api(V1ALPHA2))
     assert back["spec"] == v2["spec"]
-    assert back["metadata"]["annotations"] == {carried_annotation(V1ALPHA1): "{}"}, "and gone: nothing kept"
+    assert back["metadata"]["annotations"] == marked(back["spec"]), "and gone: nothing kept"
 
 
 def test_a_models_status_written_in_v1alpha2_reads_in_v1alpha1() -> None:
@@ -594,6 +608,32 @@ def test_a_write_in_v1alpha1_marks_the_stored_object_and_a_read_in_v1alpha1_does
     v2 = {**v1, "apiVersion": api(V1ALPHA2), "spec": stored["spec"]}
     assert not written_in_v1alpha1(v2), "written in v1alpha2: no mark"
     assert not written_in_v1alpha1(convert(v1, api(V1ALPHA1))), "only the stored version carries it"
+
+
+def test_a_write_in_v1alpha2_that_changes_the_spec_ends_written_in_v1alpha1_and_one_in_v1alpha1_marks_it_again() -> (
+    None
+):
+    """The rule (docs/aim-versions.md, "Written in v1alpha1"): the mark holds while the spec is the one the last
+    v1alpha1 write stored. A v1alpha2 write converts nothing: a label, or the same spec sent again, keeps it; a
+    changed spec ends it, whatever the annotation still keeps for v1alpha1 clients; a v1alpha1 write marks again."""
+    spec = {"model": {"image": "ghcr.io/amd/llm:1"}, "template": {"name": "t"}}
+    v1 = {"apiVersion": api(V1ALPHA1), "kind": "AIMService", "metadata": {"name": "s"}, "spec": spec}
+    stored = convert(v1, api(V1ALPHA2))
+    assert written_in_v1alpha1(stored)
+    assert stored["metadata"]["annotations"][WRITTEN_SPEC_ANNOTATION] == spec_digest(stored["spec"])
+    labelled = {**stored, "metadata": {**stored["metadata"], "labels": {"team": "ml"}}}
+    assert written_in_v1alpha1(labelled), "a metadata write in v1alpha2 (kubectl label) keeps it"
+    assert written_in_v1alpha1({**labelled, "spec": dict(labelled["spec"])}), "the same spec sent again keeps it"
+    changed = {**labelled, "spec": {**labelled["spec"], "replicas": 2}}
+    assert not written_in_v1alpha1(changed), "a spec written in v1alpha2 ends it"
+    read = convert(changed, api(V1ALPHA1))
+    assert read["spec"] == {**spec, "replicas": 2}, "v1alpha1 clients still read the fields the annotation keeps"
+    assert set(read["metadata"].get("annotations") or {}) == set(), "neither annotation shows in v1alpha1"
+    assert written_in_v1alpha1(convert(read, api(V1ALPHA2))), "a v1alpha1 write marks it again"
+    assert written_in_v1alpha1({**changed, "spec": stored["spec"]}), "the spec that write stored, back"
+    annotations = {k: v for k, v in changed["metadata"]["annotations"].items() if k != WRITTEN_SPEC_ANNOTATION}
+    older = {**changed, "metadata": {**changed["metadata"], "annotations": annotations}}
+    assert written_in_v1alpha1(older), "without the digest (a mark from before omectl recorded it) the mark alone"
 
 
 def test_an_artifact_or_model_source_written_in_v1alpha1_is_not_marked() -> None:

@@ -30,6 +30,12 @@ Roll-up (`model_status`), upstream's order:
 
 Upstream's grace period (an infrastructure error keeps a component's earlier condition status for 10 s) is not
 kept: the model's image is read again on each reconcile and its registry client keeps what it read.
+
+Events (`condition_events`), as upstream's pipeline records them on a status it writes: one per condition that is
+new or whose status or reason changed, with the condition's reason and message. Warning for what upstream reports as
+an error (a component Failed, NotAvailable or Degraded, `ConfigValid` or `DependenciesReachable` False, `Ready` False
+for any reason but `Progressing`), Normal otherwise. Upstream repeats a Warning on every reconcile while the
+condition holds; omectl records it once, on the transition, as for its other kinds.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ from omectl.core.aim.status import (
 from omectl.core.jsonish import as_mapping
 
 ErrorKind = Literal["missing-reference", "infrastructure", "uncategorised"]
+EventType = Literal["Normal", "Warning"]
 
 DEPENDENCIES_REACHABLE: Final = "DependenciesReachable"
 INFRASTRUCTURE_ERROR: Final = "InfrastructureError"
@@ -69,6 +76,12 @@ ERROR_KINDS: Final[Mapping[str, ErrorKind]] = {
     "SecretAccessFailed": "infrastructure",
 }
 """The kind of error of each `ImageMetadataReady` reason upstream categorises; any other is uncategorised."""
+WARNING_REASONS: Final = frozenset(
+    (*ERROR_KINDS, "AllTemplatesFailed", "NoTemplatesAvailable", "SomeTemplatesDegraded", REFERENCE_NOT_FOUND)
+)
+"""The reasons of a component condition whose component is Failed, NotAvailable or Degraded (`ImageMetadata`'s
+categorised errors, `template_health`'s failing aggregates): upstream reports them as errors."""
+ERROR_WHEN_FALSE: Final = frozenset((CONFIG_VALID, DEPENDENCIES_REACHABLE))
 
 
 @dataclass(frozen=True)
@@ -159,3 +172,43 @@ def model_status(
 def source_type(spec: Mapping[str, Any]) -> str:
     """`status.sourceType`: Custom for a custom model (its v1alpha1 `spec.modelSources`), else Image."""
     return "Custom" if is_custom_model(spec) else "Image"
+
+
+@dataclass(frozen=True)
+class ConditionEvent:
+    """One event upstream records for a condition's transition (module docstring)."""
+
+    type: EventType
+    reason: str
+    message: str
+
+
+def condition_events(
+    previous: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]]
+) -> list[ConditionEvent]:
+    """The events of the model's status going from the `previous` conditions to the `current` ones, in the order of
+    `current` (module docstring)."""
+    before = {str(c.get("type")): c for c in previous}
+    events = []
+    for item in current:
+        kind, status, reason = str(item.get("type")), str(item.get("status")), str(item.get("reason") or "")
+        old = before.get(kind)
+        if old is not None and (old.get("status"), old.get("reason")) == (status, reason):
+            continue
+        message = str(item.get("message") or "") or _default_message(kind, status, reason)
+        events.append(ConditionEvent(_event_type(kind, status, reason), reason, message))
+    return events
+
+
+def _event_type(kind: str, status: str, reason: str) -> EventType:
+    if status != "False":
+        return "Normal"
+    if kind in ERROR_WHEN_FALSE or (kind == READY and reason != PROGRESSING) or reason in WARNING_REASONS:
+        return "Warning"
+    return "Normal"
+
+
+def _default_message(kind: str, status: str, reason: str) -> str:
+    """Upstream's message for a condition without one: `<Component> is ready: <reason>`."""
+    state = {"True": "is ready", "False": "is not ready"}.get(status, "status unknown")
+    return f"{kind.removesuffix('Ready')} {state}: {reason}"

@@ -4,8 +4,8 @@ upstream's model controller makes them (docs/aim-resources.md, "Templates of a m
 The model is read in v1alpha1 (`v1alpha1_spec`: the stored v1alpha2 object converted, so the fields carried in its
 annotation are in place). A model is on this path (`on_template_path`) when it was written in v1alpha1
 (`versions.written_in_v1alpha1`: the annotation `aim.eai.amd.com/v1alpha1-fields`, which every write in v1alpha1
-leaves, even with only `spec.image`) or has the simulated image metadata below; a model written in v1alpha2 gets no
-templates and no template conditions.
+leaves, even with only `spec.image`, while its spec is the one that write stored) or has the simulated image metadata
+below; a model written in v1alpha2 (its spec too, since) gets no templates and no template conditions.
 
 Image metadata (`image_metadata`), upstream's order: `spec.imageMetadata` (given in the spec, e.g. air-gapped); else,
 unless `spec.discovery.extractMetadata` is false, what the image's labels say: read from the image's registry by the

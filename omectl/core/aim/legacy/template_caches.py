@@ -19,12 +19,16 @@ as upstream's template cache controller decides it.
   nobody's, so they outlive it and other caches reuse them. Artifacts are served at `aim.eai.amd.com/v1alpha2`, the
   version AIMArtifact is stored in.
 - **Status** (`artifacts_component`, `artifacts_status`): `ArtifactsReady` from the worst chosen artifact (Ready /
-  `AllCachesReady` when every one is; Progressing / `CreatingCaches` while one is being made), `status.artifacts` by
-  artifact name (`uid`, `name`, `model`, `status`, `persistentVolumeClaim`), `status.resolvedTemplateKind`.
+  `AllCachesReady` when every one is; Progressing / `CreatingCaches` while one is being made; False / `NoCaches`,
+  `No artifacts to track`, with no source to hold, as upstream: such a cache is Progressing, never Ready),
+  `status.artifacts` by artifact name (`uid`, `name`, `model`, `status`, `persistentVolumeClaim`),
+  `status.resolvedTemplateKind`.
 - **Cleanup** (`abandoned_artifacts`): when a cache is deleted, the artifacts labelled with its name that are not
   Ready go too, as upstream's template cache finalizer (`aim.eai.amd.com/artifactcleanup`) deletes them: an artifact
   left Failed would be found again by the next cache of those sources (same name), which could never turn Ready. A
-  Ready one stays for other caches.
+  Ready one stays for other caches. Without a finalizer a deletion nobody saw (no controller running) is caught up
+  by `orphaned`: an artifact omectl made for a cache, not Ready, whose cache is not there, or is a later one of the
+  same name (created after the artifact, so it did not make it).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from omectl.core.aim.caches import artifact_spec
@@ -51,7 +56,7 @@ from omectl.core.aim.legacy.kinds import (
     propagate_legacy_edge,
 )
 from omectl.core.aim.legacy.status import STATE_ORDER, Component, LegacyState
-from omectl.core.aim.meta import label_value, name_of, namespace_of
+from omectl.core.aim.meta import MANAGED_BY, MANAGED_BY_LABEL, label_value, name_of, namespace_of
 from omectl.core.aim.resolution import REFERENCE_NOT_FOUND
 from omectl.core.jsonish import as_list, as_mapping
 
@@ -190,11 +195,12 @@ def artifact_state(artifact: Mapping[str, Any]) -> LegacyState:
     return ARTIFACT_STATES.get(str(status_of(artifact).get("status") or ""), "Pending")
 
 
-def artifacts_component(chosen: Sequence[Mapping[str, Any] | None]) -> Component | None:
-    """`Artifacts` (`ArtifactsReady`): None without sources; Progressing / `CreatingCaches` while one is made; else
-    the worst chosen artifact's state, with its `Ready` condition's reason."""
+def artifacts_component(chosen: Sequence[Mapping[str, Any] | None]) -> Component:
+    """`Artifacts` (`ArtifactsReady`): Progressing / `NoCaches` without sources (no template, or one without model
+    sources: upstream's, which keeps the cache from turning Ready); Progressing / `CreatingCaches` while one is made;
+    else the worst chosen artifact's state, with its `Ready` condition's reason."""
     if not chosen:
-        return None
+        return Component("Artifacts", "Progressing", "NoCaches", "No artifacts to track")
     if any(a is None for a in chosen):
         return Component("Artifacts", "Progressing", "CreatingCaches", "Waiting for the AIM artifacts to be created")
     artifacts = [a for a in chosen if a is not None]
@@ -244,3 +250,31 @@ def abandoned_artifacts(cache: Mapping[str, Any], artifacts: Iterable[Mapping[st
         and as_mapping(as_mapping(artifact.get("metadata")).get("labels")).get(TEMPLATE_CACHE_LABEL) == made
         and status_of(artifact).get("status") != "Ready"
     ]
+
+
+def orphaned(artifact: Mapping[str, Any], caches: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether `artifact` is one omectl made for a template cache (`render_artifact`'s labels), not Ready, whose
+    cache is gone (module docstring); `caches` are the live template caches of its namespace."""
+    meta = as_mapping(artifact.get("metadata"))
+    labels = as_mapping(meta.get("labels"))
+    made_for = labels.get(TEMPLATE_CACHE_LABEL)
+    if labels.get(MANAGED_BY_LABEL) != MANAGED_BY or not isinstance(made_for, str) or not made_for:
+        return False
+    if status_of(artifact).get("status") == "Ready" or meta.get("deletionTimestamp"):
+        return False
+    made_at = _created(artifact)
+    for cache in caches:
+        if namespace_of(cache) != namespace_of(artifact) or label_value(name_of(cache)) != made_for:
+            continue
+        created = _created(cache)
+        if made_at is None or created is None or created <= made_at:
+            return False  # the cache that made it, or one it cannot be told from
+    return True
+
+
+def _created(obj: Mapping[str, Any]) -> datetime | None:
+    stamp = as_mapping(obj.get("metadata")).get("creationTimestamp")
+    try:
+        return datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        return None

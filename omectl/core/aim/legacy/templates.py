@@ -7,7 +7,8 @@ template cache.
   fails until it appears). No `spec.image`: Failed / `ImageNotSpecified`. A model that is Failed or Degraded
   passes that on (`ModelFailed`), unless only its templates fail it (no component condition `<X>Ready` of the model
   is False but `Ready` and its `(Cluster)ServiceTemplatesReady`): upstream ignores that, or a model and its templates
-  would keep each other failed. Nothing is applied until the model is there with an image.
+  would keep each other failed. Else Ready / `ModelFound`. A cluster model's reasons are upstream's
+  `ClusterModelFailed` and `ClusterModelFound`. Nothing is applied until the model is there with an image.
 - **Hardware** (`omectl.core.aim.legacy.gpus`): a template that requires a GPU nobody has is NotAvailable and
   applies nothing.
 - **Model sources given inline** (`spec.modelSources`): no discovery; Ready with the profile and hardware of the spec
@@ -71,12 +72,13 @@ def model_component(template: Mapping[str, Any], model: Mapping[str, Any] | None
         message = f"{kind} {model_name(template)} not found"
         return Component(component, "Failed", REFERENCE_NOT_FOUND, message, missing_reference=True)
     if not spec_of(model).get("image"):
-        return Component(component, "Failed", "ImageNotSpecified", "Model does not specify an image")
+        subject = "Cluster model" if kind == CLUSTER_MODEL else "Model"
+        return Component(component, "Failed", "ImageNotSpecified", f"{subject} does not specify an image")
     state = status_of(model).get("status")
     templates = "ClusterServiceTemplatesReady" if kind == CLUSTER_MODEL else "ServiceTemplatesReady"
     if state in ("Failed", "Degraded") and _fails_beyond_its_templates(model, templates):
-        return Component(component, state, "ModelFailed", f"{kind} is in {state} state")
-    return Component(component, "Ready", "ModelFound", f"{kind} found with valid image")
+        return Component(component, state, f"{component}Failed", f"{kind} is in {state} state")
+    return Component(component, "Ready", f"{component}Found", f"{kind} found with valid image")
 
 
 def _fails_beyond_its_templates(model: Mapping[str, Any], templates_condition: str) -> bool:

@@ -25,6 +25,7 @@ moved wins over one the annotation holds: the annotation is older than anything 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ V1ALPHA2: Final = "v1alpha2"
 VERSIONS: Final = (V1ALPHA1, V1ALPHA2)
 CONVERTED: Final = ("spec", "status")
 """The parts of an object that differ between the versions."""
+WRITTEN_SPEC_ANNOTATION: Final = f"{GROUP}/v1alpha1-written-spec"
+"""On a stored (v1alpha2) object of a kind that marks v1alpha1 writes: the digest of the spec its last v1alpha1 write
+stored (`written_in_v1alpha1`). Written by every conversion to v1alpha2, removed by every conversion to v1alpha1."""
 
 Path = tuple[str, ...]
 
@@ -139,8 +143,9 @@ class KindConversion:
     rules: Sequence[Rule]
     marks_v1alpha1_writes: bool = False
     """Whether a conversion to v1alpha2 always writes the annotation `aim.eai.amd.com/v1alpha1-fields` (`{}` when
-    nothing waits in it), so that the stored object tells it was last converted from v1alpha1: written in v1alpha1
-    (`written_in_v1alpha1`). The kinds whose reconciliation follows upstream for objects written in v1alpha1."""
+    nothing waits in it) and the digest of the spec it stores (`WRITTEN_SPEC_ANNOTATION`), so that the stored object
+    tells it was written in v1alpha1 until a write in v1alpha2 changes its spec (`written_in_v1alpha1`). The kinds
+    whose reconciliation follows upstream for objects written in v1alpha1."""
 
     def convert(self, obj: Mapping[str, Any], to_version: str) -> dict[str, Any]:
         """`obj` (of either version) in `to_version`; an object already there is returned as it is (a copy)."""
@@ -191,6 +196,10 @@ class KindConversion:
             if _get(rest, src) == {} and isinstance(_get(source, src), dict):
                 _remove(rest, src)
         _fill(target, carried)
+        if self.marks_v1alpha1_writes:  # the digest is the stored object's own: a v1alpha1 client never sees it
+            annotations.pop(WRITTEN_SPEC_ANNOTATION, None)
+            if to_v2:
+                annotations[WRITTEN_SPEC_ANNOTATION] = spec_digest(target.get("spec"))
         if rest or (to_v2 and self.marks_v1alpha1_writes):
             annotations[carried_annotation(from_version)] = json.dumps(rest, sort_keys=True, separators=(",", ":"))
         else:
@@ -217,12 +226,25 @@ def carried_fields(obj: Mapping[str, Any], version: str) -> dict[str, Any]:
 
 
 def written_in_v1alpha1(obj: Mapping[str, Any]) -> bool:
-    """Whether a stored (v1alpha2) object was written in v1alpha1: it has the annotation `aim.eai.amd.com/v1alpha1-
-    fields`, which every conversion from v1alpha1 writes for the kinds that mark it (`KindConversion.
-    marks_v1alpha1_writes`), whatever it holds, and a write in v1alpha2 keeps unless it removes it."""
+    """Whether a stored (v1alpha2) object was last written in v1alpha1: it has the annotation `aim.eai.amd.com/
+    v1alpha1-fields`, which every conversion from v1alpha1 writes for the kinds that mark it (`KindConversion.
+    marks_v1alpha1_writes`), and its spec is still the one that write stored (`WRITTEN_SPEC_ANNOTATION`). A write in
+    v1alpha2 converts nothing: one that changes the spec ends it (the annotation `aim.eai.amd.com/v1alpha1-fields`
+    stays, with the fields it keeps for v1alpha1 clients), one that changes only metadata (a label) does not, nor one
+    that sends the same spec again. Without the digest (a mark written before omectl recorded it, or the digest
+    annotation removed) the first annotation alone marks it."""
     metadata = obj.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    return isinstance(annotations, Mapping) and isinstance(annotations.get(carried_annotation(V1ALPHA1)), str)
+    if not isinstance(annotations, Mapping) or not isinstance(annotations.get(carried_annotation(V1ALPHA1)), str):
+        return False
+    digest = annotations.get(WRITTEN_SPEC_ANNOTATION)
+    return not isinstance(digest, str) or digest == spec_digest(obj.get("spec"))
+
+
+def spec_digest(spec: Any) -> str:
+    """16 hex digits of the SHA-256 of a spec as canonical JSON (`null` for none)."""
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def version_of(obj: Mapping[str, Any]) -> str:

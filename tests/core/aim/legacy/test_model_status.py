@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from omectl.core.aim.legacy.model_status import (
+    ConditionEvent,
+    condition_events,
     image_metadata_component,
     model_status,
     source_type,
@@ -152,3 +154,70 @@ def test_dependencies_reachable_turns_true_once_the_error_is_gone() -> None:
 def test_the_source_type_is_custom_for_model_sources_else_image() -> None:
     assert source_type({"image": "i", "modelSources": [{"modelId": "a/b", "sourceUri": "hf://a/b"}]}) == "Custom"
     assert source_type({"image": "i"}) == "Image"
+
+
+def events(before: Any, after: Any) -> list[tuple[str, str, str]]:
+    return [(e.type, e.reason, e.message) for e in condition_events(list(before.conditions), list(after.conditions))]
+
+
+def test_each_new_or_changed_condition_is_an_event_with_its_reason_and_message() -> None:
+    """Upstream's pipeline: an event per condition whose status or reason changed (a new one included), Normal while
+    nothing fails; an unchanged condition, or one whose message alone changed, records none."""
+    creating = rolled(NAMED, True, [])
+    first = [(e.type, e.reason) for e in condition_events([], list(creating.conditions))]
+    assert first == [("Normal", "ImageMetadataFound"), ("Normal", "CreatingTemplates"), ("Normal", "Progressing")]
+    ready = rolled(NAMED, True, ["Ready"])
+    assert events(creating, ready) == [
+        ("Normal", "AllTemplatesReady", "All templates are ready"),
+        ("Normal", "AllComponentsReady", "All components are ready"),
+    ]
+    assert events(ready, ready) == []
+    moved = [{**c, "message": "another"} for c in ready.conditions]
+    assert condition_events(list(ready.conditions), moved) == []
+
+
+@pytest.mark.parametrize(
+    ("statuses", "reason"),
+    [
+        (["Failed"], "AllTemplatesFailed"),
+        (["Ready", "Failed"], "SomeTemplatesDegraded"),
+        (["NotAvailable"], "NoTemplatesAvailable"),
+    ],
+)
+def test_a_failing_component_and_ready_are_warnings(statuses: list[str | None], reason: str) -> None:
+    before = rolled(NAMED, True, ["Ready"])
+    after = rolled(NAMED, True, statuses)
+    conditions = by_type(after.conditions)
+    assert condition_events(list(before.conditions), list(after.conditions)) == [
+        ConditionEvent("Warning", reason, conditions["ServiceTemplatesReady"]["message"]),
+        ConditionEvent("Warning", reason, conditions["Ready"]["message"]),
+    ]
+
+
+def test_a_missing_secret_and_an_unreachable_registry_are_warnings_and_their_recovery_normal() -> None:
+    """Upstream's AsError conditions (ConfigValid, DependenciesReachable False; the failing component; Ready) are
+    Warnings; an uncategorised image error leaves its component Progressing: Normal."""
+    ready = rolled(NAMED, True, ["Ready"])
+    secret = rolled(unreadable("SecretNotFound", "missing"), True, ["Ready"])
+    assert [(e.type, e.reason) for e in condition_events(list(ready.conditions), list(secret.conditions))] == [
+        ("Warning", "SecretNotFound"),
+        ("Warning", "ReferenceNotFound"),  # ConfigValid
+        ("Warning", "ReferenceNotFound"),  # Ready
+    ]
+    unreachable = rolled(unreadable("ImageNotFound", "404"), True, ["Ready"])
+    assert events(ready, unreachable) == [
+        ("Warning", "InfrastructureError", "Cannot reach dependencies"),
+        ("Normal", "ImageNotFound", "404"),
+        ("Warning", "InfrastructureError", "Infrastructure error - waiting for retry"),
+    ]
+    recovered = rolled(NAMED, True, ["Ready"], previous=list(unreachable.conditions))
+    assert events(unreachable, recovered) == [
+        ("Normal", "Reachable", "All dependencies are reachable"),
+        ("Normal", "ImageMetadataFound", "Image metadata from the image"),
+        ("Normal", "AllComponentsReady", "All components are ready"),
+    ]
+
+
+def test_a_condition_without_a_message_gets_upstreams() -> None:
+    (event,) = condition_events([], [{"type": "ImageMetadataReady", "status": "False", "reason": "X", "message": ""}])
+    assert event.message == "ImageMetadata is not ready: X"

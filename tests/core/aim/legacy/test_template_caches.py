@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from omectl.core.aim.legacy.kinds import LEGACY_PROPAGATION_EDGES, propagate_legacy_edge
+from omectl.core.aim.legacy.status import Component, legacy_status
 from omectl.core.aim.legacy.template_caches import (
     abandoned_artifacts,
     artifact_name,
@@ -14,6 +15,7 @@ from omectl.core.aim.legacy.template_caches import (
     artifacts_status,
     cache_sources,
     match_artifacts,
+    orphaned,
     render_artifact,
     template_component,
     template_refs,
@@ -130,8 +132,21 @@ def test_the_best_artifact_holding_each_source_is_chosen_within_the_caches_mode(
     assert other_class == [None, None]
 
 
+def test_a_cache_with_no_source_to_hold_is_progressing_with_upstreams_no_caches() -> None:
+    """Upstream's DecorateStatus: no artifact matched or missing (no template, or no model sources) is
+    `ArtifactsReady=False` / `NoCaches`, so the cache is not Ready (a condition of no component: Progressing)."""
+    none = artifacts_component([])
+    assert (none.state, none.reason, none.message) == ("Progressing", "NoCaches", "No artifacts to track")
+    template = Component("ServiceTemplate", "Ready", "AllComponentsReady", "All components are ready")
+    rolled = legacy_status([template, none])
+    ready = next(c for c in rolled.conditions if c["type"] == "Ready")
+    assert (rolled.status, ready["reason"]) == ("Progressing", "Progressing")
+    assert {"type": "ArtifactsReady", "status": "False", "reason": "NoCaches", "message": "No artifacts to track"} in (
+        rolled.conditions
+    )
+
+
 def test_the_worst_artifact_is_the_caches_artifacts_component_and_status_lists_them() -> None:
-    assert artifacts_component([]) is None
     creating = artifacts_component([artifact("a", "hf://org/a.b", "Ready"), None])
     assert creating is not None and (creating.state, creating.reason) == ("Progressing", "CreatingCaches")
     downloading = artifact("b", "hf://org/b", "Downloading")
@@ -172,6 +187,40 @@ def test_a_deleted_cache_abandons_its_own_artifacts_that_are_not_ready() -> None
         "own-none",
         "own-pending",
     ], "Ready stays; another cache's, another namespace's and an unlabelled one are not this cache's"
+
+
+def test_an_artifact_whose_cache_went_while_no_controller_ran_is_orphaned_unless_ready() -> None:
+    """Caught up at start: an artifact omectl made for a cache (render_artifact's labels), not Ready, whose cache is
+    not there or is a later one of that name; never one omectl did not make, nor one whose cache made it."""
+
+    def made(name: str, status: str | None, created: str = "2026-12-06T10:00:00Z", **labels: str) -> dict[str, Any]:
+        obj = render_artifact(cache(), SOURCES[0], 0, "AIMServiceTemplate", {})
+        obj["metadata"].update(name=name, uid=f"uid-{name}", creationTimestamp=created)
+        obj["metadata"]["labels"].update(labels)
+        if status:
+            obj["status"] = {"status": status}
+        return obj
+
+    def live(created: str, name: str = "tc") -> dict[str, Any]:
+        found = cache()
+        found["metadata"].update(name=name, creationTimestamp=created)
+        return found
+
+    failed, downloading, ready = made("failed", "Failed"), made("downloading", "Downloading"), made("ready", "Ready")
+    assert [orphaned(a, []) for a in (failed, downloading, ready, made("new", None))] == [True, True, False, True]
+    assert [orphaned(a, [live("2026-12-06T11:00:00Z", "other")]) for a in (failed, ready)] == [True, False]
+    assert not orphaned(failed, [live("2026-12-06T09:59:00Z")]), "its cache"
+    assert not orphaned(failed, [live("2026-12-06T10:00:00Z")]), "made in the same second: cannot be told apart"
+    assert orphaned(failed, [live("2026-12-06T10:00:01Z")]), "a cache of that name made again after it"
+    elsewhere = live("2026-12-06T09:00:00Z")
+    elsewhere["metadata"]["namespace"] = "team-2"
+    assert orphaned(failed, [elsewhere]), "a cache of that name in another namespace"
+    user_made = made("user", "Failed", **{"app.kubernetes.io/managed-by": "someone"})
+    unlabelled = made("unlabelled", "Failed")
+    del unlabelled["metadata"]["labels"]["aim.eai.amd.com/template-cache.name"]
+    going = made("going", "Failed")
+    going["metadata"]["deletionTimestamp"] = "2026-12-06T12:00:00Z"
+    assert [orphaned(a, []) for a in (user_made, unlabelled, going)] == [False, False, False]
 
 
 def test_the_legacy_graph_has_only_the_specs_v1alpha1_and_legacy_edges_and_the_discovery_job() -> None:

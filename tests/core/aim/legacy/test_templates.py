@@ -65,6 +65,38 @@ def test_the_model_is_a_reference_that_fails_the_template_while_missing() -> Non
 
 
 @pytest.mark.parametrize(
+    ("kind", "found", "failed", "imageless"),
+    [
+        ("AIMServiceTemplate", "ModelFound", "ModelFailed", "Model does not specify an image"),
+        (
+            "AIMClusterServiceTemplate",
+            "ClusterModelFound",
+            "ClusterModelFailed",
+            "Cluster model does not specify an image",
+        ),
+    ],
+)
+def test_a_cluster_templates_model_component_has_upstreams_cluster_model_reasons(
+    kind: str, found: str, failed: str, imageless: str
+) -> None:
+    """Upstream's GetModelHealth / GetClusterModelHealth: each scope has its own reasons and messages."""
+    model_kind = "AIMClusterModel" if "Cluster" in kind else "AIMModel"
+    owner = {**model(image="i"), "kind": model_kind}
+    ready = model_component(template(kind), owner)
+    assert (ready.state, ready.reason, ready.message) == ("Ready", found, f"{model_kind} found with valid image")
+    image_failed = [{"type": "ImageMetadataReady", "status": "False"}, {"type": "Ready", "status": "False"}]
+    status = {"status": "Degraded", "conditions": image_failed}
+    degraded = model_component(template(kind), {**owner, "status": status})
+    assert (degraded.state, degraded.reason, degraded.message) == (
+        "Degraded",
+        failed,
+        f"{model_kind} is in Degraded state",
+    )
+    no_image = model_component(template(kind), {**model(), "kind": model_kind})
+    assert (no_image.reason, no_image.message) == ("ImageNotSpecified", imageless)
+
+
+@pytest.mark.parametrize(
     ("kind", "condition"),
     [("AIMServiceTemplate", "ServiceTemplatesReady"), ("AIMClusterServiceTemplate", "ClusterServiceTemplatesReady")],
 )
@@ -80,7 +112,7 @@ def test_a_model_failed_only_by_its_templates_does_not_fail_them(kind: str, cond
     ]
     owner = {**model(image="i"), "kind": "AIMClusterModel" if "Cluster" in kind else "AIMModel"}
     found = model_component(template(kind), {**owner, "status": {"status": "Failed", "conditions": conditions}})
-    assert (found.state, found.reason) == ("Ready", "ModelFound")
+    assert (found.state, found.reason) == ("Ready", f"{found.name}Found")
 
 
 def test_the_discovery_job_runs_the_model_image_with_config_env_under_template_env_under_what_it_asks() -> None:
