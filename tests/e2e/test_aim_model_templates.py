@@ -37,13 +37,9 @@ from typing import Any
 import pytest
 import yaml
 
-<<<<<<< HEAD
-from omectl.sim.registry import AIM_DUMMY_DRY_RUN, SIMULATED_IMAGES, SimulatedImage, SimulatedRegistry
-=======
 from omectl.core.aim.versions import written_in_v1alpha1
 from omectl.core.aim.versions.engine import spec_digest
-from omectl.sim.registry import SIMULATED_IMAGES, SimulatedImage, SimulatedRegistry
->>>>>>> h-fid
+from omectl.sim.registry import AIM_DUMMY_DRY_RUN, SIMULATED_IMAGES, SimulatedImage, SimulatedRegistry
 from omectl.sim.simulator import NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet, serving
 from tests.support import ClusterKubectl, until
