@@ -36,7 +36,13 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   with (a GPU, or none); services with the same custom model share one (model-deduplication), unless a source's
   AWS_ENDPOINT_URL differs (model-deduplication-s3-endpoint); a custom model's one template carries its hardware and
   sources, their env too (auto-generated-template, model-source-env). A custom model's own discovery (omectl's)
-  finds no profile: its result is written by the test (`ready_model`).
+  finds no profile: its result is written by the test (`ready_model`). Its sources name no size: upstream's
+  check-size Job finds it (`sized_by_check_size`).
+- aimartifact/size-discovery-and-verification, failure-auth-hf, failure-auth-s3, failure-missing-hf,
+  failure-missing-s3, failure-storage, progress-and-verification and stall-detection: an AIMArtifact sized by its
+  check-size Job, its download failing with upstream's reasons, its progress and verification followed, a hung
+  download killed. The simulated downloader plays upstream's image (`omectl.sim.simulator.downloader`) against
+  `SOURCES`, which stands in for the scenarios' HuggingFace, MinIO and Longhorn, its durations `TIME_SCALE` of theirs.
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ import yaml
 from omectl.core.aim.custom_models import custom_model_name
 from omectl.core.aim.discovery import discovery_configmap, discovery_name
 from omectl.core.aim.image_models import generated_model_name
-from omectl.sim.simulator import NodePool, SimulatorConfig
+from omectl.sim.simulator import ModelSources, NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
 from tests.support import ClusterKubectl, until
 
@@ -62,6 +68,7 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
 CLUSTER = "aimtpl-1"
 V1 = "aim.eai.amd.com/v1alpha1"
 SERVICES_V1 = "aimservices.v1alpha1.aim.eai.amd.com"
+ARTIFACTS_V1 = "aimartifacts.v1alpha1.aim.eai.amd.com"
 KSERVE = "inferenceservices.serving.kserve.io"
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e" / "aimservice" / "common"
 FROZEN = UPSTREAM.parent / "frozen"
@@ -84,6 +91,20 @@ DRY_RUN = [
 ]
 """What aim-dummy's dry run prints for basic-lifecycle's template (MI300X, fp16, latency), as the simulated
 discovery Job prints it (the model's `sim.omectl.io/discovery-result`)."""
+TINY_GPT2 = 2_530_000
+"""Bytes of hf://sshleifer/tiny-gpt2, and of its copy in MinIO (size-discovery-and-verification uploads it)."""
+TIME_SCALE = 0.05
+"""The simulated downloader's seconds per second of upstream's durations (AIM_DEBUG_*_DURATION, STALL_TIMEOUT)."""
+SOURCES = ModelSources(
+    missing=("hf://meta-llama-definitely-doesnt-exist/*", "s3://meta-llama-definitely-doesnt-exist/*"),
+    gated=("hf://meta-llama/*",),
+    s3_credentials=(("minioadmin", "minioadmin"),),
+    # failure-storage's files outgrow its 2Gi volume, as upstream's Longhorn quota makes them
+    sizes=(("hf://sshleifer/tiny-gpt2", TINY_GPT2), ("s3://models/tiny-gpt2", TINY_GPT2), ("*SmolLM-135M", 3 << 30)),
+    time_scale=TIME_SCALE,
+)
+"""The model repositories of upstream's aimartifact scenarios, as the simulated downloader finds them: HuggingFace
+(a gated meta-llama, no such org), MinIO (its root credentials, no such bucket) and the files' sizes."""
 
 
 class Env(ClusterKubectl):
@@ -135,7 +156,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     # GPUs enough for every service the module's tests leave running, in any order (pytest-randomly): a service on a
     # template asks for the template's GPU and upstream's cpu/memory for it, and no test deletes its services
     simulator = SimulatorConfig(
-        pools=(NodePool(count=4, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
+        pools=(NodePool(count=4, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),), sources=SOURCES
     )
     with running_fleet(tmp_path_factory.mktemp("aimtpl"), 1, "aimtpl-", simulator=simulator) as fleet:
         env = Env(fleet)
@@ -919,16 +940,21 @@ def resolved(env: Env, name: str, ns: str) -> dict[str, Any]:
     return until(probe, f"{ns}/{name} resolves its model and template")
 
 
-def size_artifacts(env: Env, ns: str) -> None:
-    """The namespace's AIMArtifacts given the size of their files. Upstream's artifact finds it with a check-size Job,
-    which omectl does not run (docs/aim-resources.md, "AIMArtifact"): a custom model's sources name none, so its
-    template cache's artifacts wait for one (`SizeUnknown`); the test stands in for that Job."""
+def sized_by_check_size(env: Env, ns: str) -> None:
+    """The namespace's AIMArtifacts, whose sources name no size, sized by their check-size Jobs (upstream's; the
+    simulated downloader finds the sizes `SOURCES` gives): `status.discoveredSizeBytes`."""
     selector = "aim.eai.amd.com/template-cache.name"
-    artifacts = until(lambda: listed(env, "aimartifacts", selector, ns), f"{ns}: the template cache's artifacts")
+    artifacts = until(lambda: listed(env, ARTIFACTS_V1, selector, ns), f"{ns}: the template cache's artifacts")
     for artifact in artifacts:
-        assert (artifact.get("status") or {}).get("status") in (None, "Pending"), "no size, no download"
-        body = json.dumps({"spec": {"size": "100Mi"}})
-        env.k("patch", "aimartifacts", artifact["metadata"]["name"], "-n", ns, "--type=merge", "-p", body)
+        name = artifact["metadata"]["name"]
+        assert "size" not in artifact["spec"], "the custom model's source names no size"
+        status = until(
+            lambda name=name: (s := env.status(ARTIFACTS_V1, name, ns)).get("discoveredSizeBytes") and s,
+            f"{ns}/{name}: its size discovered",
+        )
+        assert status["discoveredSizeBytes"] == SOURCES.size_of(artifact["spec"]["sourceUri"])
+        (job,) = listed(env, "jobs", f"aim.eai.amd.com/cache.name={name},aim.eai.amd.com/component=check-size", ns)
+        assert job["spec"]["template"]["spec"]["containers"][0]["args"] == [artifact["spec"]["sourceUri"]]
 
 
 def test_upstreams_inline_custom_model_services_make_their_model_and_template_and_start(env: Env) -> None:
@@ -990,8 +1016,10 @@ def test_upstreams_inline_custom_model_services_make_their_model_and_template_an
         found = conditions(status)
         assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved")
         assert (found["TemplateReady"]["status"], found["TemplateReady"]["reason"]) == ("True", "Resolved")
-        assert status["status"] == "Starting", "waiting for its template cache"
-        size_artifacts(env, ns)
+        # its template cache's artifacts sized by check-size and downloaded, it starts (or runs already: the
+        # simulated cluster starts the InferenceService at once)
+        assert status["status"] in ("Starting", "Running")
+        sized_by_check_size(env, ns)
         # chainsaw: Verify InferenceService is created (has no GPU resources)
         (isvc,) = until(
             lambda ns=ns, service_name=service_name: listed(env, KSERVE, f"aim.eai.amd.com/service={service_name}", ns),
@@ -1102,3 +1130,157 @@ def test_upstreams_custom_models_make_one_template_from_their_hardware_and_sourc
         else:
             env_names = [e["name"] for e in template["spec"]["modelSources"][0]["env"]]
             assert env_names == ["AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION"], "both, in order"
+
+
+# --- AIMArtifact: upstream's aimartifact scenarios ---------------------------------------------------------------
+
+ARTIFACT_E2E = UPSTREAM.parents[1] / "aimartifact"
+
+
+def apply_artifact_doc(env: Env, path: str, ns: str) -> dict[str, Any]:
+    env.k("apply", "-n", ns, "-f", str(ARTIFACT_E2E / path))
+    doc: dict[str, Any] = yaml.safe_load((ARTIFACT_E2E / path).read_text())
+    return doc
+
+
+def artifact_v1(env: Env, name: str, ns: str) -> dict[str, Any]:
+    return env.status(ARTIFACTS_V1, name, ns)
+
+
+def settled(env: Env, name: str, ns: str, status: str) -> dict[str, Any]:
+    """The artifact's status (read in v1alpha1) once it is `status`."""
+    return until(lambda: (s := artifact_v1(env, name, ns)).get("status") == status and s, f"{ns}/{name} {status}")
+
+
+def reasons(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions") or []}
+
+
+def test_upstreams_artifact_size_discovery_and_download_failure_scenarios(env: Env) -> None:
+    """Ported: aimartifact/size-discovery-and-verification, failure-auth-hf, failure-auth-s3, failure-missing-hf,
+    failure-missing-s3 and failure-storage, in one namespace (upstream's MinIO, HuggingFace and Longhorn are
+    `SOURCES`). Here also the check-size Job's pod and the failed download pods' termination messages."""
+    ns = "artifacts"
+    env.apply(namespace(ns))
+    names = {}
+    for path in (
+        "size-discovery-and-verification/artifact-hf.yaml",
+        "size-discovery-and-verification/artifact-s3.yaml",
+        "failure-auth-hf/artifact.yaml",
+        "failure-auth-s3/artifact.yaml",
+        "failure-missing-hf/artifact.yaml",
+        "failure-missing-s3/artifact.yaml",
+        "failure-storage/artifact.yaml",
+    ):
+        names[path] = apply_artifact_doc(env, path, ns)["metadata"]["name"]
+    # chainsaw: Assert HF (S3) check-size job is created; artifact gets ready with discovered size
+    for name in ("test-hf", "test-s3"):
+        selector = f"aim.eai.amd.com/cache.name={name},aim.eai.amd.com/component=check-size"
+        (job,) = until(lambda selector=selector: listed(env, "jobs", selector, ns), f"{name}: the check-size Job")
+        status = settled(env, name, ns, "Ready")
+        assert status["discoveredSizeBytes"] == TINY_GPT2
+        assert status["allocatedSize"] == "1Gi", "ceil_Gi(size + 10 %)"
+        assert status["progress"]["percentage"] == 100
+        (pod,) = listed(env, "pods", f"job-name={job['metadata']['name']}", ns)
+        terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert json.loads(terminated["message"])["sizeBytes"] == TINY_GPT2, "the size read from the pod"
+    # chainsaw (Verify models are identical): the S3 copy of the HF model is as large
+    pvcs = [env.get("pvc", artifact_v1(env, n, ns)["persistentVolumeClaim"], ns) for n in ("test-hf", "test-s3")]
+    assert [p["spec"]["resources"]["requests"] for p in pvcs if p] == [{"storage": "1Gi"}] * 2
+    # chainsaw: Assert the cache failure is set correctly (each scenario's reasons)
+    expected = {
+        "failure-auth-hf": ("AuthError", "AuthError"),
+        "failure-auth-s3": ("AuthError", "AuthError"),
+        "failure-missing-hf": ("InvalidSpec", "SourceNotFound"),
+        "failure-missing-s3": ("InvalidSpec", "SourceNotFound"),
+        "failure-storage": ("StorageFull", "StorageFull"),
+    }
+    for name, (ready, pods) in expected.items():
+        status = settled(env, name, ns, "Failed")
+        assert status["progress"]["displayPercentage"] == "N/A"
+        found = reasons(status)
+        assert found["Ready"] == ("False", ready), name
+        assert found["DownloadJobPodsReady"] == ("False", pods), name
+        if ready == "AuthError":
+            assert found["AuthValid"] == ("False", "AuthError"), name
+        failed = listed(env, "pods", f"aim.eai.amd.com/cache.name={name}", ns)
+        assert failed and all(p["status"]["phase"] == "Failed" for p in failed)
+    message = next(c for c in artifact_v1(env, "failure-missing-hf", ns)["conditions"] if c["type"] == "Ready")
+    assert "Repository Not Found" in message["message"], "the log line that says why"
+
+
+def test_upstreams_artifact_progress_verification_and_stall_scenarios(env: Env) -> None:
+    """Ported: aimartifact/progress-and-verification and stall-detection, in one namespace with their runtime config;
+    every state is read from a watch of the artifacts at v1alpha1 (upstream polls: the simulated durations are
+    `TIME_SCALE` of theirs)."""
+    ns = "artifact-progress"
+    env.apply(namespace(ns))
+    env.k("apply", "-n", ns, "-f", str(ARTIFACT_E2E / "progress-and-verification" / "runtime.yaml"))
+    output = (
+        "jsonpath={.metadata.name}|{.status.status}|{.status.progress.percentage}|{.status.progress.displayPercentage}"
+        '|{.status.conditions[?(@.type=="DownloadComplete")].status}'
+        '|{.status.conditions[?(@.type=="DownloadComplete")].reason}{"\\n"}'
+    )
+    argv = env.kubectl.argv(f"--context={CLUSTER}", "get", ARTIFACTS_V1, "-n", ns, "--watch", "-o", output)
+    watch = subprocess.Popen(
+        [arg for arg in argv if not arg.startswith("--request-timeout")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env.kubectl.env(),
+    )
+    try:
+        assert watch.stdout is not None
+        # chainsaw (stall-detection): Create artifact with forced hang; it is the watch's first line
+        apply_artifact_doc(env, "stall-detection/artifact.yaml", ns)
+        ready, _, _ = select.select([watch.stdout], [], [], 30)
+        assert ready and watch.stdout.readline().startswith("stall-detection|"), "the watch lists the artifact"
+        apply_artifact_doc(env, "progress-and-verification/artifact-success.yaml", ns)
+        apply_artifact_doc(env, "progress-and-verification/artifact-verify-fail.yaml", ns)
+        # chainsaw: Assert reaches Ready after verification
+        status = settled(env, "progress-success", ns, "Ready")
+        assert status["progress"] == {
+            "percentage": 100,
+            "displayPercentage": "100 %",
+            "downloadedBytes": 10 << 20,
+            "totalBytes": 10 << 20,
+        }
+        found = reasons(status)
+        assert found["DownloadComplete"] == ("True", "Verified") and found["Ready"][0] == "True"
+        # chainsaw: Assert verification failure artifact reaches Failed state (after the Job's backoff)
+        job_selector = "aim.eai.amd.com/cache.name=progress-verify-fail,aim.eai.amd.com/component=download"
+        until(
+            lambda: any(j["status"].get("failed") == 3 for j in listed(env, "jobs", job_selector, ns)),
+            "the verify-fail Job's three attempts failed",
+        )
+        status = until(
+            lambda: (
+                (s := artifact_v1(env, "progress-verify-fail", ns)).get("status") == "Failed"
+                and reasons(s).get("DownloadComplete") == ("False", "VerificationFailed")
+                and s
+            ),
+            "progress-verify-fail Failed in verification",
+        )
+        assert status["progress"]["displayPercentage"] == "N/A" and reasons(status)["Ready"][0] == "False"
+        # chainsaw (stall-detection): stall detection triggered (a failed pod), final failure after the backoff
+        stall_jobs = "aim.eai.amd.com/cache.name=stall-detection,aim.eai.amd.com/component=download"
+        until(lambda: any(j["status"].get("failed") == 3 for j in listed(env, "jobs", stall_jobs, ns)), "stalled")
+        status = settled(env, "stall-detection", ns, "Failed")
+        assert status["progress"]["displayPercentage"] == "N/A"
+        found = reasons(status)
+        assert found["Ready"][0] == found["DownloadJobPodsReady"][0] == "False"
+        pods = listed(env, "pods", "aim.eai.amd.com/cache.name=stall-detection", ns)
+        logs = [p["status"]["containerStatuses"][0]["state"]["terminated"]["message"] for p in pods]
+        assert any("Download stalled for 15s, killing" in m for m in logs)
+    finally:
+        watch.terminate()
+        seen, _ = watch.communicate(timeout=20)
+    lines = [line.split("|") for line in seen.splitlines() if line.count("|") == 5]
+    success = [line[1:] for line in lines if line[0] == "progress-success"]
+    # chainsaw: Assert enters Progressing with download in progress (at most 99 %, DownloadComplete False/Downloading)
+    downloading = [s for s in success if s[0] == "Progressing" and s[3:] == ["False", "Downloading"]]
+    assert any(s[1] and int(s[1]) <= 99 for s in downloading), success
+    # chainsaw: Assert download completes and enters verification phase (100 %, DownloadComplete True/Verifying)
+    assert ["Progressing", "100", "100 %", "True", "Verifying"] in success, success
+    # chainsaw (stall-detection): Verify download job starts progressing
+    assert any(line[:2] == ["stall-detection", "Progressing"] for line in lines), lines

@@ -36,6 +36,7 @@ from omectl.controller.aim.legacy_caches import delete_abandoned_artifact
 from omectl.controller.aim.service import _now, apply_propagated, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
+from omectl.core.aim.artifacts import DOWNLOADING
 from omectl.core.aim.consumers import AIM_V1ALPHA2, ARTIFACT, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE
@@ -211,6 +212,8 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
                 previous_conditions=previous,
             )
             status["conditions"] = stamp_all(status["conditions"], previous, now)
+            if "progress" in current and "progress" not in status and status.get("status") == DOWNLOADING:
+                status["progress"] = current["progress"]  # the downloader's, newer than the cache's
             return None if status == current else status
 
         await self.write_desired_status(cluster, obj, desired)
