@@ -1,28 +1,39 @@
-"""An AIMArtifact's children and status: its PVC, its download Job, and how its status follows the Job
-(docs/aim-resources.md).
+"""An AIMArtifact's children and status: its check-size Job, its PVC, its download Job, and how its status follows
+them (docs/aim-resources.md, "AIMArtifact").
+
+Check-size Job (`render_check_size_job`), while neither `spec.size` nor `status.discoveredSizeBytes` is known
+(`check_size_due`): name `<artifact>-check-size-<hash8(uid)>`, backoffLimit 2, ttlSecondsAfterFinished 300; one
+container `check-size` of the download image running upstream's `/check-size.sh <sourceUri>`, its last output line
+also its termination message (`CHECK_SIZE_SCRIPT`); env the config's < the profile's < the artifact's. The size comes
+from that message (`omectl.core.aim.artifact_pods.discovered_size`).
 
 PVC (`render_artifact_pvc`): name `<artifact>-cache-<hash8(uid)>`, access mode ReadWriteMany, size
 `ceil_Gi(size * (1 + headroom/100))` (at least 1Gi) where headroom = the config's `storage.pvcHeadroomPercent` >
 its deprecated top-level `pvcHeadroomPercent` > 10 (a present 0 counts); storage class = the artifact's
 `spec.storageClassName` > the config's `storage.defaultStorageClassName` > its deprecated top-level
-`defaultStorageClassName` > unset (the cluster's default class). No `spec.size`, no PVC (upstream's check-size Job is
-out of scope). Labels `app.kubernetes.io/component: artifact-cache`, `aim.eai.amd.com/artifact`, plus the artifact's
-labels propagated with the artifact's config. Owned by the artifact.
+`defaultStorageClassName` > unset (the cluster's default class). The size is `spec.size`, else
+`status.discoveredSizeBytes` (`effective_size_bytes`); while it is unknown there is no PVC. Labels
+`app.kubernetes.io/component: artifact-cache`, `aim.eai.amd.com/artifact`, plus the artifact's labels propagated with
+the artifact's config. Owned by the artifact.
 
 Download Job (`render_download_job`): name `<artifact>-download-<hash8(uid)>` (at most 63 characters), backoffLimit 2,
 ttlSecondsAfterFinished 600; one container `downloader`, image `spec.downloadImage` >
-`ghcr.io/silogen/aim-artifact-downloader:0.2.0`, args `[spec.sourceUri]`, the PVC at `/cache`, restartPolicy Never.
-Env (`omectl.core.aim.env.download_job_env`), highest first, each layer merged by name:
-`AIMArtifact.spec.env` > the profile's `engineEnv` > its `containerEnv` > the resolved config's `env` (namespace over
-cluster) > operator defaults (`AIM_DOWNLOADER_PROTOCOL=XET,HF_TRANSFER`, `TMPDIR`, `HF_HOME`, `EXPECTED_SIZE_BYTES`,
-`MOUNT_PATH`, `ARTIFACT_NAME`, `ARTIFACT_NAMESPACE`, `STALL_TIMEOUT`, `TARGET_DIR`). Labels
-`app.kubernetes.io/component: download`, `aim.eai.amd.com/component: download`, `aim.eai.amd.com/artifact`, and the
-artifact's labels propagated with the artifact's config, on the Job and on its pod template. Owned by the artifact.
+`ghcr.io/silogen/aim-artifact-downloader:0.2.0`, args `[spec.sourceUri]`, the PVC at `/cache`, restartPolicy Never,
+`terminationMessagePolicy: FallbackToLogsOnError`. Env (`omectl.core.aim.env.download_job_env`), highest first, each
+layer merged by name: `AIMArtifact.spec.env` > the profile's `engineEnv` > its `containerEnv` > the resolved config's
+`env` (namespace over cluster) > operator defaults (`AIM_DOWNLOADER_PROTOCOL=XET,HF_TRANSFER`, `TMPDIR`, `HF_HOME`,
+`EXPECTED_SIZE_BYTES`, `MOUNT_PATH`, `ARTIFACT_NAME`, `ARTIFACT_NAMESPACE`, `STALL_TIMEOUT`, `TARGET_DIR`).
 
-Status (`artifact_status`) follows the Job: none yet → Pending; running → Downloading; `Complete=True` → Ready;
-`Failed=True` → Failed. A Ready artifact whose Job was cleaned up by its TTL stays Ready. Conditions `StorageReady`
-(the PVC is Bound), `DownloadReady` and `Ready`; the runtime-config part is laid over it by
-`omectl.core.aim.consumers.consumer_status`.
+Both Jobs are labelled (`job_labels`) `app.kubernetes.io/component` and `aim.eai.amd.com/component` (`download` /
+`check-size`), `aim.eai.amd.com/artifact`, upstream's `aim.eai.amd.com/cache.name` and `cache.type: artifact`, and
+the artifact's labels propagated with its config, on the Job and on its pod template. Owned by the artifact.
+
+Status (`artifact_status`): size unknown → Pending (the check-size Job's failure fails it); no download Job yet →
+Pending; running → Downloading; `Complete=True` → Ready; a Failed pod or `Failed=True` → Failed, with upstream's
+reasons for the pod's failure. A Ready artifact whose Job was cleaned up by its TTL stays Ready. Conditions
+`StorageReady` (the PVC is Bound), `DownloadReady`, upstream's `DownloadComplete`, `DownloadJobPodsReady`, `AuthValid`,
+`ConfigValid` where they apply, and `Ready`; `progress` is 100 % when Ready and `N/A` when Failed (the downloader's
+while it runs); the runtime-config part is laid over it by `omectl.core.aim.consumers.consumer_status`.
 
 The InferenceService mounts Ready artifacts (`mount_artifacts`): each one's PVC read-only at
 `/workspace/cache/<modelId>` (the artifact's name when it has no modelId).
