@@ -68,15 +68,19 @@ class ArtifactJobs:
             await self._attempts(ref, job, what)
         except (APIError, KeyError) as error:  # the Job went away meanwhile
             log.debug("artifact job %s stopped: %s", ref, error)
+        finally:
+            if self.running.get(ref) is asyncio.current_task():
+                del self.running[ref]
 
     async def _attempts(self, ref: ObjectRef, job: dict[str, Any], what: Plan) -> None:
         start = now_rfc3339()
+        uid = job["metadata"].get("uid", "")
         attempt = what.attempt
         for index in range(what.attempts):
             running = {"startTime": start, "active": 1, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}}
             if index:
                 running["failed"] = index
-            job = await self._job_status(ref, running)
+            job = await self._job_status(ref, running, uid)
             for phase in attempt.phases:
                 if phase.seconds:
                     await asyncio.sleep(phase.seconds)
@@ -84,15 +88,16 @@ class ArtifactJobs:
                     await self._progress(what, phase.progress)
             await self._pod(ref, job, index, what, attempt)
             if not attempt.failed:
-                await self._job_status(ref, job_status(job, now_rfc3339(), failed=False, failures=index, start=start))
+                done = job_status(job, now_rfc3339(), failed=False, failures=index, start=start)
+                await self._job_status(ref, done, uid)
                 return
         final = job_status(job, now_rfc3339(), failed=True, failures=what.attempts, start=start)
-        await self._job_status(ref, final)
+        await self._job_status(ref, final, uid)
 
-    async def _job_status(self, ref: ObjectRef, status: dict[str, Any]) -> dict[str, Any]:
+    async def _job_status(self, ref: ObjectRef, status: dict[str, Any], uid: str) -> dict[str, Any]:
         job = self.api.store.get(*ref)
-        if job is None or job["metadata"].get("deletionTimestamp"):
-            raise KeyError(ref)
+        if job is None or job["metadata"].get("deletionTimestamp") or job["metadata"].get("uid") != uid:
+            raise KeyError(ref)  # gone, going, or another Job of that name
         await self.write_status(ref, job, status, "kube-controller-manager")
         return self.api.store.get(*ref) or job
 
