@@ -1137,19 +1137,8 @@ def test_upstreams_custom_models_make_one_template_from_their_hardware_and_sourc
 ARTIFACT_E2E = UPSTREAM.parents[1] / "aimartifact"
 
 
-def apply_artifact_doc(env: Env, path: str, ns: str) -> dict[str, Any]:
+def apply_artifact_doc(env: Env, path: str, ns: str) -> None:
     env.k("apply", "-n", ns, "-f", str(ARTIFACT_E2E / path))
-    doc: dict[str, Any] = yaml.safe_load((ARTIFACT_E2E / path).read_text())
-    return doc
-
-
-def artifact_v1(env: Env, name: str, ns: str) -> dict[str, Any]:
-    return env.status(ARTIFACTS_V1, name, ns)
-
-
-def settled(env: Env, name: str, ns: str, status: str) -> dict[str, Any]:
-    """The artifact's status (read in v1alpha1) once it is `status`."""
-    return until(lambda: (s := artifact_v1(env, name, ns)).get("status") == status and s, f"{ns}/{name} {status}")
 
 
 def reasons(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -1162,31 +1151,14 @@ def test_upstreams_artifact_size_discovery_and_download_failure_scenarios(env: E
     `SOURCES`). Here also the check-size Job's pod and the failed download pods' termination messages."""
     ns = "artifacts"
     env.apply(namespace(ns))
-    names = {}
-    for path in (
+    paths = [
         "size-discovery-and-verification/artifact-hf.yaml",
         "size-discovery-and-verification/artifact-s3.yaml",
-        "failure-auth-hf/artifact.yaml",
-        "failure-auth-s3/artifact.yaml",
-        "failure-missing-hf/artifact.yaml",
+        *(f"{scenario}/artifact.yaml" for scenario in ("failure-auth-hf", "failure-auth-s3", "failure-missing-hf")),
         "failure-missing-s3/artifact.yaml",
         "failure-storage/artifact.yaml",
-    ):
-        names[path] = apply_artifact_doc(env, path, ns)["metadata"]["name"]
-    # chainsaw: Assert HF (S3) check-size job is created; artifact gets ready with discovered size
-    for name in ("test-hf", "test-s3"):
-        selector = f"aim.eai.amd.com/cache.name={name},aim.eai.amd.com/component=check-size"
-        (job,) = until(lambda selector=selector: listed(env, "jobs", selector, ns), f"{name}: the check-size Job")
-        status = settled(env, name, ns, "Ready")
-        assert status["discoveredSizeBytes"] == TINY_GPT2
-        assert status["allocatedSize"] == "1Gi", "ceil_Gi(size + 10 %)"
-        assert status["progress"]["percentage"] == 100
-        (pod,) = listed(env, "pods", f"job-name={job['metadata']['name']}", ns)
-        terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
-        assert json.loads(terminated["message"])["sizeBytes"] == TINY_GPT2, "the size read from the pod"
-    # chainsaw (Verify models are identical): the S3 copy of the HF model is as large
-    pvcs = [env.get("pvc", artifact_v1(env, n, ns)["persistentVolumeClaim"], ns) for n in ("test-hf", "test-s3")]
-    assert [p["spec"]["resources"]["requests"] for p in pvcs if p] == [{"storage": "1Gi"}] * 2
+    ]
+    env.k("apply", "-n", ns, *(arg for path in paths for arg in ("-f", str(ARTIFACT_E2E / path))))
     # chainsaw: Assert the cache failure is set correctly (each scenario's reasons)
     expected = {
         "failure-auth-hf": ("AuthError", "AuthError"),
@@ -1195,17 +1167,42 @@ def test_upstreams_artifact_size_discovery_and_download_failure_scenarios(env: E
         "failure-missing-s3": ("InvalidSpec", "SourceNotFound"),
         "failure-storage": ("StorageFull", "StorageFull"),
     }
-    for name, (ready, pods) in expected.items():
-        status = settled(env, name, ns, "Failed")
+    final = {"test-hf": "Ready", "test-s3": "Ready", **dict.fromkeys(expected, "Failed")}
+
+    def settled_all() -> dict[str, dict[str, Any]] | None:
+        items = json.loads(env.k("get", ARTIFACTS_V1, "-n", ns, "-o", "json"))["items"]
+        found = {i["metadata"]["name"]: i.get("status") or {} for i in items}
+        done = all(found.get(name, {}).get("status") == status for name, status in final.items())
+        return found if done else None
+
+    statuses = until(settled_all, "every artifact Ready or Failed")
+    jobs = listed(env, "jobs", "aim.eai.amd.com/component=check-size", ns)
+    pods = {p["metadata"]["name"]: p for p in json.loads(env.k("get", "pods", "-n", ns, "-o", "json"))["items"]}
+    # chainsaw: Assert HF (S3) check-size job is created; artifact gets ready with discovered size
+    for name in ("test-hf", "test-s3"):
+        (job,) = [j for j in jobs if j["metadata"]["labels"]["aim.eai.amd.com/cache.name"] == name]
+        status = statuses[name]
+        assert status["discoveredSizeBytes"] == TINY_GPT2
+        assert status["allocatedSize"] == "1Gi", "ceil_Gi(size + 10 %)"
+        assert status["progress"]["percentage"] == 100
+        (pod,) = [p for p in pods.values() if p["metadata"]["labels"]["job-name"] == job["metadata"]["name"]]
+        terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert json.loads(terminated["message"])["sizeBytes"] == TINY_GPT2, "the size read from the pod"
+    assert [s for s in statuses if s.startswith("failure-")] == sorted(expected), "only the HF and S3 ones check size"
+    assert len(jobs) == 2
+    # chainsaw (Verify models are identical): the S3 copy of the HF model is as large
+    assert statuses["test-hf"]["discoveredSizeBytes"] == statuses["test-s3"]["discoveredSizeBytes"]
+    for name, (ready, reason) in expected.items():
+        status = statuses[name]
         assert status["progress"]["displayPercentage"] == "N/A"
         found = reasons(status)
         assert found["Ready"] == ("False", ready), name
-        assert found["DownloadJobPodsReady"] == ("False", pods), name
+        assert found["DownloadJobPodsReady"] == ("False", reason), name
         if ready == "AuthError":
             assert found["AuthValid"] == ("False", "AuthError"), name
-        failed = listed(env, "pods", f"aim.eai.amd.com/cache.name={name}", ns)
+        failed = [p for p in pods.values() if p["metadata"]["labels"]["aim.eai.amd.com/cache.name"] == name]
         assert failed and all(p["status"]["phase"] == "Failed" for p in failed)
-    message = next(c for c in artifact_v1(env, "failure-missing-hf", ns)["conditions"] if c["type"] == "Ready")
+    message = next(c for c in statuses["failure-missing-hf"]["conditions"] if c["type"] == "Ready")
     assert "Repository Not Found" in message["message"], "the log line that says why"
 
 
@@ -1235,10 +1232,31 @@ def test_upstreams_artifact_progress_verification_and_stall_scenarios(env: Env) 
         apply_artifact_doc(env, "stall-detection/artifact.yaml", ns)
         ready, _, _ = select.select([watch.stdout], [], [], 30)
         assert ready and watch.stdout.readline().startswith("stall-detection|"), "the watch lists the artifact"
-        apply_artifact_doc(env, "progress-and-verification/artifact-success.yaml", ns)
-        apply_artifact_doc(env, "progress-and-verification/artifact-verify-fail.yaml", ns)
+        scenario = ARTIFACT_E2E / "progress-and-verification"
+        env.k(
+            "apply",
+            "-n",
+            ns,
+            "-f",
+            str(scenario / "artifact-success.yaml"),
+            "-f",
+            str(scenario / "artifact-verify-fail.yaml"),
+        )
+
+        def finished() -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]] | None:
+            items = json.loads(env.k("get", ARTIFACTS_V1, "-n", ns, "-o", "json"))["items"]
+            found = {i["metadata"]["name"]: i.get("status") or {} for i in items}
+            ends = [("progress-success", "Ready"), ("progress-verify-fail", "Failed"), ("stall-detection", "Failed")]
+            if any(found.get(name, {}).get("status") != status for name, status in ends):
+                return None
+            if reasons(found["progress-verify-fail"]).get("DownloadComplete") != ("False", "VerificationFailed"):
+                return None
+            jobs = listed(env, "jobs", "aim.eai.amd.com/component=download", ns)
+            return (found, jobs) if len(jobs) == 3 and all(j["status"].get("conditions") for j in jobs) else None
+
+        statuses, jobs = until(finished, "the three artifacts at their ends, their Jobs finished")
         # chainsaw: Assert reaches Ready after verification
-        status = settled(env, "progress-success", ns, "Ready")
+        status = statuses["progress-success"]
         assert status["progress"] == {
             "percentage": 100,
             "displayPercentage": "100 %",
@@ -1247,31 +1265,19 @@ def test_upstreams_artifact_progress_verification_and_stall_scenarios(env: Env) 
         }
         found = reasons(status)
         assert found["DownloadComplete"] == ("True", "Verified") and found["Ready"][0] == "True"
-        # chainsaw: Assert verification failure artifact reaches Failed state (after the Job's backoff)
-        job_selector = "aim.eai.amd.com/cache.name=progress-verify-fail,aim.eai.amd.com/component=download"
-        until(
-            lambda: any(j["status"].get("failed") == 3 for j in listed(env, "jobs", job_selector, ns)),
-            "the verify-fail Job's three attempts failed",
-        )
-        status = until(
-            lambda: (
-                (s := artifact_v1(env, "progress-verify-fail", ns)).get("status") == "Failed"
-                and reasons(s).get("DownloadComplete") == ("False", "VerificationFailed")
-                and s
-            ),
-            "progress-verify-fail Failed in verification",
-        )
+        # chainsaw: Assert verification failure artifact reaches Failed state (after the Job's backoff: 3 attempts)
+        failed = {j["metadata"]["labels"]["aim.eai.amd.com/cache.name"]: j["status"].get("failed") for j in jobs}
+        assert failed == {"progress-success": None, "progress-verify-fail": 3, "stall-detection": 3}
+        status = statuses["progress-verify-fail"]
         assert status["progress"]["displayPercentage"] == "N/A" and reasons(status)["Ready"][0] == "False"
         # chainsaw (stall-detection): stall detection triggered (a failed pod), final failure after the backoff
-        stall_jobs = "aim.eai.amd.com/cache.name=stall-detection,aim.eai.amd.com/component=download"
-        until(lambda: any(j["status"].get("failed") == 3 for j in listed(env, "jobs", stall_jobs, ns)), "stalled")
-        status = settled(env, "stall-detection", ns, "Failed")
+        status = statuses["stall-detection"]
         assert status["progress"]["displayPercentage"] == "N/A"
         found = reasons(status)
         assert found["Ready"][0] == found["DownloadJobPodsReady"][0] == "False"
         pods = listed(env, "pods", "aim.eai.amd.com/cache.name=stall-detection", ns)
         logs = [p["status"]["containerStatuses"][0]["state"]["terminated"]["message"] for p in pods]
-        assert any("Download stalled for 15s, killing" in m for m in logs)
+        assert len(logs) == 3 and all(m.endswith("Download stalled for 15s, killing") for m in logs)
     finally:
         watch.terminate()
         seen, _ = watch.communicate(timeout=20)
