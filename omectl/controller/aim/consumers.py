@@ -19,7 +19,8 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
    immutable, so later label changes reach its metadata only (a merge patch of labels and annotations).
 4. Status (`consumer_status` over the kind's own part): `status`, kind fields, conditions (each keeps its
    `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig`, `observedGeneration`. An unchanged
-   status sends no write.
+   status sends no write. A step that raises `RetryAfterStatus` (a v1alpha1 model whose registry failed) has its
+   status written, then the object is retried with the work queue's backoff (`RetryLater`).
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ from omectl.controller.aim import models as aim_models
 from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
 from omectl.controller.aim.legacy_caches import delete_abandoned_artifact
+from omectl.controller.aim.model_templates import RetryAfterStatus
 from omectl.controller.aim.service import _now, apply_propagated, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
+from omectl.controller.runtime.queue import RetryLater
 from omectl.core.aim.artifacts import DOWNLOADING
 from omectl.core.aim.consumers import AIM_V1ALPHA2, ARTIFACT, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
@@ -105,7 +108,11 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
         if obj["kind"] == ARTIFACT and await delete_abandoned_artifact(cluster, obj):
             self.writes += 1
             return
-        own = await STEPS[obj["kind"]](self, cluster, obj, resolution.config)
+        try:
+            own = await STEPS[obj["kind"]](self, cluster, obj, resolution.config)
+        except RetryAfterStatus as retry:
+            await self.write_status(cluster, obj, resolution, retry.own)
+            raise RetryLater(str(retry)) from None
         await self.write_status(cluster, obj, resolution, own)
 
     # --- children ----------------------------------------------------------------------------------------
