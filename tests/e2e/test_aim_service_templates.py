@@ -1204,6 +1204,23 @@ def test_upstreams_artifact_size_discovery_and_download_failure_scenarios(env: E
         assert failed and all(p["status"]["phase"] == "Failed" for p in failed)
     message = next(c for c in statuses["failure-missing-hf"]["conditions"] if c["type"] == "Ready")
     assert "Repository Not Found" in message["message"], "the log line that says why"
+    # here also: one event as each artifact turned Failed (Warning, its Ready reason) or Ready (Normal, Verified),
+    # besides the namespace's missing default runtime config's
+
+    def events() -> dict[str, list[tuple[str, str]]] | None:
+        items = json.loads(env.k("get", "events", "-n", ns, "-o", "json"))["items"]
+        found: dict[str, list[tuple[str, str]]] = {}
+        for event in items:
+            if event["involvedObject"]["kind"] == "AIMArtifact" and event["reason"] != "DefaultConfigNotFound":
+                found.setdefault(event["involvedObject"]["name"], []).append((event["type"], event["reason"]))
+        return found if set(found) == set(final) else None
+
+    recorded = until(events, "the artifacts' events")
+    assert recorded == {
+        "test-hf": [("Normal", "Verified")],
+        "test-s3": [("Normal", "Verified")],
+        **{name: [("Warning", ready)] for name, (ready, _) in expected.items()},
+    }
 
 
 def test_upstreams_artifact_progress_verification_and_stall_scenarios(env: Env) -> None:
@@ -1231,7 +1248,8 @@ def test_upstreams_artifact_progress_verification_and_stall_scenarios(env: Env) 
         # chainsaw (stall-detection): Create artifact with forced hang; it is the watch's first line
         apply_artifact_doc(env, "stall-detection/artifact.yaml", ns)
         ready, _, _ = select.select([watch.stdout], [], [], 30)
-        assert ready and watch.stdout.readline().startswith("stall-detection|"), "the watch lists the artifact"
+        first = watch.stdout.readline() if ready else ""
+        assert first.startswith("stall-detection|"), "the watch lists the artifact"
         scenario = ARTIFACT_E2E / "progress-and-verification"
         env.k(
             "apply",
@@ -1281,7 +1299,7 @@ def test_upstreams_artifact_progress_verification_and_stall_scenarios(env: Env) 
     finally:
         watch.terminate()
         seen, _ = watch.communicate(timeout=20)
-    lines = [line.split("|") for line in seen.splitlines() if line.count("|") == 5]
+    lines = [line.split("|") for line in (first + seen).splitlines() if line.count("|") == 5]
     success = [line[1:] for line in lines if line[0] == "progress-success"]
     # chainsaw: Assert enters Progressing with download in progress (at most 99 %, DownloadComplete False/Downloading)
     downloading = [s for s in success if s[0] == "Progressing" and s[3:] == ["False", "Downloading"]]

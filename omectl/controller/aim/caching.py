@@ -15,7 +15,8 @@ download Job, and the InferenceService mounting the Ready artifacts.
   Job (`render_check_size_job`), whose Succeeded pod's termination message gives `status.discoveredSizeBytes`; then
   its PVC (`render_artifact_pvc`; a refused change to a bound claim is a Warning event) and, while the artifact is
   not Ready (`download_job_due`), its download Job (`render_download_job`, env from the artifact, its profile, the
-  resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`).
+  resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`);
+  one event when it turns Failed or Ready (`note_artifact_transition`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from omectl.controller.aim.consumers_watch import CACHE_INDEX, MODEL_NAME_INDEX
 from omectl.core.aim.artifacts import (
+    FAILED,
+    READY,
     artifact_status,
     check_size_due,
     check_size_job_name,
@@ -177,3 +180,20 @@ def job_pods(cluster: AimWatch, namespace: str, job: str) -> list[dict[str, Any]
         for pod in cluster.consumers.pods.cache.list(namespace)
         if ((pod.get("metadata") or {}).get("labels") or {}).get("job-name") == job
     ]
+
+
+def note_artifact_transition(
+    cluster: AimWatch, artifact: Mapping[str, Any], before: Any, own: Mapping[str, Any]
+) -> None:
+    """One event when the artifact's status turns Failed (Warning, its `Ready` reason and message: upstream's
+    `AuthError`, `InvalidSpec`, `StorageFull`, ... with the log line) or Ready (Normal `Verified`), as upstream's
+    condition transitions record them. `before` is the live `status.status` the write replaced."""
+    after = own.get("status")
+    if after == before:
+        return
+    if after == FAILED:
+        ready = next((c for c in own.get("conditions") or () if c.get("type") == "Ready"), None)
+        if ready is not None:
+            cluster.record_event(dict(artifact), "Warning", str(ready["reason"]), str(ready["message"]))
+    elif after == READY:
+        cluster.record_event(dict(artifact), "Normal", "Verified", "Download and verification complete")

@@ -20,7 +20,8 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
 4. Status (`consumer_status` over the kind's own part): `status`, kind fields, conditions (each keeps its
    `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig`, `observedGeneration`. An unchanged
    status sends no write. A step that raises `RetryAfterStatus` (a v1alpha1 model whose registry failed) has its
-   status written, then the object is retried with the work queue's backoff (`RetryLater`).
+   status written, then the object is retried with the work queue's backoff (`RetryLater`). An artifact whose
+   written status turns Failed or Ready gets one event (`aim_caching.note_artifact_transition`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ STEPS: Final[Mapping[str, Step]] = {
     "AIMProfileCache": aim_caching.reconcile_profile_cache,
     "AIMArtifact": aim_caching.reconcile_artifact,
 }
+NOT_WRITTEN: Final = object()
+"""What `AimConsumerReconciler.write_status` answers when the status needed no write."""
 CHILD_RESOURCES: Final[Mapping[str, ResourceRef]] = {
     **CONSUMER_RESOURCES,
     "Job": JOBS,
@@ -113,7 +116,9 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
         except RetryAfterStatus as retry:
             await self.write_status(cluster, obj, resolution, retry.own)
             raise RetryLater(str(retry)) from None
-        await self.write_status(cluster, obj, resolution, own)
+        replaced = await self.write_status(cluster, obj, resolution, own)
+        if replaced is not NOT_WRITTEN and obj["kind"] == ARTIFACT:
+            aim_caching.note_artifact_transition(cluster, obj, replaced, own)
 
     # --- children ----------------------------------------------------------------------------------------
 
@@ -206,11 +211,14 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
 
     async def write_status(
         self, cluster: AimWatch, obj: Mapping[str, Any], resolution: Resolution, own: Mapping[str, Any]
-    ) -> None:
+    ) -> Any:
+        """Write the status; the live `status.status` it replaced when it sent a write, else `NOT_WRITTEN`."""
         now = _now()
+        replaced: list[Any] = [NOT_WRITTEN]
 
         def desired(live: Mapping[str, Any]) -> dict[str, Any] | None:
             current = dict(live.get("status") or {})
+            replaced[0] = current.get("status")
             previous = list(current.get("conditions") or [])
             status = consumer_status(
                 resolution,
@@ -223,7 +231,8 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
                 status["progress"] = current["progress"]  # the downloader's, newer than the cache's
             return None if status == current else status
 
-        await self.write_desired_status(cluster, obj, desired)
+        wrote = await self.write_desired_status(cluster, obj, desired)
+        return replaced[0] if wrote else NOT_WRITTEN
 
 
 def _annotations(obj: Mapping[str, Any]) -> dict[str, Any]:
