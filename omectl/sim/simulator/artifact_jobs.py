@@ -23,6 +23,7 @@ from omectl.core.aim.artifacts import parse_quantity
 from omectl.sim.apiserver.api import WriteOptions
 from omectl.sim.apiserver.clock import now_rfc3339
 from omectl.sim.apiserver.errors import APIError
+from omectl.sim.simulator.cluster import AIM_ARTIFACTS as ARTIFACTS
 from omectl.sim.simulator.cluster import CLAIMS, PODS, ObjectRef, SimulatedCluster
 from omectl.sim.simulator.downloader import Attempt, ModelSources, Plan, plan, termination_message
 from omectl.sim.simulator.pods import _suffix
@@ -30,7 +31,6 @@ from omectl.sim.simulator.status import job_status
 
 log = logging.getLogger(__name__)
 
-ARTIFACTS = ("aim.eai.amd.com", "aimartifacts")
 WriteStatus = Callable[[ObjectRef, dict[str, Any], dict[str, Any], str], Awaitable[None]]
 
 
