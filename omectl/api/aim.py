@@ -50,6 +50,7 @@ GATEWAY_GROUP_PATTERN: Final = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-
 GATEWAY_KIND_PATTERN: Final = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
 """The patterns the Gateway API puts on a ParentReference's namespace, sectionName, group and kind."""
 INT32: Final[dict[str, Any]] = {"format": "int32"}
+INT64: Final[dict[str, Any]] = {"format": "int64"}
 """Schema extras of an int32 field (upstream's Go type)."""
 
 
@@ -809,6 +810,19 @@ class ArtifactDownload(_Object):
     """Last message of the download."""
 
 
+class ArtifactProgress(_Object):
+    """How far the download is, as the downloader reports it (upstream's `progress`)."""
+
+    total_bytes: int | None = Field(default=None, json_schema_extra=INT64)
+    """Expected size of the files."""
+    downloaded_bytes: int | None = Field(default=None, json_schema_extra=INT64)
+    """Bytes downloaded so far."""
+    percentage: int | None = Field(default=None, ge=0, le=100, json_schema_extra=INT32)
+    """0-100; the downloader stops at 99 until the download is complete, 100 while it verifies the files."""
+    display_percentage: str | None = None
+    """e.g. "45 %"; "N/A" once the download failed."""
+
+
 class AIMArtifactStatus(ConsumerStatus):
     """Observed state of an artifact."""
 
@@ -820,6 +834,11 @@ class AIMArtifactStatus(ConsumerStatus):
     """Size of the PVC, e.g. 72Gi."""
     download: ArtifactDownload | None = None
     """Progress of the download."""
+    progress: ArtifactProgress | None = None
+    """Bytes and percentage of the download, written by the downloader while it runs and by the controller at the
+    end."""
+    discovered_size_bytes: int | None = Field(default=None, json_schema_extra=INT64)
+    """Size of the files found by the check-size Job when `spec.size` is not set."""
 
 
 class AIMArtifact(_AIMResource):

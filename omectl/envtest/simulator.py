@@ -32,6 +32,7 @@ from omectl.sim.apiserver.registry import ResourceType
 from omectl.sim.apiserver.store import WatchEvent
 from omectl.sim.simulator import SimulatorConfig, WorkloadSimulator
 from omectl.sim.simulator.cluster import (
+    AIM_ARTIFACTS,
     CLAIMS,
     CONFIG_MAPS,
     DEPLOYMENTS,
@@ -63,7 +64,7 @@ _BUILTIN: dict[StorageKey, tuple[str, str, bool]] = {
 }
 _WRITE_ONLY: dict[StorageKey, tuple[str, str, bool]] = {EVENTS: ("v1", "Event", True)}
 _CRD_KINDS: frozenset[StorageKey] = frozenset(
-    {LEADER_WORKER_SETS, KSERVE_INFERENCE_SERVICES, HTTP_ROUTES, GATEWAYS, *MODEL_KINDS}
+    {LEADER_WORKER_SETS, KSERVE_INFERENCE_SERVICES, HTTP_ROUTES, GATEWAYS, AIM_ARTIFACTS, *MODEL_KINDS}
 )
 _CONFLICT_RETRIES = 8
 

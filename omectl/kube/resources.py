@@ -38,6 +38,7 @@ __all__ = [
     "NAMESPACES",
     "NODES",
     "PERSISTENT_VOLUME_CLAIMS",
+    "PODS",
     "SECRETS",
     "SERVICES",
     "SERVING_RUNTIMES",
@@ -135,6 +136,9 @@ AIM_PROFILE_CACHES = ResourceRef(_AIM, "v1alpha2", "aimprofilecaches", "AIMProfi
 AIM_ARTIFACTS = ResourceRef(_AIM, "v1alpha2", "aimartifacts", "AIMArtifact", True)
 AIM_CLUSTER_MODEL_SOURCES = ResourceRef(_AIM, "v1alpha2", "aimclustermodelsources", "AIMClusterModelSource", False)
 JOBS = ResourceRef("batch", "v1", "jobs", "Job", True)
+PODS = ResourceRef("", "v1", "pods", "Pod", True)
+"""The pods of an AIMArtifact's Jobs (watched by the label `aim.eai.amd.com/artifact`): why a download failed, the
+size a check-size Job found."""
 # Upstream's legacy template path (v1alpha1 only; controller/aim/legacy.py) and the Nodes whose GPUs a template needs.
 AIM_SERVICE_TEMPLATES = ResourceRef(_AIM, "v1alpha1", "aimservicetemplates", "AIMServiceTemplate", True)
 AIM_CLUSTER_SERVICE_TEMPLATES = ResourceRef(

@@ -182,6 +182,8 @@ class SimulatedRegistry:
         self.blobs: dict[str, tuple[str, bytes]] = {}  # digest -> media type, body
         self.tags: dict[tuple[str, str], str] = {}  # (repository, tag) -> manifest digest
         self.requests = 0
+        self.unavailable: set[str] = set()
+        """Repositories whose manifests answer 503 (the registry failing for a while), until removed."""
         self._tokens: set[str] = set()
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -271,6 +273,10 @@ class SimulatedRegistry:
         if denied := self._challenge(request):
             return denied
         name, ref = request.match_info["name"], request.match_info["ref"]
+        if name in self.unavailable:
+            return web.json_response(
+                {"errors": [{"code": "UNAVAILABLE", "message": "service unavailable"}]}, status=503
+            )
         digest = ref if ref.startswith("sha256:") else self.tags.get((name, ref))
         if digest is None or digest not in self.blobs or self.blobs[digest][0] == CONFIG:
             return web.json_response(

@@ -758,7 +758,7 @@ OWN_STATUS = {
     "AIMClusterProfile": set(),
     "AIMProfileSet": {"profileCount"},
     "AIMProfileCache": {"artifacts"},
-    "AIMArtifact": {"persistentVolumeClaim", "allocatedSize", "download"},
+    "AIMArtifact": {"persistentVolumeClaim", "allocatedSize", "download", "progress", "discoveredSizeBytes"},
     "AIMClusterModelSource": {"modelCount"},
 }
 

@@ -79,8 +79,10 @@ SPEC_TEMPLATE = "this-registry-does-not-exist-12345-inva-1x-mi300x-thr-fp16-7a87
 
 
 class Env(ClusterKubectl):
-    def __init__(self, fleet: ControlledFleet) -> None:
+    def __init__(self, fleet: ControlledFleet, public: SimulatedRegistry | None = None) -> None:
         super().__init__(fleet.kubectl, CLUSTER)
+        self.public = public
+        """The registry of ghcr.io and docker.io."""
 
     def apply_file(self, path: str, ns: str | None = None) -> dict[str, Any]:
         """One of upstream's pinned documents, applied as it is (in its namespace `ns`)."""
@@ -140,6 +142,8 @@ def namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
+FLAKY = SimulatedImage("silogen/aim-flaky", "1", SIMULATED_IMAGES[0].labels)
+"""aim-dummy's labels under another name, which only the registry-retry test reads (the client keeps what it read)."""
 PRIVATE_CREDENTIALS = ("robot", "pull-token")
 PRIVATE_LABELS = {
     "com.amd.aim.model.canonicalName": "team/private",
@@ -152,7 +156,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     simulator = SimulatorConfig(
         pools=(NodePool(count=1, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
     )
-    public = SimulatedRegistry(SIMULATED_IMAGES, anonymous_tokens=True)  # aim-base:0.9 among them
+    public = SimulatedRegistry((*SIMULATED_IMAGES, FLAKY), anonymous_tokens=True)  # aim-base:0.9 among them
     private = SimulatedRegistry([SimulatedImage("team/aim", "1", PRIVATE_LABELS)], credentials=PRIVATE_CREDENTIALS)
     with (
         serving(public, private) as (public_url, private_url),
@@ -164,7 +168,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             image_registry_mirrors={"ghcr.io": public_url, "docker.io": public_url, "private.example.io": private_url},
         ) as fleet,
     ):
-        env = Env(fleet)
+        env = Env(fleet, public)
         env.apply(namespace("aim-system"))
         yield env
 
@@ -399,6 +403,27 @@ def test_a_spec_written_in_v1alpha2_moves_a_v1alpha1_model_to_omectls_discovery_
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "ghcr.io/silogen/aim-dummy:0.1.10"
     env.apply(v1_model("moved", ns, "ghcr.io/silogen/aim-dummy:0.1.10", env=[{"name": "A", "value": "1"}]))
     assert written_in_v1alpha1(stored()), "written in v1alpha1 again"
+
+
+def test_a_registry_failing_for_a_while_is_read_again_with_backoff(env: Env) -> None:
+    """Upstream counts a registry error other than 401, 403 or 404 as an infrastructure error and requeues the model
+    with backoff: ImageMetadataReady is False / ImagePullBackOff while the registry answers 503, and once it answers
+    again the model reads its image and makes its template, with no change to the model."""
+    ns = "mtpl-flaky"
+    env.apply(namespace(ns))
+    assert env.public is not None
+    env.public.unavailable.add(FLAKY.repository)
+    try:
+        env.apply(v1_model("flaky", ns, f"ghcr.io/{FLAKY.repository}:{FLAKY.tag}"))
+        failing = metadata_condition(env, "flaky", ns, "False")
+        assert failing["reason"] == "ImagePullBackOff" and "503" in failing["message"]
+        assert env.listed(TEMPLATES, "aim.eai.amd.com/model=flaky", ns) == [], "no templates while it is unreadable"
+    finally:
+        env.public.unavailable.discard(FLAKY.repository)
+    generation = env.get(MODELS_V1, "flaky", ns)["metadata"]["generation"]  # type: ignore[index]
+    assert metadata_condition(env, "flaky", ns, "True")["reason"] == "ImageMetadataFound"
+    until(lambda: env.listed(TEMPLATES, "aim.eai.amd.com/model=flaky", ns), "flaky's template")
+    assert env.get(MODELS_V1, "flaky", ns)["metadata"]["generation"] == generation  # type: ignore[index]
 
 
 def test_a_private_image_is_read_with_the_models_pull_secret(env: Env) -> None:

@@ -36,11 +36,17 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   with (a GPU, or none); services with the same custom model share one (model-deduplication), unless a source's
   AWS_ENDPOINT_URL differs (model-deduplication-s3-endpoint); a custom model's one template carries its hardware and
   sources, their env too (auto-generated-template, model-source-env). A custom model's own discovery (omectl's)
-  finds no profile: its result is written by the test (`ready_model`).
+  finds no profile: its result is written by the test (`ready_model`). Its sources name no size: upstream's
+  check-size Job finds it (`sized_by_check_size`).
 - aimservice/gpu/custom-model, gpu/custom-model-env-propagation, gpu/custom-model-s3 and gpu/profile-id-propagation,
   on the simulated MI300X nodes: what upstream asserts on the inference Pod asserted on the InferenceService's
   predictor container (the model's image, `AIM_MODEL_ID`, the template's env, `AIM_PROFILE_ID`, the GPU limit), the
   models, templates and artifacts, Running, and the HTTPRoute instead of the HTTP checks.
+- aimartifact/size-discovery-and-verification, failure-auth-hf, failure-auth-s3, failure-missing-hf,
+  failure-missing-s3, failure-storage, progress-and-verification and stall-detection: an AIMArtifact sized by its
+  check-size Job, its download failing with upstream's reasons, its progress and verification followed, a hung
+  download killed. The simulated downloader plays upstream's image (`omectl.sim.simulator.downloader`) against
+  `SOURCES`, which stands in for the scenarios' HuggingFace, MinIO and Longhorn, its durations `TIME_SCALE` of theirs.
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ from omectl.core.aim.custom_models import custom_model_name
 from omectl.core.aim.discovery import discovery_configmap, discovery_name
 from omectl.core.aim.image_models import generated_model_name
 from omectl.sim.registry import AIM_DUMMY_DRY_RUN
-from omectl.sim.simulator import NodePool, SimulatorConfig
+from omectl.sim.simulator import ModelSources, NodePool, SimulatorConfig
 from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
 from tests.support import ClusterKubectl, until
 
@@ -67,12 +73,27 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
 CLUSTER = "aimtpl-1"
 V1 = "aim.eai.amd.com/v1alpha1"
 SERVICES_V1 = "aimservices.v1alpha1.aim.eai.amd.com"
+ARTIFACTS_V1 = "aimartifacts.v1alpha1.aim.eai.amd.com"
 KSERVE = "inferenceservices.serving.kserve.io"
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "aim" / "tests" / "e2e" / "aimservice" / "common"
 FROZEN = UPSTREAM.parent / "frozen"
 DRY_RUN = AIM_DUMMY_DRY_RUN
 """What aim-dummy's dry run prints for basic-lifecycle's template (MI300X, fp16, latency), as the simulated
 discovery Job prints it (the model's `sim.omectl.io/discovery-result`)."""
+TINY_GPT2 = 2_530_000
+"""Bytes of hf://sshleifer/tiny-gpt2, and of its copy in MinIO (size-discovery-and-verification uploads it)."""
+TIME_SCALE = 0.05
+"""The simulated downloader's seconds per second of upstream's durations (AIM_DEBUG_*_DURATION, STALL_TIMEOUT)."""
+SOURCES = ModelSources(
+    missing=("hf://meta-llama-definitely-doesnt-exist/*", "s3://meta-llama-definitely-doesnt-exist/*"),
+    gated=("hf://meta-llama/*",),
+    s3_credentials=(("minioadmin", "minioadmin"),),
+    # failure-storage's files outgrow its 2Gi volume, as upstream's Longhorn quota makes them
+    sizes=(("hf://sshleifer/tiny-gpt2", TINY_GPT2), ("s3://models/tiny-gpt2", TINY_GPT2), ("*SmolLM-135M", 3 << 30)),
+    time_scale=TIME_SCALE,
+)
+"""The model repositories of upstream's aimartifact scenarios, as the simulated downloader finds them: HuggingFace
+(a gated meta-llama, no such org), MinIO (its root credentials, no such bucket) and the files' sizes."""
 
 
 class Env(ClusterKubectl):
@@ -124,7 +145,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     # GPUs enough for every service the module's tests leave running, in any order (pytest-randomly): a service on a
     # template asks for the template's GPU and upstream's cpu/memory for it, and no test deletes its services
     simulator = SimulatorConfig(
-        pools=(NodePool(count=4, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),)
+        pools=(NodePool(count=4, gpus_per_node=8, gpu_resource="amd.com/gpu", gpu_type="MI300X"),), sources=SOURCES
     )
     with running_fleet(tmp_path_factory.mktemp("aimtpl"), 1, "aimtpl-", simulator=simulator) as fleet:
         env = Env(fleet)
@@ -908,16 +929,21 @@ def resolved(env: Env, name: str, ns: str) -> dict[str, Any]:
     return until(probe, f"{ns}/{name} resolves its model and template")
 
 
-def size_artifacts(env: Env, ns: str) -> None:
-    """The namespace's AIMArtifacts given the size of their files. Upstream's artifact finds it with a check-size Job,
-    which omectl does not run (docs/aim-resources.md, "AIMArtifact"): a custom model's sources name none, so its
-    template cache's artifacts wait for one (`SizeUnknown`); the test stands in for that Job."""
+def sized_by_check_size(env: Env, ns: str) -> None:
+    """The namespace's AIMArtifacts, whose sources name no size, sized by their check-size Jobs (upstream's; the
+    simulated downloader finds the sizes `SOURCES` gives): `status.discoveredSizeBytes`."""
     selector = "aim.eai.amd.com/template-cache.name"
-    artifacts = until(lambda: listed(env, "aimartifacts", selector, ns), f"{ns}: the template cache's artifacts")
+    artifacts = until(lambda: listed(env, ARTIFACTS_V1, selector, ns), f"{ns}: the template cache's artifacts")
     for artifact in artifacts:
-        assert (artifact.get("status") or {}).get("status") in (None, "Pending"), "no size, no download"
-        body = json.dumps({"spec": {"size": "100Mi"}})
-        env.k("patch", "aimartifacts", artifact["metadata"]["name"], "-n", ns, "--type=merge", "-p", body)
+        name = artifact["metadata"]["name"]
+        assert "size" not in artifact["spec"], "the custom model's source names no size"
+        status = until(
+            lambda name=name: (s := env.status(ARTIFACTS_V1, name, ns)).get("discoveredSizeBytes") and s,
+            f"{ns}/{name}: its size discovered",
+        )
+        assert status["discoveredSizeBytes"] == SOURCES.size_of(artifact["spec"]["sourceUri"])
+        (job,) = listed(env, "jobs", f"aim.eai.amd.com/cache.name={name},aim.eai.amd.com/component=check-size", ns)
+        assert job["spec"]["template"]["spec"]["containers"][0]["args"] == [artifact["spec"]["sourceUri"]]
 
 
 def test_upstreams_inline_custom_model_services_make_their_model_and_template_and_start(env: Env) -> None:
@@ -979,8 +1005,10 @@ def test_upstreams_inline_custom_model_services_make_their_model_and_template_an
         found = conditions(status)
         assert (found["ModelReady"]["status"], found["ModelReady"]["reason"]) == ("True", "ModelResolved")
         assert (found["TemplateReady"]["status"], found["TemplateReady"]["reason"]) == ("True", "Resolved")
-        assert status["status"] == "Starting", "waiting for its template cache"
-        size_artifacts(env, ns)
+        # its template cache's artifacts sized by check-size and downloaded, it starts (or runs already: the
+        # simulated cluster starts the InferenceService at once)
+        assert status["status"] in ("Starting", "Running")
+        sized_by_check_size(env, ns)
         # chainsaw: Verify InferenceService is created (has no GPU resources)
         (isvc,) = until(
             lambda ns=ns, service_name=service_name: listed(env, KSERVE, f"aim.eai.amd.com/service={service_name}", ns),
@@ -1175,8 +1203,8 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
     the GPU environment's secrets (hf-token, ghcr-regcred) and gateway made here. What upstream asserts on the
     inference Pod is asserted on the InferenceService's predictor container, which the Pod is made from (the
     simulated cluster makes no pods for it); the HTTP checks (gpu/_shared/validate-http.sh) are not ported, the
-    HTTPRoute they go through is checked. The custom models' sources name no size: the test writes it
-    (`size_artifacts`), standing in for upstream's check-size Job."""
+    HTTPRoute they go through is checked. The custom models' sources name no size: upstream's check-size Job finds
+    it (`sized_by_check_size`)."""
     custom_ns, env_ns, profile_ns = "gpu-custom-model", "gpu-custom-model-env", "gpu-profile-id"
     s3_ns, s3, scenarios = "gpu-custom-model-s3", GPU / "custom-model-s3", GPU / "custom-model-env-propagation"
     spaces = {custom_ns, env_ns, profile_ns, s3_ns}
@@ -1199,17 +1227,18 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
 
     def first_steps() -> Snapshot | None:
         """Both models Ready (custom-model-env-propagation's and custom-model-s3's "Wait for model to be ready"),
-        MinIO available and its Jobs done, and custom-model's service waiting for its artifact's size."""
+        MinIO available and its Jobs done, and custom-model's service started with its artifact."""
         snap = Snapshot(env, spaces)
         ready = all(snap.state("AIMModel", m, ns) == "Ready" for m, ns in ((env_model, env_ns), (s3_model, s3_ns)))
         minio = (snap.one("Deployment", "minio", s3_ns).get("status") or {}).get("availableReplicas") == 1
         jobs = all(
             (snap.one("Job", j, s3_ns).get("status") or {}).get("succeeded") for j in ("minio-setup", "model-upload")
         )
-        waiting = snap.state("AIMService", name, custom_ns) == "Starting" and snap.of("AIMArtifact", custom_ns)
+        started = snap.state("AIMService", name, custom_ns) in ("Starting", "Running")
+        waiting = started and snap.of("AIMArtifact", custom_ns)
         return snap if ready and minio and jobs and waiting else None
 
-    snap = until(first_steps, "the models Ready, MinIO and its Jobs done, the custom model's service Starting")
+    snap = until(first_steps, "the models Ready, MinIO and its Jobs done, the custom model's service started")
     # custom-model-env-propagation: Verify template has correct profile metadata; Create service using the template
     (template,) = snap.of(
         "AIMServiceTemplate", env_ns, {"aim.eai.amd.com/model": env_model, "aim.eai.amd.com/template.alias": "env-test"}
@@ -1232,7 +1261,7 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
     assert snap.one("AIMModel", s3_model, s3_ns)["status"]["sourceType"] == "Custom"
     env.apply(in_namespace(scenarios / "service.yaml", env_ns), in_namespace(s3 / "service.yaml", s3_ns))
 
-    # custom-model: Verify service starts (Starting: its cache waits for the source's size); Verify AIMModel is
+    # custom-model: Verify service starts (Starting, or Running once its cache is); Verify AIMModel is
     # auto-created for custom model; Verify AIMServiceTemplate is auto-created from hardware spec
     status = snap.one("AIMService", name, custom_ns)["status"]
     (custom,) = snap.of("AIMModel", custom_ns, {"aim.eai.amd.com/custom-model": "true"})
@@ -1245,10 +1274,10 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
     # custom-model: Verify artifact is created via template cache
     (artifact,) = snap.of("AIMArtifact", custom_ns)
     assert artifact["metadata"]["labels"]["aim.eai.amd.com/service"] == name
-    size_artifacts(env, custom_ns)
-    # custom-model-s3: Verify artifact is created for service (its S3 source names no size either: the test writes
-    # it); the source's env (MinIO's endpoint and credentials) reaches the artifact
-    size_artifacts(env, s3_ns)
+    sized_by_check_size(env, custom_ns)
+    # custom-model-s3: Verify artifact is created for service (its S3 source names no size either: its check-size
+    # Job finds it); the source's env (MinIO's endpoint and credentials) reaches the artifact
+    sized_by_check_size(env, s3_ns)
 
     services = {custom_ns: name, env_ns: "test-env-propagation", profile_ns: "test-gpu-profile-id"}
     services[s3_ns] = "test-gpu-s3-service"
@@ -1299,3 +1328,181 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
     assert variables["AIM_PROFILE_ID"] == "vllm-mi300x-fp16-tp1-latency"
     assert variables["HF_TOKEN"] == {"secretKeyRef": {"name": "hf-token", "key": "hf-token"}}
     snap.routed("test-gpu-profile-id", profile_ns, "gpu-profile-id")
+
+
+# --- AIMArtifact: upstream's aimartifact scenarios ---------------------------------------------------------------
+
+ARTIFACT_E2E = UPSTREAM.parents[1] / "aimartifact"
+
+
+def apply_artifact_doc(env: Env, path: str, ns: str) -> None:
+    env.k("apply", "-n", ns, "-f", str(ARTIFACT_E2E / path))
+
+
+def reasons(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions") or []}
+
+
+def test_upstreams_artifact_size_discovery_and_download_failure_scenarios(env: Env) -> None:
+    """Ported: aimartifact/size-discovery-and-verification, failure-auth-hf, failure-auth-s3, failure-missing-hf,
+    failure-missing-s3 and failure-storage, in one namespace (upstream's MinIO, HuggingFace and Longhorn are
+    `SOURCES`). Here also the check-size Job's pod and the failed download pods' termination messages."""
+    ns = "artifacts"
+    env.apply(namespace(ns))
+    paths = [
+        "size-discovery-and-verification/artifact-hf.yaml",
+        "size-discovery-and-verification/artifact-s3.yaml",
+        *(f"{scenario}/artifact.yaml" for scenario in ("failure-auth-hf", "failure-auth-s3", "failure-missing-hf")),
+        "failure-missing-s3/artifact.yaml",
+        "failure-storage/artifact.yaml",
+    ]
+    env.k("apply", "-n", ns, *(arg for path in paths for arg in ("-f", str(ARTIFACT_E2E / path))))
+    # chainsaw: Assert the cache failure is set correctly (each scenario's reasons)
+    expected = {
+        "failure-auth-hf": ("AuthError", "AuthError"),
+        "failure-auth-s3": ("AuthError", "AuthError"),
+        "failure-missing-hf": ("InvalidSpec", "SourceNotFound"),
+        "failure-missing-s3": ("InvalidSpec", "SourceNotFound"),
+        "failure-storage": ("StorageFull", "StorageFull"),
+    }
+    final = {"test-hf": "Ready", "test-s3": "Ready", **dict.fromkeys(expected, "Failed")}
+
+    def settled_all() -> dict[str, dict[str, Any]] | None:
+        items = json.loads(env.k("get", ARTIFACTS_V1, "-n", ns, "-o", "json"))["items"]
+        found = {i["metadata"]["name"]: i.get("status") or {} for i in items}
+        done = all(found.get(name, {}).get("status") == status for name, status in final.items())
+        return found if done else None
+
+    statuses = until(settled_all, "every artifact Ready or Failed")
+    jobs = listed(env, "jobs", "aim.eai.amd.com/component=check-size", ns)
+    pods = {p["metadata"]["name"]: p for p in json.loads(env.k("get", "pods", "-n", ns, "-o", "json"))["items"]}
+    # chainsaw: Assert HF (S3) check-size job is created; artifact gets ready with discovered size
+    for name in ("test-hf", "test-s3"):
+        (job,) = [j for j in jobs if j["metadata"]["labels"]["aim.eai.amd.com/cache.name"] == name]
+        status = statuses[name]
+        assert status["discoveredSizeBytes"] == TINY_GPT2
+        assert status["allocatedSize"] == "1Gi", "ceil_Gi(size + 10 %)"
+        assert status["progress"]["percentage"] == 100
+        (pod,) = [p for p in pods.values() if p["metadata"]["labels"]["job-name"] == job["metadata"]["name"]]
+        terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert json.loads(terminated["message"])["sizeBytes"] == TINY_GPT2, "the size read from the pod"
+    assert [s for s in statuses if s.startswith("failure-")] == sorted(expected), "only the HF and S3 ones check size"
+    assert len(jobs) == 2
+    # chainsaw (Verify models are identical): the S3 copy of the HF model is as large
+    assert statuses["test-hf"]["discoveredSizeBytes"] == statuses["test-s3"]["discoveredSizeBytes"]
+    for name, (ready, reason) in expected.items():
+        status = statuses[name]
+        assert status["progress"]["displayPercentage"] == "N/A"
+        found = reasons(status)
+        assert found["Ready"] == ("False", ready), name
+        assert found["DownloadJobPodsReady"] == ("False", reason), name
+        if ready == "AuthError":
+            assert found["AuthValid"] == ("False", "AuthError"), name
+        failed = [p for p in pods.values() if p["metadata"]["labels"]["aim.eai.amd.com/cache.name"] == name]
+        assert failed and all(p["status"]["phase"] == "Failed" for p in failed)
+    message = next(c for c in statuses["failure-missing-hf"]["conditions"] if c["type"] == "Ready")
+    assert "Repository Not Found" in message["message"], "the log line that says why"
+    # here also: one event as each artifact turned Failed (Warning, its Ready reason) or Ready (Normal, Verified),
+    # besides the namespace's missing default runtime config's
+
+    def events() -> dict[str, list[tuple[str, str]]] | None:
+        items = json.loads(env.k("get", "events", "-n", ns, "-o", "json"))["items"]
+        found: dict[str, list[tuple[str, str]]] = {}
+        for event in items:
+            if event["involvedObject"]["kind"] == "AIMArtifact" and event["reason"] != "DefaultConfigNotFound":
+                found.setdefault(event["involvedObject"]["name"], []).append((event["type"], event["reason"]))
+        return found if set(found) == set(final) else None
+
+    recorded = until(events, "the artifacts' events")
+    assert recorded == {
+        "test-hf": [("Normal", "Verified")],
+        "test-s3": [("Normal", "Verified")],
+        **{name: [("Warning", ready)] for name, (ready, _) in expected.items()},
+    }
+
+
+def test_upstreams_artifact_progress_verification_and_stall_scenarios(env: Env) -> None:
+    """Ported: aimartifact/progress-and-verification and stall-detection, in one namespace with their runtime config;
+    every state is read from a watch of the artifacts at v1alpha1 (upstream polls: the simulated durations are
+    `TIME_SCALE` of theirs)."""
+    ns = "artifact-progress"
+    env.apply(namespace(ns))
+    env.k("apply", "-n", ns, "-f", str(ARTIFACT_E2E / "progress-and-verification" / "runtime.yaml"))
+    output = (
+        "jsonpath={.metadata.name}|{.status.status}|{.status.progress.percentage}|{.status.progress.displayPercentage}"
+        '|{.status.conditions[?(@.type=="DownloadComplete")].status}'
+        '|{.status.conditions[?(@.type=="DownloadComplete")].reason}{"\\n"}'
+    )
+    argv = env.kubectl.argv(f"--context={CLUSTER}", "get", ARTIFACTS_V1, "-n", ns, "--watch", "-o", output)
+    watch = subprocess.Popen(
+        [arg for arg in argv if not arg.startswith("--request-timeout")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env.kubectl.env(),
+    )
+    try:
+        assert watch.stdout is not None
+        # chainsaw (stall-detection): Create artifact with forced hang; it is the watch's first line
+        apply_artifact_doc(env, "stall-detection/artifact.yaml", ns)
+        ready, _, _ = select.select([watch.stdout], [], [], 30)
+        first = watch.stdout.readline() if ready else ""
+        assert first.startswith("stall-detection|"), "the watch lists the artifact"
+        scenario = ARTIFACT_E2E / "progress-and-verification"
+        env.k(
+            "apply",
+            "-n",
+            ns,
+            "-f",
+            str(scenario / "artifact-success.yaml"),
+            "-f",
+            str(scenario / "artifact-verify-fail.yaml"),
+        )
+
+        def finished() -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]] | None:
+            items = json.loads(env.k("get", ARTIFACTS_V1, "-n", ns, "-o", "json"))["items"]
+            found = {i["metadata"]["name"]: i.get("status") or {} for i in items}
+            ends = [("progress-success", "Ready"), ("progress-verify-fail", "Failed"), ("stall-detection", "Failed")]
+            if any(found.get(name, {}).get("status") != status for name, status in ends):
+                return None
+            if reasons(found["progress-verify-fail"]).get("DownloadComplete") != ("False", "VerificationFailed"):
+                return None
+            jobs = listed(env, "jobs", "aim.eai.amd.com/component=download", ns)
+            return (found, jobs) if len(jobs) == 3 and all(j["status"].get("conditions") for j in jobs) else None
+
+        statuses, jobs = until(finished, "the three artifacts at their ends, their Jobs finished")
+        # chainsaw: Assert reaches Ready after verification
+        status = statuses["progress-success"]
+        assert status["progress"] == {
+            "percentage": 100,
+            "displayPercentage": "100 %",
+            "downloadedBytes": 10 << 20,
+            "totalBytes": 10 << 20,
+        }
+        found = reasons(status)
+        assert found["DownloadComplete"] == ("True", "Verified") and found["Ready"][0] == "True"
+        # chainsaw: Assert verification failure artifact reaches Failed state (after the Job's backoff: 3 attempts)
+        failed = {j["metadata"]["labels"]["aim.eai.amd.com/cache.name"]: j["status"].get("failed") for j in jobs}
+        assert failed == {"progress-success": None, "progress-verify-fail": 3, "stall-detection": 3}
+        status = statuses["progress-verify-fail"]
+        assert status["progress"]["displayPercentage"] == "N/A" and reasons(status)["Ready"][0] == "False"
+        # chainsaw (stall-detection): stall detection triggered (a failed pod), final failure after the backoff
+        status = statuses["stall-detection"]
+        assert status["progress"]["displayPercentage"] == "N/A"
+        found = reasons(status)
+        assert found["Ready"][0] == found["DownloadJobPodsReady"][0] == "False"
+        pods = listed(env, "pods", "aim.eai.amd.com/cache.name=stall-detection", ns)
+        logs = [p["status"]["containerStatuses"][0]["state"]["terminated"]["message"] for p in pods]
+        assert len(logs) == 3 and all(m.endswith("Download stalled for 15s, killing") for m in logs)
+    finally:
+        watch.terminate()
+        seen, _ = watch.communicate(timeout=20)
+    lines = [line.split("|") for line in (first + seen).splitlines() if line.count("|") == 5]
+    success = [line[1:] for line in lines if line[0] == "progress-success"]
+    # chainsaw: Assert enters Progressing with download in progress (at most 99 %, DownloadComplete False/Downloading)
+    downloading = [s for s in success if s[0] == "Progressing" and s[3:] == ["False", "Downloading"]]
+    assert any(s[1] and int(s[1]) <= 99 for s in downloading), success
+    # chainsaw: Assert download completes and enters verification phase (100 %, DownloadComplete True/Verifying)
+    assert ["Progressing", "100", "100 %", "True", "Verifying"] in success, success
+    # chainsaw (stall-detection): Verify download job starts progressing
+    assert any(line[:2] == ["stall-detection", "Progressing"] for line in lines), lines

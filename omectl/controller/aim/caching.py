@@ -11,10 +11,12 @@ download Job, and the InferenceService mounting the Ready artifacts.
 - **AIMProfileCache** (`reconcile_profile_cache`): its profile (`spec.profileName`, `spec.profileScope`) when it
   exists; applies one AIMArtifact per model source (`render_artifacts`); status from the live artifacts
   (`profile_cache_status`).
-- **AIMArtifact** (`reconcile_artifact`): applies its PVC (`render_artifact_pvc`; a refused change to a bound
-  claim is a Warning event) and, while the artifact is not Ready (`download_job_due`), its download Job
-  (`render_download_job`, env from the artifact, its profile, the resolved config and the operator defaults);
-  status from the Job and the claim (`artifact_status`).
+- **AIMArtifact** (`reconcile_artifact`): while neither `spec.size` nor a discovered size is known, its check-size
+  Job (`render_check_size_job`), whose Succeeded pod's termination message gives `status.discoveredSizeBytes`; then
+  its PVC (`render_artifact_pvc`; a refused change to a bound claim is a Warning event) and, while the artifact is
+  not Ready (`download_job_due`), its download Job (`render_download_job`, env from the artifact, its profile, the
+  resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`);
+  one event when it turns Failed or Ready (`note_artifact_transition`).
 """
 
 from __future__ import annotations
@@ -24,11 +26,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 from omectl.controller.aim.consumers_watch import CACHE_INDEX, MODEL_NAME_INDEX
 from omectl.core.aim.artifacts import (
+    FAILED,
+    READY,
     artifact_status,
+    check_size_due,
+    check_size_job_name,
     download_job_due,
     download_job_name,
     pvc_name,
     render_artifact_pvc,
+    render_check_size_job,
     render_download_job,
 )
 from omectl.core.aim.caches import caching_enabled, profile_cache_name, profile_cache_status, render_artifacts
@@ -141,6 +148,16 @@ async def reconcile_artifact(
     reconciler: AimConsumerReconciler, cluster: AimWatch, artifact: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     namespace = namespace_of(artifact)
+    if check_size_due(artifact):
+        profile = await profile_of(reconciler, cluster, artifact)
+        rendered = render_check_size_job(artifact, config, profile)
+        check_job = await reconciler.apply_job(cluster, artifact, rendered, config)
+        check_pods = job_pods(cluster, namespace, check_size_job_name(artifact))
+        sized = artifact_status(artifact, None, None, check_job=check_job, check_pods=check_pods)
+        if "discoveredSizeBytes" not in sized:
+            return sized
+        # the size is known now: the PVC and the download Job go by it in this same pass
+        artifact = dict(artifact, status={**(artifact.get("status") or {}), **sized})
     rendered_pvc = render_artifact_pvc(artifact, config)
     pvc = None
     if rendered_pvc is not None:
@@ -152,4 +169,31 @@ async def reconcile_artifact(
         # created while the artifact is not Ready; an existing one (until its TTL) keeps its labels up to date
         profile = await profile_of(reconciler, cluster, artifact)
         job = await reconciler.apply_job(cluster, artifact, render_download_job(artifact, config, profile), config)
-    return artifact_status(artifact, job, pvc)
+    pods = job_pods(cluster, namespace, download_job_name(artifact)) if job is not None else []
+    return artifact_status(artifact, job, pvc, pods=pods)
+
+
+def job_pods(cluster: AimWatch, namespace: str, job: str) -> list[dict[str, Any]]:
+    """The pods of an artifact's Job, from the pod informer (the Job controller labels them `job-name`)."""
+    return [
+        dict(pod)
+        for pod in cluster.consumers.pods.cache.list(namespace)
+        if ((pod.get("metadata") or {}).get("labels") or {}).get("job-name") == job
+    ]
+
+
+def note_artifact_transition(
+    cluster: AimWatch, artifact: Mapping[str, Any], before: Any, own: Mapping[str, Any]
+) -> None:
+    """One event when the artifact's status turns Failed (Warning, its `Ready` reason and message: upstream's
+    `AuthError`, `InvalidSpec`, `StorageFull`, ... with the log line) or Ready (Normal `Verified`), as upstream's
+    condition transitions record them. `before` is the live `status.status` the write replaced."""
+    after = own.get("status")
+    if after == before:
+        return
+    if after == FAILED:
+        ready = next((c for c in own.get("conditions") or () if c.get("type") == "Ready"), None)
+        if ready is not None:
+            cluster.record_event(dict(artifact), "Warning", str(ready["reason"]), str(ready["message"]))
+    elif after == READY:
+        cluster.record_event(dict(artifact), "Normal", "Verified", "Download and verification complete")

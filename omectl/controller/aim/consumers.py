@@ -19,24 +19,29 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
    immutable, so later label changes reach its metadata only (a merge patch of labels and annotations).
 4. Status (`consumer_status` over the kind's own part): `status`, kind fields, conditions (each keeps its
    `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig`, `observedGeneration`. An unchanged
-   status sends no write. A model written in v1alpha1 then records upstream's events for its conditions'
-   transitions (`aim_models.record_status_events`).
+   status sends no write. After a write, a model written in v1alpha1 records upstream's events for its conditions'
+   transitions (`aim_models.record_status_events`) and an artifact whose status turns Failed or Ready gets one event
+   (`aim_caching.note_artifact_transition`). A step that raises `RetryAfterStatus` (a v1alpha1 model whose registry
+   failed) has its status written, then the object is retried with the work queue's backoff (`RetryLater`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, cast
+from typing import Any, Final, NamedTuple, cast
 
 from omectl.controller.aim import caching as aim_caching
 from omectl.controller.aim import models as aim_models
 from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
 from omectl.controller.aim.legacy_caches import delete_abandoned_artifact
+from omectl.controller.aim.model_templates import RetryAfterStatus
 from omectl.controller.aim.service import _now, apply_propagated, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
+from omectl.controller.runtime.queue import RetryLater
+from omectl.core.aim.artifacts import DOWNLOADING
 from omectl.core.aim.consumers import AIM_V1ALPHA2, ARTIFACT, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE
@@ -80,6 +85,15 @@ CHILD_RESOURCES: Final[Mapping[str, ResourceRef]] = {
 """Every kind a consumer reads or applies, by kind."""
 
 
+class StatusWritten(NamedTuple):
+    """A status write `AimConsumerReconciler.write_status` sent."""
+
+    status: dict[str, Any]
+    """The status written."""
+    replaced: Any
+    """The live `status.status` it replaced."""
+
+
 class AimConsumerReconciler(ConfigConsumerReconciler):
     """Reconciles the v1alpha2 consumer kinds (module docstring): the work keys of `CONSUMER_KEYS`, registered for it
     in `omectl.controller.app`."""
@@ -105,10 +119,23 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
         if obj["kind"] == ARTIFACT and await delete_abandoned_artifact(cluster, obj):
             self.writes += 1
             return
-        own = await STEPS[obj["kind"]](self, cluster, obj, resolution.config)
+        try:
+            own = await STEPS[obj["kind"]](self, cluster, obj, resolution.config)
+        except RetryAfterStatus as retry:
+            await self.write_status_and_note(cluster, obj, resolution, retry.own)
+            raise RetryLater(str(retry)) from None
+        await self.write_status_and_note(cluster, obj, resolution, own)
+
+    async def write_status_and_note(
+        self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, own: Mapping[str, Any]
+    ) -> None:
+        """Write the status; when a write was sent, the events its transitions call for."""
         written = await self.write_status(cluster, obj, resolution, own)
-        if written is not None:
-            aim_models.record_status_events(cluster, obj, written)
+        if written is None:
+            return
+        aim_models.record_status_events(cluster, obj, written.status)
+        if obj["kind"] == ARTIFACT:
+            aim_caching.note_artifact_transition(cluster, obj, written.replaced, own)
 
     # --- children ----------------------------------------------------------------------------------------
 
@@ -201,10 +228,10 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
 
     async def write_status(
         self, cluster: AimWatch, obj: Mapping[str, Any], resolution: Resolution, own: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
-        """Write the object's status; return the status written (None: it was already so)."""
+    ) -> StatusWritten | None:
+        """Write the object's status; what was written and what it replaced, None when it was already so."""
         now = _now()
-        written: dict[str, Any] | None = None
+        written: StatusWritten | None = None
 
         def desired(live: Mapping[str, Any]) -> dict[str, Any] | None:
             nonlocal written
@@ -217,8 +244,10 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
                 previous_conditions=previous,
             )
             status["conditions"] = stamp_all(status["conditions"], previous, now)
-            written = None if status == current else status
-            return written
+            if "progress" in current and "progress" not in status and status.get("status") == DOWNLOADING:
+                status["progress"] = current["progress"]  # the downloader's, newer than the cache's
+            written = None if status == current else StatusWritten(status, current.get("status"))
+            return None if written is None else written.status
 
         return written if await self.write_desired_status(cluster, obj, desired) else None
 

@@ -11,7 +11,11 @@ the AIM CRDs counts as synced and empty).
   profile set or cluster model → its model, set or source, which re-applies it). Jobs are watched by the label
   `aim.eai.amd.com/component`, PVCs by `aim.eai.amd.com/artifact`. A discovery result ConfigMap (label
   `aim.eai.amd.com/component=discovery`) queues its model, found by its `aim.eai.amd.com/model` (namespace) or
-  `aim.eai.amd.com/cluster-model` label, whenever it appears, changes or goes.
+  `aim.eai.amd.com/cluster-model` label, whenever it appears, changes or goes. The pods of an artifact's Jobs
+  (label `aim.eai.amd.com/artifact`, which the Jobs' pod templates carry) queue the artifact when they appear or
+  their phase changes: a failed pod says why, a check-size pod's termination message says the size.
+- An artifact's own status write by its downloader (`status.progress`, upstream's progress monitor) queues it: the
+  controller's `DownloadComplete` follows the percentage.
 - References that are not ownership: a profile's create, change or delete queues the caches and artifacts that
   name it (`spec.profileName` / `spec.profileScope`) and the AIMServices with caching whose model it belongs to
   (`spec.model.name` = the profile's `spec.modelName`).
@@ -57,6 +61,7 @@ from omectl.kube.resources import (
     CONFIG_MAPS,
     JOBS,
     PERSISTENT_VOLUME_CLAIMS,
+    PODS,
     ResourceRef,
 )
 
@@ -156,10 +161,17 @@ class ConsumerWatch(KindWatch):
             handlers=[self._result_handler],
             optional=True,
         )
+        self.pods = Informer(client, PODS, label_selector=ARTIFACT_LABEL, handlers=[self._pod_handler], optional=True)
 
     @property
     def informers(self) -> list[Informer]:
-        return [*self.kinds.values(), self.jobs, self.claims, self.results]
+        return [*self.kinds.values(), self.jobs, self.claims, self.results, self.pods]
+
+    def status_relevant(self, kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+        """An artifact's downloader moved its progress (module docstring)."""
+        if kind != ARTIFACT or old is None:
+            return False
+        return bool(_progress(obj) != _progress(old))
 
     def cache(self, kind: str) -> ObjectCache | None:
         """The cache of a consumer kind, or of a child kind (Job, artifact PVC, discovery ConfigMap)."""
@@ -192,6 +204,17 @@ class ConsumerWatch(KindWatch):
         owner_namespace = namespace if informer.resource.namespaced else ""
         if informer.cache.get(owner_namespace, name) is not None:
             self.enqueue(kind, owner_namespace, name, trigger, Lane.FANOUT)
+
+    def _pod_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if initial or (event_type == "MODIFIED" and old is not None and _phase(obj) == _phase(old)):
+            return
+        meta = metadata(obj)
+        artifact = (meta.get("labels") or {}).get(ARTIFACT_LABEL)
+        namespace = str(meta.get("namespace") or "")
+        if isinstance(artifact, str) and self.kinds[ARTIFACT].cache.get(namespace, artifact) is not None:
+            self.enqueue(ARTIFACT, namespace, artifact, self._trigger("Pod", obj), Lane.FANOUT)
 
     def _result_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
@@ -228,3 +251,11 @@ class ConsumerWatch(KindWatch):
         model = _spec(obj).get("modelName")
         if isinstance(model, str) and model:
             self.watch.enqueue_services_of_model(model, None if cluster_scoped else namespace, trigger)
+
+
+def _progress(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("status") or {}).get("progress")
+
+
+def _phase(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("status") or {}).get("phase")

@@ -5,7 +5,9 @@ used, then the image's config labels (`omectl.oci.client`, which keeps what it r
 `ImageMetadata`. A failure is the model's `ImageMetadataReady` False with its reason: `InvalidImageReference`,
 `SecretNotFound`, `SecretAccessFailed`, `ImagePullAuthFailure` (401/403), `ImageNotFound` (404, or no linux/amd64 image
 in an index), `ImagePullBackOff` (any other registry or network error), `ImageMetadataInvalid` (labels that do not
-parse). Nothing retries a failure by itself: the model's next reconcile (any change, or the resync) reads again.
+parse). An `ImagePullBackOff` (upstream's infrastructure error) is read again with the work queue's backoff
+(`omectl.controller.aim.model_templates.RetryAfterStatus`); any other failure waits for the model's next reconcile
+(any change, or the resync).
 """
 
 from __future__ import annotations

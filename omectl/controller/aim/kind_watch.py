@@ -74,6 +74,10 @@ class KindWatch:
         key = WorkKey(self.cluster.name, work_kind(kind), namespace, name)
         self.cluster.enqueue(key, lane=lane, trigger=trigger)
 
+    def status_relevant(self, kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+        """Whether a status-only change of an object of `kind` needs its reconcile (someone else wrote it)."""
+        return False
+
     def _trigger(self, kind: str, obj: Mapping[str, Any]) -> Any:
         return object_event_context(self.cluster.name, kind, obj)
 
@@ -81,7 +85,8 @@ class KindWatch:
         def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False) -> None:
             if event_type == "DELETED":
                 return  # owner references let the API server collect the children
-            if event_type == "MODIFIED" and not self_relevant_change(obj, old):
+            changed = self_relevant_change(obj, old) or self.status_relevant(kind, obj, old)
+            if event_type == "MODIFIED" and not changed:
                 return  # our own status write
             meta = metadata(obj)
             lane = Lane.RESYNC if initial else Lane.EDIT

@@ -8,7 +8,10 @@ is made again.
 - `reconcile_v1alpha1_model`, a model written in v1alpha1: its whole own status as upstream composes it from its
   image metadata and its templates (`omectl.core.aim.legacy.model_status`: `status`, conditions, `sourceType`,
   `imageMetadata`, the last one read kept while a read fails); the templates are applied only when that status lets
-  upstream apply (no missing reference, no infrastructure error).
+  upstream apply (no missing reference, no infrastructure error). A registry that fails with anything but 401, 403
+  or 404 (`ImagePullBackOff`, upstream's infrastructure error) is read again with backoff (`RetryAfterStatus`: the
+  status is written, then the work queue retries the model, 2 s first, as upstream's controller-runtime requeues an
+  infrastructure error); the other failures wait for a change.
 - `reconcile_model_templates`, a model written in v1alpha2 with the simulated metadata: its templates, and the
   conditions `ImageMetadataReady` and `(Cluster)ServiceTemplatesReady` added to its discovery's status.
 """
@@ -16,9 +19,9 @@ is made again.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from omectl.controller.aim.image_metadata import registry_metadata
+from omectl.controller.aim.image_metadata import REASONS, registry_metadata
 from omectl.controller.aim.legacy_watch import MODEL_NAME_INDEX
 from omectl.core.aim.consumers import CLUSTER_MODEL
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE
@@ -45,6 +48,17 @@ from omectl.core.layering import copy_json
 if TYPE_CHECKING:
     from omectl.controller.aim.consumers import AimConsumerReconciler
     from omectl.controller.aim.watch import AimWatch
+
+RETRIED_REASONS: Final = frozenset((REASONS["generic"],))
+"""Why an image's metadata could not be read that upstream counts as an infrastructure error (retried)."""
+
+
+class RetryAfterStatus(Exception):
+    """The object's own status (`own`) is to be written, then the object retried with backoff (`reason`)."""
+
+    def __init__(self, own: dict[str, Any], reason: str) -> None:
+        super().__init__(reason)
+        self.own = own
 
 
 async def reconcile_model_templates(
@@ -89,6 +103,8 @@ async def reconcile_v1alpha1_model(
     kept = metadata.value if metadata.value is not None else current.get("imageMetadata")
     if isinstance(kept, Mapping):
         own["imageMetadata"] = copy_json(dict(kept))
+    if metadata.source == "unreadable" and metadata.reason in RETRIED_REASONS:
+        raise RetryAfterStatus(own, metadata.error or metadata.reason)
     return own
 
 

@@ -1,28 +1,39 @@
-"""An AIMArtifact's children and status: its PVC, its download Job, and how its status follows the Job
-(docs/aim-resources.md).
+"""An AIMArtifact's children and status: its check-size Job, its PVC, its download Job, and how its status follows
+them (docs/aim-resources.md, "AIMArtifact").
+
+Check-size Job (`render_check_size_job`), while neither `spec.size` nor `status.discoveredSizeBytes` is known
+(`check_size_due`): name `<artifact>-check-size-<hash8(uid)>`, backoffLimit 2, ttlSecondsAfterFinished 300; one
+container `check-size` of the download image running upstream's `/check-size.sh <sourceUri>`, its last output line
+also its termination message (`CHECK_SIZE_SCRIPT`); env the config's < the profile's < the artifact's. The size comes
+from that message (`omectl.core.aim.artifact_pods.discovered_size`).
 
 PVC (`render_artifact_pvc`): name `<artifact>-cache-<hash8(uid)>`, access mode ReadWriteMany, size
 `ceil_Gi(size * (1 + headroom/100))` (at least 1Gi) where headroom = the config's `storage.pvcHeadroomPercent` >
 its deprecated top-level `pvcHeadroomPercent` > 10 (a present 0 counts); storage class = the artifact's
 `spec.storageClassName` > the config's `storage.defaultStorageClassName` > its deprecated top-level
-`defaultStorageClassName` > unset (the cluster's default class). No `spec.size`, no PVC (upstream's check-size Job is
-out of scope). Labels `app.kubernetes.io/component: artifact-cache`, `aim.eai.amd.com/artifact`, plus the artifact's
-labels propagated with the artifact's config. Owned by the artifact.
+`defaultStorageClassName` > unset (the cluster's default class). The size is `spec.size`, else
+`status.discoveredSizeBytes` (`effective_size_bytes`); while it is unknown there is no PVC. Labels
+`app.kubernetes.io/component: artifact-cache`, `aim.eai.amd.com/artifact`, plus the artifact's labels propagated with
+the artifact's config. Owned by the artifact.
 
 Download Job (`render_download_job`): name `<artifact>-download-<hash8(uid)>` (at most 63 characters), backoffLimit 2,
 ttlSecondsAfterFinished 600; one container `downloader`, image `spec.downloadImage` >
-`ghcr.io/silogen/aim-artifact-downloader:0.2.0`, args `[spec.sourceUri]`, the PVC at `/cache`, restartPolicy Never.
-Env (`omectl.core.aim.env.download_job_env`), highest first, each layer merged by name:
-`AIMArtifact.spec.env` > the profile's `engineEnv` > its `containerEnv` > the resolved config's `env` (namespace over
-cluster) > operator defaults (`AIM_DOWNLOADER_PROTOCOL=XET,HF_TRANSFER`, `TMPDIR`, `HF_HOME`, `EXPECTED_SIZE_BYTES`,
-`MOUNT_PATH`, `ARTIFACT_NAME`, `ARTIFACT_NAMESPACE`, `STALL_TIMEOUT`, `TARGET_DIR`). Labels
-`app.kubernetes.io/component: download`, `aim.eai.amd.com/component: download`, `aim.eai.amd.com/artifact`, and the
-artifact's labels propagated with the artifact's config, on the Job and on its pod template. Owned by the artifact.
+`ghcr.io/silogen/aim-artifact-downloader:0.2.0`, args `[spec.sourceUri]`, the PVC at `/cache`, restartPolicy Never,
+`terminationMessagePolicy: FallbackToLogsOnError`. Env (`omectl.core.aim.env.download_job_env`), highest first, each
+layer merged by name: `AIMArtifact.spec.env` > the profile's `engineEnv` > its `containerEnv` > the resolved config's
+`env` (namespace over cluster) > operator defaults (`AIM_DOWNLOADER_PROTOCOL=XET,HF_TRANSFER`, `TMPDIR`, `HF_HOME`,
+`EXPECTED_SIZE_BYTES`, `MOUNT_PATH`, `ARTIFACT_NAME`, `ARTIFACT_NAMESPACE`, `STALL_TIMEOUT`, `TARGET_DIR`).
 
-Status (`artifact_status`) follows the Job: none yet → Pending; running → Downloading; `Complete=True` → Ready;
-`Failed=True` → Failed. A Ready artifact whose Job was cleaned up by its TTL stays Ready. Conditions `StorageReady`
-(the PVC is Bound), `DownloadReady` and `Ready`; the runtime-config part is laid over it by
-`omectl.core.aim.consumers.consumer_status`.
+Both Jobs are labelled (`job_labels`) `app.kubernetes.io/component` and `aim.eai.amd.com/component` (`download` /
+`check-size`), `aim.eai.amd.com/artifact`, upstream's `aim.eai.amd.com/cache.name` and `cache.type: artifact`, and
+the artifact's labels propagated with its config, on the Job and on its pod template. Owned by the artifact.
+
+Status (`artifact_status`): size unknown → Pending (the check-size Job's failure fails it); no download Job yet →
+Pending; running → Downloading; `Complete=True` → Ready; a Failed pod or `Failed=True` → Failed, with upstream's
+reasons for the pod's failure. A Ready artifact whose Job was cleaned up by its TTL stays Ready. Conditions
+`StorageReady` (the PVC is Bound), `DownloadReady`, upstream's `DownloadComplete`, `DownloadJobPodsReady`, `AuthValid`,
+`ConfigValid` where they apply, and `Ready`; `progress` is 100 % when Ready and `N/A` when Failed (the downloader's
+while it runs); the runtime-config part is laid over it by `omectl.core.aim.consumers.consumer_status`.
 
 The InferenceService mounts Ready artifacts (`mount_artifacts`): each one's PVC read-only at
 `/workspace/cache/<modelId>` (the artifact's name when it has no modelId).
@@ -37,6 +48,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Final
 
+from omectl.core.aim.artifact_pods import AUTH, INVALID_SPEC, PodFailure, discovered_size, first_failure
 from omectl.core.aim.consumers import (
     AIM_COMPONENT_LABEL,
     ARTIFACT_LABEL,
@@ -51,7 +63,7 @@ from omectl.core.aim.consumers import (
     text,
     uid_of,
 )
-from omectl.core.aim.env import CACHE_MOUNT_PATH, DOWNLOADER_PROTOCOL, INFERENCE_CACHE_PATH, download_job_env
+from omectl.core.aim.env import CACHE_MOUNT_PATH, DOWNLOADER_PROTOCOL, INFERENCE_CACHE_PATH, download_job_env, merge_env
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.jsonish import as_mapping
 from omectl.core.layering import copy_json
@@ -66,6 +78,17 @@ CACHE_VOLUME: Final = "cache"
 DOWNLOADER_CONTAINER: Final = "downloader"
 PVC_COMPONENT: Final = "artifact-cache"
 DOWNLOAD_COMPONENT: Final = "download"
+CHECK_SIZE_COMPONENT: Final = "check-size"
+CHECK_SIZE_CONTAINER: Final = "check-size"
+CHECK_SIZE_TTL_SECONDS: Final = 300
+CACHE_NAME_LABEL: Final = "aim.eai.amd.com/cache.name"
+CACHE_TYPE_LABEL: Final = "aim.eai.amd.com/cache.type"
+FALLBACK_TO_LOGS: Final = "FallbackToLogsOnError"
+CHECK_SIZE_SCRIPT: Final = (
+    'out=$(/check-size.sh "$1") || exit 1; printf "%s\n" "$out"; printf "%s" "$out" | tail -n 1 > /dev/termination-log'
+)
+"""Upstream's check-size script, its last line (`{"url": ..., "sizeBytes": N}`) also the termination message, which
+the controller reads (it reads no logs)."""
 GI: Final = 1 << 30
 
 PENDING: Final = "Pending"
@@ -102,6 +125,18 @@ def size_bytes(artifact: Mapping[str, Any]) -> int | None:
     if size is None or size == "":
         return None
     return math.ceil(parse_quantity(size))
+
+
+def discovered_size_bytes(artifact: Mapping[str, Any]) -> int | None:
+    """`status.discoveredSizeBytes`, what the check-size Job found, or None."""
+    size = status_of(artifact).get("discoveredSizeBytes")
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
+def effective_size_bytes(artifact: Mapping[str, Any]) -> int | None:
+    """The size the PVC and the download go by: `spec.size`, else the discovered size, else None (unknown)."""
+    size = size_bytes(artifact)
+    return size if size is not None else discovered_size_bytes(artifact)
 
 
 def headroom_percent(config: Mapping[str, Any]) -> int:
@@ -144,7 +179,7 @@ def download_job_name(artifact: Mapping[str, Any]) -> str:
 def render_artifact_pvc(artifact: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any] | None:
     """The artifact's PVC (module docstring), or None when its size is unknown. `config` is the artifact's resolved
     runtime config."""
-    size = size_bytes(artifact)
+    size = effective_size_bytes(artifact)
     if size is None:
         return None
     spec: dict[str, Any] = {
@@ -177,15 +212,14 @@ def render_download_job(
     source = text(spec.get("sourceUri"))
     if source is None:
         raise ValueError(f"AIMArtifact {name_of(artifact)!r} has no spec.sourceUri")
-    labels = base_labels(
-        DOWNLOAD_COMPONENT, {AIM_COMPONENT_LABEL: DOWNLOAD_COMPONENT, ARTIFACT_LABEL: name_of(artifact)}
-    )
+    labels = job_labels(artifact, DOWNLOAD_COMPONENT)
     container = {
         "name": DOWNLOADER_CONTAINER,
         "image": text(spec.get("downloadImage")) or DEFAULT_DOWNLOAD_IMAGE,
         "args": [source],
-        "env": download_job_env(artifact, config, profile, expected_size_bytes=size_bytes(artifact)),
+        "env": download_job_env(artifact, config, profile, expected_size_bytes=effective_size_bytes(artifact)),
         "volumeMounts": [{"name": CACHE_VOLUME, "mountPath": CACHE_MOUNT_PATH}],
+        "terminationMessagePolicy": FALLBACK_TO_LOGS,
     }
     job = {
         "apiVersion": "batch/v1",
@@ -215,7 +249,72 @@ def render_download_job(
 def download_job_due(artifact: Mapping[str, Any]) -> bool:
     """Whether the controller should (re)create the download Job: the size is known and the artifact is not Ready
     (a Ready artifact's Job may be gone after its TTL)."""
-    return size_bytes(artifact) is not None and status_of(artifact).get("status") != READY
+    return effective_size_bytes(artifact) is not None and status_of(artifact).get("status") != READY
+
+
+def job_labels(artifact: Mapping[str, Any], component: str) -> dict[str, str]:
+    """Labels of an artifact's Jobs and their pods: omectl's and upstream's (`aim.eai.amd.com/cache.name`,
+    `cache.type: artifact`)."""
+    name = name_of(artifact)
+    return base_labels(
+        component,
+        {AIM_COMPONENT_LABEL: component, ARTIFACT_LABEL: name, CACHE_NAME_LABEL: name, CACHE_TYPE_LABEL: "artifact"},
+    )
+
+
+def check_size_job_name(artifact: Mapping[str, Any]) -> str:
+    return bounded_name(name_of(artifact), f"-check-size-{hash8(uid_of(artifact))}")
+
+
+def check_size_due(artifact: Mapping[str, Any]) -> bool:
+    """Whether the artifact needs its check-size Job: neither `spec.size` nor a discovered size."""
+    return effective_size_bytes(artifact) is None and text(spec_of(artifact).get("sourceUri")) is not None
+
+
+def render_check_size_job(
+    artifact: Mapping[str, Any], config: Mapping[str, Any], profile: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The artifact's check-size Job (module docstring): the download image's `/check-size.sh <sourceUri>`, its last
+    output line kept as the container's termination message; env the config's < the profile's < the artifact's."""
+    spec = spec_of(artifact)
+    source = text(spec.get("sourceUri"))
+    if source is None:
+        raise ValueError(f"AIMArtifact {name_of(artifact)!r} has no spec.sourceUri")
+    labels = job_labels(artifact, CHECK_SIZE_COMPONENT)
+    env = merge_env(
+        as_env(config.get("env")),
+        as_env(spec_of(profile).get("containerEnv")),
+        as_env(spec_of(profile).get("engineEnv")),
+        as_env(spec.get("env")),
+    )
+    container: dict[str, Any] = {
+        "name": CHECK_SIZE_CONTAINER,
+        "image": text(spec.get("downloadImage")) or DEFAULT_DOWNLOAD_IMAGE,
+        "command": ["/bin/sh", "-c", CHECK_SIZE_SCRIPT, CHECK_SIZE_CONTAINER],
+        "args": [source],
+        "terminationMessagePolicy": FALLBACK_TO_LOGS,
+    }
+    if env:
+        container["env"] = env
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": check_size_job_name(artifact),
+            "namespace": namespace_of(artifact),
+            "labels": dict(labels),
+            "ownerReferences": [owner_reference(artifact)],
+        },
+        "spec": {
+            "backoffLimit": DOWNLOAD_BACKOFF_LIMIT,
+            "ttlSecondsAfterFinished": CHECK_SIZE_TTL_SECONDS,
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {"restartPolicy": "Never", "containers": [container]},
+            },
+        },
+    }
+    return propagate_edge(artifact, job, config)
 
 
 # -- status ----------------------------------------------------------------------------------------------
@@ -240,12 +339,28 @@ def protocol_sequence(job: Mapping[str, Any] | None) -> str | None:
 
 
 def artifact_status(
-    artifact: Mapping[str, Any], job: Mapping[str, Any] | None, pvc: Mapping[str, Any] | None
+    artifact: Mapping[str, Any],
+    job: Mapping[str, Any] | None,
+    pvc: Mapping[str, Any] | None,
+    *,
+    pods: Sequence[Mapping[str, Any]] = (),
+    check_job: Mapping[str, Any] | None = None,
+    check_pods: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The artifact's own status (module docstring): `status`, `persistentVolumeClaim`, `allocatedSize`,
-    `download{job, protocol, protocolSequence, attempt, totalAttempts, message}` and conditions `StorageReady`,
-    `DownloadReady`, `Ready`. `job` and `pvc` are the live objects, or None."""
+    `discoveredSizeBytes`, `progress`, `download{job, protocol, protocolSequence, attempt, totalAttempts, message}` and
+    conditions `StorageReady`, `DownloadReady`, `Ready`, and upstream's `DownloadComplete`, `DownloadJobPodsReady`,
+    `AuthValid`, `ConfigValid` where they apply. `job`, `pvc` and `pods` (the download Job's) are the live objects,
+    `check_job` and `check_pods` the check-size Job's (while the size is unknown)."""
     out: dict[str, Any] = {}
+    previous = status_of(artifact)
+    discovered = discovered_size_bytes(artifact)
+    found = discovered_size(check_pods, CHECK_SIZE_CONTAINER) if size_bytes(artifact) is None else None
+    if discovered is None and isinstance(found, int):
+        discovered = found
+    if size_bytes(artifact) is None and discovered is not None:
+        out["discoveredSizeBytes"] = discovered
+    size = size_bytes(artifact) if size_bytes(artifact) is not None else discovered
     if pvc is not None:
         out["persistentVolumeClaim"] = name_of(pvc)
         requested = as_mapping(as_mapping(spec_of(pvc).get("resources")).get("requests")).get("storage")
@@ -253,8 +368,8 @@ def artifact_status(
             out["allocatedSize"] = requested
         bound = status_of(pvc).get("phase") == "Bound"
         storage = _cond("StorageReady", bound, "PVCBound" if bound else "PVCPending", f"PVC {name_of(pvc)}")
-    elif size_bytes(artifact) is None:
-        storage = _cond("StorageReady", False, "SizeUnknown", "spec.size is not set; the PVC cannot be sized")
+    elif size is None:
+        storage = _cond("StorageReady", False, "SizeUnknown", "The size is not known yet; the PVC cannot be sized")
     else:
         storage = _cond("StorageReady", False, "PVCNotFound", "The PVC is not created yet")
 
@@ -267,26 +382,49 @@ def artifact_status(
         download["protocolSequence"] = sequence
         download["totalAttempts"] = len(protocols)
 
+    extra: list[dict[str, str]] = []
+    progress = dict(as_mapping(previous.get("progress")))
+    at_100 = isinstance(progress.get("percentage"), int) and progress["percentage"] >= 100
     failed = job_condition(job, "Failed")
     complete = job_condition(job, "Complete")
-    previous = status_of(artifact)
-    if failed is not None:
-        status, reason, message = FAILED, "DownloadFailed", str(failed.get("message") or "The download Job failed")
+    failure = first_failure(pods) if complete is None else None
+    if size is None:
+        status, reason, message = _size_discovery(check_job, check_pods, found, extra)
+    elif failure is not None or failed is not None:
+        status = FAILED
+        if failure is not None:
+            reason, message = failure_reason(failure), failure.message
+            extra.append(_cond("DownloadJobPodsReady", False, failure.reason, failure.message))
+            extra.extend(_category_conditions(failure))
+        else:
+            reason, message = "DownloadFailed", str(as_mapping(failed).get("message") or "The download Job failed")
+        if at_100:
+            extra.append(
+                _cond("DownloadComplete", False, "VerificationFailed", "Download completed but verification failed")
+            )
+        else:
+            extra.append(_cond("DownloadComplete", False, "Downloading", "Download failed before completion"))
+        out["progress"] = {**progress, "displayPercentage": "N/A"}
         if protocols:
             download.update(protocol=protocols[-1], attempt=len(protocols))
     elif complete is not None:
         status, reason, message = READY, "DownloadComplete", "Complete"
+        extra.append(_cond("DownloadComplete", True, "Verified", "Download and verification complete"))
+        out["progress"] = complete_progress(size)
         if protocols:
             download.update(protocol=protocols[0], attempt=1)
     elif job is not None:
         status, reason, message = DOWNLOADING, "Downloading", "Downloading"
+        if at_100:
+            extra.append(_cond("DownloadComplete", True, "Verifying", "Download complete, verifying integrity..."))
+        else:
+            extra.append(_cond("DownloadComplete", False, "Downloading", "Download in progress"))
         if protocols:
             download.update(protocol=protocols[0], attempt=1)
     elif previous.get("status") == READY:
         status, reason, message = READY, "DownloadComplete", "Complete"
         download = dict(as_mapping(previous.get("download")))
-    elif size_bytes(artifact) is None:
-        status, reason, message = PENDING, "SizeUnknown", "spec.size is not set"
+        out["progress"] = complete_progress(size)
     else:
         status, reason, message = PENDING, "DownloadPending", "The download Job is not created yet"
     download["message"] = message
@@ -297,9 +435,55 @@ def artifact_status(
     out["conditions"] = [
         storage,
         _cond("DownloadReady", ready, reason, message),
+        *extra,
         _cond("Ready", ready, "ArtifactReady" if ready else reason, message),
     ]
     return out
+
+
+def complete_progress(size: int) -> dict[str, Any]:
+    return {"totalBytes": size, "downloadedBytes": size, "percentage": 100, "displayPercentage": "100 %"}
+
+
+def failure_reason(failure: PodFailure) -> str:
+    """The artifact's `Ready` reason for a failed pod, as upstream derives it: its category's (`AuthError`,
+    `InvalidSpec`), else the pod's own reason (`StorageFull`, `PodOOMKilled`, `InfrastructureError`)."""
+    return {AUTH: "AuthError", INVALID_SPEC: "InvalidSpec"}.get(failure.category, failure.reason)
+
+
+def _category_conditions(failure: PodFailure) -> list[dict[str, str]]:
+    if failure.category == AUTH:
+        return [_cond("AuthValid", False, "AuthError", "Authentication or authorization failure")]
+    if failure.category == INVALID_SPEC:
+        return [_cond("ConfigValid", False, "InvalidSpec", "Configuration validation failed")]
+    return []
+
+
+def _size_discovery(
+    check_job: Mapping[str, Any] | None,
+    check_pods: Sequence[Mapping[str, Any]],
+    found: int | ValueError | None,
+    extra: list[dict[str, str]],
+) -> tuple[str, str, str]:
+    """(status, reason, message) while the size is unknown, from the check-size Job and its pods; adds their
+    conditions to `extra`."""
+    failure = first_failure(check_pods)
+    if isinstance(found, ValueError):
+        extra.append(_cond("CheckSizeOutputReady", False, "InvalidSizeOutput", str(found)))
+        return FAILED, "InvalidSizeOutput", str(found)
+    if failure is not None:
+        extra.append(_cond("CheckSizeJobPodsReady", False, failure.reason, failure.message))
+        extra.extend(_category_conditions(failure))
+        return FAILED, failure_reason(failure), failure.message
+    failed = job_condition(check_job, "Failed")
+    if failed is not None:
+        message = str(failed.get("message") or "The check-size Job failed")
+        extra.append(_cond("CheckSizeJobReady", False, "JobFailed", message))
+        return FAILED, "CheckSizeFailed", message
+    if check_job is None:
+        return PENDING, "SizeUnknown", "spec.size is not set; the check-size Job is not created yet"
+    extra.append(_cond("CheckSizeJobReady", False, "JobRunning", "The check-size Job is in progress"))
+    return PENDING, "DiscoveringSize", "Discovering the size of the source (check-size Job)"
 
 
 # -- the InferenceService's mounts -----------------------------------------------------------------------
@@ -340,6 +524,10 @@ def mount_artifacts(
         if item.get("name") == container:
             item["volumeMounts"] = [*(item.get("volumeMounts") or []), *mounts]
     return out
+
+
+def as_env(value: Any) -> list[Mapping[str, Any]] | None:
+    return list(value) if isinstance(value, list | tuple) else None
 
 
 def _cond(condition_type: str, status: bool, reason: str, message: str) -> dict[str, str]:

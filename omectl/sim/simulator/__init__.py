@@ -64,7 +64,13 @@ What it does, and the contract other code may rely on:
      - KServe InferenceService `PredictorReady` and `Ready`: True, or False `MinimumReplicasUnavailable`
        `Deployment does not have minimum availability. <message>`; `url` and `address.url`
        `http://<name>.<namespace>.svc.cluster.local`, `observedGeneration`.
-- **Jobs** finish at once (unless `spec.suspend`): `startTime`, `completionTime`, `succeeded` (completions,
+- **AIMArtifact Jobs** (pod template labelled `aim.eai.amd.com/component: download` or `check-size`) run as
+  upstream's artifact downloader would, from their container's source URI and env and `SimulatorConfig.sources`
+  (`.downloader`: missing and gated sources, S3 credentials, sizes, the `AIM_DEBUG_*` switches, a PVC too small for
+  the files): one Pod per attempt (`job-name` labels, owned by the Job) ending Succeeded or Failed with its
+  container's termination message (the check-size line or the log's tail), `status.progress` patched on the
+  artifact as the progress monitor does, the Job failed after `backoffLimit` + 1 failed attempts (`.artifact_jobs`).
+- **Other Jobs** finish at once (unless `spec.suspend`): `startTime`, `completionTime`, `succeeded` (completions,
   default 1), conditions `SuccessCriteriaMet` and `Complete` True `CompletionsReached`, `active`/`ready`/
   `terminating` 0. With annotation `sim.omectl.io/result: Failed`, or a container whose env sets
   `AIM_DEBUG_CAUSE_FAILURE` (upstream's artifact downloader then fails at once): `failed: 1`, conditions
@@ -81,6 +87,7 @@ from __future__ import annotations
 
 from omectl.core.ome.workloads import GPU_RESOURCES, gpu_requests, workload_shape
 from omectl.sim.simulator.config import NODES_HELP, NodePool, SimulatorConfig, parse_nodes_option, parse_pools
+from omectl.sim.simulator.downloader import ModelSources
 from omectl.sim.simulator.engine import WorkloadSimulator
 from omectl.sim.simulator.images import ImageRegistry
 
@@ -88,6 +95,7 @@ __all__ = [
     "GPU_RESOURCES",
     "NODES_HELP",
     "ImageRegistry",
+    "ModelSources",
     "NodePool",
     "SimulatorConfig",
     "WorkloadSimulator",

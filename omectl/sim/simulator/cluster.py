@@ -20,6 +20,7 @@ LEADER_WORKER_SETS: StorageKey = ("leaderworkerset.x-k8s.io", "leaderworkersets"
 KSERVE_INFERENCE_SERVICES: StorageKey = ("serving.kserve.io", "inferenceservices")
 HTTP_ROUTES: StorageKey = ("gateway.networking.k8s.io", "httproutes")
 GATEWAYS: StorageKey = ("gateway.networking.k8s.io", "gateways")
+AIM_ARTIFACTS: StorageKey = ("aim.eai.amd.com", "aimartifacts")  # the downloader patches their status.progress
 MODEL_KINDS: dict[StorageKey, str] = {
     ("ome.io", "clusterbasemodels"): "ClusterBaseModel",
     ("ome.io", "basemodels"): "BaseModel",

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from omectl.sim.simulator.downloader import ModelSources
 from omectl.sim.simulator.images import ImageRegistry
 from omectl.sim.simulator.models import ModelMetadata
 
@@ -59,6 +60,8 @@ class SimulatorConfig:
     # What the simulated model agent fills into models' specs, by storage URI or model name, over its built-in
     # table (`omectl.sim.simulator.models.BUILTIN_MODELS`).
     model_metadata: Mapping[str, ModelMetadata] = field(default_factory=dict, hash=False, compare=False)
+    # The model repositories the artifact downloader reaches (`omectl.sim.simulator.downloader`).
+    sources: ModelSources = field(default_factory=ModelSources)
 
     def describe(self) -> str:
         nodes = ", ".join(p.describe() for p in self.pools) or "no nodes"

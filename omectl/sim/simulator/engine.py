@@ -24,6 +24,7 @@ from omectl.sim.apiserver.clock import now_rfc3339
 from omectl.sim.apiserver.errors import APIError
 from omectl.sim.apiserver.registry import ResourceType
 from omectl.sim.apiserver.store import DELETED, MODIFIED, StorageKey, WatchEvent
+from omectl.sim.simulator.artifact_jobs import ArtifactJobs
 from omectl.sim.simulator.cluster import (
     CLAIMS,
     CONFIG_MAPS,
@@ -122,6 +123,8 @@ class WorkloadSimulator:
         self._task: asyncio.Task[None] | None = None
         self.events = EventRecorder(api)
         self.image_pulls = ImagePulls(api, config.registry, self.events, self._write_status)
+        first_node = self.node_names[0] if self.node_names else ""
+        self.artifact_jobs = ArtifactJobs(api, config.sources, self._write_status, first_node)
         self._handlers: dict[StorageKey, Callable[[ObjectRef], Awaitable[None]]] = {
             **dict.fromkeys(_SCHEDULED, self._sync_workload),
             JOBS: self._sync_job,
@@ -151,6 +154,7 @@ class WorkloadSimulator:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"simulator-{self.cluster}")
 
     async def stop(self) -> None:
+        await self.artifact_jobs.stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -374,6 +378,8 @@ class WorkloadSimulator:
             return
         if (job.get("spec") or {}).get("suspend") is True:
             return
+        if self.artifact_jobs.start(ref, job):
+            return  # upstream's artifact downloader runs in it
         status = job_status(job, now_rfc3339())
         if "succeeded" in status:
             await self._write_discovery_result(job)  # before the Job completes, as the container writes it

@@ -164,12 +164,15 @@ CAUSE_FAILURE_ENV = "AIM_DEBUG_CAUSE_FAILURE"
 """Set (not empty) on a container, upstream's artifact downloader fails at once (images/artifact-downloader)."""
 
 
-def job_status(obj: Mapping[str, Any], now: str) -> dict[str, Any]:
+def job_status(
+    obj: Mapping[str, Any], now: str, *, failed: bool | None = None, failures: int = 0, start: str | None = None
+) -> dict[str, Any]:
     """batch/v1 JobStatus of a finished Job (1.32): complete, or failed with annotation sim.omectl.io/result=Failed
-    or a container whose env sets `AIM_DEBUG_CAUSE_FAILURE`."""
+    or a container whose env sets `AIM_DEBUG_CAUSE_FAILURE` (or as `failed` says, after `failures` failed pods)."""
     meta = obj["metadata"]
     spec = obj.get("spec") or {}
-    failed = (meta.get("annotations") or {}).get("sim.omectl.io/result") == "Failed" or _causes_failure(spec)
+    if failed is None:
+        failed = (meta.get("annotations") or {}).get("sim.omectl.io/result") == "Failed" or _causes_failure(spec)
     if failed:
         reason, message = "BackoffLimitExceeded", JOB_FAILED
         types = ("FailureTarget", "Failed")
@@ -187,9 +190,11 @@ def job_status(obj: Mapping[str, Any], now: str) -> dict[str, Any]:
         }
         for type_ in types
     ]
-    status: dict[str, Any] = {"conditions": conditions, "startTime": now}
+    status: dict[str, Any] = {"conditions": conditions, "startTime": start or now}
+    if failures and not failed:
+        status["failed"] = failures
     if failed:
-        status["failed"] = 1
+        status["failed"] = max(failures, 1)
     else:
         completions = spec.get("completions")
         status["completionTime"] = now

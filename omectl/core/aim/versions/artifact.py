@@ -2,8 +2,8 @@
 
 The spec is the same but for two fields: v1alpha1's `modelDownloadImage` is v1alpha2's `downloadImage`;
 v1alpha1's `imagePullSecrets` and v1alpha2's `profileName`/`profileScope` have no counterpart. Status: v1alpha2's
-`Downloading` is v1alpha1's `Progressing`; the download's progress, mode and sizes of v1alpha1 and the download Job and
-resolved runtime config of v1alpha2 have none.
+`Downloading` is v1alpha1's `Progressing`; both hold the download's `progress` and `discoveredSizeBytes`; v1alpha1's
+mode, display size and headroom and v1alpha2's download Job and resolved runtime config have no counterpart.
 """
 
 from __future__ import annotations
@@ -35,5 +35,12 @@ ARTIFACT: Final = KindConversion(
             Field.both(("status", "download", name))
             for name in ("protocol", "protocolSequence", "attempt", "totalAttempts", "message")
         ),
+        Field.both(("status", "discoveredSizeBytes"), same_if(int), same_if(int)),
+        Container.both(("status", "progress")),
+        *(
+            Field.both(("status", "progress", name), same_if(int), same_if(int))
+            for name in ("totalBytes", "downloadedBytes", "percentage")
+        ),
+        Field.both(("status", "progress", "displayPercentage")),
     ),
 )
