@@ -54,6 +54,15 @@ def test_a_gated_source_with_a_token_and_s3_with_its_credentials_download() -> N
     assert s3 is not None and not s3.attempt.failed
 
 
+def test_a_token_from_a_secret_opens_a_gated_source() -> None:
+    """The simulated pod reads no Secret: a variable set from one counts as given (profile-id-propagation's
+    HF_TOKEN from the hf-token Secret)."""
+    doc = artifact("hf://meta-llama/x")
+    doc["spec"]["env"] = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "t"}}}]
+    token = plan(render_download_job(doc, {}), SOURCES, None)
+    assert token is not None and not token.attempt.failed
+
+
 def test_debug_switches_give_phases_scaled_by_the_time_scale() -> None:
     simulated = (("AIM_DEBUG_SIMULATE_DOWNLOAD", "true"), ("AIM_DEBUG_DOWNLOAD_DURATION", "4"))
     what = plan(render_download_job(artifact("hf://gpt2", *simulated), {}), SOURCES, None)

@@ -10,9 +10,9 @@ and upstream's Jobs both are). Its container's first argument is the source URI;
 - `AIM_DEBUG_CAUSE_FAILURE` (download): fails at once (`AIM_DEBUG_CAUSE_FAILURE is set, causing failure`).
 - A source matching `ModelSources.missing`: HuggingFace's `404 Client Error ... Repository Not Found` or s3cmd's
   `ERROR: S3 error: 404 (NoSuchBucket)`.
-- An `hf://` source matching `ModelSources.gated` without `HF_TOKEN`: HuggingFace's `Cannot access gated repo`; an
-  `s3://` source whose `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` are not a pair of `ModelSources.s3_credentials`
-  (when it lists any): s3cmd's `ERROR: S3 error: 403 (InvalidAccessKeyId)`.
+- An `hf://` source matching `ModelSources.gated` without `HF_TOKEN` (one from a Secret counts as given):
+  HuggingFace's `Cannot access gated repo`; an `s3://` source whose `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` are
+  not a pair of `ModelSources.s3_credentials` (when it lists any): s3cmd's `ERROR: S3 error: 403 (InvalidAccessKeyId)`.
 - check-size: succeeds with `{"url": <source>, "sizeBytes": <size>}` (the source's size, `ModelSources.size_of`).
 - `AIM_DEBUG_SIMULATE_DOWNLOAD` (download): progress 50 % for `AIM_DEBUG_DOWNLOAD_DURATION` seconds (default 10), 100 %
   while verifying for `AIM_DEBUG_VERIFY_DURATION` (default 10), then done, or failed with `AIM_DEBUG_VERIFY_FAIL`.
@@ -67,6 +67,10 @@ class ModelSources:
         return False
 
 
+VALUE_FROM_REFERENCE = "<valueFrom>"
+"""What a variable set from a reference reads as here."""
+
+
 @dataclass(frozen=True)
 class Phase:
     """Before this phase's end: wait `seconds`, then patch the artifact's `status.progress` with `progress`."""
@@ -115,7 +119,7 @@ def plan(job: Mapping[str, Any], sources: ModelSources, capacity_bytes: int | No
     container = containers[0]
     args = container.get("args") or []
     source = str(args[0]) if args else ""
-    env = {str(e.get("name")): str(e.get("value") or "") for e in container.get("env") or [] if isinstance(e, Mapping)}
+    env = {str(e.get("name")): _env_value(e) for e in container.get("env") or [] if isinstance(e, Mapping)}
     backoff = spec.get("backoffLimit")
     attempts = (backoff if isinstance(backoff, int) and backoff >= 0 else 6) + 1
     name = str(container.get("name") or "")
@@ -125,6 +129,14 @@ def plan(job: Mapping[str, Any], sources: ModelSources, capacity_bytes: int | No
     artifact = (env.get("ARTIFACT_NAMESPACE", ""), env.get("ARTIFACT_NAME", ""))
     attempt = _download(source, env, sources, capacity_bytes)
     return Plan(name, attempt, expected, artifact if all(artifact) else None, attempts)
+
+
+def _env_value(variable: Mapping[str, Any]) -> str:
+    """A variable's value; one from a Secret or ConfigMap (`valueFrom`, which the simulated pod does not read) is
+    taken as set: an `HF_TOKEN` from a Secret opens a gated repository, as the scenarios' tokens do."""
+    if variable.get("valueFrom"):
+        return VALUE_FROM_REFERENCE
+    return str(variable.get("value") or "")
 
 
 def _check_size(source: str, env: Mapping[str, str], sources: ModelSources) -> Attempt:
