@@ -414,7 +414,8 @@ async def until(
 
     A predicate that takes long (`differences` renders every InferenceService of the cluster) runs on the loop the
     controller runs on: re-run after each commit it would leave the controller one commit per check, so after a
-    commit the commits that follow are let land for `QUIET_FACTOR` times the check's own time before it runs again."""
+    commit the commits that follow are let land for `QUIET_FACTOR` times the check's own time before it runs again
+    (a time measured to its return, as benchmarks/resilience.py's convergence, is late by at most that pause)."""
     changed = asyncio.Event()
 
     def listener(_event: WatchEvent) -> None:
