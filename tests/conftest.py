@@ -89,3 +89,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         suffix = "@" + "_".join(sorted(names))
         if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
             item._id = type(item._id).parse(item.nodeid + suffix)
+    # Longest first: xdist hands out the large groups first (by their count of tests), then the units of one test in
+    # collection order, so a long one left for the end runs alone while the other worker idles.
+    items.sort(key=lambda item: -max((int(m.args[0]) for m in item.iter_markers("long")), default=0))

@@ -16,7 +16,7 @@ from benchmarks.embedded_server import FIGURES, README, TARGETS
 from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.xdist_group("benchmark")
+pytestmark = [pytest.mark.xdist_group("benchmark"), pytest.mark.long(35)]
 
 
 def test_quick_run_reports_every_figure_as_a_positive_number_and_leaves_the_readme(tmp_path: Path) -> None:

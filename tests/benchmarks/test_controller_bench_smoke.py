@@ -31,6 +31,7 @@ from omectl.envtest import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
 # no xdist group: the quick runs are independent subprocesses, so the workers may share them out
+pytestmark = pytest.mark.long(60)
 
 
 def run_quick(module: str, out: Path, timeout: float) -> dict[str, Any]:

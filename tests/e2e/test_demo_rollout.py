@@ -23,7 +23,7 @@ from omectl.demo_rollout import BUMPED_IMAGE, FLEET_RUNTIME, rollout_story
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
 from tests.support import kubectl_path
 
-pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("demo-rollout")]
+pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("demo-rollout"), pytest.mark.long(30)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "deploy" / "samples" / "ome"

@@ -19,7 +19,7 @@ import pytest
 
 from tests.support import kubectl_path
 
-pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("external-fleet")]
+pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("external-fleet"), pytest.mark.long(45)]
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -24,7 +24,7 @@ from omectl.core.fleet_runtimes import PROMOTE_ANNOTATION, REVISION_ANNOTATION
 from tests.e2e.test_fleet_runtimes import NAMESPACE, fleet_runtime, register_members, template
 from tests.support import SimulatedFleet, simulated_fleet, start_omectl_run, stop_process, until
 
-pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("fleet-runtimes-restart")]
+pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("fleet-runtimes-restart"), pytest.mark.long(35)]
 
 HUB = "fk-1"
 WAIT = 60  # seconds to wait for each outcome

@@ -72,6 +72,7 @@ def test_every_file_left_out_or_narrowed_exists_and_each_selected_name_is_one_te
             assert len([t for t in tests if part in t]) == 1, f"{part!r} must name one test of {path}"
 
 
+@pytest.mark.long(90)
 @pytest.mark.parametrize("e2e_file", [f for f in E2E_FILES if f not in EMBEDDED_ONLY])
 def test_the_controller_e2e_suite_passes_against_real_api_servers(
     envtest_binaries: EnvtestBinaries, e2e_file: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -1303,14 +1304,18 @@ def fidelity_results(
     """Every scenario against both servers, once per process that runs any test of this module (the page needs
     all of them, wherever pytest-xdist puts the tests)."""
     values = {**webhook, **conversion_webhook}
+
+    def transcripts(side: tuple[Kubectl, tuple[str, ...]]) -> list[list[str]]:
+        return [run_scenario(side[0], scenario, side[1], values) for scenario in SCENARIOS]
+
+    # the two servers share nothing a scenario writes: each side's steps run in order while the other side runs its
+    # own, so the module waits for the slower side's kubectl calls rather than for both in turn
+    with ThreadPoolExecutor(2) as pool:
+        embedded_runs, real_runs = pool.submit(transcripts, embedded_side), pool.submit(transcripts, real_side)
+        sides = zip(embedded_runs.result(), real_runs.result(), strict=True)
     results = {}
-    for scenario in SCENARIOS:
-        result = Result(
-            scenario,
-            embedded=run_scenario(embedded_side[0], scenario, embedded_side[1], values),
-            real=run_scenario(real_side[0], scenario, real_side[1], values),
-            known=KNOWN.get(scenario.name),
-        )
+    for scenario, (embedded, real) in zip(SCENARIOS, sides, strict=True):
+        result = Result(scenario, embedded=embedded, real=real, known=KNOWN.get(scenario.name))
         compare(result)
         results[scenario.name] = result
     dump_dir = os.environ.get("OMECTL_FIDELITY_DUMP")  # a directory: both transcripts of every scenario go there

@@ -39,7 +39,7 @@ from tests.cli.test_run import omectl_env
 from tests.e2e.test_fleet_runtimes import NAMESPACE, SAMPLES, fleet_runtime, isvc, registration
 from tests.ha.test_replicas import REPLICA_AGENT, LeaseCommit, replica_of, terms
 
-pytestmark = pytest.mark.xdist_group("ha-fleet-runtimes")
+pytestmark = [pytest.mark.xdist_group("ha-fleet-runtimes"), pytest.mark.long(25)]
 
 HUB = "fh-1"
 MEMBERS = ("fh-2", "fh-3")

@@ -21,7 +21,7 @@ import pytest
 
 from tests.resilience.workload import ISVCS_PER_NAMESPACE, RolloutClock, images, mixed_fleet, until
 
-pytestmark = pytest.mark.xdist_group("resilience-partition")
+pytestmark = [pytest.mark.xdist_group("resilience-partition"), pytest.mark.long(70)]
 PARTITION_SECONDS = 60.0
 EDIT_EVERY = 3.0
 HEAL_BOUND = 40.0  # the informers' reconnect backoff is capped at 30 s (client-go's 0.8 s -> 30 s), plus 10 s
