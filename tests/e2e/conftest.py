@@ -97,7 +97,8 @@ def running_fleet(
         bg = BackgroundFleet(EmbeddedFleet(count, name_prefix=prefix, simulator=simulator))
     bg.start()
     try:
-        bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]))
+        # a real server establishes the ~0.8 MB OME CRDs slowly on a loaded machine (tests/envtest allows as long)
+        bg.run(bg.fleet.apply([ROOT / "deploy" / "crds"]), timeout=300 if real else 60)
         if real:
             bg.run(real_fleet.start_simulators())
         kubeconfig = bg.fleet.write_kubeconfig(base / "fleet.kubeconfig")
