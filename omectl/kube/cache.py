@@ -29,8 +29,9 @@ class ObjectCache:
         self._by_namespace: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> name -> object
         self._count = 0
         self._index_funcs: dict[str, IndexFunc] = {}
-        # index name -> index value -> keys of the objects carrying that value
-        self._indexes: dict[str, dict[str, set[ObjectKey]]] = {}
+        # index name -> index value -> keys of the objects carrying that value (a dict as a set: a third of the
+        # memory of a set for the few keys most values have)
+        self._indexes: dict[str, dict[str, dict[ObjectKey, None]]] = {}
         # index name -> object key -> the values it was filed under (to unfile on update and delete)
         self._filed: dict[str, dict[ObjectKey, tuple[str, ...]]] = {}
         self.resource_version: str = ""  # the newest resourceVersion the informer has seen (list, event or bookmark)
@@ -68,7 +69,7 @@ class ObjectCache:
             return
         index = self._indexes[name]
         for value in values:
-            index.setdefault(value, set()).add(key)
+            index.setdefault(value, {})[key] = None
         self._filed[name][key] = values
 
     def _unfile(self, name: str, key: ObjectKey) -> None:
@@ -77,7 +78,7 @@ class ObjectCache:
         for value in values:
             keys = index.get(value)
             if keys is not None:
-                keys.discard(key)
+                keys.pop(key, None)
                 if not keys:
                     del index[value]
 
