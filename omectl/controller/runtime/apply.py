@@ -60,7 +60,7 @@ class Applied:
         (a kind whose state nothing reads afterwards)."""
         if self._answer is None:
             return self if transform is not None else Applied(self.digest, {}, None, wrote=self.wrote)
-        kept = transform(orjson.loads(self._answer)) if transform is not None else {}
+        kept = transform(orjson.loads(self._answer)) if transform is not None and self._answer else {}
         return Applied(self.digest, kept, None, wrote=self.wrote)
 
 
