@@ -267,6 +267,10 @@ async def probe(config: dict[str, Any]) -> dict[str, Any]:
     from omectl.controller.ome.watch import OmeWatch
     from omectl.settings import Settings
 
+    with contextlib.suppress(ImportError):  # what `omectl run` sets before it starts, where the checkout has it
+        from omectl.malloc import hold_mmap_threshold
+
+        hold_mmap_threshold()
     package = str(Path(omectl.__file__).parent) + "/"
     libc = _libc()
     workdir = Path(config["workdir"])
