@@ -1423,10 +1423,10 @@ MISSED: dict[str, str] = {
     "allocators kept after the cold start's transient peak (free blocks in CPython's arenas, free bytes in glibc's "
     "heap), per `python -m benchmarks.memory_breakdown` (README: `Memory per InferenceService`). Done since this "
     "run: a decided status no longer holds its whole render and the raw apply answers until its write (the peak), "
-    "cached objects share one string object per repeated value, a runtime revision holds the resolver's merged spec "
-    "(1 cluster x 1,000: 36.5 -> 18.7 KiB of RSS per InferenceService, 5.03x -> 2.57x the JSON per cached object, "
-    "the InferenceService cached at 2.67x its JSON). Next: this run again at 10 clusters; then the cached dicts "
-    "(two thirds of a cached InferenceService) and the free memory the allocators still keep",
+    "cached objects share one string object per repeated value, a runtime revision holds the resolver's merged spec, "
+    "glibc's mmap threshold is held at 128 KiB (1 cluster x 1,000: 37.2 -> 16.3 KiB of RSS per InferenceService, "
+    "5.12x -> 2.25x the JSON per cached object, the InferenceService cached at 2.49x its JSON). Next: this run again "
+    "at 10 clusters; then the cached dicts (two thirds of a cached InferenceService) and the tracer's span queue",
     "rss_per_isvc_kib": "each InferenceService brings its engine Deployment, its Service and a fifth of a runtime "
     "into the caches (3.2 cached objects per InferenceService here), and held its render and apply answers until "
     "its status write. Next: as for `rss_over_json`",
