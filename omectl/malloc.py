@@ -3,9 +3,10 @@
 glibc raises its mmap threshold to the size of the largest mmapped block freed (up to 32 MiB): after the first
 list page or large apply answer is freed, every later block of that size (answers, watch lines, list pages) is
 carved from the heap instead, and the heap keeps the space freed between longer-lived blocks. Held at glibc's
-own default (128 KiB, with the heap's top trimmed past 128 KiB free), such blocks are mapped and unmapped whole:
-at 1,000 InferenceServices a cold start left 8 KiB per InferenceService free in the heap, 1.6 KiB with it
-(benchmarks/README.md, `Memory per InferenceService`). Elsewhere than on glibc, nothing is set.
+own default (128 KiB, with the heap's top trimmed past 128 KiB free), such a block that the heap's free space
+cannot hold is mapped and unmapped whole instead of growing the heap: at 1,000 InferenceServices a cold start left
+8 KiB per InferenceService free in the heap, 1.7 KiB with it (benchmarks/README.md, `Memory per InferenceService`).
+Elsewhere than on glibc, nothing is set.
 """
 
 from __future__ import annotations
