@@ -1419,17 +1419,21 @@ MISSED: dict[str, str] = {
     "the target; omectl reaches the share of their rate that `cold start: reconciled/s ÷ the same writes' rate` "
     "shows, on less CPU than the kopf peer. Next: the servers on cores of their own (one `dev up` process per "
     "cluster on a larger machine), where the controller and not the servers bounds the time",
-    "rss_over_json": "the informers keep only what the reconcilers read (managedFields and the last-applied "
-    "annotation dropped, owned workloads as metadata and the status fields readiness needs, repeated strings "
-    "interned), which took the ratio from 11-12x to the figure here; what is left per object is the Python dicts "
-    "and strings of the kept fields, the cache's indexes and the resolver's memo. Next: tracemalloc of the informer "
-    "caches at 10 clusters, by kind, to find which kept field or index costs most",
+    "rss_over_json": "the RSS growth per cached object is the objects alive (about two fifths of it) plus what the "
+    "allocators kept after the cold start's transient peak (free blocks in CPython's arenas, free bytes in glibc's "
+    "heap), per `python -m benchmarks.memory_breakdown` (README: `Memory per InferenceService`). Done since this "
+    "run: a decided status no longer holds its whole render and the raw apply answers until its write (the peak), "
+    "cached objects share one string object per repeated value, a runtime revision holds the resolver's merged spec, "
+    "glibc's mmap threshold is held at 128 KiB (1 cluster x 1,000: 37.2 -> 16.3 KiB of RSS per InferenceService, "
+    "5.12x -> 2.25x the JSON per cached object, the InferenceService cached at 2.49x its JSON). Next: this run again "
+    "at 10 clusters; then the cached dicts (two thirds of a cached InferenceService) and the tracer's span queue",
     "rss_per_isvc_kib": "each InferenceService brings its engine Deployment, its Service and a fifth of a runtime "
-    "into the caches (3.2 cached objects per InferenceService here), each at the `RSS growth per cached object` "
-    "beside it. Next: as for `rss_over_json`",
-    "peak_rss_mb": "the process's RSS on the empty fleet (interpreter, kubernetes-asyncio, aiohttp, "
-    "OpenTelemetry) plus 32,010 cached objects at the `RSS growth per cached object`; the peak is the cold start's. "
-    "Next: as for `rss_over_json`",
+    "into the caches (3.2 cached objects per InferenceService here), and held its render and apply answers until "
+    "its status write. Next: as for `rss_over_json`",
+    "peak_rss_mb": "the process's RSS on the empty fleet (about 120 MiB, of which importing kubernetes_asyncio's "
+    "client is 59 MiB: omectl uses only its kubeconfig loader) plus 32,010 cached objects at the `RSS growth per "
+    "cached object`; the peak is the cold start's. Next: as for `rss_over_json`, and a kubeconfig loader that does "
+    "not import kubernetes_asyncio's 800 model modules",
     "latency_p50_ms": "an edit's runtime status is queued in the edit lane, ahead of the renders it fans out to, "
     "but it waits for one of the 16 workers, which are busy with earlier edits' renders and applies, and for the "
     "one core that also decodes every watch event of the controller's own writes. Next: as for the p99",
@@ -1456,7 +1460,7 @@ MISSED: dict[str, str] = {
     "peak_rss_mb_omectl_over_kopf": "each kopf process holds one cluster and starts at about 100 MiB (interpreter, "
     "kopf, aiohttp, omectl.core) before it caches anything, so the peers' sum grows by that per cluster while "
     "omectl's one process holds every cluster: the ratio falls with the fleet. What remains is omectl's own cost per "
-    "cached object (`rss_per_object_bytes`). Next: tracemalloc of the informer caches at 10 clusters",
+    "cached object (`rss_per_object_bytes`). Next: as for `rss_over_json`",
     "growth_cold_reconciled_s": "one `dev up` process serves every cluster on one core, so the servers' write and "
     "watch throughput does not grow with the fleet; the controller used well under its core (see `cold_cpu_s`). "
     "Next: one `dev up` process per few clusters on a machine with more cores, to tell server from controller limits",

@@ -12,6 +12,7 @@ from rich.console import Console
 from omectl.cli.errors import require_writable
 from omectl.cli.signals import StopSignals
 from omectl.fleet.providers import clusters_dir_to_read
+from omectl.malloc import hold_mmap_threshold
 from omectl.settings import Settings
 
 DEFAULT_STATUS_FILE = Path(".omectl/controller-status.json")
@@ -77,6 +78,7 @@ def run(
     from omectl.observability.logs import configure_logging
 
     configure_logging(settings.log_level, "json" if settings.log_format == "json" else "text")
+    hold_mmap_threshold()
     code = asyncio.run(serve(settings, status_file))
     if code:
         raise typer.Exit(code)

@@ -29,10 +29,10 @@ class ObjectCache:
         self._by_namespace: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> name -> object
         self._count = 0
         self._index_funcs: dict[str, IndexFunc] = {}
-        # index name -> index value -> keys of the objects carrying that value
-        self._indexes: dict[str, dict[str, set[ObjectKey]]] = {}
-        # index name -> object key -> the values it was filed under (to unfile on update and delete)
-        self._filed: dict[str, dict[ObjectKey, tuple[str, ...]]] = {}
+        # index name -> index value -> keys of the objects carrying that value (a dict as a set: a third of the
+        # memory of a set for the few keys most values have). An object is unfiled by its index values computed
+        # again from the object itself, which the cache still holds (cached objects are never changed in place).
+        self._indexes: dict[str, dict[str, dict[ObjectKey, None]]] = {}
         self.resource_version: str = ""  # the newest resourceVersion the informer has seen (list, event or bookmark)
         # Set once the informer's first full list is in: from then on a miss means the object does not exist (as
         # of the informer's view, which may lag the server by a watch event) among those its selector admits.
@@ -46,7 +46,6 @@ class ObjectCache:
             raise ValueError(f"index {name!r} is already registered")
         self._index_funcs[name] = fn
         self._indexes[name] = {}
-        self._filed[name] = {}
         for obj in self._all():
             self._file(name, fn, object_key(obj), obj)
 
@@ -63,21 +62,16 @@ class ObjectCache:
         return list(self._indexes[name])
 
     def _file(self, name: str, fn: IndexFunc, key: ObjectKey, obj: dict[str, Any]) -> None:
-        values = tuple(dict.fromkeys(fn(obj)))
-        if not values:
-            return
         index = self._indexes[name]
-        for value in values:
-            index.setdefault(value, set()).add(key)
-        self._filed[name][key] = values
+        for value in dict.fromkeys(fn(obj)):
+            index.setdefault(value, {})[key] = None
 
-    def _unfile(self, name: str, key: ObjectKey) -> None:
-        values = self._filed[name].pop(key, ())
+    def _unfile(self, name: str, fn: IndexFunc, key: ObjectKey, old: dict[str, Any]) -> None:
         index = self._indexes[name]
-        for value in values:
+        for value in dict.fromkeys(fn(old)):
             keys = index.get(value)
             if keys is not None:
-                keys.discard(key)
+                keys.pop(key, None)
                 if not keys:
                     del index[value]
 
@@ -94,7 +88,7 @@ class ObjectCache:
             self._count += 1
         for name, fn in self._index_funcs.items():
             if old is not None:
-                self._unfile(name, key)
+                self._unfile(name, fn, key, old)
             self._file(name, fn, key, obj)
         return old
 
@@ -107,8 +101,8 @@ class ObjectCache:
             self._count -= 1
             if not names:
                 del self._by_namespace[key[0]]
-            for index_name in self._index_funcs:
-                self._unfile(index_name, key)
+            for index_name, fn in self._index_funcs.items():
+                self._unfile(index_name, fn, key, old)
         return old
 
     # --- reads -------------------------------------------------------------------------------------------

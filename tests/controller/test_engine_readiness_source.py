@@ -1,5 +1,5 @@
-"""Where an engine's readiness comes from after its apply: the informer cache once it holds the applied render
-(the apply's answer then stays undecoded), else the answer, else whichever of the two has the newer spec."""
+"""Where an engine's readiness comes from after its apply: the informer cache once it holds the applied render,
+else the answer, else whichever of the two has the newer spec; what a decided status keeps of an answer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, cast
 import orjson
 
 from omectl.controller.ome.engine import PendingStatus
-from omectl.controller.ome.watch import OmeWatch
+from omectl.controller.ome.watch import WORKLOAD_TRANSFORM, OmeWatch
 from omectl.controller.runtime.apply import RENDER_HASH, Applied
 from omectl.kube.cache import ObjectCache
 
@@ -71,3 +71,24 @@ def test_without_a_cached_copy_the_answer_decides() -> None:
 def test_an_unchanged_render_reads_the_cache() -> None:
     held = deployment("same", 4, 4, "True")
     assert engine_ready(Applied("same", held, None), deployment("same", 4, 4, "False")) == "False"
+
+
+def test_a_waiting_status_keeps_of_an_answer_what_the_cache_keeps_and_reads_the_same_readiness() -> None:
+    for answer, cached in (
+        (deployment("new", 1, 1, "False"), None),
+        (deployment("new", 3, 2, "True"), deployment("old", 2, 2, "True")),
+    ):
+        applied = Applied("new", None, orjson.dumps(answer))
+        kept = applied.kept(OmeWatch.status_transform("Deployment"))
+        assert kept.wrote and kept.digest == "new"
+        assert kept.object() == WORKLOAD_TRANSFORM(orjson.loads(orjson.dumps(answer)))
+        assert "spec" not in kept.object()
+        assert engine_ready(kept, cached) == engine_ready(applied, cached)
+    # a Service's answer: nothing reads it afterwards, so nothing of it is kept
+    service = Applied("svc", None, b'{"kind": "Service", "metadata": {"name": "s"}}').kept(
+        OmeWatch.status_transform("Service")
+    )
+    assert service.wrote and service.object() == {}
+    # an unchanged render keeps the cached object it read
+    held = deployment("same", 4, 4, "True")
+    assert Applied("same", held, None).kept(OmeWatch.status_transform("Deployment")).object() is held

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from omectl.core.ome.engine_status import desired_isvc_status, drift_condition, readiness, rolled_out, service_url
+from omectl.core.ome.engine_status import (
+    desired_isvc_status,
+    drift_condition,
+    readiness,
+    rendered_outline,
+    rolled_out,
+    service_url,
+)
 
 
 def workload(kind: str, name: str, component: str, revision: str = "rt-abc") -> dict[str, Any]:
@@ -136,6 +143,22 @@ def test_pd_disaggregated_needs_every_component_and_the_router_is_the_entry_poin
     assert ready.url == "http://svc-router.ns.svc.cluster.local"
     states["svc-decoder"] = "True"
     assert readiness(rendered, lambda kind, name: reported(states[name])).ready
+
+
+def test_the_outline_a_pending_status_keeps_gives_the_readiness_of_the_whole_render_without_its_spec() -> None:
+    rendered = [
+        workload("Deployment", "svc-engine", "engine", revision="rt-1"),
+        service("svc-engine", "engine"),
+        workload("LeaderWorkerSet", "svc-decoder", "decoder"),
+        service("svc-decoder", "decoder"),
+    ]
+    for obj in rendered:
+        obj["spec"] = {"template": {"spec": {"containers": [{"name": "ome-container", "image": "i"}]}}}
+    outlines = [rendered_outline(obj) for obj in rendered]
+    assert all("spec" not in o for o in outlines)
+    for states in ({"svc-engine": "True", "svc-decoder": "False"}, {"svc-engine": "True", "svc-decoder": "True"}):
+        live = lambda kind, name, states=states: reported(states[name])  # noqa: E731
+        assert readiness(outlines, live) == readiness(rendered, live)
 
 
 def test_a_leader_worker_set_is_read_by_its_own_kind_and_name() -> None:

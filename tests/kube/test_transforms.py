@@ -93,10 +93,47 @@ def test_strip_bookkeeping_drops_managed_fields_and_the_last_applied_copy_and_ke
     assert strip_bookkeeping(obj) == expected
 
 
-def test_the_shared_pool_stops_growing_at_its_limit() -> None:
+def test_the_shared_pool_starts_afresh_at_its_limit_and_so_holds_at_most_limit_values() -> None:
     pool = SharedStrings(limit=2)
     values = ["".join(["v", str(i)]) for i in range(3)]
     assert [pool(v) for v in values] == values
+    assert len(pool) == 1  # the third value found the pool full: it starts again from that value
+    assert pool("".join(["v", "2"])) is values[2]  # pooled in the new generation
+    assert pool("".join(["v", "0"])) is not values[0]  # let go with the old one
     assert len(pool) == 2
-    assert pool("".join(["v", "0"])) is values[0]  # pooled
-    assert pool("".join(["v", "2"])) is not values[2]  # past the limit: kept as it came
+
+
+def isvc(name: str) -> dict[str, Any]:
+    """An InferenceService as a decoder makes it: every string a new object."""
+
+    def fresh(value: str) -> str:
+        return "".join(list(value))
+
+    return {
+        "apiVersion": fresh("ome.io/v1beta1"),
+        "kind": fresh("InferenceService"),
+        "metadata": {"name": fresh(name), "namespace": fresh("team-a"), "uid": fresh(f"uid-{name}"), "generation": 1},
+        "spec": {"runtime": {"name": fresh("sglang-child")}, "args": [fresh("--port"), fresh("8080")]},
+        "status": {
+            "conditions": [
+                {"type": fresh("Ready"), "status": fresh("True"), "reason": fresh(""), "message": fresh("up")},
+            ],
+        },
+    }
+
+
+def test_objects_cached_whole_share_every_repeated_value_but_keep_their_own_identity_and_content() -> None:
+    first, second = strip_bookkeeping(isvc("llama-a")), strip_bookkeeping(isvc("llama-b"))
+    assert first == isvc("llama-a") and second == isvc("llama-b")  # equal content: sharing changes no value
+    assert first["spec"]["runtime"]["name"] is second["spec"]["runtime"]["name"]
+    assert first["spec"]["args"][1] is second["spec"]["args"][1]  # in lists too
+    [ready_a], [ready_b] = first["status"]["conditions"], second["status"]["conditions"]
+    assert all(ready_a[k] is ready_b[k] for k in ("type", "status", "message"))
+    assert (
+        first["apiVersion"] is second["apiVersion"]
+        and first["metadata"]["namespace"] is second["metadata"]["namespace"]
+    )
+    # an object's own identity never enters the pool: no other object has it
+    again = strip_bookkeeping(isvc("llama-a"))
+    assert again["metadata"]["name"] is not first["metadata"]["name"]
+    assert again["metadata"]["uid"] is not first["metadata"]["uid"]

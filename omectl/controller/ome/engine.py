@@ -84,6 +84,7 @@ class PendingStatus:
     runtime: Mapping[str, Any]
     drift: Mapping[str, Any]
     objects: list[dict[str, Any]]
+    """What readiness reads of each rendered object (`engine_status.rendered_outline`)."""
     applied: Mapping[tuple[str, str], Applied]
     """Each workload's apply: the cluster's answer (decoded only if read), or the cached object when unchanged."""
 
@@ -161,14 +162,15 @@ class EngineReconciler:
             return
         applied: dict[tuple[str, str], Applied] = {}
         for obj in objects:
-            applied[(obj["kind"], obj["metadata"]["name"])] = await self._apply(cluster, obj)
+            step = await self._apply(cluster, obj)
+            applied[(obj["kind"], obj["metadata"]["name"])] = step.kept(cluster.status_transform(obj["kind"]))
         desired_runtime: dict[str, Any] = {"name": name, "kind": kind, "chain": chain}
         if revision is not None:
             desired_runtime.update(chain=list(revision.chain), revision=revision.name, hash=revision.hash)
         else:
             desired_runtime["hash"] = object_hash({"objects": objects})
 
-        pending = PendingStatus(desired_runtime, drift, objects, applied)
+        pending = PendingStatus(desired_runtime, drift, [engine_status.rendered_outline(o) for o in objects], applied)
         # After a write the status is decided when its work item runs, from the caches then (which have seen the
         # apply by then, as a rule): deciding now would decode every apply answer.
         wrote = any(a.wrote for a in applied.values())

@@ -5,6 +5,7 @@ collecting old ones. What a revision is, its name and which ones may go: `omectl
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -57,21 +58,29 @@ class RevisionStore:
         referenced: Callable[[], set[str]],
     ) -> Revision:
         """The revision of this merged spec, created (and older ones collected) when it is new; `referenced` names
-        the revisions that must survive collection (asked only when a revision is created)."""
+        the revisions that must survive collection (asked only when a revision is created).
+
+        The revision kept holds `merged_spec` itself, not the server's copy of it: its name is the spec's hash, so
+        they are equal, and the resolver holds this one anyway (one copy of each runtime's merged spec, not two)."""
         digest = spec_hash(merged_spec)
         name = revision_name(runtime, digest)
         existing = await self.get(namespace, name)
         if existing is not None:
-            return existing
+            return self._holding(namespace, existing, merged_spec)
         siblings = await self._list(namespace, runtime)
         body = revision_object(namespace, runtime, kind, chain, resource_versions, merged_spec, next_number(siblings))
         try:
             created = await self.client.create(CONTROLLER_REVISIONS, body, namespace, field_manager=FIELD_MANAGER)
         except Conflict:
             created = await self.client.get(CONTROLLER_REVISIONS, name, namespace=namespace)
-        revision = Revision.from_object(created)
-        self._known[(namespace, name)] = revision
+        revision = self._holding(namespace, Revision.from_object(created), merged_spec)
         await self._collect([*siblings, revision], namespace, referenced() | {name})
+        return revision
+
+    def _holding(self, namespace: str, revision: Revision, merged_spec: Mapping[str, Any]) -> Revision:
+        if revision.spec is not merged_spec:
+            revision = dataclasses.replace(revision, spec=merged_spec)
+            self._known[(namespace, revision.name)] = revision
         return revision
 
     async def _list(self, namespace: str, runtime: str) -> list[Revision]:

@@ -30,7 +30,7 @@ from omectl.controller.ome.revisions import RevisionStore
 from omectl.controller.runtime.apply import RENDER_HASH, child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
-from omectl.core.ome.engine_status import AVAILABLE, ROLLOUT_COUNTS
+from omectl.core.ome.engine_status import AVAILABLE, ROLLOUT_COUNTS, WORKLOAD_KINDS
 from omectl.core.ome.reach import Reach, reach
 from omectl.core.ome.runtimes import (
     CLUSTER_SERVING_RUNTIME,
@@ -53,7 +53,7 @@ from omectl.kube.resources import (
     SERVING_RUNTIMES,
     ResourceRef,
 )
-from omectl.kube.transforms import condition_fields, rendered_object
+from omectl.kube.transforms import Transform, condition_fields, rendered_object
 from omectl.tracing.spans import object_event_context
 
 SR_KEY: Final = "ome.io/ServingRuntime"
@@ -91,6 +91,11 @@ def _availability(status: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
+WORKLOAD_TRANSFORM: Final = rendered_object(labels=(ISVC_LABEL,), annotations=(RENDER_HASH,), status=_availability)
+"""What the caches keep of a rendered workload (Deployment, LeaderWorkerSet), and what a decided status waiting for
+its write keeps of an apply's answer: identity, the InferenceService label, the render hash, what readiness reads."""
+
+
 class OmeWatch(DomainView):
     """The OME informers of one cluster, their event handlers, and the cluster as the OME reconcilers see it."""
 
@@ -114,9 +119,10 @@ class OmeWatch(DomainView):
         # readiness reads (`omectl.core.ome.engine_status`). LeaderWorkerSet is a third-party CRD: a cluster
         # without it simply has none.
         workloads: dict[str, Any] = {"label_selector": ISVC_LABEL, "handlers": [self._workload_handler]}
-        workload = rendered_object(labels=(ISVC_LABEL,), annotations=(RENDER_HASH,), status=_availability)
-        self.deployments = Informer(client, DEPLOYMENTS, transform=workload, **workloads)
-        self.leader_worker_sets = Informer(client, LEADER_WORKER_SETS, optional=True, transform=workload, **workloads)
+        self.deployments = Informer(client, DEPLOYMENTS, transform=WORKLOAD_TRANSFORM, **workloads)
+        self.leader_worker_sets = Informer(
+            client, LEADER_WORKER_SETS, optional=True, transform=WORKLOAD_TRANSFORM, **workloads
+        )
         service = rendered_object(labels=(ISVC_LABEL,), annotations=(RENDER_HASH,))  # its status: not read
         self.services = Informer(client, SERVICES, transform=service, **workloads)
 
@@ -147,6 +153,12 @@ class OmeWatch(DomainView):
         if kind == "LeaderWorkerSet" and self.leader_worker_sets.served:
             return self.leader_worker_sets.cache
         return None
+
+    @staticmethod
+    def status_transform(kind: str) -> Transform | None:
+        """What a decided InferenceService status keeps of the apply's answer for a rendered object of `kind`: of a
+        workload, what its cache keeps (readiness reads it); of anything else (a Service), nothing."""
+        return WORKLOAD_TRANSFORM if kind in WORKLOAD_KINDS else None
 
     def reach(self, ref: RuntimeRef) -> Reach:
         """What an edit of `ref` reaches here: the runtimes whose chains look it up, per resolution context, and the

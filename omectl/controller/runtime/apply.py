@@ -6,7 +6,7 @@ object whose live copy carries the same hash is not written again, so an unchang
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -38,9 +38,11 @@ class Applied:
 
     __slots__ = ("_answer", "_object", "digest", "wrote")
 
-    def __init__(self, digest: str, live: Mapping[str, Any] | None, answer: bytes | None) -> None:
+    def __init__(
+        self, digest: str, live: Mapping[str, Any] | None, answer: bytes | None, *, wrote: bool | None = None
+    ) -> None:
         self.digest = digest
-        self.wrote = answer is not None
+        self.wrote = answer is not None if wrote is None else wrote
         self._object = live
         self._answer = answer
 
@@ -50,6 +52,16 @@ class Applied:
             answer, self._answer = self._answer, None
             self._object = orjson.loads(answer) if answer else {}
         return self._object
+
+    def kept(self, transform: Callable[[dict[str, Any]], Mapping[str, Any]] | None) -> Applied:
+        """This step as a decision waiting for its status write keeps it: the answer, if any, decoded now and
+        reduced by `transform` (what the kind's informer caches: a few hundred bytes of small objects where the
+        answer is kilobytes, held for as long as a rollout's applies come first); with no transform, no object
+        (a kind whose state nothing reads afterwards)."""
+        if self._answer is None:
+            return self if transform is not None else Applied(self.digest, {}, None, wrote=self.wrote)
+        kept = transform(orjson.loads(self._answer)) if transform is not None and self._answer else {}
+        return Applied(self.digest, kept, None, wrote=self.wrote)
 
 
 async def apply_unless_held(

@@ -84,6 +84,16 @@ def component_of(obj: Mapping[str, Any]) -> str | None:
     return component if isinstance(component, str) and component in COMPONENT_CONDITIONS else None
 
 
+def rendered_outline(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What `readiness` reads of a rendered object: its kind, name, namespace, labels and annotations (no spec).
+
+    A decided status waits for its write while every InferenceService of a rollout is applied first: it holds
+    this outline, not the whole render (most of an InferenceService's memory during a cold start)."""
+    meta = as_mapping(obj.get("metadata"))
+    kept = {key: meta[key] for key in ("name", "namespace", "labels", "annotations") if key in meta}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+
+
 def readiness(rendered: Sequence[Mapping[str, Any]], live: LiveWorkload) -> Readiness:
     """Conditions, URL and component status of an InferenceService whose workloads were rendered as `rendered`."""
     workloads: dict[str, Mapping[str, Any]] = {}
