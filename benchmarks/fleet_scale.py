@@ -418,9 +418,10 @@ def stop_process(proc: subprocess.Popen[bytes]) -> int:
 class OmectlProcess:
     """`python -m omectl run --clusters-dir DIR --no-install-webhooks` (tracing to a file, as by default)."""
 
-    def __init__(self, workdir: Path, label: str, root: Path = ROOT) -> None:
+    def __init__(self, workdir: Path, label: str, root: Path = ROOT, settings: Mapping[str, str] | None = None) -> None:
         self.workdir = workdir
         self.root = root  # the checkout whose omectl runs
+        self.settings = dict(settings or {})  # OMECTL_* variables of its environment
         self.status_file = workdir / f"{label}.status.json"
         self.log = workdir / f"{label}.log"
         self.command = [
@@ -447,7 +448,11 @@ class OmectlProcess:
         with self.log.open("wb") as log:
             self.started = time.perf_counter()
             self.proc = subprocess.Popen(
-                self.command, cwd=self.workdir, env=child_env(self.root), stdout=log, stderr=subprocess.STDOUT
+                self.command,
+                cwd=self.workdir,
+                env={**child_env(self.root), **self.settings},
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
 
     @property

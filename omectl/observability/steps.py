@@ -193,14 +193,16 @@ class SlowSteps:
             return
         took = time.perf_counter() - self._gc_started
         cpu = time.thread_time() - self._gc_cpu_started
-        if took >= self.threshold / 5:
+        # a full pass is told from a fifth of the threshold on (it is what the freezing shortens), any pass from it
+        generation = info.get("generation")
+        if took >= self.threshold or (generation == 2 and took >= self.threshold / 5):
             self.gc_pauses.append((int(info.get("generation", -1)), took))
             # the collector walks every object of the generations it collects: say how many there are
-            tracked = len(gc.get_objects(2)) if info.get("generation") == 2 else 0
+            tracked = len(gc.get_objects(2)) if generation == 2 else 0
             log.warning(
                 "a garbage collection of generation %s held the event loop %.0f ms (%.0f ms on the CPU; %d collected, "
                 "%d objects in generation 2, %d frozen)",
-                info.get("generation"),
+                generation,
                 took * 1000,
                 cpu * 1000,
                 info.get("collected", 0),
