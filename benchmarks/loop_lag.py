@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import functools
 import http.client
 import importlib.util
@@ -170,10 +171,21 @@ GC_LINE = re.compile(
 )
 
 
-def slow_steps(log: Path) -> list[dict[str, Any]]:
-    """The steps and collections the controller logged as holding the loop (omectl.observability.steps)."""
+def logged_at(line: str) -> float:
+    """The time of a text log line (`omectl.observability.logs`: local time, milliseconds after a comma), else 0."""
+    try:
+        return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    except ValueError:
+        return 0.0
+
+
+def slow_steps(log: Path, since: float = 0.0) -> list[dict[str, Any]]:
+    """The steps and collections the controller logged as holding the loop (omectl.observability.steps) from
+    `since` (a `time.time()`) on."""
     steps: list[dict[str, Any]] = []
     for line in log.read_text(errors="replace").splitlines():
+        if since and logged_at(line) < since:
+            continue
         if match := SLOW_LINE.search(line):
             key = match["key"]
             kind = key.split(":")[1] if key.count(":") >= 2 else key
@@ -283,7 +295,7 @@ async def storm_once(workdir: Path, count: int, variant: Variant, repeat: int) -
                 url = next(iter(server.urls.values())) + f"{GROUP_PATH}/clusterservingruntimes"
                 post = functools.partial(fleet.call, "POST", url)
                 bodies = [storm_runtime(i, count) for i in range(count)]
-                started = time.perf_counter()
+                started, storm_at = time.perf_counter(), time.time()
                 calls: list[Callable[[], Any]] = [functools.partial(post, body) for body in bodies]
                 await run_concurrently(calls, SETUP_CLIENTS)
                 written = time.perf_counter() - started
@@ -309,7 +321,7 @@ async def storm_once(workdir: Path, count: int, variant: Variant, repeat: int) -
         "loop_lag_p99_s": p99,
         "loop_lag_observations": observations,
         "longest_step_by_kind": step_histogram(steps_before, steps_after),
-        "slow_steps": slow_steps(controller.log),
+        "slow_steps": slow_steps(controller.log, storm_at),
     }
 
 
@@ -322,6 +334,19 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for name in ("healthz_max_s", "healthz_p99_s", "loop_lag_p99_s", "storm_to_idle_s"):
             values = [run[name] for run in mine]
             out[loop][name] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+        kinds = dict.fromkeys(kind for run in mine for kind in run.get("longest_step_by_kind", {}))
+        out[loop]["longest_step_by_kind"] = {
+            kind: {
+                name: statistics.median(run["longest_step_by_kind"].get(kind, {}).get(name, 0) for run in mine)
+                for name in ("reconciles", "p50_s", "p99_s", "max_s", "over_50ms")
+            }
+            for kind in kinds
+        }
+        full = [[s for s in run.get("slow_steps", []) if s["kind"] == "gc generation 2"] for run in mine]
+        out[loop]["full_gc_per_storm"] = statistics.median(len(passes) for passes in full)
+        out[loop]["full_gc_cpu_ms"] = statistics.median(
+            max((s["cpu_ms"] for s in passes), default=0) for passes in full
+        )
     return out
 
 
@@ -380,6 +405,15 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
                 target = f"{op} {bound} s"
                 verdict = "PASS" if stat["median"] <= bound else "FAIL"
             rows.append((f"{label}, {count} runtimes, {loop}", value, target, verdict))
+        for kind, step in figures.get("longest_step_by_kind", {}).items():
+            value = (
+                f"p50 {step['p50_s']:g} s, p99 {step['p99_s']:g} s, max {step['max_s']:g} s; "
+                f"{step['over_50ms']:g} of {step['reconciles']:g} over 50 ms"
+            )
+            rows.append((f"longest reconcile step (bucket bounds), {kind}, {loop}", value, "", ""))
+        if "full_gc_per_storm" in figures:
+            value = f"{figures['full_gc_per_storm']:g}, the longest {figures['full_gc_cpu_ms']:g} ms on the CPU"
+            rows.append((f"full garbage collections per storm, {loop}", value, "", ""))
     return rows
 
 
