@@ -714,3 +714,28 @@ async def test_workers_report_each_reconciles_longest_step_and_only_real_suspens
         assert longest >= held[name]  # both busy spells fell in one step
     queue.shutdown()
     await asyncio.wait_for(runner, 1.0)
+
+
+async def test_a_worker_lets_the_loop_run_between_reconciles_that_never_suspend() -> None:
+    queue = new_queue()
+    turns = 0
+    seen: list[int] = []
+
+    async def ticker() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    async def nothing_to_write(item: WorkItem) -> None:
+        seen.append(turns)  # no await: the reconcile runs to its end in one step
+
+    for i in range(20):
+        queue.add(key(f"unchanged{i}"))
+    ticking = asyncio.ensure_future(ticker())
+    runner = asyncio.ensure_future(run_workers(queue, nothing_to_write, 1))
+    await settle(lambda: len(seen) == 20)
+    assert all(later > earlier for earlier, later in itertools.pairwise(seen))  # the loop turned between each two
+    queue.shutdown()
+    await asyncio.wait_for(runner, 1.0)
+    ticking.cancel()

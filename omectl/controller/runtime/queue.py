@@ -633,6 +633,10 @@ async def _work(
         finally:
             unbind_log_fields(token)
             queue.done(item)
+        # A reconcile with nothing to write never suspends, and `get` returns at once while keys are ready: without
+        # this a worker would run a whole backlog of such reconciles in one step of the loop, /healthz and the
+        # watch streams waiting behind it.
+        await asyncio.sleep(0)
 
 
 async def _handle(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Result | None]], item: WorkItem) -> None:
