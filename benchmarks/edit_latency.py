@@ -11,6 +11,7 @@ Variants: `after`, omectl as it is; `before`, with the settings of before the lo
 heap not frozen, no worker kept for the edit lane). Targets (issue 15, at 200 edits/s on 10 clusters): p99 <= 100 ms
 and p50 <= 20 ms. The full fleet_scale benchmark takes an hour; this phase on its own takes minutes.
 
+    .venv/bin/python -m benchmarks.edit_latency --clusters 4 --isvcs 500 --rate 100 --seconds 10
     .venv/bin/python -m benchmarks.edit_latency --clusters 10 --rounds 2 --out /tmp/latency.json
 """
 
@@ -28,13 +29,18 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.common import machine_info, run_header, text_table, write_results
+from benchmarks.common import ROOT, machine_info, run_header, text_table, write_results
 from benchmarks.fleet_convergence import USER_AGENT, FleetProcess
 from benchmarks.fleet_scale import FULL, Observer, OmectlProcess, ScaleFleet, SizeRun
 from benchmarks.loop_lag import BEFORE_SETTINGS
 from omectl.cli.dev import write_registrations
 
-VARIANTS: dict[str, dict[str, str]] = {"after": {}, "before": BEFORE_SETTINGS}
+VARIANTS: dict[str, dict[str, str]] = {
+    "after": {},
+    "before": BEFORE_SETTINGS,
+    "no-edit-workers": {"OMECTL_EDIT_WORKERS": "0"},  # the heap frozen, no worker kept for edits: which change pays
+}
+RESULTS = ROOT / "benchmarks" / "results" / "edit_latency.json"
 FIGURES = ("latency_p50_ms", "latency_p99_ms", "latency_edits_per_s")
 
 
@@ -63,11 +69,13 @@ async def measure(run: SizeRun, rounds: int, variants: list[str]) -> list[dict[s
     return results
 
 
-def run_benchmark(clusters: int, isvcs: int, rate: float, seconds: float, rounds: int) -> dict[str, Any]:
+def run_benchmark(
+    clusters: int, isvcs: int, rate: float, seconds: float, rounds: int, variants: list[str]
+) -> dict[str, Any]:
     started = time.monotonic()
     load = os.getloadavg()[0]
     sizes = replace(FULL, fleets=(clusters,), isvcs_per_cluster=isvcs, edit_rate_per_s=rate, edit_seconds=seconds)
-    sizes = replace(sizes, rounds=rounds * len(VARIANTS))
+    sizes = replace(sizes, rounds=rounds * len(variants))
     with tempfile.TemporaryDirectory(prefix="omectl-edit-latency-") as tmp:
         workdir = Path(tmp)
         with FleetProcess(workdir, clusters) as server:
@@ -80,18 +88,18 @@ def run_benchmark(clusters: int, isvcs: int, rate: float, seconds: float, rounds
                     run = SizeRun(sizes, clusters, workdir, server, ScaleFleet(server.urls, session, server.auth))
                     run.rounds = []
                     write_registrations(workdir / "clusters", server.kubeconfig, run.names)
-                    return await measure(run, rounds, list(VARIANTS))
+                    return await measure(run, rounds, variants)
 
             runs = asyncio.run(main())
     summary = {
         variant: {name: statistics.median(r[name] for r in runs if r["variant"] == variant) for name in FIGURES}
-        for variant in VARIANTS
+        for variant in variants
     }
     return {
         **run_header("edit_latency", False, started),
         "machine": machine_info(load),
         "fleet": {"clusters": clusters, "isvcs_per_cluster": isvcs, "edits_per_s": rate, "seconds": seconds},
-        "before_settings": BEFORE_SETTINGS,
+        "variants": {variant: VARIANTS[variant] for variant in variants},
         "summary": summary,
         "runs": runs,
         "note": f"1-minute load average {load:.2f} on {os.cpu_count()} CPUs before the run",
@@ -105,9 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=FULL.edit_rate_per_s, help="edits/s, fleet-wide")
     parser.add_argument("--seconds", type=float, default=FULL.edit_seconds, help="how long the edits are sent")
     parser.add_argument("--rounds", type=int, default=2, help="rounds; each runs every variant once")
-    parser.add_argument("--out", type=Path, required=True, help="results JSON")
+    parser.add_argument(
+        "--variants", default="after,before", help=f"comma-separated, of {', '.join(VARIANTS)} (default after,before)"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS, help=f"results JSON (default {RESULTS})")
     args = parser.parse_args(argv)
-    results = run_benchmark(args.clusters, args.isvcs, args.rate, args.seconds, args.rounds)
+    variants = args.variants.split(",")
+    if unknown := set(variants) - set(VARIANTS):
+        parser.error(f"--variants: unknown {', '.join(sorted(unknown))}")
+    results = run_benchmark(args.clusters, args.isvcs, args.rate, args.seconds, args.rounds, variants)
     rows = [(variant, *(f"{figures[name]:.1f}" for name in FIGURES)) for variant, figures in results["summary"].items()]
     print(text_table(rows, ("variant", "p50 ms", "p99 ms", "edits/s")))
     write_results(args.out, results)

@@ -1436,12 +1436,17 @@ MISSED: dict[str, str] = {
     "OpenTelemetry) plus 32,010 cached objects at the `RSS growth per cached object`; the peak is the cold start's. "
     "Next: as for `rss_over_json`",
     "latency_p50_ms": "an edit's runtime status is queued in the edit lane, ahead of the renders it fans out to, "
-    "but it waits for one of the 16 workers, which are busy with earlier edits' renders and applies, and for the "
-    "one core that also decodes every watch event of the controller's own writes. Next: as for the p99",
+    "and two of the 16 workers now take edit-lane keys only (`edit_workers`), so it no longer waits for a worker "
+    "busy with earlier edits' renders; it still waits for the one core that also decodes every watch event of the "
+    "controller's own writes, and for the full garbage collections, which the frozen heap shortens "
+    "(benchmarks/edit_latency.py compares both changes with the controller before them: the section `Edit latency "
+    "under load`). Next: as for the p99",
     "latency_p99_ms": "at 200 edits/s each edit also re-renders the engine Deployments of the edited runtime's "
     "InferenceServices (about 5), so the controller's core is near saturation and the p99 is a backlog of a few "
-    "hundred milliseconds (the profile of this phase is in the README below). Next: the same phase at 50 and 100 "
-    "edits/s to find the sustainable rate, and a worker kept free for the edit lane",
+    "hundred milliseconds (the profile of this phase is in the README below); the edit workers and the frozen heap "
+    "halved the p99 at 100 edits/s on 4 clusters of the shared machine (benchmarks/edit_latency.py); not measured "
+    "at this size yet. Next: this phase at 50 and 100 edits/s to find the sustainable rate, and the costs the "
+    "profile names",
     "cold_reconciled_s_omectl_over_kopf": "the API servers bound both writers: a cold start takes at least the time "
     "of the same writes made by a plain client, and that time ÷ the peer's is the row `omectl/kopf at best` of the "
     "cold start; where it is above 1/3 no controller meets the target on these servers (one `dev up` process "
