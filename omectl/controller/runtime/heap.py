@@ -1,14 +1,14 @@
 """Keep the garbage collector's full passes short: what the controller holds for its whole life is frozen.
 
 A full collection walks every object the collector tracks and holds the event loop while it does: in a storm of
-1,000 runtimes it was the longest hold of all (80 to 400 ms; benchmarks/README.md, loop lag). Most of what it walks
-lives as long as the process: the modules, the OpenAPI schema, and the objects of the first list of each cluster's
-caches. `HeapFreezer` collects the young generations and then freezes every survivor (`gc.freeze`: the collector
-skips them from then on) after start and after a cluster's caches have synced, several syncs close together making
-one pass; neither step walks the old generation, so a pass costs a few milliseconds. A frozen object is still freed
-when its last reference goes (an informer replacing a cached object); only a reference cycle among frozen objects
-that becomes garbage is never reclaimed (the caches' JSON objects hold none), which bounds what a pass can leak by
-the cyclic garbage the old generation held at that moment.
+1,000 runtimes those passes were the longest holds of all (80 to 115 ms on the CPU; benchmarks/README.md). Most of
+what it walks lives as long as the process: the modules, the OpenAPI schema, and the objects of the first list of
+each cluster's caches. `HeapFreezer` collects the young generations and then freezes every survivor (`gc.freeze`:
+the collector skips them from then on) after start and after a cluster's caches have synced, several syncs close
+together making one pass; neither step walks the old generation, so a pass costs a few milliseconds. A frozen object
+is still freed when its last reference goes (an informer replacing a cached object); only a reference cycle among
+frozen objects that becomes garbage is never reclaimed (the caches' JSON objects hold none), which bounds what a
+pass can leak by the cyclic garbage the old generation held at that moment.
 """
 
 from __future__ import annotations
