@@ -1,5 +1,5 @@
 """The heap is frozen after start and after each cluster's sync: requests close together make one pass, and the
-collector skips what was frozen."""
+collector skips what was frozen. Workers are kept for the edit lane: one in eight by default, as many as set."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import gc
 import pytest
 
 from omectl.controller.runtime.heap import HeapFreezer
-from omectl.controller.runtime.manager import default_edit_workers
+from omectl.controller.runtime.manager import FleetController, default_edit_workers
+from omectl.controller.runtime.registry import WorkKinds
 from omectl.settings import Settings
 
 
@@ -36,6 +37,8 @@ async def test_requests_close_together_make_one_pass_that_freezes_what_is_held()
 
 def test_edit_workers_default_to_one_in_eight_and_stay_below_the_concurrency() -> None:
     assert [default_edit_workers(n) for n in (1, 2, 7, 8, 16, 64)] == [0, 0, 0, 1, 2, 8]
+    assert FleetController(WorkKinds(), resolver=None).queue.reserved_for_edits == 2  # type: ignore[arg-type]
+    assert FleetController(WorkKinds(), None, edit_workers=0).queue.reserved_for_edits == 0  # type: ignore[arg-type]
     assert Settings(concurrency=4, edit_workers=3).edit_workers == 3
     with pytest.raises(ValueError, match="edit_workers"):
         Settings(concurrency=4, edit_workers=4)
