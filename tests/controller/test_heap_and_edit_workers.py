@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 
 import pytest
 
@@ -14,8 +15,12 @@ from omectl.controller.runtime.registry import WorkKinds
 from omectl.settings import Settings
 
 
-async def test_requests_close_together_make_one_pass_that_freezes_what_is_held() -> None:
-    freezer = HeapFreezer(delay=0.01)
+class Node:
+    me: Node | None = None
+
+
+async def test_requests_close_together_make_one_pass_that_freezes_what_is_held_until_thawed() -> None:
+    freezer = HeapFreezer(enabled=True, delay=0.01)
     held = [{"spec": {"containers": [{"name": f"c{i}"}]}} for i in range(1000)]  # a cache's worth of objects
     try:
         freezer.request()
@@ -27,6 +32,16 @@ async def test_requests_close_together_make_one_pass_that_freezes_what_is_held()
         assert gc.get_freeze_count() >= len(held)
         walked = {id(obj) for obj in gc.get_objects()}  # what a collection walks: the frozen objects are not in it
         assert gc.is_tracked(held[0]) and id(held[0]) not in walked and id(held[-1]["spec"]) not in walked
+        informer = Node()
+        informer.me = informer  # alive at the freeze, garbage in a cycle later (a removed cluster's informers)
+        gone = weakref.ref(informer)
+        freezer.freeze_now()
+        del informer
+        gc.collect()
+        assert gone() is not None  # frozen: the collector never looks at it
+        freezer.thaw(refreeze=False)  # a cluster removed, or the controller stopped
+        gc.collect()
+        assert gone() is None and gc.get_freeze_count() == 0
     finally:
         gc.unfreeze()
     off = HeapFreezer(enabled=False, delay=0.0)

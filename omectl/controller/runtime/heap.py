@@ -8,7 +8,10 @@ the collector skips them from then on) after start and after a cluster's caches 
 together making one pass; neither step walks the old generation, so a pass costs a few milliseconds. A frozen object
 is still freed when its last reference goes (an informer replacing a cached object); only a reference cycle among
 frozen objects that becomes garbage is never reclaimed (the caches' JSON objects hold none), which bounds what a
-pass can leak by the cyclic garbage the old generation held at that moment.
+pass can leak by the cyclic garbage the old generation held at that moment. What was alive at a freeze and later
+becomes garbage in a cycle (a removed cluster's informers and caches, a stopped controller) is reclaimed only once
+the heap is thawed: `thaw()` on a cluster's removal and at stop unfreezes everything, and after a removal the next
+pass collects in full before it freezes again.
 """
 
 from __future__ import annotations
@@ -31,17 +34,32 @@ class HeapFreezer:
         self.delay = delay
         self.passes = 0
         self._pending: asyncio.TimerHandle | None = None
+        self._full = False  # the next pass collects every generation (the heap was thawed)
 
     def request(self) -> None:
         if not self.enabled or self._pending is not None:
             return
         self._pending = asyncio.get_running_loop().call_later(self.delay, self.freeze_now)
 
+    def thaw(self, *, refreeze: bool = True) -> None:
+        """Unfreeze everything, so that what died since a freeze can be collected; with `refreeze`, request a pass
+        that first collects in full."""
+        if not self.enabled:
+            return
+        self.cancel()
+        if self.passes:
+            gc.unfreeze()
+            self._full = True
+        if refreeze:
+            self.request()
+
     def freeze_now(self) -> int:
-        """Collect the young generations, then freeze what survived; returns the objects frozen in all."""
+        """Collect the young generations (every generation after a thaw), then freeze what survived; returns the
+        objects frozen in all."""
         self._pending = None
         started = time.perf_counter()
-        gc.collect(1)
+        gc.collect() if self._full else gc.collect(1)
+        self._full = False
         gc.freeze()
         self.passes += 1
         frozen = gc.get_freeze_count()

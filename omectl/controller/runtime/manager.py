@@ -242,7 +242,7 @@ class FleetController:
         tracer: Any = None,
         step_timing: bool = True,
         slow_steps: SlowSteps | None = None,
-        freeze_heap: bool = True,
+        freeze_heap: bool = False,
     ) -> None:
         reserved = default_edit_workers(concurrency) if edit_workers is None else edit_workers
         self.queue = WorkQueue(
@@ -258,7 +258,8 @@ class FleetController:
         self.on_cluster_removed: list[Any] = []
         self.metrics: ControllerMetrics | None = None  # set by ControllerApp; one observation per reconcile
         self.heap = HeapFreezer(enabled=freeze_heap)
-        """Freezes what the garbage collector would walk in vain: after start and after each cluster's sync."""
+        """Freezes what the garbage collector would walk in vain: after start and after each cluster's sync (off
+        unless asked: a process that runs several controllers, a test suite, would keep each one's cycles)."""
         self.step_timing = step_timing
         """Observe each reconcile's longest synchronous step (`omectl_reconcile_longest_step_seconds`)."""
         self.slow_steps = slow_steps
@@ -303,6 +304,7 @@ class FleetController:
             await callback(runtime)
         await runtime.stop()
         await self.resolver.forget_cluster(name)
+        self.heap.thaw(refreeze=not self.queue.is_shut_down)  # its caches were frozen with the rest: let them go
         log.info("cluster %s: removed", name)
 
     # --- running ---------------------------------------------------------------------------------------
@@ -330,6 +332,7 @@ class FleetController:
             self._workers_started = False
         for name in list(self.clusters):
             await self.remove_cluster(name)
+        self.heap.thaw(refreeze=False)  # what the controller held is garbage now, cycles and all
 
     # --- reconciling -----------------------------------------------------------------------------------
 
