@@ -1444,9 +1444,10 @@ MISSED: dict[str, str] = {
     "latency_p99_ms": "at 200 edits/s each edit also re-renders the engine Deployments of the edited runtime's "
     "InferenceServices (about 5), so the controller's core is near saturation and the p99 is a backlog of a few "
     "hundred milliseconds (the profile of this phase is in the README below); the edit workers and the frozen heap "
-    "showed no effect for or against at 100 edits/s on 4 clusters of the shared machine, where one round differs "
-    "from the next by up to 7 times (benchmarks/edit_latency.py, the section `Edit latency under load`); not "
-    "measured at this size yet. Next: this phase at 50 and 100 edits/s to find the sustainable rate, and the "
+    "gave the lower p99 at 100 edits/s on 4 clusters of the shared machine in every round of the two runs of 2 "
+    "rounds (284 ms against 1,257 ms in the quietest), though one round there differs from the next by up to 7 "
+    "times (benchmarks/edit_latency.py, the section `Edit latency under load`); not measured at this size yet. "
+    "Next: this phase at 50 and 100 edits/s to find the sustainable rate, and the "
     "costs the profile names",
     "cold_reconciled_s_omectl_over_kopf": "the API servers bound both writers: a cold start takes at least the time "
     "of the same writes made by a plain client, and that time ÷ the peer's is the row `omectl/kopf at best` of the "
