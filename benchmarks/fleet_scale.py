@@ -418,9 +418,10 @@ def stop_process(proc: subprocess.Popen[bytes]) -> int:
 class OmectlProcess:
     """`python -m omectl run --clusters-dir DIR --no-install-webhooks` (tracing to a file, as by default)."""
 
-    def __init__(self, workdir: Path, label: str, root: Path = ROOT) -> None:
+    def __init__(self, workdir: Path, label: str, root: Path = ROOT, settings: Mapping[str, str] | None = None) -> None:
         self.workdir = workdir
         self.root = root  # the checkout whose omectl runs
+        self.settings = dict(settings or {})  # OMECTL_* variables of its environment
         self.status_file = workdir / f"{label}.status.json"
         self.log = workdir / f"{label}.log"
         self.command = [
@@ -447,7 +448,11 @@ class OmectlProcess:
         with self.log.open("wb") as log:
             self.started = time.perf_counter()
             self.proc = subprocess.Popen(
-                self.command, cwd=self.workdir, env=child_env(self.root), stdout=log, stderr=subprocess.STDOUT
+                self.command,
+                cwd=self.workdir,
+                env={**child_env(self.root), **self.settings},
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
 
     @property
@@ -1435,12 +1440,19 @@ MISSED: dict[str, str] = {
     "cached object`; the peak is the cold start's. Next: as for `rss_over_json`, and a kubeconfig loader that does "
     "not import kubernetes_asyncio's 800 model modules",
     "latency_p50_ms": "an edit's runtime status is queued in the edit lane, ahead of the renders it fans out to, "
-    "but it waits for one of the 16 workers, which are busy with earlier edits' renders and applies, and for the "
-    "one core that also decodes every watch event of the controller's own writes. Next: as for the p99",
+    "and two of the 16 workers now take edit-lane keys only (`edit_workers`), so it no longer waits for a worker "
+    "busy with earlier edits' renders; it still waits for the one core that also decodes every watch event of the "
+    "controller's own writes, and for the full garbage collections, which the frozen heap shortens "
+    "(benchmarks/edit_latency.py compares both changes with the controller before them: the section `Edit latency "
+    "under load`). Next: as for the p99",
     "latency_p99_ms": "at 200 edits/s each edit also re-renders the engine Deployments of the edited runtime's "
     "InferenceServices (about 5), so the controller's core is near saturation and the p99 is a backlog of a few "
-    "hundred milliseconds (the profile of this phase is in the README below). Next: the same phase at 50 and 100 "
-    "edits/s to find the sustainable rate, and a worker kept free for the edit lane",
+    "hundred milliseconds (the profile of this phase is in the README below); the edit workers and the frozen heap "
+    "gave the lower p99 at 100 edits/s on 4 clusters of the shared machine in every round of the two runs of 2 "
+    "rounds (284 ms against 1,257 ms in the quietest), though one round there differs from the next by up to 7 "
+    "times (benchmarks/edit_latency.py, the section `Edit latency under load`); not measured at this size yet. "
+    "Next: this phase at 50 and 100 edits/s to find the sustainable rate, and the "
+    "costs the profile names",
     "cold_reconciled_s_omectl_over_kopf": "the API servers bound both writers: a cold start takes at least the time "
     "of the same writes made by a plain client, and that time ÷ the peer's is the row `omectl/kopf at best` of the "
     "cold start; where it is above 1/3 no controller meets the target on these servers (one `dev up` process "

@@ -21,10 +21,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import functools
 import http.client
 import importlib.util
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -62,6 +64,7 @@ UVLOOP_LAUNCH = (
     "import asyncio, runpy, uvloop; asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
     "runpy.run_module('omectl', run_name='__main__', alter_sys=True)"
 )
+SLOW_STEP_S = 0.05  # a reconcile step this long is logged with the code it ran (OMECTL_SLOW_STEP_SECONDS)
 TARGETS = {"healthz_max_s": ("<=", 1.0), "loop_lag_p99_s": ("<=", 0.05)}
 
 
@@ -116,14 +119,82 @@ def lag_buckets(text: str) -> dict[float, float]:
     return buckets
 
 
-def p99_bound(before: dict[float, float], after: dict[float, float]) -> tuple[float, int]:
-    """(upper bound of the bucket holding the 99th percentile, observations) between two scrapes."""
+def step_buckets(text: str) -> dict[str, dict[float, float]]:
+    """Per reconcile kind, the cumulative counts of `omectl_reconcile_longest_step_seconds` by bucket bound."""
+    kinds: dict[str, dict[float, float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == "omectl_reconcile_longest_step_seconds":
+            for sample in family.samples:
+                if sample.name.endswith("_bucket"):
+                    kinds.setdefault(sample.labels["kind"], {})[float(sample.labels["le"])] = sample.value
+    return kinds
+
+
+def quantile_bound(before: dict[float, float], after: dict[float, float], q: float) -> tuple[float, int]:
+    """(upper bound of the bucket holding the `q` quantile, observations) between two scrapes."""
     delta = {bound: after[bound] - before.get(bound, 0.0) for bound in sorted(after)}
     count = delta.get(float("inf"), 0.0)
     for bound, cumulative in delta.items():
-        if count and cumulative >= 0.99 * count:
+        if count and cumulative >= q * count:
             return bound, int(count)
     return float("inf"), int(count)
+
+
+def p99_bound(before: dict[float, float], after: dict[float, float]) -> tuple[float, int]:
+    """(upper bound of the bucket holding the 99th percentile, observations) between two scrapes."""
+    return quantile_bound(before, after, 0.99)
+
+
+def step_histogram(before: dict[str, dict[float, float]], after: dict[str, dict[float, float]]) -> dict[str, Any]:
+    """Per reconcile kind through the storm: reconciles, the p50/p99/max bucket bounds of their longest step and
+    how many held the loop over 50 ms."""
+    out: dict[str, Any] = {}
+    for kind, buckets in sorted(after.items()):
+        earlier = before.get(kind, {})
+        p50, count = quantile_bound(earlier, buckets, 0.5)
+        if not count:
+            continue
+        p99, _ = quantile_bound(earlier, buckets, 0.99)
+        top, _ = quantile_bound(earlier, buckets, 1.0)
+        within = buckets.get(SLOW_STEP_S, 0.0) - earlier.get(SLOW_STEP_S, 0.0)
+        out[kind] = {"reconciles": count, "p50_s": p50, "p99_s": p99, "max_s": top, "over_50ms": int(count - within)}
+    return out
+
+
+SLOW_LINE = re.compile(
+    r"(?P<key>\S+) held the event loop (?P<ms>\d+) ms \((?P<cpu>\d+) ms on the CPU\), from (?P<start>.+?) "
+    r"to (?P<end>.+?); sampled in: (?P<hot>.*)$"
+)
+GC_LINE = re.compile(
+    r"garbage collection of generation (?P<generation>\d) held the event loop (?P<ms>\d+) ms \((?P<cpu>\d+) ms on "
+    r"the CPU; (?P<collected>\d+) collected, (?P<old>\d+) objects in generation 2, (?P<frozen>\d+) frozen\)"
+)
+
+
+def logged_at(line: str) -> float:
+    """The time of a text log line (`omectl.observability.logs`: local time, milliseconds after a comma), else 0."""
+    try:
+        return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    except ValueError:
+        return 0.0
+
+
+def slow_steps(log: Path, since: float = 0.0) -> list[dict[str, Any]]:
+    """The steps and collections the controller logged as holding the loop (omectl.observability.steps) from
+    `since` (a `time.time()`) on."""
+    steps: list[dict[str, Any]] = []
+    for line in log.read_text(errors="replace").splitlines():
+        if since and logged_at(line) < since:
+            continue
+        if match := SLOW_LINE.search(line):
+            key = match["key"]
+            kind = key.split(":")[1] if key.count(":") >= 2 else key
+            where = {"from": match["start"], "to": match["end"], "sampled_in": match["hot"]}
+            steps.append({"kind": kind, "ms": int(match["ms"]), "cpu_ms": int(match["cpu"]), **where})
+        elif (match := GC_LINE.search(line)) and match["generation"] == "2":
+            figures = {name: int(match[name]) for name in ("ms", "collected", "old", "frozen")}
+            steps.append({"kind": "gc generation 2", "cpu_ms": int(match["cpu"]), **figures})
+    return steps
 
 
 def idle_sample(text: str) -> tuple[float, float, float]:
@@ -143,11 +214,13 @@ def idle_sample(text: str) -> tuple[float, float, float]:
 class Controller:
     """`python -m omectl run` against the fleet's clusters, its metrics on `port`."""
 
-    def __init__(self, workdir: Path, port: int, uvloop: bool | None) -> None:
+    def __init__(self, workdir: Path, port: int, uvloop: bool | None, settings: dict[str, str]) -> None:
         self.port = port
         self.log = workdir / f"omectl-{port}.log"
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+        env["OMECTL_SLOW_STEP_SECONDS"] = str(SLOW_STEP_S)
+        env.update(settings)
         # omectl itself runs on asyncio's loop; the uvloop column sets uvloop's policy before `omectl run` starts
         launch = ["-c", UVLOOP_LAUNCH] if uvloop else ["-m", "omectl"]
         command = [sys.executable, *launch, "run", "--clusters-dir", str(workdir / "clusters")]
@@ -197,32 +270,40 @@ class Controller:
             self.proc.wait(10)
 
 
-async def storm_once(workdir: Path, count: int, uvloop: bool | None, repeat: int) -> dict[str, Any]:
-    label = {None: "default", True: "uvloop", False: "asyncio"}[uvloop]
-    workdir = workdir / f"{label}-{repeat}"
+Variant = tuple[str, bool | None, dict[str, str]]  # label, uvloop (None: not installed), `omectl run`'s environment
+# `--before`: the controller as it was before its heap was frozen after start and sync (controller/runtime/heap.py)
+# and workers were kept for the edit lane
+BEFORE_SETTINGS = {"OMECTL_FREEZE_HEAP": "false", "OMECTL_EDIT_WORKERS": "0"}
+
+
+async def storm_once(workdir: Path, count: int, variant: Variant, repeat: int) -> dict[str, Any]:
+    label, uvloop, settings = variant
+    workdir = workdir / f"{label.replace(', ', '-')}-{repeat}"
     workdir.mkdir()
     with FleetProcess(workdir, 1) as server:
         write_registrations(workdir / "clusters", server.kubeconfig, list(server.urls))
-        controller = Controller(workdir, free_port(), uvloop)
+        controller = Controller(workdir, free_port(), uvloop, settings)
         try:
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=SETUP_CLIENTS)) as session:
                 await controller.wait_ready(session, 120)
                 await controller.wait_idle(session, 120)
-                before = lag_buckets(await controller.metrics(session))
+                scraped = await controller.metrics(session)
+                before, steps_before = lag_buckets(scraped), step_buckets(scraped)
                 prober = HealthProber(controller.port)
                 prober.start()
                 fleet = Fleet(server.urls, session, server.auth)
                 url = next(iter(server.urls.values())) + f"{GROUP_PATH}/clusterservingruntimes"
                 post = functools.partial(fleet.call, "POST", url)
                 bodies = [storm_runtime(i, count) for i in range(count)]
-                started = time.perf_counter()
+                started, storm_at = time.perf_counter(), time.time()
                 calls: list[Callable[[], Any]] = [functools.partial(post, body) for body in bodies]
                 await run_concurrently(calls, SETUP_CLIENTS)
                 written = time.perf_counter() - started
                 settled = await controller.wait_idle(session, 600) + written
                 prober.stopping.set()
                 await asyncio.to_thread(prober.join)
-                after = lag_buckets(await controller.metrics(session))
+                scraped = await controller.metrics(session)
+                after, steps_after = lag_buckets(scraped), step_buckets(scraped)
         finally:
             controller.stop()
     p99, observations = p99_bound(before, after)
@@ -239,6 +320,8 @@ async def storm_once(workdir: Path, count: int, uvloop: bool | None, repeat: int
         "healthz_max_s": round(latencies[-1], 4),
         "loop_lag_p99_s": p99,
         "loop_lag_observations": observations,
+        "longest_step_by_kind": step_histogram(steps_before, steps_after),
+        "slow_steps": slow_steps(controller.log, storm_at),
     }
 
 
@@ -251,22 +334,39 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for name in ("healthz_max_s", "healthz_p99_s", "loop_lag_p99_s", "storm_to_idle_s"):
             values = [run[name] for run in mine]
             out[loop][name] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+        kinds = dict.fromkeys(kind for run in mine for kind in run.get("longest_step_by_kind", {}))
+        out[loop]["longest_step_by_kind"] = {
+            kind: {
+                name: statistics.median(run["longest_step_by_kind"].get(kind, {}).get(name, 0) for run in mine)
+                for name in ("reconciles", "p50_s", "p99_s", "max_s", "over_50ms")
+            }
+            for kind in kinds
+        }
+        full = [[s for s in run.get("slow_steps", []) if s["kind"] == "gc generation 2"] for run in mine]
+        out[loop]["full_gc_per_storm"] = statistics.median(len(passes) for passes in full)
+        out[loop]["full_gc_cpu_ms"] = statistics.median(
+            max((s["cpu_ms"] for s in passes), default=0) for passes in full
+        )
     return out
 
 
-def run_benchmark(count: int, loops: str, workdir: Path | None, repeats: int) -> dict[str, Any]:
+def run_benchmark(count: int, loops: str, workdir: Path | None, repeats: int, before: bool = False) -> dict[str, Any]:
     started = time.monotonic()
     load = os.getloadavg()[0]
-    variants: list[bool | None] = [None]
+    variants: list[Variant] = [("default", None, {})]
     if importlib.util.find_spec("uvloop"):
-        choices: dict[str, list[bool | None]] = {"both": [False, True], "asyncio": [False], "uvloop": [True]}
-        variants = choices[loops]
+        choices: dict[str, list[bool]] = {"both": [False, True], "asyncio": [False], "uvloop": [True]}
+        variants = [("uvloop" if uvloop else "asyncio", uvloop, {}) for uvloop in choices[loops]]
+    if before:
+        variants += [(f"{label}, before", uvloop, BEFORE_SETTINGS) for label, uvloop, _ in variants]
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="omectl-loop-lag-")))
         # the loops alternate, so a change in the machine's load falls on both
         runs = [
-            asyncio.run(storm_once(workdir, count, uvloop, repeat)) for repeat in range(repeats) for uvloop in variants
+            asyncio.run(storm_once(workdir, count, variant, repeat))
+            for repeat in range(repeats)
+            for variant in variants
         ]
     medians = summary(runs)
     first = medians[runs[0]["loop"]]
@@ -305,6 +405,15 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
                 target = f"{op} {bound} s"
                 verdict = "PASS" if stat["median"] <= bound else "FAIL"
             rows.append((f"{label}, {count} runtimes, {loop}", value, target, verdict))
+        for kind, step in figures.get("longest_step_by_kind", {}).items():
+            value = (
+                f"p50 {step['p50_s']:g} s, p99 {step['p99_s']:g} s, max {step['max_s']:g} s; "
+                f"{step['over_50ms']:g} of {step['reconciles']:g} over 50 ms"
+            )
+            rows.append((f"longest reconcile step (bucket bounds), {kind}, {loop}", value, "", ""))
+        if "full_gc_per_storm" in figures:
+            value = f"{figures['full_gc_per_storm']:g}, the longest {figures['full_gc_cpu_ms']:g} ms on the CPU"
+            rows.append((f"full garbage collections per storm, {loop}", value, "", ""))
     return rows
 
 
@@ -315,9 +424,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-readme", action="store_true", help="leave benchmarks/README.md as it is")
     parser.add_argument("--repeats", type=int, default=3, help="storms per loop (default 3; median and spread)")
     parser.add_argument("--loops", choices=("both", "asyncio", "uvloop"), default="both", help="which loops to run")
+    parser.add_argument(
+        "--before",
+        action="store_true",
+        help="also run each storm, alternating, as the controller ran before the heap was frozen (`BEFORE_SETTINGS`)",
+    )
     parser.add_argument("--workdir", type=Path, help="keep the servers' and controllers' logs here (an empty folder)")
     args = parser.parse_args(argv)
-    results = run_benchmark(args.count, args.loops, args.workdir, args.repeats)
+    results = run_benchmark(args.count, args.loops, args.workdir, args.repeats, args.before)
     header = ("figure", "value", "target", "result")
     print(text_table(table_rows(results), header))
     write_results(args.out, results)

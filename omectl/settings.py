@@ -40,6 +40,28 @@ class Settings(BaseSettings):
     cluster_concurrency: int | None = Field(
         default=None, ge=1, le=1024, description="Reconciles of one cluster running at once (default: concurrency)."
     )
+    freeze_heap: bool = Field(
+        default=True,
+        description="After start and after each cluster's caches have synced, collect garbage once and freeze what "
+        "survives, so the collector's full passes skip it (they hold the event loop).",
+    )
+    step_timing: bool = Field(
+        default=True,
+        description="Observe each reconcile's longest hold of the event loop (omectl_reconcile_longest_step_seconds).",
+    )
+    slow_step_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        description="Log each reconcile step that holds the event loop this long, with the code it ran (0: off; "
+        "a sampling thread runs while it is on).",
+    )
+    edit_workers: int | None = Field(
+        default=None,
+        ge=0,
+        le=1023,
+        description="Of the concurrency, reconciles kept for live edits (the edit lane): fan-outs and resyncs never "
+        "take them (default: one in eight; 0: none).",
+    )
     trace_file: Path = Field(
         default=Path(".omectl/traces.jsonl"), description="OTLP-JSON lines file when no endpoint is set."
     )
@@ -128,6 +150,12 @@ class Settings(BaseSettings):
         if problem is not None:
             raise ValueError(problem)
         return value
+
+    @model_validator(mode="after")
+    def _edit_workers_below_concurrency(self) -> Settings:
+        if self.edit_workers is not None and self.edit_workers >= self.concurrency:
+            raise ValueError(f"edit_workers ({self.edit_workers}) must be below concurrency ({self.concurrency})")
+        return self
 
     @model_validator(mode="after")
     def _lease_timings(self) -> Settings:

@@ -65,6 +65,7 @@ from omectl.observability.loop_lag import LoopLagMonitor
 from omectl.observability.metrics import ControllerMetrics
 from omectl.observability.redact import scrub
 from omectl.observability.server import StatusServer
+from omectl.observability.steps import SlowSteps
 from omectl.oci.client import RegistryClient
 from omectl.problems import output_problem
 from omectl.settings import Settings
@@ -218,7 +219,11 @@ class ControllerApp:
             self.reconcilers.resolver,
             concurrency=settings.concurrency,
             cluster_concurrency=settings.cluster_concurrency,
+            edit_workers=settings.edit_workers,
             tracer=self.tracing.tracer,
+            step_timing=settings.step_timing,
+            slow_steps=SlowSteps(settings.slow_step_seconds) if settings.slow_step_seconds > 0 else None,
+            freeze_heap=settings.freeze_heap,
         )
         self.webhook = self._webhook_server()
         self.status_file = status_file
@@ -426,6 +431,8 @@ class ControllerApp:
         if self.status_server is not None:
             await self.status_server.start()
         self._tasks.spawn(LoopLagMonitor(self.metrics.observe_loop_lag).run(), "loop-lag")
+        if self.controller.slow_steps is not None:
+            self.controller.slow_steps.start()
         coordinator.report_refusals = False  # decided below: one line each, or the reason to exit
         if self.settings.ha:  # listening before joining: the membership Lease advertises the webhook URL at once
             await self._start_webhook_server()
@@ -625,6 +632,8 @@ class ControllerApp:
         if self.fleet_runtimes is not None:
             await self.fleet_runtimes.stop()
         await self.controller.stop()
+        if self.controller.slow_steps is not None:
+            self.controller.slow_steps.stop()
         if self.provider is not None:
             await self.provider.close()
         for keeper in self.keepers.values():

@@ -5,7 +5,9 @@ Two kinds of series:
 - **Recorded** on the reconcile path, one call per reconcile (`observe_reconcile`, a few microseconds: label
   children are cached, so no label lookup per call): `omectl_reconciles_total{cluster,kind,result}`,
   `omectl_reconcile_duration_seconds{cluster,kind}` and `omectl_queue_wait_seconds{cluster,kind}`; and, from
-  `omectl.observability.loop_lag`, `omectl_event_loop_lag_seconds` (how late the event loop woke a sleeper).
+  `omectl.observability.loop_lag`, `omectl_event_loop_lag_seconds` (how late the event loop woke a sleeper); and
+  `omectl_reconcile_longest_step_seconds{kind}`, each reconcile's longest hold of the loop between two suspensions
+  (`omectl.observability.steps`), which names the kind of reconcile that makes the loop late.
 - **Read at scrape time** from a `FleetSample` that the controller builds on demand (nothing per watch event beyond
   the counters the informers and clients already keep): queue depth, cached objects, resolver hits and misses,
   cluster health, watch restarts and API errors by code.
@@ -183,6 +185,14 @@ class ControllerMetrics:
             buckets=LOOP_LAG_BUCKETS,
             registry=self.registry,
         )
+        self.longest_step = Histogram(
+            "omectl_reconcile_longest_step_seconds",
+            "Each reconcile's longest synchronous step: how long it held the event loop between two suspensions.",
+            ["kind"],
+            buckets=LOOP_LAG_BUCKETS,
+            registry=self.registry,
+        )
+        self._steps: dict[str, Any] = {}
         self._counters: dict[tuple[str, str, str], Any] = {}
         self._histograms: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._collector: _FleetCollector | None = None
@@ -204,6 +214,12 @@ class ControllerMetrics:
 
     def observe_loop_lag(self, lag: float) -> None:
         self.loop_lag.observe(lag)
+
+    def observe_longest_step(self, kind: str, seconds: float) -> None:
+        child = self._steps.get(kind)
+        if child is None:
+            child = self._steps[kind] = self.longest_step.labels(kind)
+        child.observe(seconds)
 
     def watch_fleet(self, sample: Callable[[], FleetSample]) -> None:
         """Read the scrape-time series from `sample()` on every collection (replaces an earlier source)."""

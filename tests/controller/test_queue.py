@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -655,3 +656,86 @@ async def test_retries_and_requeues_stay_in_the_lane_their_item_was_taken_from()
     assert sorted(seen[3:]) == [("broken", Lane.RESYNC), ("fails", Lane.FANOUT), ("periodic", Lane.RESYNC)]
     queue.shutdown()
     await asyncio.wait_for(runner, 1.0)
+
+
+async def test_workers_reserved_for_edits_are_never_taken_by_a_fan_out_or_a_resync() -> None:
+    queue = WorkQueue(max_concurrency=3, reserved_for_edits=1, clock=FakeClock())
+    for i in range(5):
+        queue.add(key(f"reached{i}"), lane=Lane.FANOUT)
+    queue.add(key("relisted"), lane=Lane.RESYNC)
+    first, second = await take(queue), await take(queue)
+    assert [first.lane, second.lane] == [Lane.FANOUT, Lane.FANOUT]
+    third = asyncio.ensure_future(queue.get())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not third.done()  # one worker is free, but it is kept for edits
+    queue.add(key("edited"), lane=Lane.EDIT)
+    edit = await asyncio.wait_for(third, 1.0)
+    assert (edit.key.name, edit.lane) == ("edited", Lane.EDIT)
+    queue.done(edit)  # an edit done frees no fan-out capacity: the fan-out still holds two of two
+    after_edit = asyncio.ensure_future(queue.get())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not after_edit.done()
+    queue.done(first)  # a fan-out done makes room for the next fan-out key
+    assert (await asyncio.wait_for(after_edit, 1.0)).key.name == "reached2"
+    with pytest.raises(ValueError, match="reserved_for_edits"):
+        WorkQueue(max_concurrency=2, reserved_for_edits=2)
+
+
+async def test_workers_report_each_reconciles_longest_step_and_only_real_suspensions_end_a_step() -> None:
+    queue = new_queue()
+    reported: list[tuple[str, float]] = []
+    held: dict[str, float] = {}
+
+    async def returns_at_once() -> None:
+        return None
+
+    def busy(name: str) -> None:
+        started = time.perf_counter()
+        while time.perf_counter() - started < 0.002:
+            pass
+        held[name] = held.get(name, 0.0) + time.perf_counter() - started
+
+    async def handler(item: WorkItem) -> None:
+        busy(item.key.name)
+        await returns_at_once()  # no suspension: the step goes on
+        busy(item.key.name)
+        await asyncio.sleep(0)  # a suspension: the next step starts here
+
+    runner = asyncio.ensure_future(
+        run_workers(queue, handler, 2, on_step=lambda i, s: reported.append((i.key.name, s)))
+    )
+    queue.add(key("x"))
+    queue.add(key("y"))
+    await settle(lambda: len(reported) == 2)
+    assert sorted(name for name, _ in reported) == ["x", "y"]
+    for name, longest in reported:
+        assert longest >= held[name]  # both busy spells fell in one step
+    queue.shutdown()
+    await asyncio.wait_for(runner, 1.0)
+
+
+async def test_a_worker_lets_the_loop_run_between_reconciles_that_never_suspend() -> None:
+    queue = new_queue()
+    turns = 0
+    seen: list[int] = []
+
+    async def ticker() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    async def nothing_to_write(item: WorkItem) -> None:
+        seen.append(turns)  # no await: the reconcile runs to its end in one step
+
+    for i in range(20):
+        queue.add(key(f"unchanged{i}"))
+    ticking = asyncio.ensure_future(ticker())
+    runner = asyncio.ensure_future(run_workers(queue, nothing_to_write, 1))
+    await settle(lambda: len(seen) == 20)
+    assert all(later > earlier for earlier, later in itertools.pairwise(seen))  # the loop turned between each two
+    queue.shutdown()
+    await asyncio.wait_for(runner, 1.0)
+    ticking.cancel()

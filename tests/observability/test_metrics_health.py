@@ -196,6 +196,10 @@ async def test_metrics_count_reconciles_queue_caches_resolver_and_api_errors(obs
     assert value(samples, "omectl_queue_in_flight") is not None
     # the loop-lag monitor has been waking every 50 ms since start (omectl.observability.loop_lag)
     assert (value(samples, "omectl_event_loop_lag_seconds_count") or 0) >= 1
+    # and each reconcile's longest hold of the loop, by kind (omectl.observability.steps; told after the reconcile
+    # is counted, so at least one of them by now)
+    assert (value(samples, "omectl_reconcile_longest_step_seconds_count", kind=SR) or 0) >= 1
+    assert (value(samples, "omectl_reconcile_longest_step_seconds_sum", kind=SR) or 0) > 0
 
     # an unregistered cluster's recorded series go with it
     await observed.app.controller.remove_cluster("ob-1")

@@ -20,11 +20,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from omectl.background import BackgroundTasks
+from omectl.controller.runtime.heap import HeapFreezer
 from omectl.controller.runtime.queue import Lane, Result, RetryLater, WorkItem, WorkKey, WorkQueue, run_workers
 from omectl.controller.runtime.registry import DomainWatch, WorkKinds
 from omectl.controller.runtime.view import EventType
@@ -38,6 +39,7 @@ from omectl.kube.informer import Informer
 from omectl.observability.logs import note_span
 from omectl.observability.metrics import RESULT_ERROR, RESULT_REQUEUE, RESULT_SUCCESS, ControllerMetrics
 from omectl.observability.redact import without_userinfo
+from omectl.observability.steps import SlowSteps
 from omectl.problems import one_line
 from omectl.tracing.spans import reconcile_span, set_result
 
@@ -47,6 +49,11 @@ EVENT_WRITERS = 4  # concurrent event writes per cluster
 EVENT_BACKLOG = 2000  # events waiting to be written per cluster; beyond it they are dropped (client-go: 1000)
 RETRY_LATER_FLOOR = 2.0  # seconds before a RetryLater reconcile runs again (then the per-item backoff grows)
 W = TypeVar("W", bound=DomainWatch)
+
+
+def default_edit_workers(concurrency: int) -> int:
+    """Workers kept for the edit lane: one in eight (two of the default 16; none below eight)."""
+    return concurrency // 8
 
 
 class ResolverStats(Protocol):
@@ -103,8 +110,16 @@ class ClusterRuntime:
     """One registered cluster inside the controller: its client, informers, event recorder and health."""
 
     def __init__(
-        self, registration: ClusterRegistration, client: ClusterClient, queue: WorkQueue, kinds: WorkKinds
+        self,
+        registration: ClusterRegistration,
+        client: ClusterClient,
+        queue: WorkQueue,
+        kinds: WorkKinds,
+        *,
+        on_synced: Callable[[], None] | None = None,
     ) -> None:
+        self.on_synced = on_synced
+        """Called once every informer of the cluster has listed (its keys are handed out from then on)."""
         self.registration = registration
         self.name = registration.name
         self.client = client
@@ -186,6 +201,8 @@ class ClusterRuntime:
     async def _release_when_synced(self) -> None:
         await self.wait_synced()
         self.queue.release(self.name)
+        if self.on_synced is not None:
+            self.on_synced()
 
     async def stop(self) -> None:
         await self._event_tasks.stop(grace=5)  # the events recorded so far are written, if the server answers
@@ -221,9 +238,16 @@ class FleetController:
         *,
         concurrency: int = 16,
         cluster_concurrency: int | None = None,
+        edit_workers: int | None = None,
         tracer: Any = None,
+        step_timing: bool = True,
+        slow_steps: SlowSteps | None = None,
+        freeze_heap: bool = False,
     ) -> None:
-        self.queue = WorkQueue(max_concurrency=concurrency, max_per_cluster=cluster_concurrency)
+        reserved = default_edit_workers(concurrency) if edit_workers is None else edit_workers
+        self.queue = WorkQueue(
+            max_concurrency=concurrency, max_per_cluster=cluster_concurrency, reserved_for_edits=reserved
+        )
         self.concurrency = concurrency
         self.kinds = kinds
         self.resolver = resolver
@@ -233,6 +257,13 @@ class FleetController:
         self.on_cluster_added: list[Any] = []
         self.on_cluster_removed: list[Any] = []
         self.metrics: ControllerMetrics | None = None  # set by ControllerApp; one observation per reconcile
+        self.heap = HeapFreezer(enabled=freeze_heap)
+        """Freezes what the garbage collector would walk in vain: after start and after each cluster's sync (off
+        unless asked: a process that runs several controllers, a test suite, would keep each one's cycles)."""
+        self.step_timing = step_timing
+        """Observe each reconcile's longest synchronous step (`omectl_reconcile_longest_step_seconds`)."""
+        self.slow_steps = slow_steps
+        """Name the reconcile steps that hold the loop past its threshold (a log line each)."""
         self._workers = BackgroundTasks("workers")
         self._workers_started = False
 
@@ -257,7 +288,7 @@ class FleetController:
             log.error("cluster %s: cannot be added: %s", registration.name, exc)
             return None
         self.registry_errors.pop(registration.name, None)
-        runtime = ClusterRuntime(registration, client, self.queue, self.kinds)
+        runtime = ClusterRuntime(registration, client, self.queue, self.kinds, on_synced=self.heap.request)
         self.clusters[registration.name] = runtime
         await runtime.start()
         for callback in self.on_cluster_added:
@@ -273,6 +304,7 @@ class FleetController:
             await callback(runtime)
         await runtime.stop()
         await self.resolver.forget_cluster(name)
+        self.heap.thaw(refreeze=not self.queue.is_shut_down)  # its caches were frozen with the rest: let them go
         log.info("cluster %s: removed", name)
 
     # --- running ---------------------------------------------------------------------------------------
@@ -280,11 +312,19 @@ class FleetController:
     def start_workers(self) -> None:
         if not self._workers_started:
             self._workers_started = True
-            self._workers.spawn(run_workers(self.queue, self.process, self.concurrency), "workers")
+            on_step = self._observe_step if self.step_timing or self.slow_steps is not None else None
+            workers = run_workers(self.queue, self.process, self.concurrency, on_step=on_step, slow=self.slow_steps)
+            self._workers.spawn(workers, "workers")
+            self.heap.request()
+
+    def _observe_step(self, item: WorkItem, longest: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_longest_step(item.key.kind, longest)
 
     async def stop(self) -> None:
         """Finish in-flight reconciles, then stop every cluster."""
         self.queue.shutdown()
+        self.heap.cancel()
         if self._workers_started:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(self.queue.drain(), 10)
@@ -292,6 +332,7 @@ class FleetController:
             self._workers_started = False
         for name in list(self.clusters):
             await self.remove_cluster(name)
+        self.heap.thaw(refreeze=False)  # what the controller held is garbage now, cycles and all
 
     # --- reconciling -----------------------------------------------------------------------------------
 

@@ -4,14 +4,17 @@ A key waits in exactly one place: ready (in one priority lane, in its cluster's 
 on the queue's clock), or parked (re-added while in flight; it becomes ready when `done` is called for it). Ready keys
 are taken from the highest lane that has one (`Lane`: user edits, then fan-out, then resync), round-robin across
 clusters within a lane, first in first out within a cluster; a cluster with `max_per_cluster` keys in flight is
-skipped until one of them is done, so one cluster's storm cannot take every worker. A held cluster (its caches are
-still listing: `hold`, `release`) is skipped too: its keys gather, deduplicated and in their lanes, and none is handed
-out until it is released (controller-runtime starts no worker before its caches have synced).
+skipped until one of them is done, so one cluster's storm cannot take every worker. `reserved_for_edits` of the
+workers take edit-lane keys only: a fan-out or a resync can fill every other one, and a live edit still finds one
+free. A held cluster (its caches are still listing: `hold`, `release`) is skipped too: its keys gather, deduplicated
+and in their lanes, and none is handed out until it is released (controller-runtime starts no worker before its
+caches have synced).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
 import logging
@@ -24,6 +27,7 @@ from typing import Protocol
 
 from omectl.observability.logs import bind as bind_log_fields
 from omectl.observability.logs import unbind as unbind_log_fields
+from omectl.observability.steps import SlowSteps, timed_steps
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +132,10 @@ class Lane(IntEnum):
     """Initial lists and relists, and retries that only a watch event would heal sooner."""
 
 
+_ALL_LANES: tuple[Lane, ...] = tuple(Lane)
+_EDIT_ONLY: tuple[Lane, ...] = (Lane.EDIT,)
+
+
 def _lane_of(lane: Lane | None, low_priority: bool) -> Lane:
     if lane is not None:
         return lane
@@ -222,6 +230,7 @@ class WorkQueue:
         *,
         max_concurrency: int,
         max_per_cluster: int | None = None,
+        reserved_for_edits: int = 0,
         clock: Clock | None = None,
         base_delay: float = 0.005,
         max_delay: float = 1000.0,
@@ -231,8 +240,11 @@ class WorkQueue:
             raise ValueError("max_concurrency must be at least 1")
         if max_per_cluster is not None and max_per_cluster < 1:
             raise ValueError("max_per_cluster must be at least 1")
+        if not 0 <= reserved_for_edits < max_concurrency:
+            raise ValueError("reserved_for_edits must be at least 0 and below max_concurrency")
         self.max_concurrency = max_concurrency
         self.max_per_cluster = max_concurrency if max_per_cluster is None else min(max_per_cluster, max_concurrency)
+        self.reserved_for_edits = reserved_for_edits
         self.clock: Clock = clock if clock is not None else MonotonicClock()
         self.base_delay = base_delay
         self.max_delay = max_delay
@@ -243,6 +255,7 @@ class WorkQueue:
         self._delay_seq = itertools.count()
         self._processing: set[WorkKey] = set()
         self._in_flight_of: dict[str, int] = {}  # cluster -> keys of it in `_processing`
+        self._in_flight_below_edit = 0  # keys in `_processing` taken from a lane below `Lane.EDIT`
         self._held: set[str] = set()  # clusters whose keys are not handed out yet
         self._failures: dict[WorkKey, int] = {}
         self._changed: asyncio.Future[None] | None = None
@@ -376,7 +389,10 @@ class WorkQueue:
 
     def _pop_ready(self) -> tuple[WorkKey, Lane] | None:
         blocked = self._held.union(name for name, count in self._in_flight_of.items() if count >= self.max_per_cluster)
-        for lane in Lane:
+        lanes = _ALL_LANES
+        if self._in_flight_below_edit >= self.max_concurrency - self.reserved_for_edits:
+            lanes = _EDIT_ONLY  # the workers left are kept for edits
+        for lane in lanes:
             key = self._lanes[lane].pop(blocked)
             if key is not None:
                 return key, lane
@@ -388,6 +404,8 @@ class WorkQueue:
         if key not in self._processing:
             return
         self._processing.discard(key)
+        if item.lane != Lane.EDIT:
+            self._in_flight_below_edit -= 1
         count = self._in_flight_of[key.cluster] - 1
         if count:
             self._in_flight_of[key.cluster] = count
@@ -502,6 +520,8 @@ class WorkQueue:
     def _take(self, key: WorkKey, lane: Lane) -> WorkItem:
         entry = self._pending.pop(key)
         self._processing.add(key)
+        if lane != Lane.EDIT:
+            self._in_flight_below_edit += 1
         self._in_flight_of[key.cluster] = self._in_flight_of.get(key.cluster, 0) + 1
         now = self.clock.now()
         return WorkItem(
@@ -570,16 +590,33 @@ def retry_after_of(exc: BaseException, cap: float) -> float:
     return 0.0
 
 
-async def run_workers(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Result | None]], n: int) -> None:
-    """Run `n` workers over `queue` until it is shut down (then returns once in-flight items are done)."""
+StepReport = Callable[[WorkItem, float], None]
+"""Told, once each reconcile ends, its item and its longest synchronous step in seconds (`timed_steps`)."""
+
+
+async def run_workers(
+    queue: WorkQueue,
+    handler: Callable[[WorkItem], Awaitable[Result | None]],
+    n: int,
+    *,
+    on_step: StepReport | None = None,
+    slow: SlowSteps | None = None,
+) -> None:
+    """Run `n` workers over `queue` until it is shut down (then returns once in-flight items are done). With
+    `on_step`, each reconcile's longest synchronous step is reported; with `slow`, steps past its threshold too."""
     if n < 1:
         raise ValueError("n must be at least 1")
     async with asyncio.TaskGroup() as group:
         for _ in range(n):
-            group.create_task(_work(queue, handler))
+            group.create_task(_work(queue, handler, on_step, slow))
 
 
-async def _work(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Result | None]]) -> None:
+async def _work(
+    queue: WorkQueue,
+    handler: Callable[[WorkItem], Awaitable[Result | None]],
+    on_step: StepReport | None = None,
+    slow: SlowSteps | None = None,
+) -> None:
     while True:
         try:
             item = await queue.get()
@@ -588,10 +625,18 @@ async def _work(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Result
         key = item.key  # log lines of this reconcile carry the object (omectl.observability.logs)
         token = bind_log_fields(cluster=key.cluster, kind=key.kind, namespace=key.namespace, name=key.name)
         try:
-            await _handle(queue, handler, item)
+            if on_step is None:
+                await _handle(queue, handler, item)
+            else:
+                report = functools.partial(on_step, item)
+                await timed_steps(_handle(queue, handler, item), report, slow, str(key))
         finally:
             unbind_log_fields(token)
             queue.done(item)
+        # A reconcile with nothing to write never suspends, and `get` returns at once while keys are ready: without
+        # this a worker would run a whole backlog of such reconciles in one step of the loop, /healthz and the
+        # watch streams waiting behind it.
+        await asyncio.sleep(0)
 
 
 async def _handle(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Result | None]], item: WorkItem) -> None:

@@ -1,0 +1,59 @@
+"""The heap is frozen after start and after each cluster's sync: requests close together make one pass, and the
+collector skips what was frozen. Workers are kept for the edit lane: one in eight by default, as many as set."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+
+import pytest
+
+from omectl.controller.runtime.heap import HeapFreezer
+from omectl.controller.runtime.manager import FleetController, default_edit_workers
+from omectl.controller.runtime.registry import WorkKinds
+from omectl.settings import Settings
+
+
+class Node:
+    me: Node | None = None
+
+
+async def test_requests_close_together_make_one_pass_that_freezes_what_is_held_until_thawed() -> None:
+    freezer = HeapFreezer(enabled=True, delay=0.01)
+    held = [{"spec": {"containers": [{"name": f"c{i}"}]}} for i in range(1000)]  # a cache's worth of objects
+    try:
+        freezer.request()
+        freezer.request()  # another cluster synced within the delay: the same pass
+        while freezer.passes == 0:  # noqa: ASYNC110 (the pass is a timer callback: nothing to await)
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert freezer.passes == 1
+        assert gc.get_freeze_count() >= len(held)
+        walked = {id(obj) for obj in gc.get_objects()}  # what a collection walks: the frozen objects are not in it
+        assert gc.is_tracked(held[0]) and id(held[0]) not in walked and id(held[-1]["spec"]) not in walked
+        informer = Node()
+        informer.me = informer  # alive at the freeze, garbage in a cycle later (a removed cluster's informers)
+        gone = weakref.ref(informer)
+        freezer.freeze_now()
+        del informer
+        gc.collect()
+        assert gone() is not None  # frozen: the collector never looks at it
+        freezer.thaw(refreeze=False)  # a cluster removed, or the controller stopped
+        gc.collect()
+        assert gone() is None and gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
+    off = HeapFreezer(enabled=False, delay=0.0)
+    off.request()
+    await asyncio.sleep(0.01)
+    assert off.passes == 0
+
+
+def test_edit_workers_default_to_one_in_eight_and_stay_below_the_concurrency() -> None:
+    assert [default_edit_workers(n) for n in (1, 2, 7, 8, 16, 64)] == [0, 0, 0, 1, 2, 8]
+    assert FleetController(WorkKinds(), resolver=None).queue.reserved_for_edits == 2  # type: ignore[arg-type]
+    assert FleetController(WorkKinds(), None, edit_workers=0).queue.reserved_for_edits == 0  # type: ignore[arg-type]
+    assert Settings(concurrency=4, edit_workers=3).edit_workers == 3
+    with pytest.raises(ValueError, match="edit_workers"):
+        Settings(concurrency=4, edit_workers=4)
