@@ -38,6 +38,7 @@ __all__ = [
     "NAMESPACES",
     "NODES",
     "PERSISTENT_VOLUME_CLAIMS",
+    "PODS",
     "SECRETS",
     "SERVICES",
     "SERVING_RUNTIMES",
@@ -101,6 +102,7 @@ CLUSTER_BASE_MODELS = ResourceRef(_OME, _OME_VERSION, "clusterbasemodels", "Clus
 CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
 EVENTS = ResourceRef("", "v1", "events", "Event", True)
+PODS = ResourceRef("", "v1", "pods", "Pod", True)
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", True)

@@ -337,7 +337,7 @@ MEMBER_RULES = {
         f"{plural}/status.aim.eai.amd.com": {"update"}
         for plural in ("aimservicetemplates", "aimclusterservicetemplates", "aimtemplatecaches")
     },
-    "events": {"create", "patch"},
+    "events": {"create", "patch", "list"},
     "validatingwebhookconfigurations.admissionregistration.k8s.io[omectl-ome-webhooks]": {
         "get",
         "list",

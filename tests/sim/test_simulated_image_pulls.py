@@ -344,6 +344,43 @@ async def test_a_kserve_predictor_naming_a_missing_image_is_not_ready(
     assert (ready["status"], ready["message"]) == ("False", UNAVAILABLE)
 
 
+async def test_a_kserve_predictor_no_node_fits_waits_as_a_pending_pod_until_gpus_free_up(
+    server: EmbeddedAPIServer, raw: RawClient
+) -> None:
+    await create(raw, CRDS, third_party_crd("serving.kserve.io_inferenceservices.yaml"))
+    await settle(server)
+
+    def isvc(name: str, gpus: int) -> dict[str, Any]:
+        limits = {"nvidia.com/gpu": str(gpus)}
+        model = {"modelFormat": {"name": "huggingface"}, "image": GOOD, "resources": {"limits": limits}}
+        return {
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"predictor": {"model": model}},
+        }
+
+    await create(raw, KSERVE, isvc("big", 8))
+    await create(raw, KSERVE, isvc("next", 8))
+    await create(raw, KSERVE, isvc("wait", 8))  # two 8-GPU nodes: the third fits nowhere
+    await settle(server)
+    assert await pods_of(raw, "big") == [] and await pods_of(raw, "next") == []  # running: no pods made
+    (pod,) = await pods_of(raw, "wait")
+    message = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    assert pod["metadata"]["labels"]["serving.kserve.io/inferenceservice"] == "wait"
+    assert (pod["status"]["phase"], pod["spec"].get("nodeName")) == ("Pending", None)
+    scheduled = condition(pod["status"], "PodScheduled")
+    assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == ("False", "Unschedulable", message)
+    events = [e for e in (await raw.get(EVENTS)).body["items"] if e["involvedObject"]["uid"] == pod["metadata"]["uid"]]
+    assert [(e["type"], e["reason"], e["message"]) for e in events] == [("Warning", "FailedScheduling", message)]
+    assert events[0]["source"]["component"] == "default-scheduler"
+
+    assert (await raw.delete(KSERVE + "/big")).status == 200  # its node's GPUs go to the waiting one
+    await settle(server)
+    assert await pods_of(raw, "wait") == []
+    assert condition((await raw.get(KSERVE + "/wait")).body["status"], "Ready")["status"] == "True"
+
+
 @pytest.mark.parametrize(
     ("strategy", "counts"),
     [

@@ -45,7 +45,9 @@ One reconcile of an AIMService:
    (`PathTemplateInvalid`, `GatewayNotConfigured`, `RequestTimeoutInvalid`) leaves an existing HTTPRoute alone and
    creates none; routing disabled deletes the HTTPRoute this service owns.
 5. Status (`omectl.core.aim.status.roll_up`): `status.status`, the conditions (`RuntimeConfigReady`,
-   `InferenceServiceReady`, `HTTPRouteReady` when routing is enabled, `ConfigValid` when it is or was False,
+   `InferenceServiceReady`, `InferenceServicePodsReady` while the InferenceService has predictor pods
+   (`omectl.core.aim.predictor_pods`: `Pending` / `FailedScheduling` for pods the scheduler cannot place),
+   `HTTPRouteReady` when routing is enabled, `ConfigValid` when it is or was False,
    `Ready`; each keeps its `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig` (absent when
    nothing resolved), `routing.path` (absent unless a path rendered), `observedGeneration`. An unchanged status
    sends no write.
@@ -81,6 +83,7 @@ from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, propagate_to_ob
 from omectl.core.aim.legacy.service_caches import CACHE_READY
 from omectl.core.aim.legacy.service_caches import cache_ref as cache_reference
 from omectl.core.aim.meta import AIM_SERVICE_KIND, name_of
+from omectl.core.aim.predictor_pods import INFERENCE_SERVICE_PODS_READY
 from omectl.core.aim.resolution import (
     CONFIG_VALID,
     DEFAULT_MISSING,
@@ -133,6 +136,7 @@ OWN_CONDITIONS: Final = frozenset(
         MODEL_READY,
         TEMPLATE_READY,
         INFERENCE_SERVICE_READY,
+        INFERENCE_SERVICE_PODS_READY,
         CACHE_READY,
         HTTP_ROUTE_READY,
         CONFIG_VALID,
@@ -432,6 +436,7 @@ class AimServiceReconciler:
         if cached is None or cached.inference_service_due:
             isvc = await self._apply_child(cluster, service, rendered_isvc, config)
             components.append(inference_service_component(isvc))
+            await self._pods(cluster, isvc, components)
         if cached is not None:
             components.append(cached.component)
         plan = plan_routing(service, config)
@@ -490,6 +495,7 @@ class AimServiceReconciler:
         live = await self._live(cluster, KSERVE_INFERENCE_SERVICES, meta.get("namespace", ""), meta["name"])
         if live is not None:
             components.append(inference_service_component(live))
+            await self._pods(cluster, live, components)
         plan = plan_routing(service, resolution.config)
         route_component = await self._route(cluster, service, plan, resolution.config)
         if route_component is not None:
@@ -511,6 +517,16 @@ class AimServiceReconciler:
             cluster.record_event(service, "Warning", component.reason, component.message)
 
     # --- children ----------------------------------------------------------------------------------------
+
+    @staticmethod
+    async def _pods(cluster: AimWatch, isvc: Mapping[str, Any] | None, components: list[Component]) -> None:
+        """The `InferenceServicePods` component of the InferenceService's predictor pods, when it has any."""
+        if isvc is None:
+            return
+        meta = isvc.get("metadata") or {}
+        pods = await cluster.predictor_pods.component(str(meta.get("namespace") or ""), str(meta.get("name")))
+        if pods is not None:
+            components.append(pods)
 
     async def _route(
         self, cluster: AimWatch, service: Mapping[str, Any], plan: RoutingPlan, config: Mapping[str, Any]

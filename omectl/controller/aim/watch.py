@@ -40,6 +40,8 @@ and empty, so the OME side of the fleet is unaffected.
   template cache's create, delete, spec or status change queues the services of its namespace whose resolved
   template it caches, and the service that made it (its owner, or its `aim.eai.amd.com/service.name` label), so
   `CacheReady`, the InferenceService waiting for the cache, and a deleted cache made again follow it.
+- The InferenceServices' predictor pods (`predictor_pods.PredictorPods`, a slim cache): a pod's creation, deletion
+  or status change queues the service owning the InferenceService it belongs to (`InferenceServicePodsReady`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from typing import Any, Final
 from omectl.controller.aim.consumers_watch import ConsumerWatch
 from omectl.controller.aim.kind_watch import CONFIG_NAME_INDEX, config_name_index, metadata, self_relevant_change
 from omectl.controller.aim.legacy_watch import MODEL_NAME_INDEX, LegacyWatch, model_name_index
+from omectl.controller.aim.predictor_pods import PredictorPods
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
@@ -178,6 +181,7 @@ class AimWatch(DomainView):
         self.inference_services = self._child_informer(KSERVE_INFERENCE_SERVICES)
         self.http_routes = self._child_informer(HTTP_ROUTES)
         self.claims = self._child_informer(PERSISTENT_VOLUME_CLAIMS)
+        self.predictor_pods = PredictorPods(client, self._predictor_pods_changed)
         self.deleted_services: set[tuple[str, str]] = set()
         """`(namespace, name as a label value)` of the services whose deletion was seen, until one of that name is
         made again: their template caches that are not Ready go too (`legacy_caches.delete_abandoned_cache`)."""
@@ -214,6 +218,7 @@ class AimWatch(DomainView):
             self.inference_services,
             self.http_routes,
             self.claims,
+            self.predictor_pods.informer,
             *self.consumers.informers,
             *self.legacy.informers,
         ]
@@ -451,3 +456,10 @@ class AimWatch(DomainView):
             return
         # a child changes because the controller wrote it: that follows a rollout, it is no user's edit
         self._enqueue(namespace, service, self._trigger(str(obj.get("kind") or ""), obj), Lane.FANOUT)
+
+    def _predictor_pods_changed(self, namespace: str, inference_service: str, pod: Mapping[str, Any]) -> None:
+        isvc = self.inference_services.cache.get(namespace, inference_service)
+        service = owning_service(isvc) if isvc is not None else None
+        if service is None or self.services.cache.get(namespace, service) is None:
+            return
+        self._enqueue(namespace, service, self._trigger("Pod", pod), Lane.FANOUT)

@@ -302,7 +302,10 @@ class WorkloadSimulator:
 
     async def _write_workload_status(self, ref: ObjectRef, obj: dict[str, Any], placement: _Placement) -> None:
         kind = _SCHEDULED[ref[0]]
-        kubelet_message = await self.image_pulls.sync(obj, placement.groups, kind.manager)
+        unplaced = placement.shape.groups - len(placement.groups)
+        kubelet_message = await self.image_pulls.sync(
+            obj, placement.groups, kind.manager, unplaced=unplaced, scheduler_message=placement.message
+        )
         ready = 0 if kubelet_message else len(placement.groups)  # every group runs the same pod templates
         message = " ".join(m for m in (placement.message, kubelet_message) if m)
         status = self._rolling_status(ref, obj, placement, ready) or kind.status(
