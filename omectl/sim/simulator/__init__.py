@@ -47,7 +47,11 @@ What it does, and the contract other code may rely on:
   `0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.` (one `<count> <reason>` per
   reason, sorted, comma-separated; `no nodes available to schedule pods` without nodes), and it appears
   1. in a `v1` Event on the workload: type `Warning`, reason `FailedScheduling`, source/reportingComponent
-     `default-scheduler`, once per distinct message;
+     `default-scheduler`, once per distinct message; for a KServe InferenceService also on a Pod per group not
+     placed, made as for a failed pull (`<name>-predictor-<hash>-<suffix>`, owned by it; none for a predictor
+     naming no image) but bound to no node: phase `Pending`, `PodScheduled` False `Unschedulable` with the
+     message, after its own `FailedScheduling` Event (once per distinct message); deleted once the group is placed
+     (upstream aim-engine reads a service's `FailedScheduling` from this pod);
   2. in the False availability condition's message, after the kind's usual text and one space, followed by
      kubelet's `ImagePullBackOff: ...` (above) when a placed pod cannot pull its image (that alone when every
      group is placed):
