@@ -293,6 +293,7 @@ MEMBER_RULES = {
     "inferenceservices.serving.kserve.io": {"get", "list", "watch", "create", "patch"},
     "persistentvolumeclaims": {"get", "list", "watch", "create", "patch"},
     "httproutes.gateway.networking.k8s.io": {"get", "list", "watch", "create", "patch", "delete"},
+    "horizontalpodautoscalers.autoscaling": {"list", "watch"},
     "aimmodels.aim.eai.amd.com": {
         "get",
         "list",

@@ -381,6 +381,49 @@ async def test_a_kserve_predictor_no_node_fits_waits_as_a_pending_pod_until_gpus
     assert condition((await raw.get(KSERVE + "/wait")).body["status"], "Ready")["status"] == "True"
 
 
+async def test_a_kserve_predictor_autoscaled_by_keda_gets_kedas_hpa_until_it_is_not(
+    server: EmbeddedAPIServer, raw: RawClient
+) -> None:
+    await create(raw, CRDS, third_party_crd("serving.kserve.io_inferenceservices.yaml"))
+    await settle(server)
+    model = {"modelFormat": {"name": "huggingface"}, "image": GOOD, "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    isvc = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {
+            "name": "scaled",
+            "namespace": "default",
+            "labels": {"aim.eai.amd.com/service": "scaled"},
+            "annotations": {"serving.kserve.io/autoscalerClass": "keda"},
+        },
+        "spec": {"predictor": {"model": model, "minReplicas": 2, "maxReplicas": 4}},
+    }
+    await create(raw, KSERVE, isvc)
+    await settle(server)
+    hpas = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+    hpa = (await raw.get(hpas + "/keda-hpa-scaled-predictor")).body
+    assert hpa["metadata"]["labels"]["aim.eai.amd.com/service"] == "scaled", "the InferenceService's labels"
+    assert hpa["metadata"]["labels"]["scaledobject.keda.sh/name"] == "scaled-predictor"
+    assert hpa["metadata"]["ownerReferences"][0]["name"] == "scaled"
+    assert hpa["spec"] == {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "scaled-predictor"},
+        "minReplicas": 2,
+        "maxReplicas": 4,
+    }
+    assert (hpa["status"]["currentReplicas"], hpa["status"]["desiredReplicas"]) == (2, 2)
+    assert condition(hpa["status"], "ScalingActive")["status"] == "True"
+    assert condition(hpa["status"], "AbleToScale")["status"] == "True"
+
+    # a fixed count, as omectl renders it: the class and the bounds change together (a spec change)
+    body = {
+        "metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "none"}},
+        "spec": {"predictor": {"minReplicas": 1, "maxReplicas": 1}},
+    }
+    assert (await raw.patch(KSERVE + "/scaled", body, content_type=MERGE)).status == 200
+    await settle(server)
+    assert (await raw.get(hpas + "/keda-hpa-scaled-predictor")).status == 404
+
+
 @pytest.mark.parametrize(
     ("strategy", "counts"),
     [
