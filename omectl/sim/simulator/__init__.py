@@ -68,6 +68,9 @@ What it does, and the contract other code may rely on:
      - KServe InferenceService `PredictorReady` and `Ready`: True, or False `MinimumReplicasUnavailable`
        `Deployment does not have minimum availability. <message>`; `url` and `address.url`
        `http://<name>.<namespace>.svc.cluster.local`, `observedGeneration`.
+- **KEDA.** A KServe InferenceService annotated `serving.kserve.io/autoscalerClass: keda` gets the `autoscaling/v2`
+  HorizontalPodAutoscaler KEDA makes for its predictor, `keda-hpa-<name>-predictor` (`.keda`: its labels and KEDA's,
+  owned by it, the predictor's bounds, its status as when metrics flow); deleted when it is no longer so autoscaled.
 - **Jobs** finish at once (unless `spec.suspend`): `startTime`, `completionTime`, `succeeded` (completions,
   default 1), conditions `SuccessCriteriaMet` and `Complete` True `CompletionsReached`, `active`/`ready`/
   `terminating` 0. With annotation `sim.omectl.io/result: Failed`, or a container whose env sets
