@@ -1,5 +1,6 @@
 """The simulated registry: a pod whose image it lacks waits in ImagePullBackOff, as kubelet reports it, and its
-workload stays unavailable saying why; every other image is pulled."""
+workload stays unavailable saying why; every other image is pulled. Also the other pods the simulator makes and the
+objects beside them: a KServe predictor's pod no node fits (Pending, the scheduler's Event), and KEDA's HPA."""
 
 from __future__ import annotations
 
