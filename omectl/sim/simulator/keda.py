@@ -5,7 +5,7 @@ the HorizontalPodAutoscaler KEDA makes from the ScaledObject KServe makes for it
 The HPA is `autoscaling/v2`, named as KEDA names it, `keda-hpa-<name>-predictor`, in the InferenceService's
 namespace, owned by it (KEDA's is owned by the ScaledObject, which the InferenceService owns), with its labels (KServe
 copies them onto the ScaledObject, KEDA onto the HPA) and KEDA's own; spec: `scaleTargetRef` the predictor's
-Deployment `<name>-predictor`, the predictor's `minReplicas` (default 1) and `maxReplicas` (default its minimum);
+Deployment `<name>-predictor`, the predictor's `minReplicas` (at least 1) and `maxReplicas` (default the minimum);
 no metrics (KEDA's are external metrics the simulator does not serve). Its status, as the HPA controller writes it
 once metrics flow: `currentReplicas` the replicas placed, `desiredReplicas` the minimum, `AbleToScale` True
 `ReadyForNewScale`, `ScalingActive` True `ValidMetricFound`, `ScalingLimited` False `DesiredWithinRange`. An
@@ -36,7 +36,7 @@ def hpa_name(isvc: Mapping[str, Any]) -> str:
 def bounds(isvc: Mapping[str, Any]) -> tuple[int, int]:
     predictor = as_mapping(as_mapping(isvc.get("spec")).get("predictor"))
     low = predictor.get("minReplicas")
-    minimum = low if type(low) is int and low >= 0 else 1
+    minimum = low if type(low) is int and low >= 1 else 1  # KEDA scales to zero itself: its HPA's floor is 1
     high = predictor.get("maxReplicas")
     return minimum, high if type(high) is int and high > 0 else max(minimum, 1)
 
