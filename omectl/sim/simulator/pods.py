@@ -247,7 +247,8 @@ def _spec(template: Mapping[str, Any]) -> dict[str, Any]:
 
 def _predictor_pod(predictor: Mapping[str, Any]) -> dict[str, Any]:
     """A KServe predictor's pod: its `containers`, with the model's container first when the predictor names its
-    image (otherwise the serving runtime picks the image, which the simulator does not know)."""
+    image (otherwise the serving runtime picks the image, which the simulator does not know), and its pod-level
+    fields (volumes, scheduling, pull secrets, service account)."""
     containers: list[Any] = [c for c in predictor.get("containers") or [] if isinstance(c, Mapping)]
     model = as_mapping(predictor.get("model"))
     if model.get("image"):
@@ -256,8 +257,11 @@ def _predictor_pod(predictor: Mapping[str, Any]) -> dict[str, Any]:
             model_container["resources"] = model["resources"]
         containers.insert(0, model_container)
     pod: dict[str, Any] = {"containers": containers}
-    if predictor.get("nodeSelector"):
-        pod["nodeSelector"] = predictor["nodeSelector"]
+    # the pod-level fields of the predictor's PodSpec a pod needs to be valid as KServe makes it (its volumes, which
+    # the containers mount) or to be placed
+    for key in ("volumes", "nodeSelector", "affinity", "tolerations", "imagePullSecrets", "serviceAccountName"):
+        if predictor.get(key):
+            pod[key] = predictor[key]
     return pod
 
 
