@@ -10,8 +10,8 @@ both are in-process. Here `RemoteClusterAPI` gives it the same small surface ove
 - `create` is a POST; `_write_update(produce)` reads the live object, lets `produce` change it and PUTs it
   (to `/status` for status), again on a 409 conflict, as the in-process write path retries.
 
-So the same code marks Deployments, LeaderWorkerSets, KServe InferenceServices, Jobs and PVCs ready and
-registers the simulated GPU nodes on a real kube-apiserver, where no kubelet or controller-manager runs.
+So the same code marks Deployments, LeaderWorkerSets, KServe InferenceServices, Jobs and PVCs ready, makes KEDA's
+HPAs, and registers the simulated GPU nodes on a real kube-apiserver, where no kubelet or controller-manager runs.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from omectl.sim.apiserver.store import WatchEvent
 from omectl.sim.simulator import SimulatorConfig, WorkloadSimulator
 from omectl.sim.simulator.cluster import (
     AIM_ARTIFACTS,
+    AUTOSCALERS,
     CLAIMS,
     CONFIG_MAPS,
     DEPLOYMENTS,
@@ -61,6 +62,7 @@ _BUILTIN: dict[StorageKey, tuple[str, str, bool]] = {
     DEPLOYMENTS: ("v1", "Deployment", True),
     JOBS: ("v1", "Job", True),
     CONFIG_MAPS: ("v1", "ConfigMap", True),
+    AUTOSCALERS: ("v2", "HorizontalPodAutoscaler", True),  # KEDA's, for autoscaled KServe InferenceServices
 }
 _WRITE_ONLY: dict[StorageKey, tuple[str, str, bool]] = {EVENTS: ("v1", "Event", True)}
 _CRD_KINDS: frozenset[StorageKey] = frozenset(

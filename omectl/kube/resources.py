@@ -29,6 +29,7 @@ __all__ = [
     "DEPLOYMENTS",
     "EVENTS",
     "FLEET_RUNTIMES",
+    "HORIZONTAL_POD_AUTOSCALERS",
     "HTTP_ROUTES",
     "INFERENCE_SERVICES",
     "JOBS",
@@ -102,6 +103,7 @@ CLUSTER_BASE_MODELS = ResourceRef(_OME, _OME_VERSION, "clusterbasemodels", "Clus
 CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
 EVENTS = ResourceRef("", "v1", "events", "Event", True)
+PODS = ResourceRef("", "v1", "pods", "Pod", True)
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", True)
@@ -124,6 +126,9 @@ AIM_CLUSTER_RUNTIME_CONFIGS = ResourceRef(
 KSERVE_INFERENCE_SERVICES = ResourceRef("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService", True)
 HTTP_ROUTES = ResourceRef("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True)
 PERSISTENT_VOLUME_CLAIMS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
+HORIZONTAL_POD_AUTOSCALERS = ResourceRef(
+    "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True
+)
 
 # The AIM v1alpha2 kinds besides AIMService (docs/aim-resources.md) and the Jobs they run (controller/aim/consumers.py).
 _AIM = "aim.eai.amd.com"

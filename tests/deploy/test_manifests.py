@@ -293,6 +293,7 @@ MEMBER_RULES = {
     "inferenceservices.serving.kserve.io": {"get", "list", "watch", "create", "patch"},
     "persistentvolumeclaims": {"get", "list", "watch", "create", "patch"},
     "httproutes.gateway.networking.k8s.io": {"get", "list", "watch", "create", "patch", "delete"},
+    "horizontalpodautoscalers.autoscaling": {"list", "watch"},
     "aimmodels.aim.eai.amd.com": {
         "get",
         "list",
@@ -337,7 +338,7 @@ MEMBER_RULES = {
         f"{plural}/status.aim.eai.amd.com": {"update"}
         for plural in ("aimservicetemplates", "aimclusterservicetemplates", "aimtemplatecaches")
     },
-    "events": {"create", "patch"},
+    "events": {"create", "patch", "list"},
     "validatingwebhookconfigurations.admissionregistration.k8s.io[omectl-ome-webhooks]": {
         "get",
         "list",

@@ -47,6 +47,9 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   check-size Job, its download failing with upstream's reasons, its progress and verification followed, a hung
   download killed. The simulated downloader plays upstream's image (`omectl.sim.simulator.downloader`) against
   `SOURCES`, which stands in for the scenarios' HuggingFace, MinIO and Longhorn, its durations `TIME_SCALE` of theirs.
+- aimservice/gpu/pending-resources, with them: a custom model asking for 20 GPUs (a node has 8) is `Pending` with
+  `InferenceServicePodsReady` False / `FailedScheduling` (the scheduler's message), read from its predictor pod
+  that the simulated scheduler leaves Pending, with its FailedScheduling Event.
 """
 
 from __future__ import annotations
@@ -1197,9 +1200,10 @@ class Snapshot:
         assert route["spec"]["parentRefs"] == [{"name": "kserve-ingress-gateway", "namespace": "kgateway-system"}]
 
 
-def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_templates_say(env: Env) -> None:
+def test_upstreams_gpu_scenarios_serve_what_their_templates_say_and_a_service_no_node_fits_is_pending(env: Env) -> None:
     """Ported: aimservice/gpu/custom-model, gpu/custom-model-env-propagation, gpu/custom-model-s3 (its MinIO
-    Deployment and Jobs run by the simulated cluster) and gpu/profile-id-propagation, each in its namespace, at once;
+    Deployment and Jobs run by the simulated cluster), gpu/profile-id-propagation and gpu/pending-resources, each in
+    its namespace, at once;
     the GPU environment's secrets (hf-token, ghcr-regcred) and gateway made here. What upstream asserts on the
     inference Pod is asserted on the InferenceService's predictor container, which the Pod is made from (the
     simulated cluster makes no pods for it); the HTTP checks (gpu/_shared/validate-http.sh) are not ported, the
@@ -1207,7 +1211,8 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
     it (`sized_by_check_size`)."""
     custom_ns, env_ns, profile_ns = "gpu-custom-model", "gpu-custom-model-env", "gpu-profile-id"
     s3_ns, s3, scenarios = "gpu-custom-model-s3", GPU / "custom-model-s3", GPU / "custom-model-env-propagation"
-    spaces = {custom_ns, env_ns, profile_ns, s3_ns}
+    pending_ns = "gpu-pending-resources"
+    spaces = {custom_ns, env_ns, profile_ns, s3_ns, pending_ns}
     documents = [namespace(ns) for ns in (*sorted(spaces), GATEWAY["metadata"]["namespace"])]
     documents += [GATEWAY, secret("hf-token", profile_ns, **{"hf-token": "hf_simulated"})]
     documents += [secret("ghcr-regcred", ns, **{".dockerconfigjson": "{}"}) for ns in (custom_ns, env_ns, s3_ns)]
@@ -1221,6 +1226,8 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
         in_namespace(scenarios / "model.yaml", env_ns),
         in_namespace(GPU / "profile-id-propagation" / "runtime-config.yaml", profile_ns),
         in_namespace(GPU / "profile-id-propagation" / "service.yaml", profile_ns),
+        # pending-resources: Create service with unschedulable GPU resources (20 GPUs; a node has 8)
+        in_namespace(GPU / "pending-resources" / "service.yaml", pending_ns),
     ]
     env.apply(*documents)
     name, env_model, s3_model = "test-gpu-custom-model", "test-env-propagation-model", "test-gpu-s3-model"
@@ -1278,6 +1285,7 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
     # custom-model-s3: Verify artifact is created for service (its S3 source names no size either: its check-size
     # Job finds it); the source's env (MinIO's endpoint and credentials) reaches the artifact
     sized_by_check_size(env, s3_ns)
+    sized_by_check_size(env, pending_ns)  # its Dedicated cache's artifact, as custom-model's
 
     services = {custom_ns: name, env_ns: "test-env-propagation", profile_ns: "test-gpu-profile-id"}
     services[s3_ns] = "test-gpu-s3-service"
@@ -1328,6 +1336,30 @@ def test_upstreams_gpu_custom_model_and_profile_id_scenarios_serve_what_their_te
     assert variables["AIM_PROFILE_ID"] == "vllm-mi300x-fp16-tp1-latency"
     assert variables["HF_TOKEN"] == {"secretKeyRef": {"name": "hf-token", "key": "hf-token"}}
     snap.routed("test-gpu-profile-id", profile_ns, "gpu-profile-id")
+
+    # pending-resources: Verify pod is pending due to insufficient resources
+    pending = "test-pending-resources"
+
+    def pods_pending() -> dict[str, Any] | None:
+        status = env.service(pending, pending_ns).get("status") or {}
+        pods = conditions(status).get("InferenceServicePodsReady") or {}
+        return status if (status.get("status"), pods.get("reason")) == ("Pending", "FailedScheduling") else None
+
+    status = until(pods_pending, "the service Pending, its pods FailedScheduling")
+    pods = conditions(status)["InferenceServicePodsReady"]
+    scheduler = "0/4 nodes are available: 4 Insufficient amd.com/gpu."
+    assert (pods["status"], pods["message"]) == ("False", scheduler)
+    assert conditions(status)["Ready"]["reason"] == "Progressing"
+    # the predictor pod the condition was read from, unscheduled, and the scheduler's Event on it
+    (pod,) = json.loads(env.k("get", "pods", "-n", pending_ns, "-o", "json"))["items"]
+    assert pod["metadata"]["labels"]["serving.kserve.io/inferenceservice"] == pending
+    assert (pod["status"]["phase"], pod["spec"].get("nodeName")) == ("Pending", None)
+    (event,) = env.events(pending_ns, pod["metadata"]["name"], "FailedScheduling")
+    assert (event["type"], event["message"], event["source"]["component"]) == (
+        "Warning",
+        scheduler,
+        "default-scheduler",
+    )
 
 
 # --- AIMArtifact: upstream's aimartifact scenarios ---------------------------------------------------------------

@@ -487,8 +487,9 @@ def test_upstreams_autoscaling_update_scenario_moves_the_bounds_and_a_fixed_coun
     env: Env,
 ) -> None:
     """Ported: aimservice/common/autoscaling-update (1-3, then 2-5), then the service rewritten with `replicas: 3`
-    alone (aimservice/common/replicas' service): the InferenceService follows each edit; `status.runtime` is upstream's
-    count without an autoscaler (the simulated fleet runs no KEDA, so no HPA: docs/aim-versions.md)."""
+    alone (aimservice/common/replicas' service): the InferenceService follows each edit; `status.runtime` is read from
+    KEDA's HPA (the simulated cluster plays KEDA's part) as upstream reads it, `HPAReady` True, and once the
+    autoscaler is off the HPA goes and `status.runtime` is the fixed count."""
     base = "tests/e2e/aimservice/common/autoscaling-update"
     doc = upstream(f"{base}/service.yaml")
     frozen_model_and_template(env, doc["spec"]["model"]["name"])
@@ -504,18 +505,17 @@ def test_upstreams_autoscaling_update_scenario_moves_the_bounds_and_a_fixed_coun
     until(lambda: bounds() == (1, 3, "keda"), "the InferenceService autoscaled 1-3")
     apply_upstream_service(env, f"{base}/service-updated.yaml")
     until(lambda: bounds() == (2, 5, "keda"), "the InferenceService autoscaled 2-5 after the edit")
-    generation = get(env, "aimservices", V1, name, NS)["metadata"]["generation"]
+    # upstream: Verify service status reflects updated replicas (Running, runtime min 2, max 5)
+    runtime = {"currentReplicas": 2, "desiredReplicas": 2, "minReplicas": 2, "maxReplicas": 5, "replicas": "2/2 (2-5)"}
     status = until(
-        lambda: (s := get(env, "aimservices", V1, name, NS)["status"]).get("observedGeneration") == generation and s,
-        "the edit's status",
+        lambda: (s := get(env, "aimservices", V1, name, NS)["status"]).get("runtime") == runtime and s,
+        "status.runtime read from KEDA's HPA after the edit",
     )
-    assert status["runtime"] == {
-        "currentReplicas": 2,
-        "desiredReplicas": 2,
-        "minReplicas": 2,
-        "maxReplicas": 2,
-        "replicas": "2",
-    }
+    assert status["status"] == "Running"
+    hpa = next(c for c in status["conditions"] if c["type"] == "HPAReady")
+    assert (hpa["status"], hpa["reason"]) == ("True", "HPAOperational")
+    autoscaler = env.get("horizontalpodautoscalers", f"keda-hpa-{name}-predictor", NS) or {}
+    assert (autoscaler["spec"]["minReplicas"], autoscaler["spec"]["maxReplicas"]) == (2, 5)
     fixed = {**doc, "spec": {"model": doc["spec"]["model"], "replicas": 3}}
     env.k("apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(fixed))  # drops the autoscaling fields
     until(lambda: bounds() == (3, 3, "none"), "a fixed count of 3, the autoscaler off")
@@ -524,6 +524,9 @@ def test_upstreams_autoscaling_update_scenario_moves_the_bounds_and_a_fixed_coun
         lambda: get(env, "aimservices", V1, name, NS)["status"]["runtime"].get("replicas") == "3",
         "status.runtime counts 3",
     )
+    assert env.get("horizontalpodautoscalers", f"keda-hpa-{name}-predictor", NS) is None, "KEDA's HPA gone"
+    conditions = get(env, "aimservices", V1, name, NS)["status"]["conditions"]
+    assert "HPAReady" not in {c["type"] for c in conditions}
 
 
 def test_upstreams_inline_custom_model_is_kept_in_the_annotation_and_its_model_is_made(env: Env) -> None:

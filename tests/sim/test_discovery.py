@@ -122,6 +122,7 @@ def test_group_versions_put_preferred_first_and_leave_core_out(types: list[Resou
     assert list(groups) == [
         "apps",
         "events.k8s.io",
+        "autoscaling",
         "batch",
         "policy",
         "rbac.authorization.k8s.io",

@@ -1,5 +1,6 @@
 """The simulated registry: a pod whose image it lacks waits in ImagePullBackOff, as kubelet reports it, and its
-workload stays unavailable saying why; every other image is pulled."""
+workload stays unavailable saying why; every other image is pulled. Also the other pods the simulator makes and the
+objects beside them: a KServe predictor's pod no node fits (Pending, the scheduler's Event), and KEDA's HPA."""
 
 from __future__ import annotations
 
@@ -342,6 +343,86 @@ async def test_a_kserve_predictor_naming_a_missing_image_is_not_ready(
     assert pod["status"]["containerStatuses"][0]["name"] == "kserve-container"
     ready = condition((await raw.get(KSERVE + "/chat")).body["status"], "Ready")
     assert (ready["status"], ready["message"]) == ("False", UNAVAILABLE)
+
+
+async def test_a_kserve_predictor_no_node_fits_waits_as_a_pending_pod_until_gpus_free_up(
+    server: EmbeddedAPIServer, raw: RawClient
+) -> None:
+    await create(raw, CRDS, third_party_crd("serving.kserve.io_inferenceservices.yaml"))
+    await settle(server)
+
+    def isvc(name: str, gpus: int) -> dict[str, Any]:
+        limits = {"nvidia.com/gpu": str(gpus)}
+        model = {"modelFormat": {"name": "huggingface"}, "image": GOOD, "resources": {"limits": limits}}
+        return {
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"predictor": {"model": model}},
+        }
+
+    await create(raw, KSERVE, isvc("big", 8))
+    await create(raw, KSERVE, isvc("next", 8))
+    await create(raw, KSERVE, isvc("wait", 8))  # two 8-GPU nodes: the third fits nowhere
+    await settle(server)
+    assert await pods_of(raw, "big") == [] and await pods_of(raw, "next") == []  # running: no pods made
+    (pod,) = await pods_of(raw, "wait")
+    message = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    assert pod["metadata"]["labels"]["serving.kserve.io/inferenceservice"] == "wait"
+    assert (pod["status"]["phase"], pod["spec"].get("nodeName")) == ("Pending", None)
+    scheduled = condition(pod["status"], "PodScheduled")
+    assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == ("False", "Unschedulable", message)
+    events = [e for e in (await raw.get(EVENTS)).body["items"] if e["involvedObject"]["uid"] == pod["metadata"]["uid"]]
+    assert [(e["type"], e["reason"], e["message"]) for e in events] == [("Warning", "FailedScheduling", message)]
+    assert events[0]["source"]["component"] == "default-scheduler"
+
+    assert (await raw.delete(KSERVE + "/big")).status == 200  # its node's GPUs go to the waiting one
+    await settle(server)
+    assert await pods_of(raw, "wait") == []
+    assert condition((await raw.get(KSERVE + "/wait")).body["status"], "Ready")["status"] == "True"
+
+
+async def test_a_kserve_predictor_autoscaled_by_keda_gets_kedas_hpa_until_it_is_not(
+    server: EmbeddedAPIServer, raw: RawClient
+) -> None:
+    await create(raw, CRDS, third_party_crd("serving.kserve.io_inferenceservices.yaml"))
+    await settle(server)
+    model = {"modelFormat": {"name": "huggingface"}, "image": GOOD, "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    isvc = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {
+            "name": "scaled",
+            "namespace": "default",
+            "labels": {"aim.eai.amd.com/service": "scaled"},
+            "annotations": {"serving.kserve.io/autoscalerClass": "keda"},
+        },
+        "spec": {"predictor": {"model": model, "minReplicas": 2, "maxReplicas": 4}},
+    }
+    await create(raw, KSERVE, isvc)
+    await settle(server)
+    hpas = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+    hpa = (await raw.get(hpas + "/keda-hpa-scaled-predictor")).body
+    assert hpa["metadata"]["labels"]["aim.eai.amd.com/service"] == "scaled", "the InferenceService's labels"
+    assert hpa["metadata"]["labels"]["scaledobject.keda.sh/name"] == "scaled-predictor"
+    assert hpa["metadata"]["ownerReferences"][0]["name"] == "scaled"
+    assert hpa["spec"] == {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "scaled-predictor"},
+        "minReplicas": 2,
+        "maxReplicas": 4,
+    }
+    assert (hpa["status"]["currentReplicas"], hpa["status"]["desiredReplicas"]) == (2, 2)
+    assert condition(hpa["status"], "ScalingActive")["status"] == "True"
+    assert condition(hpa["status"], "AbleToScale")["status"] == "True"
+
+    # a fixed count, as omectl renders it: the class and the bounds change together (a spec change)
+    body = {
+        "metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "none"}},
+        "spec": {"predictor": {"minReplicas": 1, "maxReplicas": 1}},
+    }
+    assert (await raw.patch(KSERVE + "/scaled", body, content_type=MERGE)).status == 200
+    await settle(server)
+    assert (await raw.get(hpas + "/keda-hpa-scaled-predictor")).status == 404
 
 
 @pytest.mark.parametrize(

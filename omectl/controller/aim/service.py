@@ -45,10 +45,13 @@ One reconcile of an AIMService:
    (`PathTemplateInvalid`, `GatewayNotConfigured`, `RequestTimeoutInvalid`) leaves an existing HTTPRoute alone and
    creates none; routing disabled deletes the HTTPRoute this service owns.
 5. Status (`omectl.core.aim.status.roll_up`): `status.status`, the conditions (`RuntimeConfigReady`,
-   `InferenceServiceReady`, `HTTPRouteReady` when routing is enabled, `ConfigValid` when it is or was False,
-   `Ready`; each keeps its `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig` (absent when
-   nothing resolved), `routing.path` (absent unless a path rendered), `observedGeneration`. An unchanged status
-   sends no write.
+   `InferenceServiceReady`, `InferenceServicePodsReady` while the InferenceService has predictor pods
+   (`omectl.core.aim.predictor_pods`: `Pending` / `FailedScheduling` for pods the scheduler cannot place),
+   `HTTPRouteReady` when routing is enabled, `HPAReady` for an autoscaled service (KEDA's HPA, upstream's
+   `core.aim.autoscaling.hpa_component`), `ConfigValid` when it is or was False, `Ready`; each keeps its
+   `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig` (absent when nothing resolved),
+   `runtime` (from KEDA's HPA `keda-hpa-<name>-predictor` when there is one), `routing.path` (absent unless a path
+   rendered), `observedGeneration`. An unchanged status sends no write.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ from omectl.controller.runtime.queue import RetryLater
 from omectl.controller.runtime.view import ClusterView
 from omectl.core.aim import custom_models
 from omectl.core.aim.artifacts import mount_artifacts
-from omectl.core.aim.autoscaling import runtime_status
+from omectl.core.aim.autoscaling import HPA_READY, hpa_component, keda_hpa_name, runtime_status
 from omectl.core.aim.caches import render_profile_cache
 from omectl.core.aim.image_models import (
     creating_component,
@@ -81,6 +84,7 @@ from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, propagate_to_ob
 from omectl.core.aim.legacy.service_caches import CACHE_READY
 from omectl.core.aim.legacy.service_caches import cache_ref as cache_reference
 from omectl.core.aim.meta import AIM_SERVICE_KIND, name_of
+from omectl.core.aim.predictor_pods import INFERENCE_SERVICE_PODS_READY
 from omectl.core.aim.resolution import (
     CONFIG_VALID,
     DEFAULT_MISSING,
@@ -133,7 +137,9 @@ OWN_CONDITIONS: Final = frozenset(
         MODEL_READY,
         TEMPLATE_READY,
         INFERENCE_SERVICE_READY,
+        INFERENCE_SERVICE_PODS_READY,
         CACHE_READY,
+        HPA_READY,
         HTTP_ROUTE_READY,
         CONFIG_VALID,
         READY,
@@ -179,8 +185,10 @@ def desired_status(
     resolved_template: Mapping[str, Any] | None = None,
     resolved_model: Mapping[str, Any] | None = None,
     cache_ref: Mapping[str, Any] | None = None,
+    hpa: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """The AIMService's status for this outcome, or None when the live status already says it."""
+    """The AIMService's status for this outcome, or None when the live status already says it (`hpa`: KEDA's, for
+    `status.runtime`)."""
     status = dict(live.get("status") or {})
     conditions = status.get("conditions")
     previous: list[Any] = conditions if isinstance(conditions, list) else []
@@ -217,7 +225,7 @@ def desired_status(
         desired["routing"] = routing
     else:
         desired.pop("routing", None)
-    desired["runtime"] = runtime_status(live)
+    desired["runtime"] = runtime_status(live, hpa)
     return None if desired == status else desired
 
 
@@ -429,15 +437,18 @@ class AimServiceReconciler:
         rendered_isvc = mount_artifacts(rendered, artifacts)
         if cached is not None:
             rendered_isvc = cached.mounted(rendered_isvc)
+        isvc: Mapping[str, Any] | None = None
         if cached is None or cached.inference_service_due:
             isvc = await self._apply_child(cluster, service, rendered_isvc, config)
             components.append(inference_service_component(isvc))
+            await self._pods(cluster, isvc, components)
         if cached is not None:
             components.append(cached.component)
         plan = plan_routing(service, config)
         route_component = await self._route(cluster, service, plan, config)
         if route_component is not None:
             components.append(route_component)
+        self._scaling(cluster, service, isvc, components)
         rolled = roll_up(components, config_error=config_error, previous_conditions=previous)
         path = plan.path if plan.route is not None else None
         cache_ref = cache_reference(cached.cache) if cached is not None else None
@@ -490,10 +501,12 @@ class AimServiceReconciler:
         live = await self._live(cluster, KSERVE_INFERENCE_SERVICES, meta.get("namespace", ""), meta["name"])
         if live is not None:
             components.append(inference_service_component(live))
+            await self._pods(cluster, live, components)
         plan = plan_routing(service, resolution.config)
         route_component = await self._route(cluster, service, plan, resolution.config)
         if route_component is not None:
             components.append(route_component)
+        self._scaling(cluster, service, live, components)
         rolled = roll_up(components, previous_conditions=previous)
         path = plan.path if plan.route is not None else None
         await self._write_status(cluster, service, rolled, resolution, path, resolved_template, resolved_model)
@@ -511,6 +524,36 @@ class AimServiceReconciler:
             cluster.record_event(service, "Warning", component.reason, component.message)
 
     # --- children ----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _autoscaler(cluster: AimWatch, service: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """KEDA's HPA of the service's InferenceService (named after the service), from the cache."""
+        meta = service["metadata"]
+        return cluster.autoscalers.cache.get(meta.get("namespace") or "", keda_hpa_name(meta["name"]))
+
+    def _scaling(
+        self,
+        cluster: AimWatch,
+        service: Mapping[str, Any],
+        isvc: Mapping[str, Any] | None,
+        components: list[Component],
+    ) -> None:
+        """Upstream's `HPA` component of an autoscaled service (`HPAReady`)."""
+        serving = inference_service_component(isvc).state == "Ready" if isvc is not None else False
+        hpa = self._autoscaler(cluster, service) if isvc is not None else None
+        component = hpa_component(service, hpa, serving)
+        if component is not None:
+            components.append(component)
+
+    @staticmethod
+    async def _pods(cluster: AimWatch, isvc: Mapping[str, Any] | None, components: list[Component]) -> None:
+        """The `InferenceServicePods` component of the InferenceService's predictor pods, when it has any."""
+        if isvc is None:
+            return
+        meta = isvc.get("metadata") or {}
+        pods = await cluster.predictor_pods.component(str(meta.get("namespace") or ""), str(meta.get("name")))
+        if pods is not None:
+            components.append(pods)
 
     async def _route(
         self, cluster: AimWatch, service: Mapping[str, Any], plan: RoutingPlan, config: Mapping[str, Any]
@@ -572,15 +615,16 @@ class AimServiceReconciler:
         cache_ref: Mapping[str, Any] | None = None,
     ) -> None:
         refs = (resolved_template, resolved_model, cache_ref)
-        if desired_status(service, rolled, resolution, path, *refs) is None:  # against the cache first
-            return
         meta = service["metadata"]
+        hpa = self._autoscaler(cluster, service)
+        if desired_status(service, rolled, resolution, path, *refs, hpa) is None:  # against the cache first
+            return
         await write_status(
             cluster.client,
             AIM_SERVICES,
             meta.get("namespace") or None,
             meta["name"],
-            lambda live: desired_status(live, rolled, resolution, path, *refs),
+            lambda live: desired_status(live, rolled, resolution, path, *refs, hpa),
             field_manager=FIELD_MANAGER,
             cached=service,
         )

@@ -40,6 +40,11 @@ and empty, so the OME side of the fleet is unaffected.
   template cache's create, delete, spec or status change queues the services of its namespace whose resolved
   template it caches, and the service that made it (its owner, or its `aim.eai.amd.com/service.name` label), so
   `CacheReady`, the InferenceService waiting for the cache, and a deleted cache made again follow it.
+- KEDA's HorizontalPodAutoscalers of the services' InferenceServices (`keda-hpa-<name>-predictor`, labelled
+  `aim.eai.amd.com/service` as the InferenceService is; a slim cache: `slim_autoscaler`): a create, delete, spec or
+  status change queues the service (`status.runtime`, `HPAReady`).
+- The InferenceServices' predictor pods (`predictor_pods.PredictorPods`, a slim cache): a pod's creation, deletion
+  or status change queues the service owning the InferenceService it belongs to (`InferenceServicePodsReady`).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from typing import Any, Final
 from omectl.controller.aim.consumers_watch import ConsumerWatch
 from omectl.controller.aim.kind_watch import CONFIG_NAME_INDEX, config_name_index, metadata, self_relevant_change
 from omectl.controller.aim.legacy_watch import MODEL_NAME_INDEX, LegacyWatch, model_name_index
+from omectl.controller.aim.predictor_pods import PredictorPods
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane, WorkKey
 from omectl.controller.runtime.view import ClusterView, DomainView
@@ -68,12 +74,13 @@ from omectl.kube.resources import (
     AIM_CLUSTER_RUNTIME_CONFIGS,
     AIM_RUNTIME_CONFIGS,
     AIM_SERVICES,
+    HORIZONTAL_POD_AUTOSCALERS,
     HTTP_ROUTES,
     KSERVE_INFERENCE_SERVICES,
     PERSISTENT_VOLUME_CLAIMS,
     ResourceRef,
 )
-from omectl.kube.transforms import metadata_and_status
+from omectl.kube.transforms import condition_fields, metadata_and_status, rendered_object
 from omectl.tracing.spans import object_event_context
 
 AIM_SERVICE_KEY: Final = "aim.eai.amd.com/AIMService"
@@ -141,6 +148,25 @@ def service_template_index(obj: dict[str, Any]) -> list[str]:
     return [name] if name is not None else []
 
 
+def _autoscaler_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    kept = condition_fields(status, ("AbleToScale", "ScalingActive"))
+    kept.pop("observedGeneration", None)
+    kept.update({key: status[key] for key in ("currentReplicas", "desiredReplicas") if key in status})
+    return kept
+
+
+_AUTOSCALER_IDENTITY = rendered_object(labels=(SERVICE_LABEL,), annotations=(), status=_autoscaler_status)
+
+
+def slim_autoscaler(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the cache keeps of KEDA's HPA: its identity, the service label, `spec.minReplicas` and `maxReplicas`, and
+    its status's current and desired replicas and `AbleToScale` / `ScalingActive` conditions."""
+    kept = _AUTOSCALER_IDENTITY(obj)
+    spec = obj.get("spec") or {}
+    kept["spec"] = {key: spec[key] for key in ("minReplicas", "maxReplicas") if key in spec}
+    return kept
+
+
 def owning_service(child: Mapping[str, Any]) -> str | None:
     """The AIMService a child belongs to: its controller owner reference, else its `aim.eai.amd.com/service` label."""
     meta = metadata(child)
@@ -178,6 +204,15 @@ class AimWatch(DomainView):
         self.inference_services = self._child_informer(KSERVE_INFERENCE_SERVICES)
         self.http_routes = self._child_informer(HTTP_ROUTES)
         self.claims = self._child_informer(PERSISTENT_VOLUME_CLAIMS)
+        self.predictor_pods = PredictorPods(client, self._predictor_pods_changed)
+        self.autoscalers = Informer(
+            client,
+            HORIZONTAL_POD_AUTOSCALERS,
+            label_selector=SERVICE_LABEL,
+            handlers=[self._autoscaler_handler],
+            optional=True,
+            transform=slim_autoscaler,
+        )
         self.deleted_services: set[tuple[str, str]] = set()
         """`(namespace, name as a label value)` of the services whose deletion was seen, until one of that name is
         made again: their template caches that are not Ready go too (`legacy_caches.delete_abandoned_cache`)."""
@@ -214,6 +249,8 @@ class AimWatch(DomainView):
             self.inference_services,
             self.http_routes,
             self.claims,
+            self.predictor_pods.informer,
+            self.autoscalers,
             *self.consumers.informers,
             *self.legacy.informers,
         ]
@@ -451,3 +488,23 @@ class AimWatch(DomainView):
             return
         # a child changes because the controller wrote it: that follows a rollout, it is no user's edit
         self._enqueue(namespace, service, self._trigger(str(obj.get("kind") or ""), obj), Lane.FANOUT)
+
+    def _predictor_pods_changed(self, namespace: str, inference_service: str, pod: Mapping[str, Any]) -> None:
+        isvc = self.inference_services.cache.get(namespace, inference_service)
+        service = owning_service(isvc) if isvc is not None else None
+        if service is None or self.services.cache.get(namespace, service) is None:
+            return
+        self._enqueue(namespace, service, self._trigger("Pod", pod), Lane.FANOUT)
+
+    def _autoscaler_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if initial:
+            return  # every service of the initial list is queued anyway
+        if event_type == "MODIFIED" and old is not None and all(obj.get(p) == old.get(p) for p in ("spec", "status")):
+            return
+        service = owning_service(obj)
+        namespace = str(metadata(obj).get("namespace") or "")
+        if service is None or self.services.cache.get(namespace, service) is None:
+            return
+        self._enqueue(namespace, service, self._trigger("HorizontalPodAutoscaler", obj), Lane.FANOUT)

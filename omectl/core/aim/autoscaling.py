@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from omectl.core.aim.status import Component
 from omectl.core.aim.versions.service import v1alpha1_spec
 from omectl.core.jsonish import as_mapping
 from omectl.core.layering import copy_json
@@ -144,3 +145,41 @@ def _metric(metric: Mapping[str, Any]) -> dict[str, Any]:
 
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# --- the HPA component -----------------------------------------------------------------------------------------
+
+HPA: Final = "HPA"
+HPA_READY: Final = f"{HPA}Ready"
+HPA_NOT_FOUND: Final = "Waiting for KEDA to create HorizontalPodAutoscaler"
+
+
+def autoscaled(service: Mapping[str, Any]) -> bool:
+    """Whether the service asks for autoscaling (`minReplicas`, `maxReplicas` or `autoScaling`)."""
+    return _autoscaling_fields(service) is not None
+
+
+def hpa_component(service: Mapping[str, Any], hpa: Mapping[str, Any] | None, serving: bool) -> Component | None:
+    """Upstream's `HPA` component of an autoscaled service (None for any other), from KEDA's HPA and whether the
+    InferenceService is Ready (`serving`): missing, Progressing / `HPANotFound`; `ScalingActive` not True,
+    Progressing / `WaitingForMetrics` while the InferenceService is not Ready, else Failed / `MetricsFailed`;
+    `AbleToScale` not True, Progressing / `ScaleTargetNotReady`; else Ready / `HPAOperational`."""
+    if not autoscaled(service):
+        return None
+    if hpa is None:
+        return Component(HPA, "Progressing", "HPANotFound", HPA_NOT_FOUND)
+    conditions = {
+        c.get("type"): c for c in as_mapping(hpa.get("status")).get("conditions") or () if isinstance(c, Mapping)
+    }
+    active, able = conditions.get("ScalingActive"), conditions.get("AbleToScale")
+    if active is None or active.get("status") != "True":
+        if not serving:
+            message = "Waiting for InferenceService to be ready before metrics are available"
+            return Component(HPA, "Progressing", "WaitingForMetrics", message)
+        if active is None:
+            return Component(HPA, "Failed", "MetricsFailed", "HPA ScalingActive condition not found")
+        return Component(HPA, "Failed", "MetricsFailed", f"HPA cannot get metrics: {active.get('message') or ''}")
+    if able is not None and able.get("status") != "True":
+        message = f"HPA cannot update scale target: {able.get('message') or ''}"
+        return Component(HPA, "Progressing", "ScaleTargetNotReady", message)
+    return Component(HPA, "Ready", "HPAOperational", "HorizontalPodAutoscaler is actively scaling")

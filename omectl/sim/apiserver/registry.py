@@ -150,6 +150,18 @@ def builtin_types() -> list[ResourceType]:
         rt("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", True),
         rt("batch", "v1", "Job", "jobs", "job", True, [], ["all"], has_status=True, generation=True),
         rt(
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            True,
+            ["hpa"],
+            ["all"],
+            has_status=True,
+            generation=True,
+        ),
+        rt(
             "apiextensions.k8s.io",
             "v1",
             "CustomResourceDefinition",

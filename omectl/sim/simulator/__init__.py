@@ -47,7 +47,11 @@ What it does, and the contract other code may rely on:
   `0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.` (one `<count> <reason>` per
   reason, sorted, comma-separated; `no nodes available to schedule pods` without nodes), and it appears
   1. in a `v1` Event on the workload: type `Warning`, reason `FailedScheduling`, source/reportingComponent
-     `default-scheduler`, once per distinct message;
+     `default-scheduler`, once per distinct message; for a KServe InferenceService also on a Pod per group not
+     placed, made as for a failed pull (`<name>-predictor-<hash>-<suffix>`, owned by it; none for a predictor
+     naming no image) but bound to no node: phase `Pending`, `PodScheduled` False `Unschedulable` with the
+     message, after its own `FailedScheduling` Event (once per distinct message); deleted once the group is placed
+     (upstream aim-engine reads a service's `FailedScheduling` from this pod);
   2. in the False availability condition's message, after the kind's usual text and one space, followed by
      kubelet's `ImagePullBackOff: ...` (above) when a placed pod cannot pull its image (that alone when every
      group is placed):
@@ -70,6 +74,9 @@ What it does, and the contract other code may rely on:
   the files): one Pod per attempt (`job-name` labels, owned by the Job) ending Succeeded or Failed with its
   container's termination message (the check-size line or the log's tail), `status.progress` patched on the
   artifact as the progress monitor does, the Job failed after `backoffLimit` + 1 failed attempts (`.artifact_jobs`).
+- **KEDA.** A KServe InferenceService annotated `serving.kserve.io/autoscalerClass: keda` gets the `autoscaling/v2`
+  HorizontalPodAutoscaler KEDA makes for its predictor, `keda-hpa-<name>-predictor` (`.keda`: its labels and KEDA's,
+  owned by it, the predictor's bounds, its status as when metrics flow); deleted when it is no longer so autoscaled.
 - **Other Jobs** finish at once (unless `spec.suspend`): `startTime`, `completionTime`, `succeeded` (completions,
   default 1), conditions `SuccessCriteriaMet` and `Complete` True `CompletionsReached`, `active`/`ready`/
   `terminating` 0. With annotation `sim.omectl.io/result: Failed`, or a container whose env sets

@@ -26,6 +26,7 @@ from omectl.sim.apiserver.registry import ResourceType
 from omectl.sim.apiserver.store import DELETED, MODIFIED, StorageKey, WatchEvent
 from omectl.sim.simulator.artifact_jobs import ArtifactJobs
 from omectl.sim.simulator.cluster import (
+    AUTOSCALERS,
     CLAIMS,
     CONFIG_MAPS,
     DEPLOYMENTS,
@@ -43,9 +44,11 @@ from omectl.sim.simulator.cluster import (
 from omectl.sim.simulator.config import SimulatorConfig
 from omectl.sim.simulator.dry_runs import dry_run_output
 from omectl.sim.simulator.events import EventRecorder
+from omectl.sim.simulator.keda import KEDA_MANAGER, hpa_name, hpa_status, keda_autoscaled, keda_hpa
 from omectl.sim.simulator.kubelet import ImagePulls
 from omectl.sim.simulator.models import filled_spec, metadata_for
 from omectl.sim.simulator.nodes import simulated_nodes
+from omectl.sim.simulator.pods import owned_by
 from omectl.sim.simulator.scheduler import Binding, GPULedger
 from omectl.sim.simulator.status import (
     GATEWAY_CONTROLLER,
@@ -306,18 +309,51 @@ class WorkloadSimulator:
 
     async def _write_workload_status(self, ref: ObjectRef, obj: dict[str, Any], placement: _Placement) -> None:
         kind = _SCHEDULED[ref[0]]
-        kubelet_message = await self.image_pulls.sync(obj, placement.groups, kind.manager)
+        unplaced = placement.shape.groups - len(placement.groups)
+        kubelet_message = await self.image_pulls.sync(
+            obj, placement.groups, kind.manager, unplaced=unplaced, scheduler_message=placement.message
+        )
         ready = 0 if kubelet_message else len(placement.groups)  # every group runs the same pod templates
         message = " ".join(m for m in (placement.message, kubelet_message) if m)
         status = self._rolling_status(ref, obj, placement, ready) or kind.status(
             obj, placement.shape, ready, message, now_rfc3339()
         )
         await self._write_status(ref, obj, status, kind.manager)
+        if ref[0] == KSERVE_INFERENCE_SERVICES:
+            await self._sync_autoscaler(obj, ready)
         if placement.message and placement.message != placement.reported:
             placement.reported = placement.message
             await self.events.record(obj, "Warning", "FailedScheduling", placement.message, "default-scheduler")
         elif not placement.message:
             placement.reported = ""
+
+    async def _sync_autoscaler(self, isvc: dict[str, Any], running: int) -> None:
+        """KEDA's HPA for an InferenceService autoscaled by KEDA (`.keda`): made, kept to its bounds and labels, its
+        status written; deleted when the InferenceService is no longer autoscaled so."""
+        rt = self._served(AUTOSCALERS)
+        if rt is None:
+            return
+        meta = isvc["metadata"]
+        namespace, name = meta.get("namespace", ""), hpa_name(isvc)
+        live = self.store.get(AUTOSCALERS, namespace, name)
+        opts = WriteOptions(field_manager=KEDA_MANAGER)
+        if not keda_autoscaled(isvc):
+            if live is not None and owned_by(live, meta["uid"]):
+                with contextlib.suppress(APIError):
+                    await self.api.delete(rt, namespace, name, {}, opts)
+            return
+        wanted = keda_hpa(isvc)
+        if live is None:
+            live = (await self.api.create(rt, namespace, wanted, opts)).obj
+        elif (live.get("spec"), live["metadata"].get("labels")) != (wanted["spec"], wanted["metadata"]["labels"]):
+
+            def rescale(current: dict[str, Any]) -> dict[str, Any]:
+                labels = wanted["metadata"]["labels"]
+                return dict(current, metadata=dict(current["metadata"], labels=labels), spec=wanted["spec"])
+
+            live = (await self.api._write_update(rt, namespace, name, rescale, opts, "", precondition_rv=None)).obj
+        status = hpa_status(live, running, now_rfc3339())
+        await self._write_status((AUTOSCALERS, namespace, name), live, status, KEDA_MANAGER)
 
     def _rolling_status(
         self, ref: ObjectRef, obj: dict[str, Any], placement: _Placement, ready: int

@@ -1,12 +1,14 @@
 """`ImagePulls`: the simulated kubelets' image pulls. A placed pod whose image the registry lacks becomes a Pod in
-ImagePullBackOff; every other pod is taken as running and is not made (its workload's status says so)."""
+ImagePullBackOff, and a KServe predictor's pod that fits no node a Pending Pod with the scheduler's
+FailedScheduling Event; every other pod is taken as running and is not made (its workload's status says so)."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from omectl.core.ome.workloads import KSERVE_INFERENCE_SERVICE
 from omectl.sim.apiserver.api import WriteOptions
 from omectl.sim.apiserver.clock import now_rfc3339
 from omectl.sim.apiserver.errors import APIError
@@ -24,6 +26,7 @@ from omectl.sim.simulator.pods import (
     pull_failures,
     stuck_pod,
     unavailable_reason,
+    unschedulable_status,
     waiting_status,
 )
 from omectl.sim.simulator.scheduler import Binding
@@ -41,33 +44,68 @@ class ImagePulls:
         self.events = events
         self.write_status = write_status
 
-    async def sync(self, workload: dict[str, Any], groups: Sequence[Sequence[Binding]], manager: str) -> str:
-        """Make a Pod in ImagePullBackOff for each pod of the placed `groups` whose image the registry lacks, and
-        delete the workload's pods that are no longer so (as `manager`, its controller); returns why the workload
-        is unavailable (`ImagePullBackOff: Back-off pulling image "..."`), or "" when every placed pod runs."""
+    async def sync(
+        self,
+        workload: dict[str, Any],
+        groups: Sequence[Sequence[Binding]],
+        manager: str,
+        *,
+        unplaced: int = 0,
+        scheduler_message: str = "",
+    ) -> str:
+        """Make a Pod in ImagePullBackOff for each pod of the placed `groups` whose image the registry lacks, and a
+        Pending Pod for each pod of a KServe InferenceService's `unplaced` groups (with the scheduler's
+        FailedScheduling Event), and delete the workload's pods that are no longer so (as `manager`, its
+        controller); returns why the workload is unavailable (`ImagePullBackOff: Back-off pulling image "..."`),
+        or "" when every placed pod runs."""
         rt = self.api.types.storage_version(PODS)
         if rt is None:
             return ""
         meta = workload["metadata"]
         namespace = meta.get("namespace", "")
+        slots = pod_slots(workload, len(groups) + (unplaced if _is_inference_service(workload) else 0))
         stuck = [
             (slot, node, failures)
-            for slots, bindings in zip(pod_slots(workload, len(groups)), groups, strict=True)
-            for slot, (node, _) in zip(slots, bindings, strict=True)
+            for group, bindings in zip(slots, groups, strict=False)
+            for slot, (node, _) in zip(group, bindings, strict=True)
             if (failures := pull_failures(slot.spec, self.registry))
         ]
-        wanted = {slot.name: (slot, node, failures) for slot, node, failures in stuck}
+        # a predictor naming no image (its serving runtime's, unknown here) gets no pod: a pod needs a container
+        pending = [slot for group in slots[len(groups) :] for slot in group if images(slot.spec)]
+        wanted: dict[str, tuple[PodSlot, str | None, dict[str, str]]] = {
+            slot.name: (slot, node, failures) for slot, node, failures in stuck
+        }
+        wanted.update((slot.name, (slot, None, {})) for slot in pending)
         for pod in [p for p in self.api.store.items(PODS, namespace) if owned_by(p, meta["uid"])]:
             name = pod["metadata"]["name"]
             want = wanted.get(name)
             if want is not None and _same_pod(pod, want[0], want[1]):
-                del wanted[name]  # already waiting on its image
+                del wanted[name]  # already waiting on its image, or for a node
+                if want[1] is None:
+                    await self._unschedulable(pod, scheduler_message)
                 continue
             with contextlib.suppress(APIError):  # gone already (the workload's deletion took it)
                 await self.api.delete(rt, namespace, name, {}, WriteOptions(field_manager=manager))
         for slot, node, failures in wanted.values():
-            await self._start(rt, workload, slot, node, failures, manager)
+            if node is None:
+                body = stuck_pod(workload, slot, None)
+                pod = (await self.api.create(rt, namespace, body, WriteOptions(field_manager=manager))).obj
+                await self._unschedulable(pod, scheduler_message)
+            else:
+                await self._start(rt, workload, slot, node, failures, manager)
         return unavailable_reason(stuck[0][2], stuck[0][0].spec) if stuck else ""
+
+    async def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
+        """The scheduler's word on a pod that fits no node: a FailedScheduling Event when its message is new to the
+        pod, then `PodScheduled` False `Unschedulable` (so a reader of the status finds the Event there)."""
+        scheduled: dict[str, Any] = next(
+            (c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"), {}
+        )
+        if scheduled.get("message") == message:
+            return
+        await self.events.record(pod, "Warning", "FailedScheduling", message, "default-scheduler")
+        ref: ObjectRef = (PODS, pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+        await self.write_status(ref, pod, unschedulable_status(pod, message, now_rfc3339()), "default-scheduler")
 
     async def _start(
         self,
@@ -111,7 +149,11 @@ class ImagePulls:
         return next((a.get("address", "") for a in addresses if a.get("type") == "InternalIP"), "")
 
 
-def _same_pod(pod: dict[str, Any], slot: PodSlot, node: str) -> bool:
-    """Whether an existing pod is `slot`'s on `node`, pulling the same images (an LWS pod keeps its name when its
-    template changes)."""
+def _same_pod(pod: dict[str, Any], slot: PodSlot, node: str | None) -> bool:
+    """Whether an existing pod is `slot`'s on `node` (None: unscheduled), pulling the same images (an LWS pod keeps
+    its name when its template changes)."""
     return pod["spec"].get("nodeName") == node and images(pod["spec"]) == images(slot.spec)
+
+
+def _is_inference_service(workload: Mapping[str, Any]) -> bool:
+    return (str(workload.get("apiVersion") or "").rpartition("/")[0], workload.get("kind")) == KSERVE_INFERENCE_SERVICE

@@ -1,11 +1,13 @@
-"""Pods as kubelet reports them when an image cannot be pulled.
+"""Pods as kubelet reports them when an image cannot be pulled, and as the scheduler leaves a KServe predictor's pod
+that fits no node (`unschedulable_status`).
 
-The simulator keeps a running workload's readiness in the workload's own status and makes no Pod objects for it.
-A pod appears only where kubelet has something to say that the workload's status cannot: a container waiting on
-an image the registry does not have (`.images.ImageRegistry`). These functions name such a pod as its workload's
-controller would, and write the status kubelet gives it: phase `Pending`, `Ready` and `ContainersReady` False
-(`ContainersNotReady`), the container waiting with `ErrImagePull` (the runtime's error) and then
-`ImagePullBackOff` (`Back-off pulling image "<image>"`), as Kubernetes 1.32's kubelet words them.
+The simulator keeps a running workload's readiness in the workload's own status and makes no Pod objects for it. A
+pod appears only where kubelet or the scheduler has something to say that the workload's status cannot: a container
+waiting on an image the registry does not have (`.images.ImageRegistry`), or a KServe predictor's pod that no node
+has room for (the pod upstream aim-engine reads a service's `FailedScheduling` from). These functions name such a
+pod as its workload's controller would, and write the status kubelet gives it: phase `Pending`, `Ready` and
+`ContainersReady` False (`ContainersNotReady`), the container waiting with `ErrImagePull` (the runtime's error) and
+then `ImagePullBackOff` (`Back-off pulling image "<image>"`), as Kubernetes 1.32's kubelet words them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from omectl.sim.simulator.status import SAFE_ALPHABET, pod_template_hash
 ERR_IMAGE_PULL: Final = "ErrImagePull"
 IMAGE_PULL_BACK_OFF: Final = "ImagePullBackOff"
 CONTAINERS_NOT_READY: Final = "ContainersNotReady"
+UNSCHEDULABLE: Final = "Unschedulable"
 LWS_PREFIX: Final = "leaderworkerset.sigs.k8s.io/"
 KSERVE_MODEL_CONTAINER: Final = "kserve-container"
 
@@ -96,9 +99,9 @@ def pull_failures(spec: Mapping[str, Any], registry: ImageRegistry) -> dict[str,
     return failures
 
 
-def stuck_pod(workload: Mapping[str, Any], slot: PodSlot, node: str) -> dict[str, Any]:
-    """The Pod a workload's controller creates for `slot`, bound to `node` and owned by the workload (the simulator
-    makes no ReplicaSets or StatefulSets)."""
+def stuck_pod(workload: Mapping[str, Any], slot: PodSlot, node: str | None) -> dict[str, Any]:
+    """The Pod a workload's controller creates for `slot`, bound to `node` (None: not scheduled) and owned by the
+    workload (the simulator makes no ReplicaSets or StatefulSets)."""
     meta = as_mapping(workload.get("metadata"))
     owner = {
         "apiVersion": workload.get("apiVersion"),
@@ -117,7 +120,8 @@ def stuck_pod(workload: Mapping[str, Any], slot: PodSlot, node: str) -> dict[str
             "labels": dict(slot.labels),
             "ownerReferences": [owner],
         },
-        "spec": {**copy.deepcopy(slot.spec), "nodeName": node},  # the server defaults it in place
+        # the server defaults the spec in place
+        "spec": {**copy.deepcopy(slot.spec), **({"nodeName": node} if node is not None else {})},
     }
 
 
@@ -205,6 +209,24 @@ def waiting_status(
     }
 
 
+def unschedulable_status(pod: Mapping[str, Any], message: str, now: str) -> dict[str, Any]:
+    """The status the scheduler leaves on a pod that fits no node: phase `Pending`, `PodScheduled` False
+    `Unschedulable` with its message."""
+    live = as_mapping(pod.get("status"))
+    before = next(
+        (c for c in live.get("conditions") or [] if isinstance(c, Mapping) and c.get("type") == "PodScheduled"), {}
+    )
+    scheduled = {
+        "type": "PodScheduled",
+        "status": "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": before.get("lastTransitionTime") if before.get("status") == "False" else now,
+        "reason": UNSCHEDULABLE,
+        "message": message,
+    }
+    return {"phase": "Pending", "conditions": [scheduled], "qosClass": live.get("qosClass", "BestEffort")}
+
+
 def unavailable_reason(failures: Mapping[str, str], spec: Mapping[str, Any]) -> str:
     """What a workload whose pod waits on `failures` says about it: `ImagePullBackOff: Back-off pulling image "..."`
     for its first such container."""
@@ -225,7 +247,8 @@ def _spec(template: Mapping[str, Any]) -> dict[str, Any]:
 
 def _predictor_pod(predictor: Mapping[str, Any]) -> dict[str, Any]:
     """A KServe predictor's pod: its `containers`, with the model's container first when the predictor names its
-    image (otherwise the serving runtime picks the image, which the simulator does not know)."""
+    image (otherwise the serving runtime picks the image, which the simulator does not know), and its pod-level
+    fields (volumes, scheduling, pull secrets, service account)."""
     containers: list[Any] = [c for c in predictor.get("containers") or [] if isinstance(c, Mapping)]
     model = as_mapping(predictor.get("model"))
     if model.get("image"):
@@ -234,8 +257,11 @@ def _predictor_pod(predictor: Mapping[str, Any]) -> dict[str, Any]:
             model_container["resources"] = model["resources"]
         containers.insert(0, model_container)
     pod: dict[str, Any] = {"containers": containers}
-    if predictor.get("nodeSelector"):
-        pod["nodeSelector"] = predictor["nodeSelector"]
+    # the pod-level fields of the predictor's PodSpec a pod needs to be valid as KServe makes it (its volumes, which
+    # the containers mount) or to be placed
+    for key in ("volumes", "nodeSelector", "affinity", "tolerations", "imagePullSecrets", "serviceAccountName"):
+        if predictor.get(key):
+            pod[key] = predictor[key]
     return pod
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from omectl.core.aim.autoscaling import keda_hpa_name, replicas_of, runtime_status
+from omectl.core.aim.autoscaling import hpa_component, keda_hpa_name, replicas_of, runtime_status
 from omectl.core.aim.kserve import render_inference_service
 from omectl.core.aim.versions import convert
 
@@ -148,3 +148,51 @@ def test_runtime_status_from_kedas_hpa() -> None:
         "maxReplicas": 3,
         "replicas": "2/3 (1-3)",
     }
+
+
+def hpa(**conditions: tuple[str, str]) -> dict[str, Any]:
+    listed = [{"type": t, "status": s, "message": m} for t, (s, m) in conditions.items()]
+    return {"spec": {"minReplicas": 1, "maxReplicas": 3}, "status": {"conditions": listed}}
+
+
+@pytest.mark.parametrize(
+    ("autoscaler", "serving", "expected"),
+    [
+        (None, True, ("Progressing", "HPANotFound", "Waiting for KEDA to create HorizontalPodAutoscaler")),
+        (
+            hpa(ScalingActive=("False", "no metrics")),
+            False,
+            (
+                "Progressing",
+                "WaitingForMetrics",
+                "Waiting for InferenceService to be ready before metrics are available",
+            ),
+        ),
+        (
+            hpa(ScalingActive=("False", "no metrics")),
+            True,
+            ("Failed", "MetricsFailed", "HPA cannot get metrics: no metrics"),
+        ),
+        (hpa(), True, ("Failed", "MetricsFailed", "HPA ScalingActive condition not found")),
+        (
+            hpa(ScalingActive=("True", ""), AbleToScale=("False", "no scale subresource")),
+            True,
+            ("Progressing", "ScaleTargetNotReady", "HPA cannot update scale target: no scale subresource"),
+        ),
+        (
+            hpa(ScalingActive=("True", ""), AbleToScale=("True", "")),
+            True,
+            ("Ready", "HPAOperational", "HorizontalPodAutoscaler is actively scaling"),
+        ),
+    ],
+)
+def test_an_autoscaled_services_hpa_component_reads_kedas_hpa_as_upstream(
+    autoscaler: dict[str, Any] | None, serving: bool, expected: tuple[str, str, str]
+) -> None:
+    component = hpa_component(stored(minReplicas=1, maxReplicas=3), autoscaler, serving)
+    assert component is not None and component.condition_type == "HPAReady"
+    assert (component.state, component.reason, component.message) == expected
+
+
+def test_a_service_with_a_fixed_count_has_no_hpa_component() -> None:
+    assert hpa_component(stored(replicas=2), None, True) is None
