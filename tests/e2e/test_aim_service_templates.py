@@ -1351,8 +1351,9 @@ def test_upstreams_gpu_scenarios_serve_what_their_templates_say_and_a_service_no
     assert (pods["status"], pods["message"]) == ("False", scheduler)
     assert conditions(status)["Ready"]["reason"] == "Progressing"
     # the predictor pod the condition was read from, unscheduled, and the scheduler's Event on it
-    (pod,) = json.loads(env.k("get", "pods", "-n", pending_ns, "-o", "json"))["items"]
-    assert pod["metadata"]["labels"]["serving.kserve.io/inferenceservice"] == pending
+    # (the namespace also holds its artifact's check-size and download pods)
+    predictor = f"serving.kserve.io/inferenceservice={pending}"
+    (pod,) = json.loads(env.k("get", "pods", "-n", pending_ns, "-l", predictor, "-o", "json"))["items"]
     assert (pod["status"]["phase"], pod["spec"].get("nodeName")) == ("Pending", None)
     (event,) = env.events(pending_ns, pod["metadata"]["name"], "FailedScheduling")
     assert (event["type"], event["message"], event["source"]["component"]) == (
