@@ -1295,7 +1295,7 @@ def test_upstreams_gpu_scenarios_serve_what_their_templates_say_and_a_service_no
         return snap if all(snap.state("AIMService", svc, ns) == "Running" for ns, svc in services.items()) else None
 
     try:
-        snap = until(running, "the four services Running")
+        snap = until(running, "the four services Running", timeout=90)  # models made from images, under load
     except AssertionError as error:
         last = Snapshot(env, spaces)
         states = [(o["metadata"]["name"], o.get("status")) for o in last.items if o["kind"] == "AIMService"]
