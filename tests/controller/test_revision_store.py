@@ -6,7 +6,9 @@ import copy
 from pathlib import Path
 
 from omectl.controller.ome.revisions import RevisionStore
+from omectl.core.ome.revisions import KEEP_UNREFERENCED
 from omectl.kube.client import ClusterClient
+from omectl.kube.resources import CONTROLLER_REVISIONS, NAMESPACES
 from omectl.sim.apiserver.server import EmbeddedAPIServer
 
 
@@ -27,3 +29,30 @@ async def test_a_revision_holds_the_merged_spec_it_was_ensured_with_and_reads_by
         # a revision read by name alone (an InferenceService pinned to it) is the server's copy, equal in content
         read = await RevisionStore(client).get("default", created.name)
         assert read is not None and read.spec == spec and read.spec is not spec
+
+
+async def test_old_unreferenced_revisions_are_collected_and_the_namespace_is_scanned_only_when_one_may_go(
+    server: EmbeddedAPIServer, tmp_path: Path
+) -> None:
+    asked: list[int] = []
+    pinned: set[str] = set()
+
+    def referenced() -> set[str]:
+        asked.append(1)
+        return set(pinned)
+
+    async with await ClusterClient.from_kubeconfig(server.write_kubeconfig(tmp_path / "kc"), name="c") as client:
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gc"}})
+        store = RevisionStore(client)
+        made = []
+        for n in range(KEEP_UNREFERENCED + 3):
+            spec = {"containers": [{"name": "ome-container", "image": f"sglang:{n}"}]}
+            made.append(await store.ensure("gc", "rt", "ServingRuntime", ["rt"], [str(n)], spec, referenced))
+            if n == 0:
+                pinned.add(made[0].name)  # an InferenceService pins the first
+        # the new revision stays, and while a runtime had at most KEEP_UNREFERENCED older ones none of them can go:
+        # asked only for the last 2
+        assert len(asked) == 2
+        left = {obj["metadata"]["name"] for obj in await client.list_all(CONTROLLER_REVISIONS, "gc")}
+        # the pinned one stays, the newest, and the KEEP_UNREFERENCED unreferenced ones before it
+        assert left == {made[0].name, *(r.name for r in made[-(KEEP_UNREFERENCED + 1) :])}

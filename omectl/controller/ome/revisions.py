@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from omectl.core.ome.revisions import (
+    KEEP_UNREFERENCED,
     RUNTIME_KIND_LABEL,
     RUNTIME_LABEL,
     Revision,
@@ -58,7 +59,8 @@ class RevisionStore:
         referenced: Callable[[], set[str]],
     ) -> Revision:
         """The revision of this merged spec, created (and older ones collected) when it is new; `referenced` names
-        the revisions that must survive collection (asked only when a revision is created).
+        the revisions that must survive collection (asked only when the runtime already had more than
+        `KEEP_UNREFERENCED` revisions: fewer can never be collected, and asking scans the namespace).
 
         The revision kept holds `merged_spec` itself, not the server's copy of it: its name is the spec's hash, so
         they are equal, and the resolver holds this one anyway (one copy of each runtime's merged spec, not two)."""
@@ -74,7 +76,8 @@ class RevisionStore:
         except Conflict:
             created = await self.client.get(CONTROLLER_REVISIONS, name, namespace=namespace)
         revision = self._holding(namespace, Revision.from_object(created), merged_spec)
-        await self._collect([*siblings, revision], namespace, referenced() | {name})
+        if len(siblings) > KEEP_UNREFERENCED:  # the new one stays: only the older ones beyond that many may go
+            await self._collect([*siblings, revision], namespace, referenced() | {name})
         return revision
 
     def _holding(self, namespace: str, revision: Revision, merged_spec: Mapping[str, Any]) -> Revision:
