@@ -40,6 +40,7 @@ __all__ = [
     "NODES",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
+    "ROLE_BINDINGS",
     "SECRETS",
     "SERVICES",
     "SERVING_RUNTIMES",
@@ -141,6 +142,7 @@ AIM_PROFILE_CACHES = ResourceRef(_AIM, "v1alpha2", "aimprofilecaches", "AIMProfi
 AIM_ARTIFACTS = ResourceRef(_AIM, "v1alpha2", "aimartifacts", "AIMArtifact", True)
 AIM_CLUSTER_MODEL_SOURCES = ResourceRef(_AIM, "v1alpha2", "aimclustermodelsources", "AIMClusterModelSource", False)
 JOBS = ResourceRef("batch", "v1", "jobs", "Job", True)
+ROLE_BINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
 PODS = ResourceRef("", "v1", "pods", "Pod", True)
 """The pods of an AIMArtifact's Jobs (watched by the label `aim.eai.amd.com/artifact`): why a download failed, the
 size a check-size Job found."""

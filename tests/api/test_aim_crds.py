@@ -881,7 +881,7 @@ async def test_artifact_status_subresource_columns_and_short_names(
         "observedGeneration": 1,
         "conditions": [
             {"type": "RuntimeConfigReady", "status": "True", "reason": "DefaultConfigNotFound", "message": ""},
-            {"type": "Ready", "status": "True", "reason": "ArtifactReady", "message": "Complete"},
+            {"type": "Ready", "status": "True", "reason": "AllComponentsReady", "message": "All components are ready"},
         ],
         "persistentVolumeClaim": "qwen3-32b-weights-cache-0123abcd",
         "allocatedSize": "72Gi",

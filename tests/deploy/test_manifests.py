@@ -283,6 +283,9 @@ MEMBER_RULES = {
     "serviceaccounts": {"get", "create", "patch"},
     "roles.rbac.authorization.k8s.io": {"get", "create", "patch"},
     "rolebindings.rbac.authorization.k8s.io": {"get", "create", "patch"},
+    # the AIMArtifacts' status-updater RoleBinding: watched by name, its ClusterRole bound
+    "rolebindings.rbac.authorization.k8s.io[aim-engine-artifact-status-updater]": {"list", "watch"},
+    "clusterroles.rbac.authorization.k8s.io[aim-engine-artifact-status-updater]": {"bind"},
     "pods": {"get", "list", "watch"},
     "secrets": {"get"},  # an AIM model's imagePullSecrets, for its image's registry
     "controllerrevisions.apps": {"get", "list", "create", "delete"},

@@ -63,6 +63,7 @@ from typing import Any
 import pytest
 import yaml
 
+from omectl.core.aim.artifact_status_updater import RBAC_GROUP, STATUS_UPDATER
 from omectl.core.aim.custom_models import custom_model_name
 from omectl.core.aim.discovery import discovery_configmap, discovery_name
 from omectl.core.aim.image_models import generated_model_name
@@ -1423,6 +1424,26 @@ def test_upstreams_artifact_size_discovery_and_download_failure_scenarios(env: E
     assert len(jobs) == 2
     # chainsaw (Verify models are identical): the S3 copy of the HF model is as large
     assert statuses["test-hf"]["discoveredSizeBytes"] == statuses["test-s3"]["discoveredSizeBytes"]
+    # here also upstream's component conditions and Ready reason of a downloaded artifact
+    for name in ("test-hf", "test-s3"):
+        found = reasons(statuses[name])
+        assert found["CachePvcReady"] == found["DownloadJobReady"] == ("True", "Ready"), name
+        assert found["Ready"] == ("True", "AllComponentsReady"), name
+    # here also the namespace's status-updater RoleBinding, as upstream makes it for the downloaders' progress;
+    # deleted, the artifacts make it again
+    binding = json.loads(env.k("get", "rolebinding", STATUS_UPDATER, "-n", ns, "-o", "json"))
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "default", "namespace": ns}]
+    assert binding["roleRef"] == {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": STATUS_UPDATER}
+    assert binding["metadata"]["labels"]["aim.eai.amd.com/artifact.name"] in final
+    assert "ownerReferences" not in binding["metadata"], "shared by the namespace's artifacts"
+    env.k("delete", "rolebinding", STATUS_UPDATER, "-n", ns)
+
+    def made_again() -> dict[str, Any] | None:
+        found = env.get("rolebinding", STATUS_UPDATER, ns)
+        return found if found and found["metadata"]["uid"] != binding["metadata"]["uid"] else None
+
+    again = until(made_again, "the RoleBinding made again")
+    assert again["roleRef"] == binding["roleRef"]
     for name, (ready, reason) in expected.items():
         status = statuses[name]
         assert status["progress"]["displayPercentage"] == "N/A"

@@ -11,8 +11,10 @@ download Job, and the InferenceService mounting the Ready artifacts.
 - **AIMProfileCache** (`reconcile_profile_cache`): its profile (`spec.profileName`, `spec.profileScope`) when it
   exists; applies one AIMArtifact per model source (`render_artifacts`); status from the live artifacts
   (`profile_cache_status`).
-- **AIMArtifact** (`reconcile_artifact`): while neither `spec.size` nor a discovered size is known, its check-size
-  Job (`render_check_size_job`), whose Succeeded pod's termination message gives `status.discoveredSizeBytes`; then
+- **AIMArtifact** (`reconcile_artifact`): its namespace's status-updater RoleBinding when missing
+  (`ensure_status_updater`: the downloader patches the artifact's `status.progress`); while neither `spec.size`
+  nor a discovered size is known, its check-size Job (`render_check_size_job`), whose Succeeded pod's termination
+  message gives `status.discoveredSizeBytes`; then
   its PVC (`render_artifact_pvc`; a refused change to a bound claim is a Warning event) and, while the artifact is
   not Ready (`download_job_due`), its download Job (`render_download_job`, env from the artifact, its profile, the
   resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`);
@@ -25,6 +27,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from omectl.controller.aim.consumers_watch import CACHE_INDEX, MODEL_NAME_INDEX
+from omectl.controller.runtime.apply import apply_render
+from omectl.core.aim.artifact_status_updater import STATUS_UPDATER, render_status_updater_binding
 from omectl.core.aim.artifacts import (
     FAILED,
     READY,
@@ -49,6 +53,8 @@ from omectl.core.aim.consumers import (
 )
 from omectl.core.aim.meta import name_of, namespace_of
 from omectl.core.jsonish import as_mapping
+from omectl.kube.field_managers import FIELD_MANAGER
+from omectl.kube.resources import ROLE_BINDINGS
 
 if TYPE_CHECKING:
     from omectl.controller.aim.consumers import AimConsumerReconciler
@@ -148,6 +154,7 @@ async def reconcile_artifact(
     reconciler: AimConsumerReconciler, cluster: AimWatch, artifact: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     namespace = namespace_of(artifact)
+    await ensure_status_updater(reconciler, cluster, artifact)
     if check_size_due(artifact):
         profile = await profile_of(reconciler, cluster, artifact)
         rendered = render_check_size_job(artifact, config, profile)
@@ -171,6 +178,19 @@ async def reconcile_artifact(
         job = await reconciler.apply_job(cluster, artifact, render_download_job(artifact, config, profile), config)
     pods = job_pods(cluster, namespace, download_job_name(artifact)) if job is not None else []
     return artifact_status(artifact, job, pvc, pods=pods)
+
+
+async def ensure_status_updater(
+    reconciler: AimConsumerReconciler, cluster: AimWatch, artifact: Mapping[str, Any]
+) -> None:
+    """The namespace's status-updater RoleBinding (`render_status_updater_binding`), created when missing, as
+    upstream does: shared by the namespace's artifacts, it has no owner, takes no propagated labels and is never
+    updated."""
+    if await reconciler.live(cluster, "RoleBinding", namespace_of(artifact), STATUS_UPDATER) is not None:
+        return
+    binding = render_status_updater_binding(artifact)
+    _, wrote = await apply_render(cluster.client, ROLE_BINDINGS, binding, None, field_manager=FIELD_MANAGER)
+    reconciler.writes += wrote
 
 
 def job_pods(cluster: AimWatch, namespace: str, job: str) -> list[dict[str, Any]]:

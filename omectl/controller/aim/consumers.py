@@ -55,6 +55,7 @@ from omectl.kube.resources import (
     CONFIG_MAPS,
     JOBS,
     PERSISTENT_VOLUME_CLAIMS,
+    ROLE_BINDINGS,
     ResourceRef,
 )
 from omectl.oci.client import RegistryClient
@@ -79,6 +80,7 @@ CHILD_RESOURCES: Final[Mapping[str, ResourceRef]] = {
     "Job": JOBS,
     "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
     "ConfigMap": CONFIG_MAPS,
+    "RoleBinding": ROLE_BINDINGS,
     SERVICE_TEMPLATE: AIM_SERVICE_TEMPLATES,
     CLUSTER_SERVICE_TEMPLATE: AIM_CLUSTER_SERVICE_TEMPLATES,
 }

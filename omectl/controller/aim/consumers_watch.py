@@ -14,6 +14,8 @@ the AIM CRDs counts as synced and empty).
   `aim.eai.amd.com/cluster-model` label, whenever it appears, changes or goes. The pods of an artifact's Jobs
   (label `aim.eai.amd.com/artifact`, which the Jobs' pod templates carry) queue the artifact when they appear or
   their phase changes: a failed pod says why, a check-size pod's termination message says the size.
+- The artifacts' status-updater RoleBinding (`aim-engine-artifact-status-updater`, watched by that name as
+  upstream's controller watches it): its deletion queues the namespace's artifacts, which create it again.
 - An artifact's own status write by its downloader (`status.progress`, upstream's progress monitor) queues it: the
   controller's `DownloadComplete` follows the percentage.
 - References that are not ownership: a profile's create, change or delete queues the caches and artifacts that
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from omectl.controller.aim.kind_watch import KindWatch, metadata, self_relevant_change, work_keys
 from omectl.controller.runtime.apply import child_status_changed
 from omectl.controller.runtime.queue import Lane
+from omectl.core.aim.artifact_status_updater import STATUS_UPDATER
 from omectl.core.aim.consumers import (
     AIM_COMPONENT_LABEL,
     ARTIFACT,
@@ -62,6 +65,7 @@ from omectl.kube.resources import (
     JOBS,
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
+    ROLE_BINDINGS,
     ResourceRef,
 )
 
@@ -162,10 +166,17 @@ class ConsumerWatch(KindWatch):
             optional=True,
         )
         self.pods = Informer(client, PODS, label_selector=ARTIFACT_LABEL, handlers=[self._pod_handler], optional=True)
+        self.status_updaters = Informer(
+            client,
+            ROLE_BINDINGS,
+            field_selector=f"metadata.name={STATUS_UPDATER}",
+            handlers=[self._status_updater_handler],
+            optional=True,
+        )
 
     @property
     def informers(self) -> list[Informer]:
-        return [*self.kinds.values(), self.jobs, self.claims, self.results, self.pods]
+        return [*self.kinds.values(), self.jobs, self.claims, self.results, self.pods, self.status_updaters]
 
     def status_relevant(self, kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
         """An artifact's downloader moved its progress (module docstring)."""
@@ -177,7 +188,12 @@ class ConsumerWatch(KindWatch):
         """The cache of a consumer kind, or of a child kind (Job, artifact PVC, discovery ConfigMap)."""
         if kind in self.kinds:
             return self.kinds[kind].cache
-        children = {"Job": self.jobs, "PersistentVolumeClaim": self.claims, "ConfigMap": self.results}
+        children = {
+            "Job": self.jobs,
+            "PersistentVolumeClaim": self.claims,
+            "ConfigMap": self.results,
+            "RoleBinding": self.status_updaters,
+        }
         informer = children.get(kind)
         return informer.cache if informer is not None else None
 
@@ -215,6 +231,16 @@ class ConsumerWatch(KindWatch):
         namespace = str(meta.get("namespace") or "")
         if isinstance(artifact, str) and self.kinds[ARTIFACT].cache.get(namespace, artifact) is not None:
             self.enqueue(ARTIFACT, namespace, artifact, self._trigger("Pod", obj), Lane.FANOUT)
+
+    def _status_updater_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False
+    ) -> None:
+        if initial or event_type != "DELETED":
+            return  # the artifacts create it before their download Jobs: only its deletion calls for them
+        namespace = str(metadata(obj).get("namespace") or "")
+        trigger = self._trigger("RoleBinding", obj)
+        for artifact in self.kinds[ARTIFACT].cache.list(namespace):
+            self.enqueue(ARTIFACT, namespace, str(metadata(artifact)["name"]), trigger, Lane.FANOUT)
 
     def _result_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool = False

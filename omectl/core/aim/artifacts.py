@@ -28,12 +28,15 @@ Both Jobs are labelled (`job_labels`) `app.kubernetes.io/component` and `aim.eai
 `check-size`), `aim.eai.amd.com/artifact`, upstream's `aim.eai.amd.com/cache.name` and `cache.type: artifact`, and
 the artifact's labels propagated with its config, on the Job and on its pod template. Owned by the artifact.
 
-Status (`artifact_status`): size unknown → Pending (the check-size Job's failure fails it); no download Job yet →
-Pending; running → Downloading; `Complete=True` → Ready; a Failed pod or `Failed=True` → Failed, with upstream's
-reasons for the pod's failure. A Ready artifact whose Job was cleaned up by its TTL stays Ready. Conditions
-`StorageReady` (the PVC is Bound), `DownloadReady`, upstream's `DownloadComplete`, `DownloadJobPodsReady`, `AuthValid`,
-`ConfigValid` where they apply, and `Ready`; `progress` is 100 % when Ready and `N/A` when Failed (the downloader's
-while it runs); the runtime-config part is laid over it by `omectl.core.aim.consumers.consumer_status`.
+Status (`artifact_status`): while the size is unknown, Downloading (upstream's Progressing: `Ready` False
+`Progressing`, `CheckSizeJobReady` as upstream derives it from the Job) until the check-size Job or its pod fails
+it; no download Job yet → Pending; running → Downloading; `Complete=True` → Ready; a Failed pod or `Failed=True` →
+Failed, with upstream's reasons for the pod's failure. A Ready artifact whose Job was cleaned up by its TTL stays
+Ready. Once the size is known, upstream's component conditions `CachePvcReady` (`pvc_condition`) and, until the
+artifact is Ready, `DownloadJobReady` (`job_ready_condition`; kept as it was once Ready); upstream's
+`DownloadComplete`, `DownloadJobPodsReady`, `AuthValid`, `ConfigValid` where they apply; `Ready` True is upstream's
+`AllComponentsReady`. `progress` is 100 % when Ready and `N/A` when Failed (the downloader's while it runs); the
+runtime-config part is laid over it by `omectl.core.aim.consumers.consumer_status`.
 
 The InferenceService mounts Ready artifacts (`mount_artifacts`): each one's PVC read-only at
 `/workspace/cache/<modelId>` (the artifact's name when it has no modelId).
@@ -65,6 +68,12 @@ from omectl.core.aim.consumers import (
 )
 from omectl.core.aim.env import CACHE_MOUNT_PATH, DOWNLOADER_PROTOCOL, INFERENCE_CACHE_PATH, download_job_env, merge_env
 from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.aim.status import (
+    ALL_COMPONENTS_READY,
+    ALL_COMPONENTS_READY_MESSAGE,
+    PROGRESSING,
+    PROGRESSING_MESSAGE,
+)
 from omectl.core.jsonish import as_mapping
 from omectl.core.layering import copy_json
 from omectl.core.quantity import scaled
@@ -95,6 +104,16 @@ PENDING: Final = "Pending"
 DOWNLOADING: Final = "Downloading"
 READY: Final = "Ready"
 FAILED: Final = "Failed"
+
+RESOURCE_NOT_READY: Final = "ResourceNotReady"
+RESOURCE_NOT_READY_MESSAGE: Final = "Downstream resource not found or being created"
+"""Upstream's reason and message for a child it creates that does not exist (yet)."""
+JOB_FAILURE_REASONS: Final[Mapping[str, str]] = {
+    "BackoffLimitExceeded": "JobBackoffLimitExceeded",
+    "DeadlineExceeded": "JobDeadlineExceeded",
+    "Evicted": "JobEvicted",
+}
+"""A failed Job's `Failed` reason -> upstream's component reason (else `JobFailed`)."""
 
 _QUANTITY: Final = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")
 
@@ -349,9 +368,10 @@ def artifact_status(
 ) -> dict[str, Any]:
     """The artifact's own status (module docstring): `status`, `persistentVolumeClaim`, `allocatedSize`,
     `discoveredSizeBytes`, `progress`, `download{job, protocol, protocolSequence, attempt, totalAttempts, message}` and
-    conditions `StorageReady`, `DownloadReady`, `Ready`, and upstream's `DownloadComplete`, `DownloadJobPodsReady`,
-    `AuthValid`, `ConfigValid` where they apply. `job`, `pvc` and `pods` (the download Job's) are the live objects,
-    `check_job` and `check_pods` the check-size Job's (while the size is unknown)."""
+    upstream's conditions `CachePvcReady`, `DownloadJobReady`, `CheckSizeJobReady`, `DownloadComplete`,
+    `DownloadJobPodsReady`, `AuthValid`, `ConfigValid` where they apply, and `Ready`. `job`, `pvc` and `pods` (the
+    download Job's) are the live objects, `check_job` and `check_pods` the check-size Job's (while the size is
+    unknown)."""
     out: dict[str, Any] = {}
     previous = status_of(artifact)
     discovered = discovered_size_bytes(artifact)
@@ -366,12 +386,6 @@ def artifact_status(
         requested = as_mapping(as_mapping(spec_of(pvc).get("resources")).get("requests")).get("storage")
         if text(requested):
             out["allocatedSize"] = requested
-        bound = status_of(pvc).get("phase") == "Bound"
-        storage = _cond("StorageReady", bound, "PVCBound" if bound else "PVCPending", f"PVC {name_of(pvc)}")
-    elif size is None:
-        storage = _cond("StorageReady", False, "SizeUnknown", "The size is not known yet; the PVC cannot be sized")
-    else:
-        storage = _cond("StorageReady", False, "PVCNotFound", "The PVC is not created yet")
 
     sequence = protocol_sequence(job)
     protocols = [p.strip() for p in (sequence or "").split(",") if p.strip()]
@@ -431,14 +445,61 @@ def artifact_status(
 
     out["status"] = status
     out["download"] = download
-    ready = status == READY
-    out["conditions"] = [
-        storage,
-        _cond("DownloadReady", ready, reason, message),
-        *extra,
-        _cond("Ready", ready, "ArtifactReady" if ready else reason, message),
-    ]
+    components: list[dict[str, str]] = []
+    if size is not None:
+        components.append(pvc_condition(pvc))
+        if previous.get("status") != READY:
+            components.append(job_ready_condition("DownloadJob", job))
+        else:  # upstream stops looking at the Job once Ready: its condition stays as it was
+            components.extend(
+                dict(c)
+                for c in previous.get("conditions") or ()
+                if isinstance(c, Mapping) and c.get("type") == "DownloadJobReady"
+            )
+    if status == READY:
+        ready = _cond("Ready", True, ALL_COMPONENTS_READY, ALL_COMPONENTS_READY_MESSAGE)
+    else:
+        ready = _cond("Ready", False, reason, message)
+    out["conditions"] = [*components, *extra, ready]
     return out
+
+
+def pvc_condition(pvc: Mapping[str, Any] | None) -> dict[str, str]:
+    """`CachePvcReady` as upstream derives it from the claim: True (`Ready`) when Bound; False `PvcLost`,
+    `PvcProvisioningFailed`, `PvcPending`, or `ResourceNotReady` while it does not exist."""
+    if pvc is None:
+        return _cond("CachePvcReady", False, RESOURCE_NOT_READY, RESOURCE_NOT_READY_MESSAGE)
+    phase = status_of(pvc).get("phase")
+    if phase == "Bound":
+        return _cond("CachePvcReady", True, READY, "")
+    if phase == "Lost":
+        return _cond("CachePvcReady", False, "PvcLost", "PVC lost its underlying volume")
+    for condition in status_of(pvc).get("conditions") or ():
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("type") == "Resizing"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "ProvisioningFailed"
+        ):
+            message = f"PVC provisioning failed: {condition.get('message') or ''}"
+            return _cond("CachePvcReady", False, "PvcProvisioningFailed", message)
+    return _cond("CachePvcReady", False, "PvcPending", "PVC is pending")
+
+
+def job_ready_condition(component: str, job: Mapping[str, Any] | None) -> dict[str, str]:
+    """`<component>Ready` (`DownloadJobReady`, `CheckSizeJobReady`) as upstream derives it from a Job: True (`Ready`)
+    when Complete; False `JobRunning` while it runs, `ResourceNotReady` while it does not exist, and when it failed
+    `JobBackoffLimitExceeded`, `JobDeadlineExceeded`, `JobEvicted` or `JobFailed` with the Job's message."""
+    condition_type = f"{component}Ready"
+    if job is None:
+        return _cond(condition_type, False, RESOURCE_NOT_READY, RESOURCE_NOT_READY_MESSAGE)
+    if job_condition(job, "Complete") is not None:
+        return _cond(condition_type, True, READY, "")
+    failed = job_condition(job, "Failed")
+    if failed is not None:
+        reason = JOB_FAILURE_REASONS.get(str(failed.get("reason") or ""), "JobFailed")
+        return _cond(condition_type, False, reason, str(failed.get("message") or "Job failed"))
+    return _cond(condition_type, False, "JobRunning", "Job is in progress")
 
 
 def complete_progress(size: int) -> dict[str, Any]:
@@ -468,6 +529,7 @@ def _size_discovery(
     """(status, reason, message) while the size is unknown, from the check-size Job and its pods; adds their
     conditions to `extra`."""
     failure = first_failure(check_pods)
+    extra.append(job_ready_condition("CheckSizeJob", check_job))
     if isinstance(found, ValueError):
         extra.append(_cond("CheckSizeOutputReady", False, "InvalidSizeOutput", str(found)))
         return FAILED, "InvalidSizeOutput", str(found)
@@ -477,13 +539,9 @@ def _size_discovery(
         return FAILED, failure_reason(failure), failure.message
     failed = job_condition(check_job, "Failed")
     if failed is not None:
-        message = str(failed.get("message") or "The check-size Job failed")
-        extra.append(_cond("CheckSizeJobReady", False, "JobFailed", message))
-        return FAILED, "CheckSizeFailed", message
-    if check_job is None:
-        return PENDING, "SizeUnknown", "spec.size is not set; the check-size Job is not created yet"
-    extra.append(_cond("CheckSizeJobReady", False, "JobRunning", "The check-size Job is in progress"))
-    return PENDING, "DiscoveringSize", "Discovering the size of the source (check-size Job)"
+        return FAILED, "CheckSizeFailed", str(failed.get("message") or "The check-size Job failed")
+    # upstream's Progressing (v1alpha2's Downloading) while the Job it creates runs
+    return DOWNLOADING, PROGRESSING, PROGRESSING_MESSAGE
 
 
 # -- the InferenceService's mounts -----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from omectl.core.aim.artifacts import (
     render_download_job,
 )
 from omectl.core.aim.consumers import hash8
+from omectl.core.aim.versions import convert
 
 
 def pod(phase: str, message: str = "", reason: str = "Error", name: str = "p", container: str = "x") -> dict[str, Any]:
@@ -105,9 +106,20 @@ def test_an_artifact_without_size_runs_check_size_then_goes_by_the_discovered_si
     assert container["name"] == "check-size" and container["args"] == ["hf://sshleifer/tiny-gpt2"]
     assert container["env"] == [{"name": "A", "value": "1"}, {"name": "HF_TOKEN", "value": "t"}]
     assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
-    # while the Job runs: Pending; once its pod says the size: discoveredSizeBytes
+    # while the Job runs: upstream's Progressing (v1alpha2's Downloading) with upstream's wording, no PVC condition
+    # yet; once its pod says the size: discoveredSizeBytes
     running = artifact_status(obj, None, None, check_job=job)
-    assert (running["status"], running["download"]["message"]) == ("Pending", running["conditions"][-1]["message"])
+    assert running["status"] == "Downloading"
+    assert running["conditions"] == [
+        {"type": "CheckSizeJobReady", "status": "False", "reason": "JobRunning", "message": "Job is in progress"},
+        {
+            "type": "Ready",
+            "status": "False",
+            "reason": "Progressing",
+            "message": "Waiting for components to become ready",
+        },
+    ]
+    assert convert(dict(obj, status=running), "aim.eai.amd.com/v1alpha1")["status"]["status"] == "Progressing"
     line = json.dumps({"url": "hf://sshleifer/tiny-gpt2", "sizeBytes": 3 << 30})
     done = artifact_status(obj, None, None, check_job=job, check_pods=[pod("Succeeded", line, container="check-size")])
     assert done["discoveredSizeBytes"] == 3 << 30
@@ -127,6 +139,10 @@ def test_a_failed_check_size_pod_fails_the_artifact_with_upstreams_reason() -> N
     assert status["status"] == "Failed"
     assert conditions["Ready"] == ("False", "InvalidSpec")
     assert conditions["CheckSizeJobPodsReady"] == ("False", "SourceNotFound")
+    job["status"] = {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
+    status = artifact_status(obj, None, None, check_job=job)
+    ready = next(c for c in status["conditions"] if c["type"] == "CheckSizeJobReady")
+    assert (ready["reason"], ready["message"]) == ("JobBackoffLimitExceeded", "Job failed"), "upstream's words"
 
 
 def download(*conditions: str) -> dict[str, Any]:

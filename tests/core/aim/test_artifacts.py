@@ -13,6 +13,7 @@ from omectl.core.aim.artifacts import (
     headroom_percent,
     mount_artifacts,
     parse_quantity,
+    pvc_condition,
     pvc_size_gi,
     render_artifact_pvc,
     render_download_job,
@@ -240,8 +241,20 @@ def test_status_follows_the_job(
     assert got["status"] == status
     conditions = {c["type"]: c for c in got["conditions"]}
     assert conditions["Ready"]["status"] == str(status == "Ready")
-    assert conditions["DownloadReady"]["status"] == str(status == "Ready")
-    assert conditions["StorageReady"]["status"] == str(pvc is not None)
+    # upstream's component conditions: the claim's, the Job's (reasons as upstream derives them)
+    assert conditions["CachePvcReady"]["status"] == str(pvc is not None)
+    job_ready = {
+        "Pending": ("False", "ResourceNotReady"),
+        "Downloading": ("False", "JobRunning"),
+        "Ready": ("True", "Ready"),
+        "Failed": ("False", "JobFailed"),
+    }[status]
+    assert (conditions["DownloadJobReady"]["status"], conditions["DownloadJobReady"]["reason"]) == job_ready
+    if status == "Ready":
+        assert (conditions["Ready"]["reason"], conditions["Ready"]["message"]) == (
+            "AllComponentsReady",
+            "All components are ready",
+        )
     assert got["download"].get("protocol") == protocol
     assert got["download"].get("attempt") == attempt
     if live_job is not None:
@@ -251,11 +264,36 @@ def test_status_follows_the_job(
         assert (got["persistentVolumeClaim"], got["allocatedSize"]) == ("p", "11Gi")
 
 
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        ({"phase": "Bound"}, ("True", "Ready", "")),
+        ({"phase": "Pending"}, ("False", "PvcPending", "PVC is pending")),
+        ({"phase": "Lost"}, ("False", "PvcLost", "PVC lost its underlying volume")),
+        (
+            {"conditions": [{"type": "Resizing", "status": "False", "reason": "ProvisioningFailed", "message": "m"}]},
+            ("False", "PvcProvisioningFailed", "PVC provisioning failed: m"),
+        ),
+        (None, ("False", "ResourceNotReady", "Downstream resource not found or being created")),
+    ],
+)
+def test_cache_pvc_ready_is_upstreams_claim_health(status: dict[str, Any] | None, expected: tuple[str, ...]) -> None:
+    condition = pvc_condition(None if status is None else {"metadata": {"name": "p"}, "status": status})
+    assert (condition["type"], condition["status"], condition["reason"], condition["message"]) == (
+        "CachePvcReady",
+        *expected,
+    )
+
+
 def test_a_ready_artifact_stays_ready_when_its_job_is_gone() -> None:
     obj = artifact()
     obj["status"] = {"status": "Ready", "download": {"protocol": "XET", "attempt": 1}}
+    obj["status"]["conditions"] = [{"type": "DownloadJobReady", "status": "True", "reason": "Ready", "message": ""}]
     got = artifact_status(obj, None, PVC)
     assert got["status"] == "Ready"
+    # upstream no longer looks at the Job of a Ready artifact: its condition stays as it was
+    assert [c["type"] for c in got["conditions"]] == ["CachePvcReady", "DownloadJobReady", "Ready"]
+    assert got["conditions"][1] == obj["status"]["conditions"][0]
     assert got["download"]["protocol"] == "XET"
     assert not download_job_due(obj)
     assert download_job_due(artifact())
