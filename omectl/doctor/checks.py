@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -365,15 +365,33 @@ async def check_conversion_webhooks(ctx: Context) -> list[Finding]:
 # --- permissions -----------------------------------------------------------------------------------------------
 
 
-def required_permissions(cluster_role: Path = MEMBER_CLUSTER_ROLE) -> list[tuple[str, str, str]]:
-    """(group, resource, verb) for every grant of omectl's member ClusterRole: what the controller needs."""
+class Permission(NamedTuple):
+    """One grant to check: a verb on a resource, on the object `name` only where the rule names its objects."""
+
+    group: str
+    resource: str
+    verb: str
+    name: str = ""
+
+    def described(self) -> str:
+        return (
+            f"{self.verb} {self.resource}"
+            + (f".{self.group}" if self.group else "")
+            + (f" {self.name}" if self.name else "")
+        )
+
+
+def required_permissions(cluster_role: Path = MEMBER_CLUSTER_ROLE) -> list[Permission]:
+    """Every grant of omectl's member ClusterRole: what the controller needs. A rule with `resourceNames` gives one
+    grant per name: RBAC allows such a rule only for a request naming one of them, so an access review without the
+    name is denied even where the controller's own requests are allowed."""
     documents = [d for d in yaml.safe_load_all(cluster_role.read_text()) if d and d.get("kind") == "ClusterRole"]
-    found: list[tuple[str, str, str]] = []
+    found: list[Permission] = []
     for rule in (rule for document in documents for rule in document.get("rules") or []):
         for group in rule.get("apiGroups") or [""]:
             for resource in rule.get("resources") or []:
                 for verb in rule.get("verbs") or []:
-                    found.append((group, resource, verb))
+                    found.extend(Permission(group, resource, verb, name) for name in rule.get("resourceNames") or [""])
     return found
 
 
@@ -386,11 +404,13 @@ async def check_permissions(ctx: Context) -> list[Finding]:
             Finding("permissions", WARN, f"omectl's member ClusterRole cannot be read ({exc.strerror}): not checked")
         ]
 
-    async def allowed(group: str, resource: str, verb: str) -> bool:
-        plural, _, subresource = resource.partition("/")
-        attributes = {"group": group, "resource": plural, "verb": verb}
+    async def allowed(permission: Permission) -> bool:
+        plural, _, subresource = permission.resource.partition("/")
+        attributes = {"group": permission.group, "resource": plural, "verb": permission.verb}
         if subresource:
             attributes["subresource"] = subresource
+        if permission.name:
+            attributes["name"] = permission.name
         body = {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",
@@ -400,14 +420,10 @@ async def check_permissions(ctx: Context) -> list[Finding]:
         return bool((answer.get("status") or {}).get("allowed"))
 
     try:
-        answers = await asyncio.gather(*(allowed(*permission) for permission in needed))
+        answers = await asyncio.gather(*(allowed(permission) for permission in needed))
     except NotFound:
         return [Finding("permissions", WARN, "the API server does not serve SelfSubjectAccessReview: not checked")]
-    denied = [
-        f"{verb} {resource}" + (f".{group}" if group else "")
-        for (group, resource, verb), ok in zip(needed, answers, strict=True)
-        if not ok
-    ]
+    denied = [permission.described() for permission, ok in zip(needed, answers, strict=True) if not ok]
     if denied:
         return [
             Finding(
