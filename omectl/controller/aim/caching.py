@@ -15,7 +15,8 @@ download Job, and the InferenceService mounting the Ready artifacts.
   Job (`render_check_size_job`), whose Succeeded pod's termination message gives `status.discoveredSizeBytes`; then
   its PVC (`render_artifact_pvc`; a refused change to a bound claim is a Warning event) and, while the artifact is
   not Ready (`download_job_due`), its download Job (`render_download_job`, env from the artifact, its profile, the
-  resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`);
+  resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`),
+  an infrastructure error's grace period and `DependenciesReachable` laid over it (`artifact_reachability`);
   one event when it turns Failed or Ready (`note_artifact_transition`).
 """
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from omectl.controller.aim.artifact_reachability import with_reachability
 from omectl.controller.aim.consumers_watch import CACHE_INDEX, MODEL_NAME_INDEX
 from omectl.core.aim.artifacts import (
     FAILED,
@@ -148,6 +150,7 @@ async def reconcile_artifact(
     reconciler: AimConsumerReconciler, cluster: AimWatch, artifact: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     namespace = namespace_of(artifact)
+    live_status = as_mapping(artifact.get("status"))
     if check_size_due(artifact):
         profile = await profile_of(reconciler, cluster, artifact)
         rendered = render_check_size_job(artifact, config, profile)
@@ -155,7 +158,7 @@ async def reconcile_artifact(
         check_pods = job_pods(cluster, namespace, check_size_job_name(artifact))
         sized = artifact_status(artifact, None, None, check_job=check_job, check_pods=check_pods)
         if "discoveredSizeBytes" not in sized:
-            return sized
+            return with_reachability(live_status, sized, reconciler.degradation_threshold, check_pods=check_pods)
         # the size is known now: the PVC and the download Job go by it in this same pass
         artifact = dict(artifact, status={**(artifact.get("status") or {}), **sized})
     rendered_pvc = render_artifact_pvc(artifact, config)
@@ -170,7 +173,8 @@ async def reconcile_artifact(
         profile = await profile_of(reconciler, cluster, artifact)
         job = await reconciler.apply_job(cluster, artifact, render_download_job(artifact, config, profile), config)
     pods = job_pods(cluster, namespace, download_job_name(artifact)) if job is not None else []
-    return artifact_status(artifact, job, pvc, pods=pods)
+    own = artifact_status(artifact, job, pvc, pods=pods)
+    return with_reachability(live_status, own, reconciler.degradation_threshold, pvc=pvc, pods=pods)
 
 
 def job_pods(cluster: AimWatch, namespace: str, job: str) -> list[dict[str, Any]]:

@@ -22,7 +22,9 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
    status sends no write. After a write, a model written in v1alpha1 records upstream's events for its conditions'
    transitions (`aim_models.record_status_events`) and an artifact whose status turns Failed or Ready gets one event
    (`aim_caching.note_artifact_transition`). A step that raises `RetryAfterStatus` (a v1alpha1 model whose registry
-   failed) has its status written, then the object is retried with the work queue's backoff (`RetryLater`).
+   failed) has its status written, then the object is retried with the work queue's backoff (`RetryLater`), as has
+   an artifact whose child write failed with a server error or no answer (`DependenciesReachable` False) or whose
+   component has an infrastructure error (its grace period; `aim_caching` and `artifact_reachability`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, Final, NamedTuple, cast
 
 from omectl.controller.aim import caching as aim_caching
 from omectl.controller.aim import models as aim_models
+from omectl.controller.aim.artifact_reachability import is_write_failure, write_failed
 from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
 from omectl.controller.aim.legacy_caches import delete_abandoned_artifact
@@ -45,6 +48,7 @@ from omectl.core.aim.artifacts import DOWNLOADING
 from omectl.core.aim.consumers import AIM_V1ALPHA2, ARTIFACT, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE
+from omectl.core.aim.reachability import DEGRADATION_THRESHOLD_S
 from omectl.core.aim.resolution import Resolution
 from omectl.core.conditions import stamp_all
 from omectl.kube.errors import NotFound
@@ -98,7 +102,13 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
     """Reconciles the v1alpha2 consumer kinds (module docstring): the work keys of `CONSUMER_KEYS`, registered for it
     in `omectl.controller.app`."""
 
-    def __init__(self, *, operator_namespace: str, image_registry: RegistryClient | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        operator_namespace: str,
+        image_registry: RegistryClient | None = None,
+        degradation_threshold: float = DEGRADATION_THRESHOLD_S,
+    ) -> None:
         super().__init__(
             operator_namespace=operator_namespace,
             keys=CONSUMER_KEYS,
@@ -107,6 +117,8 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
         )
         self.image_registry = image_registry or RegistryClient()
         """Reads a v1alpha1 model's image labels (`omectl.controller.aim.image_metadata`)."""
+        self.degradation_threshold = degradation_threshold
+        """Seconds an artifact's infrastructure error may last before a Ready artifact degrades (upstream's 10 s)."""
 
     async def write_refused(
         self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, previous: list[Any]
@@ -124,6 +136,11 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
         except RetryAfterStatus as retry:
             await self.write_status_and_note(cluster, obj, resolution, retry.own)
             raise RetryLater(str(retry)) from None
+        except Exception as error:
+            if obj["kind"] != ARTIFACT or not is_write_failure(error):
+                raise
+            await self.write_status_and_note(cluster, obj, resolution, write_failed(obj, error))
+            raise RetryLater(str(error)) from error
         await self.write_status_and_note(cluster, obj, resolution, own)
 
     async def write_status_and_note(
