@@ -23,8 +23,9 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
    transitions (`aim_models.record_status_events`) and an artifact whose status turns Failed or Ready gets one event
    (`aim_caching.note_artifact_transition`). A step that raises `RetryAfterStatus` (a v1alpha1 model whose registry
    failed) has its status written, then the object is retried with the work queue's backoff (`RetryLater`), as has
-   an artifact whose child write failed with a server error or no answer (`DependenciesReachable` False) or whose
-   component has an infrastructure error (its grace period; `aim_caching` and `artifact_reachability`).
+   an artifact whose component has an infrastructure error (its grace period; `aim_caching` and
+   `artifact_reachability`). An artifact whose child write failed with a server error or no answer has its status
+   written with `DependenciesReachable` False, and the error is raised on (the queue's backoff).
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
             if obj["kind"] != ARTIFACT or not is_write_failure(error):
                 raise
             await self.write_status_and_note(cluster, obj, resolution, write_failed(obj, error))
-            raise RetryLater(str(error)) from error
+            raise  # retried with the queue's backoff, a server's Retry-After honoured, as before
         await self.write_status_and_note(cluster, obj, resolution, own)
 
     async def write_status_and_note(

@@ -15,6 +15,7 @@ from omectl.core.aim.reachability import (
     within_grace,
     write_failed_status,
 )
+from omectl.settings import Settings
 
 NOW = datetime(2026, 12, 6, 12, 0, 0, tzinfo=UTC)
 LOST = ComponentError("CachePvc", "PvcLost", "PVC lost its underlying volume")
@@ -56,8 +57,9 @@ def by_type(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in status["conditions"]}
 
 
-def test_the_threshold_is_upstreams_ten_seconds() -> None:
+def test_the_threshold_is_upstreams_ten_seconds_and_the_settings_default() -> None:
     assert DEGRADATION_THRESHOLD_S == 10.0
+    assert Settings.model_fields["aim_degradation_threshold_seconds"].default == DEGRADATION_THRESHOLD_S
 
 
 def test_an_error_just_met_and_one_younger_than_the_threshold_are_within_the_grace() -> None:
