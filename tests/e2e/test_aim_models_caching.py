@@ -621,7 +621,7 @@ def test_an_artifacts_infrastructure_errors_follow_upstreams_state_engine(env: E
     """A child write answered 503: `DependenciesReachable` False (`Failed to apply resources: ...`), nothing else
     changed, then True / `Reachable` once the writes pass. A lost PVC under a Ready artifact: False (`Cannot reach
     dependencies`) at once, the artifact kept Ready for the grace period (`GRACE_S` here), then Degraded as upstream
-    words it, and Ready again with `DependenciesReachable` True once the claim is Bound."""
+    words it (one Warning event), and Ready again with `DependenciesReachable` True once the claim is Bound."""
     if env.fleet is None or env.fleet.bg is None or env.fleet.real_api_server:
         pytest.skip("injects faults into the embedded API server")
     (server,) = env.fleet.bg.fleet.servers
@@ -666,6 +666,12 @@ def test_an_artifacts_infrastructure_errors_follow_upstreams_state_engine(env: E
     since = datetime.fromisoformat(unreachable["lastTransitionTime"].replace("Z", "+00:00"))
     turned = datetime.fromisoformat(condition["lastTransitionTime"].replace("Z", "+00:00"))
     assert (turned - since).total_seconds() >= GRACE_S - 1, "Ready turned False a grace period after the error"
+    warnings = [
+        (e["type"], e["message"])
+        for e in env.items("events", ns)
+        if e["involvedObject"]["name"] == "a" and e["reason"] == "PvcLost"
+    ]
+    assert warnings == [("Warning", condition["message"])], "one Warning as it turns Degraded"
 
     bound = '{"status":{"phase":"Bound"}}'
     env.k("patch", "pvc", ready["persistentVolumeClaim"], "-n", ns, "--subresource=status", "--type=merge", "-p", bound)

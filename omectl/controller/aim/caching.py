@@ -17,7 +17,7 @@ download Job, and the InferenceService mounting the Ready artifacts.
   not Ready (`download_job_due`), its download Job (`render_download_job`, env from the artifact, its profile, the
   resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`),
   an infrastructure error's grace period and `DependenciesReachable` laid over it (`artifact_reachability`);
-  one event when it turns Failed or Ready (`note_artifact_transition`).
+  one event when it turns Failed, Degraded or Ready (`note_artifact_transition`).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from omectl.core.aim.consumers import (
     text,
 )
 from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.aim.reachability import DEGRADED
 from omectl.core.jsonish import as_mapping
 
 if TYPE_CHECKING:
@@ -189,13 +190,14 @@ def job_pods(cluster: AimWatch, namespace: str, job: str) -> list[dict[str, Any]
 def note_artifact_transition(
     cluster: AimWatch, artifact: Mapping[str, Any], before: Any, own: Mapping[str, Any]
 ) -> None:
-    """One event when the artifact's status turns Failed (Warning, its `Ready` reason and message: upstream's
-    `AuthError`, `InvalidSpec`, `StorageFull`, ... with the log line) or Ready (Normal `Verified`), as upstream's
-    condition transitions record them. `before` is the live `status.status` the write replaced."""
+    """One event when the artifact's status turns Failed or Degraded (Warning, its `Ready` reason and message:
+    upstream's `AuthError`, `InvalidSpec`, `StorageFull`, ... with the log line, `PvcLost`) or Ready (Normal
+    `Verified`), as upstream's condition transitions record them. `before` is the live `status.status` the write
+    replaced."""
     after = own.get("status")
     if after == before:
         return
-    if after == FAILED:
+    if after in (FAILED, DEGRADED):
         ready = next((c for c in own.get("conditions") or () if c.get("type") == "Ready"), None)
         if ready is not None:
             cluster.record_event(dict(artifact), "Warning", str(ready["reason"]), str(ready["message"]))
