@@ -16,7 +16,7 @@ download Job, and the InferenceService mounting the Ready artifacts.
   its PVC (`render_artifact_pvc`; a refused change to a bound claim is a Warning event) and, while the artifact is
   not Ready (`download_job_due`), its download Job (`render_download_job`, env from the artifact, its profile, the
   resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`),
-  an infrastructure error's grace period and `DependenciesReachable` laid over it (`artifact_reachability`);
+  an infrastructure error's grace period and `DependenciesReachable` laid over it (`reachability`);
   one event when it turns Failed, Degraded or Ready (`note_artifact_transition`).
 """
 
@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from omectl.controller.aim.artifact_reachability import with_reachability
 from omectl.controller.aim.consumers_watch import CACHE_INDEX, MODEL_NAME_INDEX
+from omectl.controller.aim.reachability import with_reachability
 from omectl.core.aim.artifacts import (
     FAILED,
     READY,

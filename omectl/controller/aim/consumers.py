@@ -23,9 +23,10 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
    transitions (`aim_models.record_status_events`) and an artifact whose status turns Failed or Ready gets one event
    (`aim_caching.note_artifact_transition`). A step that raises `RetryAfterStatus` (a v1alpha1 model whose registry
    failed) has its status written, then the object is retried with the work queue's backoff (`RetryLater`), as has
-   an artifact whose component has an infrastructure error (its grace period; `aim_caching` and
-   `artifact_reachability`). An artifact whose child write failed with a server error or no answer has its status
-   written with `DependenciesReachable` False, and the error is raised on (the queue's backoff).
+   an artifact whose component has an infrastructure error (its grace period; `aim_caching` and `reachability`).
+   An object whose child write failed with a server error, a throttle or no answer has its previous status written
+   with `DependenciesReachable` False (`Failed to apply resources: ...`), and the error is raised on (the queue's
+   backoff); a later status with no such error has it True / `Reachable` (`reachability.with_recovery`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ from typing import Any, Final, NamedTuple, cast
 
 from omectl.controller.aim import caching as aim_caching
 from omectl.controller.aim import models as aim_models
-from omectl.controller.aim.artifact_reachability import is_write_failure, write_failed
 from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
 from omectl.controller.aim.legacy_caches import delete_abandoned_artifact
 from omectl.controller.aim.model_templates import RetryAfterStatus
+from omectl.controller.aim.reachability import is_write_failure, with_recovery, write_failed
 from omectl.controller.aim.service import _now, apply_propagated, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
@@ -138,7 +139,7 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
             await self.write_status_and_note(cluster, obj, resolution, retry.own)
             raise RetryLater(str(retry)) from None
         except Exception as error:
-            if obj["kind"] != ARTIFACT or not is_write_failure(error):
+            if not is_write_failure(error):
                 raise
             await self.write_status_and_note(cluster, obj, resolution, write_failed(obj, error))
             raise  # retried with the queue's backoff, a server's Retry-After honoured, as before
@@ -261,7 +262,7 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
                 generation=(live.get("metadata") or {}).get("generation"),
                 previous_conditions=previous,
             )
-            status["conditions"] = stamp_all(status["conditions"], previous, now)
+            status["conditions"] = stamp_all(with_recovery(status["conditions"], previous), previous, now)
             if "progress" in current and "progress" not in status and status.get("status") == DOWNLOADING:
                 status["progress"] = current["progress"]  # the downloader's, newer than the cache's
             written = None if status == current else StatusWritten(status, current.get("status"))
