@@ -1,7 +1,8 @@
 """AIM v1alpha2 models and caching end to end (docs/aim-resources.md) through the real kubectl: the spec's
 multi-tenant cost-tracking example down to the download Jobs' pods, the download env and storage class precedence,
 discovery to profiles (namespaced and cluster models), sources, derived profiles, every propagation edge, recovery
-from a missing explicit config on every consumer kind, and config changes re-reconciling consumers.
+from a missing explicit config on every consumer kind, config changes re-reconciling consumers, and an artifact's
+infrastructure errors (a 503 injected into its PVC writes, a lost PVC and the grace period, `GRACE_S`).
 
 One embedded cluster with the workload simulator (it completes Jobs, binds PVCs and writes a discovery result given
 as the model's `sim.omectl.io/discovery-result` annotation) and the controller. Scenarios use namespaces and config
