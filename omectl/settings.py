@@ -130,6 +130,12 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("aim_system_namespace", "AIM_SYSTEM_NAMESPACE"),
         description="The AIM operator namespace (AIM_SYSTEM_NAMESPACE): cluster-scoped AIM kinds resolve there.",
     )
+    aim_degradation_threshold_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long an AIMArtifact's infrastructure error (a lost PVC, an evicted Job pod) may last before "
+        "a Ready artifact turns Degraded: upstream's grace period (10 s).",
+    )
     ha_kubeconfig: Path | None = Field(
         default=None, description="Cluster holding the membership Leases (default: hub_kubeconfig, else $KUBECONFIG)."
     )

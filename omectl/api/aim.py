@@ -416,8 +416,9 @@ ObjectStatus = Literal["Pending", "Progressing", "Ready", "Degraded", "Failed"]
 """`status.status` of a model, profile, profile set or model source."""
 CacheStatus = Literal["Pending", "Progressing", "Ready", "Failed"]
 """`status.status` of a profile cache: Progressing while its artifacts download."""
-ArtifactStatus = Literal["Pending", "Downloading", "Ready", "Failed"]
-"""`status.status` of an artifact: it follows its download Job."""
+ArtifactStatus = Literal["Pending", "Downloading", "Ready", "Degraded", "Failed"]
+"""`status.status` of an artifact: it follows its download Job; Degraded on an infrastructure error (a lost PVC, an
+evicted Job pod) outlasting its grace period."""
 
 Quantity = Annotated[IntOrString | None, Field(default=None, json_schema_extra={"pattern": QUANTITY_PATTERN})]
 
@@ -827,7 +828,8 @@ class AIMArtifactStatus(ConsumerStatus):
     """Observed state of an artifact."""
 
     status: ArtifactStatus | None = None
-    """Pending until its Job runs, Downloading while it runs, Ready when it completed, Failed when it failed."""
+    """Pending until its Job runs, Downloading while it runs, Ready when it completed, Failed when it failed,
+    Degraded while an infrastructure error outlasts its grace period."""
     persistent_volume_claim: str | None = None
     """Name of the PVC holding the files."""
     allocated_size: str | None = None

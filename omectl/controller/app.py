@@ -47,6 +47,7 @@ from omectl.controller.runtime.manager import ClusterRuntime, FleetController
 from omectl.controller.runtime.observe import FleetObserver
 from omectl.controller.runtime.registry import Domain, WorkKind, WorkKinds
 from omectl.core.aim.meta import RECONCILIATION_PAUSED, reconciliation_paused
+from omectl.core.aim.reachability import DEGRADATION_THRESHOLD_S
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME
 from omectl.fleet.leases import Holder
 from omectl.fleet.providers import RegistryChange, provider_from_settings
@@ -88,13 +89,16 @@ class Reconcilers:
         resolver: ChainResolver | None = None,
         aim_operator_namespace: str | None = None,
         image_registry: RegistryClient | None = None,
+        aim_degradation_threshold: float = DEGRADATION_THRESHOLD_S,
     ) -> None:
         self.resolver = resolver or ChainResolver()
         self.runtime_status = RuntimeStatusReconciler(self.resolver, tracer)
         self.engine = EngineReconciler(self.resolver)
         self.aim = AimServiceReconciler(operator_namespace=aim_operator_namespace)
         self.aim_consumers = AimConsumerReconciler(  # AIM v1alpha2
-            operator_namespace=self.aim.operator_namespace, image_registry=image_registry or RegistryClient()
+            operator_namespace=self.aim.operator_namespace,
+            image_registry=image_registry or RegistryClient(),
+            degradation_threshold=aim_degradation_threshold,
         )
         self.aim_legacy = LegacyReconciler(  # upstream's legacy template path
             operator_namespace=self.aim.operator_namespace, children=self.aim_consumers
@@ -210,6 +214,7 @@ class ControllerApp:
         self.reconcilers = Reconcilers(
             tracer=self.tracing.tracer,
             aim_operator_namespace=settings.aim_system_namespace,
+            aim_degradation_threshold=settings.aim_degradation_threshold_seconds,
             image_registry=RegistryClient(
                 mirrors=settings.image_registry_mirrors, timeout=settings.image_registry_timeout_seconds
             ),

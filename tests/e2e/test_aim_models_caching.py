@@ -1,7 +1,8 @@
 """AIM v1alpha2 models and caching end to end (docs/aim-resources.md) through the real kubectl: the spec's
 multi-tenant cost-tracking example down to the download Jobs' pods, the download env and storage class precedence,
 discovery to profiles (namespaced and cluster models), sources, derived profiles, every propagation edge, recovery
-from a missing explicit config on every consumer kind, and config changes re-reconciling consumers.
+from a missing explicit config on every consumer kind, config changes re-reconciling consumers, and an artifact's
+infrastructure errors (a 503 injected into its PVC writes, a lost PVC and the grace period, `GRACE_S`).
 
 One embedded cluster with the workload simulator (it completes Jobs, binds PVCs and writes a discovery result given
 as the model's `sim.omectl.io/discovery-result` annotation) and the controller. Scenarios use namespaces and config
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import pytest
 import yaml
 
 from omectl.sim.simulator import NodePool, SimulatorConfig
-from tests.e2e.conftest import running_fleet
+from tests.e2e.conftest import ControlledFleet, running_fleet
 from tests.support import ClusterKubectl, Kubectl, until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,9 +40,14 @@ COST = {
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
 
 
+GRACE_S = 2.0
+"""The module controller's grace period for an artifact's infrastructure errors (upstream's is 10 s)."""
+
+
 class Env(ClusterKubectl):
-    def __init__(self, kubectl: Kubectl) -> None:
+    def __init__(self, kubectl: Kubectl, fleet: ControlledFleet | None = None) -> None:
         super().__init__(kubectl, CLUSTER)
+        self.fleet = fleet
 
     def items(self, resource: str, namespace: str | None = None, selector: str | None = None) -> list[dict[str, Any]]:
         args = ["get", resource, "-o", "json", *(["-n", namespace] if namespace else [])]
@@ -100,8 +107,10 @@ DISCOVERY_RESULT = """\
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     simulator = SimulatorConfig(pools=(NodePool(count=2, gpus_per_node=8, gpu_resource="amd.com/gpu"),))
     base = tmp_path_factory.mktemp("aimc")
-    with running_fleet(base, 1, "aimc-", simulator=simulator, install_webhooks=False) as fleet:
-        env = Env(fleet.kubectl)
+    with running_fleet(
+        base, 1, "aimc-", simulator=simulator, install_webhooks=False, aim_degradation_threshold_seconds=GRACE_S
+    ) as fleet:
+        env = Env(fleet.kubectl, fleet)
         env.k("apply", "-f", str(SAMPLES / "00-namespaces.yaml"), "-f", str(SAMPLES / "gateway.yaml"))
         env.apply(namespace("aim-system"))
         env.k("apply", "-f", str(SAMPLES / "cost-tracking" / "cluster-default.yaml"))
@@ -607,3 +616,65 @@ def test_a_changed_model_source_replaces_its_artifact_rather_than_retrying_a_ref
     )
     assert second["metadata"]["uid"] != first["metadata"]["uid"]
     until(lambda: env.status("aimprofilecaches", "c", ns).get("status") == "Ready", "the cache Ready again")
+
+
+def test_an_artifacts_infrastructure_errors_follow_upstreams_state_engine(env: Env) -> None:
+    """A child write answered 503: `DependenciesReachable` False (`Failed to apply resources: ...`), nothing else
+    changed, then True / `Reachable` once the writes pass. A lost PVC under a Ready artifact: False (`Cannot reach
+    dependencies`) at once, the artifact kept Ready for the grace period (`GRACE_S` here), then Degraded as upstream
+    words it (one Warning event), and Ready again with `DependenciesReachable` True once the claim is Bound."""
+    if env.fleet is None or env.fleet.bg is None or env.fleet.real_api_server:
+        pytest.skip("injects faults into the embedded API server")
+    (server,) = env.fleet.bg.fleet.servers
+    ns = "infra-errors"
+    env.apply(namespace(ns))
+
+    def artifact() -> dict[str, Any]:
+        status = env.status("aimartifacts", "a", ns)
+        return {**status, "by_type": {c["type"]: c for c in status.get("conditions") or ()}}
+
+    def reachable(status: dict[str, Any]) -> tuple[str, str, str] | None:
+        found = status["by_type"].get("DependenciesReachable")
+        return None if found is None else (found["status"], found["reason"], found["message"])
+
+    server.faults.fail_next(10_000, 503, method="PATCH", path_contains=f"/namespaces/{ns}/persistentvolumeclaims")
+    try:
+        env.apply(obj("AIMArtifact", "a", ns, sourceUri="hf://org/infra", size="1Gi"))
+        failed = until(lambda: (s := artifact())["by_type"].get("DependenciesReachable") and s, "the PVC write failing")
+        status, reason, message = reachable(failed) or ("", "", "")
+        assert (status, reason) == ("False", "InfrastructureError")
+        assert message.startswith("Failed to apply resources: ") and "503" in message
+        assert failed.get("status") in (None, "Pending"), "nothing else changed"
+        assert not env.items("persistentvolumeclaims", ns)
+    finally:
+        server.faults.clear()
+    ready = until(lambda: (s := artifact()).get("status") == "Ready" and s, "Ready once the writes pass")
+    assert reachable(ready) == ("True", "Reachable", "All dependencies are reachable")
+
+    lost = '{"status":{"phase":"Lost"}}'
+    env.k("patch", "pvc", ready["persistentVolumeClaim"], "-n", ns, "--subresource=status", "--type=merge", "-p", lost)
+    held = until(lambda: (s := artifact()) and (reachable(s) or ("",))[0] == "False" and s, "unreachable")
+    assert reachable(held) == ("False", "InfrastructureError", "Cannot reach dependencies")
+    assert held["status"] == "Ready", "within the grace period the Ready artifact keeps its status"
+    degraded = until(lambda: (s := artifact()).get("status") == "Degraded" and s, "Degraded after the grace")
+    condition, unreachable = degraded["by_type"]["Ready"], degraded["by_type"]["DependenciesReachable"]
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "False",
+        "PvcLost",
+        "Component CachePvc is not ready: PVC lost its underlying volume",
+    )
+    assert degraded["by_type"]["CachePvcReady"]["reason"] == "PvcLost"
+    since = datetime.fromisoformat(unreachable["lastTransitionTime"].replace("Z", "+00:00"))
+    turned = datetime.fromisoformat(condition["lastTransitionTime"].replace("Z", "+00:00"))
+    assert (turned - since).total_seconds() >= GRACE_S - 1, "Ready turned False a grace period after the error"
+    warnings = [
+        (e["type"], e["message"])
+        for e in env.items("events", ns)
+        if e["involvedObject"]["name"] == "a" and e["reason"] == "PvcLost"
+    ]
+    assert warnings == [("Warning", condition["message"])], "one Warning as it turns Degraded"
+
+    bound = '{"status":{"phase":"Bound"}}'
+    env.k("patch", "pvc", ready["persistentVolumeClaim"], "-n", ns, "--subresource=status", "--type=merge", "-p", bound)
+    again = until(lambda: (s := artifact()).get("status") == "Ready" and s, "Ready again")
+    assert reachable(again) == ("True", "Reachable", "All dependencies are reachable")

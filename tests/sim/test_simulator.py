@@ -599,7 +599,9 @@ def test_a_job_whose_container_sets_upstreams_debug_failure_variable_fails(value
     assert condition(status, "Failed" if failed else "Complete")["status"] == "True"
 
 
-async def test_a_claim_is_bound_to_a_volume_of_its_size(server: EmbeddedAPIServer, raw: RawClient) -> None:
+async def test_a_claim_is_bound_to_a_volume_of_its_size_and_a_lost_one_stays_lost(
+    server: EmbeddedAPIServer, raw: RawClient
+) -> None:
     claim = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -612,6 +614,10 @@ async def test_a_claim_is_bound_to_a_volume_of_its_size(server: EmbeddedAPIServe
     assert got["spec"]["volumeName"] == f"pvc-{created['metadata']['uid']}"
     assert got["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"] == "yes"
     assert got["status"] == {"phase": "Bound", "accessModes": ["ReadWriteMany"], "capacity": {"storage": "500Gi"}}
+    # a claim whose volume is gone (a test sets it Lost) stays Lost: the binder does not bind it again
+    await raw.patch(CLAIMS + "/models/status", {"status": {"phase": "Lost"}}, MERGE)
+    await settle(server)
+    assert (await raw.get(CLAIMS + "/models")).body["status"]["phase"] == "Lost"
 
 
 # --- KServe InferenceServices ------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ download Job, and the InferenceService mounting the Ready artifacts.
   message gives `status.discoveredSizeBytes`; then
   its PVC (`render_artifact_pvc`; a refused change to a bound claim is a Warning event) and, while the artifact is
   not Ready (`download_job_due`), its download Job (`render_download_job`, env from the artifact, its profile, the
-  resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`);
-  one event when it turns Failed or Ready (`note_artifact_transition`).
+  resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`),
+  an infrastructure error's grace period and `DependenciesReachable` laid over it (`reachability`);
+  one event when it turns Failed, Degraded or Ready (`note_artifact_transition`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from omectl.controller.aim.consumers_watch import CACHE_INDEX, MODEL_NAME_INDEX
+from omectl.controller.aim.reachability import with_reachability
 from omectl.controller.runtime.apply import apply_render
 from omectl.core.aim.artifact_status_updater import STATUS_UPDATER, render_status_updater_binding
 from omectl.core.aim.artifacts import (
@@ -52,6 +54,7 @@ from omectl.core.aim.consumers import (
     text,
 )
 from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.aim.reachability import DEGRADED
 from omectl.core.jsonish import as_mapping
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ROLE_BINDINGS
@@ -154,6 +157,7 @@ async def reconcile_artifact(
     reconciler: AimConsumerReconciler, cluster: AimWatch, artifact: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
     namespace = namespace_of(artifact)
+    live_status = as_mapping(artifact.get("status"))
     await ensure_status_updater(reconciler, cluster, artifact)
     if check_size_due(artifact):
         profile = await profile_of(reconciler, cluster, artifact)
@@ -162,7 +166,7 @@ async def reconcile_artifact(
         check_pods = job_pods(cluster, namespace, check_size_job_name(artifact))
         sized = artifact_status(artifact, None, None, check_job=check_job, check_pods=check_pods)
         if "discoveredSizeBytes" not in sized:
-            return sized
+            return with_reachability(live_status, sized, reconciler.degradation_threshold, check_pods=check_pods)
         # the size is known now: the PVC and the download Job go by it in this same pass
         artifact = dict(artifact, status={**(artifact.get("status") or {}), **sized})
     rendered_pvc = render_artifact_pvc(artifact, config)
@@ -177,7 +181,8 @@ async def reconcile_artifact(
         profile = await profile_of(reconciler, cluster, artifact)
         job = await reconciler.apply_job(cluster, artifact, render_download_job(artifact, config, profile), config)
     pods = job_pods(cluster, namespace, download_job_name(artifact)) if job is not None else []
-    return artifact_status(artifact, job, pvc, pods=pods)
+    own = artifact_status(artifact, job, pvc, pods=pods)
+    return with_reachability(live_status, own, reconciler.degradation_threshold, pvc=pvc, pods=pods)
 
 
 async def ensure_status_updater(
@@ -205,13 +210,14 @@ def job_pods(cluster: AimWatch, namespace: str, job: str) -> list[dict[str, Any]
 def note_artifact_transition(
     cluster: AimWatch, artifact: Mapping[str, Any], before: Any, own: Mapping[str, Any]
 ) -> None:
-    """One event when the artifact's status turns Failed (Warning, its `Ready` reason and message: upstream's
-    `AuthError`, `InvalidSpec`, `StorageFull`, ... with the log line) or Ready (Normal `Verified`), as upstream's
-    condition transitions record them. `before` is the live `status.status` the write replaced."""
+    """One event when the artifact's status turns Failed or Degraded (Warning, its `Ready` reason and message:
+    upstream's `AuthError`, `InvalidSpec`, `StorageFull`, ... with the log line, `PvcLost`) or Ready (Normal
+    `Verified`), as upstream's condition transitions record them. `before` is the live `status.status` the write
+    replaced."""
     after = own.get("status")
     if after == before:
         return
-    if after == FAILED:
+    if after in (FAILED, DEGRADED):
         ready = next((c for c in own.get("conditions") or () if c.get("type") == "Ready"), None)
         if ready is not None:
             cluster.record_event(dict(artifact), "Warning", str(ready["reason"]), str(ready["message"]))

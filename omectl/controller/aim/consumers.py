@@ -22,7 +22,11 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `aim_consumers_watch`
    status sends no write. After a write, a model written in v1alpha1 records upstream's events for its conditions'
    transitions (`aim_models.record_status_events`) and an artifact whose status turns Failed or Ready gets one event
    (`aim_caching.note_artifact_transition`). A step that raises `RetryAfterStatus` (a v1alpha1 model whose registry
-   failed) has its status written, then the object is retried with the work queue's backoff (`RetryLater`).
+   failed) has its status written, then the object is retried with the work queue's backoff (`RetryLater`), as has
+   an artifact whose component has an infrastructure error (its grace period; `aim_caching` and `reachability`).
+   An object whose child write failed with a server error, a throttle or no answer has its previous status written
+   with `DependenciesReachable` False (`Failed to apply resources: ...`), and the error is raised on (the queue's
+   backoff); a later status with no such error has it True / `Reachable` (`reachability.with_recovery`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
 from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOURCES
 from omectl.controller.aim.legacy_caches import delete_abandoned_artifact
 from omectl.controller.aim.model_templates import RetryAfterStatus
+from omectl.controller.aim.reachability import is_write_failure, with_recovery, write_failed
 from omectl.controller.aim.service import _now, apply_propagated, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
@@ -45,6 +50,7 @@ from omectl.core.aim.artifacts import DOWNLOADING
 from omectl.core.aim.consumers import AIM_V1ALPHA2, ARTIFACT, consumer_status
 from omectl.core.aim.labels import PROPAGATED_LABELS_ANNOTATION, read_propagated_keys
 from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPLATE
+from omectl.core.aim.reachability import DEGRADATION_THRESHOLD_S
 from omectl.core.aim.resolution import Resolution
 from omectl.core.conditions import stamp_all
 from omectl.kube.errors import NotFound
@@ -100,7 +106,13 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
     """Reconciles the v1alpha2 consumer kinds (module docstring): the work keys of `CONSUMER_KEYS`, registered for it
     in `omectl.controller.app`."""
 
-    def __init__(self, *, operator_namespace: str, image_registry: RegistryClient | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        operator_namespace: str,
+        image_registry: RegistryClient | None = None,
+        degradation_threshold: float = DEGRADATION_THRESHOLD_S,
+    ) -> None:
         super().__init__(
             operator_namespace=operator_namespace,
             keys=CONSUMER_KEYS,
@@ -109,6 +121,8 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
         )
         self.image_registry = image_registry or RegistryClient()
         """Reads a v1alpha1 model's image labels (`omectl.controller.aim.image_metadata`)."""
+        self.degradation_threshold = degradation_threshold
+        """Seconds an artifact's infrastructure error may last before a Ready artifact degrades (upstream's 10 s)."""
 
     async def write_refused(
         self, cluster: AimWatch, obj: dict[str, Any], resolution: Resolution, previous: list[Any]
@@ -126,6 +140,11 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
         except RetryAfterStatus as retry:
             await self.write_status_and_note(cluster, obj, resolution, retry.own)
             raise RetryLater(str(retry)) from None
+        except Exception as error:
+            if not is_write_failure(error):
+                raise
+            await self.write_status_and_note(cluster, obj, resolution, write_failed(obj, error))
+            raise  # retried with the queue's backoff, a server's Retry-After honoured, as before
         await self.write_status_and_note(cluster, obj, resolution, own)
 
     async def write_status_and_note(
@@ -245,7 +264,7 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
                 generation=(live.get("metadata") or {}).get("generation"),
                 previous_conditions=previous,
             )
-            status["conditions"] = stamp_all(status["conditions"], previous, now)
+            status["conditions"] = stamp_all(with_recovery(status["conditions"], previous), previous, now)
             if "progress" in current and "progress" not in status and status.get("status") == DOWNLOADING:
                 status["progress"] = current["progress"]  # the downloader's, newer than the cache's
             written = None if status == current else StatusWritten(status, current.get("status"))

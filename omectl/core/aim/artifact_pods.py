@@ -8,7 +8,10 @@ The controller reads pods, never their logs.
 
 A failed pod is categorised as upstream's controller categorises its log: the first pattern group that matches any line,
 in the order infrastructure (RBAC), resource not found, auth, storage full (`FAILURE_PATTERNS`); without a match, by
-the container's terminated reason (`OOMKilled` → `PodOOMKilled`, else `PodFailed`).
+the container's terminated reason (`OOMKilled` → `PodOOMKilled`, else `PodFailed`). Upstream's categorisation of the
+failure has no case for the infrastructure group: a line matching it (which masks the later groups) quotes that line
+in a `PodFailed` (invalid spec). A pod the kubelet evicted (no terminated container, the pod's reason `Evicted`) is
+`PodEvicted`, an infrastructure error (`omectl.core.aim.reachability`).
 """
 
 from __future__ import annotations
@@ -130,7 +133,10 @@ def pod_failure(pod: Mapping[str, Any]) -> PodFailure:
     state = terminated(pod)
     if state is None:
         status = as_mapping(pod.get("status"))
-        return PodFailure("PodFailed", INVALID_SPEC, str(status.get("message") or "Pod failed"))
+        message = str(status.get("message") or "Pod failed")
+        if status.get("reason") == "Evicted":
+            return PodFailure("PodEvicted", INFRASTRUCTURE, message)
+        return PodFailure("PodFailed", INVALID_SPEC, message)
     exit_code = state.get("exitCode")
     why = str(state.get("reason") or "")
     log = str(state.get("message") or "")
@@ -140,6 +146,8 @@ def pod_failure(pod: Mapping[str, Any]) -> PodFailure:
     found = categorize_log(log)
     if found is not None:
         reason, category, summary, line = found
+        if category == INFRASTRUCTURE:  # upstream's categorisation falls through to the container's reason
+            return PodFailure("PodFailed", INVALID_SPEC, f"{message}\n\nLog excerpt:\n{line}")
         return PodFailure(reason, category, f"{summary}: {message}\n\nLog excerpt:\n{line}")
     tail = "\n".join(log.strip().splitlines()[-3:])
     return PodFailure("PodFailed", INVALID_SPEC, f"{message}\n\nLog excerpt:\n{tail}" if tail else message)

@@ -87,7 +87,8 @@ What it does, and the contract other code may rely on:
   one without it running a simulated image's `dry-run` writes what that image prints (`dry_runs`).
 - **PersistentVolumeClaims** bind as the volume binder does: a spec write (`spec.volumeName: pvc-<uid>`,
   annotations `pv.kubernetes.io/bind-completed` and `bound-by-controller`), then status `phase: Bound`,
-  `accessModes`, `capacity.storage` = the request.
+  `accessModes`, `capacity.storage` = the request. A claim a client set `Lost` stays Lost (its volume is gone; the
+  binder does not bind it again).
 """
 
 from __future__ import annotations

@@ -65,6 +65,9 @@ from omectl.sim.simulator.status import (
 
 log = logging.getLogger(__name__)
 
+BOUND_OR_LOST = ("Bound", "Lost")
+"""A claim's phases the binder leaves alone: bound, or its volume gone (a test sets it)."""
+
 _RETRY: ObjectRef = (("", ""), "", "")  # the work item "try the pending workloads again"
 
 
@@ -217,7 +220,7 @@ class WorkloadSimulator:
                 if (obj.get("status") or {}).get("state") and meta.get("generation") == old_meta.get("generation"):
                     return
             elif key == CLAIMS:
-                if (obj.get("status") or {}).get("phase") == "Bound":
+                if (obj.get("status") or {}).get("phase") in BOUND_OR_LOST:
                     return
             elif meta.get("generation") == old_meta.get("generation"):
                 return  # a status or metadata write: nothing to schedule
@@ -442,7 +445,7 @@ class WorkloadSimulator:
         claim = self.store.get(*ref)
         if claim is None or claim["metadata"].get("deletionTimestamp"):
             return
-        if (claim.get("status") or {}).get("phase") == "Bound":
+        if (claim.get("status") or {}).get("phase") in BOUND_OR_LOST:
             return
         rt = self._served(CLAIMS)
         assert rt is not None

@@ -41,7 +41,7 @@ def pod(phase: str, message: str = "", reason: str = "Error", name: str = "p", c
         ("401 Client Error. Cannot access gated repo for url https://huggingface.co/x", "AuthError", "Auth"),
         ("ERROR: S3 error: 403 (InvalidAccessKeyId): no such key id", "AuthError", "Auth"),
         ("OSError: [Errno 28] No space left on device", "StorageFull", "ResourceExhaustion"),
-        ('pods is forbidden: User "x" cannot patch resource "aimartifacts"', "InfrastructureError", "Infrastructure"),
+        ('pods is forbidden: User "x" cannot patch resource "aimartifacts"', "PodFailed", "InvalidSpec"),
         ("Download stalled for 15s, killing", "PodFailed", "InvalidSpec"),
         # HuggingFace answers 401 for a repository that does not exist: not found is tried before auth
         ("401 Unauthorized hf.co: Repository Not Found", "SourceNotFound", "InvalidSpec"),

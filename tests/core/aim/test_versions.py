@@ -286,7 +286,20 @@ def test_an_inline_custom_model_leaves_v1alpha2_without_a_model_and_a_merged_sco
     assert convert(v2, api(V1ALPHA1)) == v1
 
 
-def test_a_degraded_v1alpha1_status_has_no_v1alpha2_value_and_comes_back() -> None:
+def test_a_not_available_v1alpha1_artifact_status_has_no_v1alpha2_value_and_comes_back() -> None:
+    v1 = {
+        "apiVersion": api(V1ALPHA1),
+        "kind": "AIMArtifact",
+        "metadata": {"name": "a"},
+        "status": {"status": "NotAvailable"},
+    }
+    v2 = convert(v1, api(V1ALPHA2))
+    assert v2["status"] == {}
+    assert convert(v2, api(V1ALPHA1)) == v1
+
+
+def test_a_degraded_artifact_is_degraded_in_both_versions() -> None:
+    """The controller degrades an artifact on an infrastructure error (omectl/core/aim/reachability.py)."""
     v1 = {
         "apiVersion": api(V1ALPHA1),
         "kind": "AIMArtifact",
@@ -294,7 +307,7 @@ def test_a_degraded_v1alpha1_status_has_no_v1alpha2_value_and_comes_back() -> No
         "status": {"status": "Degraded"},
     }
     v2 = convert(v1, api(V1ALPHA2))
-    assert v2["status"] == {}
+    assert v2["status"] == {"status": "Degraded"}
     assert convert(v2, api(V1ALPHA1)) == v1
 
 

@@ -12,8 +12,10 @@ from typing import Final
 
 from omectl.core.aim.versions.engine import Container, Field, KindConversion, Values, same_if
 
-STATUS: Final = Values({"Pending": "Pending", "Progressing": "Downloading", "Ready": "Ready", "Failed": "Failed"})
-"""v1alpha1's `status.status` -> v1alpha2's (`Degraded` and `NotAvailable` have none)."""
+STATUS: Final = Values(
+    {"Pending": "Pending", "Progressing": "Downloading", "Ready": "Ready", "Degraded": "Degraded", "Failed": "Failed"}
+)
+"""v1alpha1's `status.status` -> v1alpha2's (`NotAvailable` has none)."""
 
 ARTIFACT: Final = KindConversion(
     "AIMArtifact",
