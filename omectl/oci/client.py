@@ -126,12 +126,19 @@ class _Session:
 
 
 class RegistryClient:
-    """Reads image labels (module docstring); `timeout` bounds one read, `cache_size` the reads kept."""
+    """Reads image labels and lists (module docstring); `timeout` bounds one read, `cache_size` the reads kept."""
 
     def __init__(
-        self, *, mirrors: Mapping[str, str] | None = None, timeout: float = 30.0, cache_size: int = 256
+        self,
+        *,
+        mirrors: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+        cache_size: int = 256,
+        page_size: int = PAGE,
     ) -> None:
         self.mirrors = {host: url.rstrip("/") for host, url in (mirrors or {}).items()}
+        self.page_size = page_size
+        """Entries asked for per page of a listing."""
         self.timeout = timeout
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, Credentials | None], dict[str, str]] = OrderedDict()
@@ -165,17 +172,21 @@ class RegistryClient:
     async def tags(self, registry: str, repository: str, credentials: Credentials | None = None) -> list[str]:
         """The repository's tags (`/v2/<repository>/tags/list`, every page), never cached."""
         scope = f"repository:{repository}:pull"
-        return await self._listing(registry, scope, credentials, f"{repository}/tags/list?n={PAGE}", "tags")
+        return await self._listing(registry, scope, credentials, f"{repository}/tags/list?n={self.page_size}", "tags")
 
     async def catalog(self, registry: str, credentials: Credentials | None = None) -> list[str]:
         """The registry's repositories (`/v2/_catalog`, every page), never cached. Registries give the catalog to
         accounts allowed `registry:catalog:*` only: without one it is a RegistryError `auth`."""
-        return await self._listing(registry, "registry:catalog:*", credentials, f"_catalog?n={PAGE}", "repositories")
+        return await self._listing(
+            registry, "registry:catalog:*", credentials, f"_catalog?n={self.page_size}", "repositories"
+        )
 
     async def hub_repositories(self, namespace: str) -> list[str]:
         """The public repositories of a Docker Hub namespace, `<namespace>/<name>` (Docker Hub's own API,
         `https://hub.docker.com/v2/namespaces/<namespace>/repositories`, every page): Docker Hub has no catalog."""
-        url: str | None = f"{self.base_url(DOCKER_HUB_WEB)}/v2/namespaces/{namespace}/repositories?page_size={PAGE}"
+        url: str | None = (
+            f"{self.base_url(DOCKER_HUB_WEB)}/v2/namespaces/{namespace}/repositories?page_size={self.page_size}"
+        )
         found: list[str] = []
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as http:
