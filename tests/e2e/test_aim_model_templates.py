@@ -25,6 +25,10 @@ credentials), or, for the ported scenarios, from the model's annotation `sim.ome
   (Failed on a missing pull secret, Degraded on an image the registry does not have, Ready with its templates), with
   `sourceType` and `imageMetadata`, and no discovery Job; the clone script's step done here as the script does it.
   (aimmodel/error-recovery is ported by tests/e2e/test_aim_versions.py.)
+- aimclustermodelsource/auto-sourcing, wildcard and auth-failure: a v1alpha1 source scanning Docker Hub (its API,
+  hub.docker.com, mirrored to the public registry) makes five models of amdenterpriseai/aim-*:0.8.4 as upstream
+  builds them, its limit reached; one scanning ghcr.io's catalog anonymously fails; here also a private registry's
+  catalog read with the source's pull secret and an image pushed later found on `syncInterval`.
 """
 
 from __future__ import annotations
