@@ -648,7 +648,7 @@ def test_upstreams_auto_sourcing_and_wildcard_scenarios_make_five_models_of_dock
     )
     assert conditions["MaxModelsLimitReached"]["message"] == "Limit reached: 5 created, 6 available"
     env.k("delete", SOURCES_V1, source)
-    env.k("delete", CLUSTER_MODELS_V1, "-l", f"aim.eai.amd.com/model-source={source}")
+    env.k("delete", CLUSTER_MODELS_V1, "-l", f"aim.eai.amd.com/model-source={source}", "--ignore-not-found")
 
     source = apply_source(env, "wildcard/cluster-model-source-dockerhub.yaml")
     # chainsaw: Wait for source to be Ready with maxModels limit reached
@@ -669,7 +669,7 @@ def test_upstreams_auto_sourcing_and_wildcard_scenarios_make_five_models_of_dock
     )
     assert {m["metadata"]["name"] for m in models} == set(expected)
     env.k("delete", SOURCES_V1, source)
-    env.k("delete", CLUSTER_MODELS_V1, "-l", f"aim.eai.amd.com/model-source={source}")
+    env.k("delete", CLUSTER_MODELS_V1, "-l", f"aim.eai.amd.com/model-source={source}", "--ignore-not-found")
 
 
 def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets_a_resync_find_new_images(
@@ -708,7 +708,7 @@ def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets
             "metadata": {"name": "private-scan"},
             "spec": {
                 "registry": "private.example.io",
-                "syncInterval": "1s",
+                "syncInterval": "300ms",
                 "imagePullSecrets": [{"name": "scan-pull"}],
                 "filters": [{"image": "team/*"}],
             },
@@ -732,4 +732,4 @@ def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets
     )
     assert found
     assert env.status(SOURCES_V1, "private-scan")["status"] == "Ready"
-    env.k("delete", SOURCES_V1, source, "private-scan")  # its resync every second would outlive the test
+    env.k("delete", SOURCES_V1, source, "private-scan")  # its resync every 300 ms would outlive the test
