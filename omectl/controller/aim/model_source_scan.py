@@ -14,8 +14,8 @@ A filter's registry is the one its image names, else the source's `spec.registry
    error fails the filter, and so does any repository's (with the images of the others: a partial result);
 5. a `*` on another registry: the catalog, then the tags as on Docker Hub.
 
-Credentials: the source's `imagePullSecrets` in the operator namespace (those missing are skipped, as upstream's
-keychain skips them), the first that holds the registry's. The scan runs on every reconcile of the source (a spec,
+Credentials: the source's `imagePullSecrets` in the operator namespace (those missing are skipped), the first that
+holds the registry's. The scan runs on every reconcile of the source (a spec,
 label or annotation change, a model of its changed, a resync) and once more `spec.syncInterval` after it.
 """
 
