@@ -862,7 +862,7 @@ class SourcedModel(AIMModelSpec):
 
 
 class AIMClusterModelSourceSpec(_Object):
-    """The AIMClusterModels to create. Registry scanning is out of scope: the models are listed here."""
+    """The AIMClusterModels to create, listed here (a source written in v1alpha1 scans a registry instead)."""
 
     runtime_config_name: str | None = None
     """Name of the runtime config (label propagation); "default" when unset. Copied to models that set none."""
@@ -877,10 +877,16 @@ class AIMClusterModelSourceStatus(ConsumerStatus):
     """Ready once its models exist."""
     model_count: int | None = None
     """Number of AIMClusterModels the source created."""
+    available_models: int | None = None
+    """Images a registry scan found (a source written in v1alpha1)."""
+    models_limit_reached: bool | None = None
+    """Whether a registry scan found more images than maxModels lets it make models of."""
+    last_sync_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When the registry was last scanned."""
 
 
 class AIMClusterModelSource(_AIMResource):
-    """A list of AIMClusterModels to create and keep (registry scanning is out of scope)."""
+    """A list of AIMClusterModels to create and keep (at v1alpha1: a registry scan that makes them)."""
 
     api_version: str | None = f"{GROUP}/{V1ALPHA2}"
     """APIVersion of the object's schema."""

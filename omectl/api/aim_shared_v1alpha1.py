@@ -153,7 +153,7 @@ class ModelSourceFilter(_Object):
 
 
 class AIMClusterModelSourceSpec(_Object):
-    """Upstream's registry scan (v1alpha1). omectl does not scan registries: such a source creates no models."""
+    """Upstream's registry scan (v1alpha1): the AIMClusterModels of the images its filters find."""
 
     filters: list[ModelSourceFilter] = Field(min_length=1, max_length=100)
     """The images to find; an image matching any filter counts."""

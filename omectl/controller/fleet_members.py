@@ -92,6 +92,9 @@ class ObservedCluster(ClusterRuntime):
     ) -> None:
         return None
 
+    def enqueue_after(self, key: WorkKey, delay: float) -> None:
+        return None
+
     def record_event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         return None
 

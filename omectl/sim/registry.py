@@ -4,7 +4,14 @@ carries the image's labels; `index` images are an image index with a linux/arm64
 on the amd64 one only). With `credentials` the registry asks for a bearer token from its `/token` realm, given only
 for those basic credentials; with `anonymous_tokens` it asks for a token that anyone gets (as ghcr.io and Docker Hub
 do for public images); else it answers without authentication. The controller reaches it for a registry host through
-its `image_registry_mirrors` setting (docs/operations.md, "Image registries")."""
+its `image_registry_mirrors` setting (docs/operations.md, "Image registries").
+
+Listings, as a registry scan reads them (`AIMClusterModelSource`): a repository's tags (`/v2/<name>/tags/list`) and
+the catalog (`/v2/_catalog`), both sorted and paged by `n` and `last` with a `Link` header to the next page, and Docker
+Hub's repositories of a namespace (`/v2/namespaces/<namespace>/repositories`, unauthenticated, as hub.docker.com
+answers it). The catalog is given, as registries with token authentication give it, only to a token its `/token`
+realm issued for credentials (`registry:catalog:*` is never granted anonymously): a registry with `anonymous_tokens`
+and no credentials answers every catalog read 401."""
 
 from __future__ import annotations
 
@@ -120,6 +127,14 @@ LLAMA_32_1B_DRY_RUN: Final = [
 """amdenterpriseai/aim-meta-llama-llama-3-2-1b-instruct:0.8.5 (upstream's gpu/profile-id-propagation), simulated with
 the profile that scenario expects (`vllm-mi300x-fp16-tp1-latency`), unoptimized: the scenario allows unoptimized
 templates."""
+RELEASE_084: Final = (
+    "aim-google-gemma-3-1b-it",
+    "aim-meta-llama-llama-3-1-8b-instruct",
+    "aim-meta-llama-llama-3-2-1b-instruct",
+    "aim-mistralai-mistral-7b-instruct-v0-3",
+    "aim-qwen-qwen3-32b",
+    "aim-qwen-qwen3-8b",
+)
 SIMULATED_IMAGES: Final = (
     SimulatedImage(
         "silogen/aim-dummy",
@@ -158,10 +173,18 @@ SIMULATED_IMAGES: Final = (
         dry_run=tuple(LLAMA_32_1B_DRY_RUN),
     ),
     SimulatedImage("amdenterpriseai/aim-base", "0.9", {"org.opencontainers.image.title": "aim-base"}),
+    *(
+        SimulatedImage(f"amdenterpriseai/{name}", "0.8.4", {"org.opencontainers.image.title": name})
+        for name in RELEASE_084
+    ),
+    SimulatedImage("amdenterpriseai/aim-base", "0.8.4", {"org.opencontainers.image.title": "aim-base"}),
 )
 """The simulated images (every mirrored host has them): aim-dummy:0.1.10, aim-qwen-qwen3-32b:0.8.5 and
 aim-meta-llama-llama-3-2-1b-instruct:0.8.5, each with one profile (its labels recommend it, its dry run prints it),
-and aim-base:0.9, the base image of upstream's custom models (no model labels, no profile)."""
+and aim-base:0.9, the base image of upstream's custom models (no model labels, no profile). The 0.8.4 release of six
+amdenterpriseai/aim-* models and of aim-base, labelled with their titles only (their models make no templates), are
+what upstream's AIMClusterModelSource scenarios scan Docker Hub for (`amdenterpriseai/aim-*` at 0.8.4 without
+aim-base, five at most)."""
 
 
 def _blob(document: Mapping[str, Any]) -> tuple[str, bytes]:
@@ -184,7 +207,8 @@ class SimulatedRegistry:
         self.requests = 0
         self.unavailable: set[str] = set()
         """Repositories whose manifests answer 503 (the registry failing for a while), until removed."""
-        self._tokens: set[str] = set()
+        self._tokens: dict[str, bool] = {}
+        """Token -> whether it was issued for credentials (the catalog's scope is granted only then)."""
         self._runner: web.AppRunner | None = None
         self.url = ""
         for image in images:
@@ -224,6 +248,9 @@ class SimulatedRegistry:
         app = web.Application()
         app.router.add_get("/token", self._token)
         app.router.add_get("/v2/", self._base)
+        app.router.add_get("/v2/_catalog", self._catalog)
+        app.router.add_get(r"/v2/namespaces/{namespace}/repositories", self._hub_repositories)
+        app.router.add_get(r"/v2/{name:.+}/tags/list", self._tags)
         app.router.add_get(r"/v2/{name:.+}/manifests/{ref}", self._manifest)
         app.router.add_get(r"/v2/{name:.+}/blobs/{digest}", self._blob)
         return app
@@ -244,16 +271,19 @@ class SimulatedRegistry:
 
     # --- handlers ---------------------------------------------------------------------------------------------
 
-    def _challenge(self, request: web.Request) -> web.Response | None:
+    def _challenge(self, request: web.Request, *, catalog: bool = False) -> web.Response | None:
         if self.credentials is None and not self.anonymous_tokens:
             return None
         given = request.headers.get("Authorization", "")
-        if given.startswith("Bearer ") and given[7:] in self._tokens:
+        token = given[7:] if given.startswith("Bearer ") else None
+        if token in self._tokens and (self._tokens[token] or not catalog):
             return None
-        name = request.match_info.get("name", "")
-        realm = f'Bearer realm="{self.url}/token",service="omectl-sim",scope="repository:{name}:pull"'
+        scope = "registry:catalog:*" if catalog else f"repository:{request.match_info.get('name', '')}:pull"
+        realm = f'Bearer realm="{self.url}/token",service="omectl-sim",scope="{scope}"'
         return web.json_response(
-            {"errors": [{"code": "UNAUTHORIZED"}]}, status=401, headers={"WWW-Authenticate": realm}
+            {"errors": [{"code": "UNAUTHORIZED", "message": "authentication required"}]},
+            status=401,
+            headers={"WWW-Authenticate": realm},
         )
 
     async def _token(self, request: web.Request) -> web.Response:
@@ -262,11 +292,37 @@ class SimulatedRegistry:
             if request.headers.get("Authorization") != expected:
                 return web.json_response({"errors": [{"code": "DENIED"}]}, status=401)
         token = secrets.token_hex(16)
-        self._tokens.add(token)
+        self._tokens[token] = self.credentials is not None
         return web.json_response({"token": token})
 
     async def _base(self, request: web.Request) -> web.Response:
         return self._challenge(request) or web.json_response({})
+
+    async def _catalog(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        if denied := self._challenge(request, catalog=True):
+            return denied
+        return _paged(request, "_catalog", "repositories", {}, sorted({repository for repository, _ in self.tags}))
+
+    async def _tags(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        if denied := self._challenge(request):
+            return denied
+        name = request.match_info["name"]
+        tags = sorted(tag for repository, tag in self.tags if repository == name)
+        if not tags:
+            return web.json_response(
+                {"errors": [{"code": "NAME_UNKNOWN", "message": "repository name not known to registry"}]}, status=404
+            )
+        return _paged(request, f"{name}/tags/list", "tags", {"name": name}, tags)
+
+    async def _hub_repositories(self, request: web.Request) -> web.Response:
+        namespace = request.match_info["namespace"]
+        names = sorted(
+            {repository.split("/", 1)[1] for repository, _ in self.tags if repository.startswith(f"{namespace}/")}
+        )
+        results = [{"name": name, "namespace": namespace} for name in names]
+        return web.json_response({"count": len(results), "next": None, "previous": None, "results": results})
 
     async def _manifest(self, request: web.Request) -> web.Response:
         self.requests += 1
@@ -293,3 +349,16 @@ class SimulatedRegistry:
         if found is None:
             return web.json_response({"errors": [{"code": "BLOB_UNKNOWN"}]}, status=404)
         return web.Response(body=found[1], content_type="application/octet-stream")
+
+
+def _paged(request: web.Request, path: str, key: str, head: Mapping[str, Any], values: list[str]) -> web.Response:
+    """One page of a sorted listing: at most `n` values after `last`, and a `Link` to the next page when more follow."""
+    last = request.query.get("last")
+    rest = [v for v in values if last is None or v > last]
+    try:
+        size = int(request.query.get("n", "0")) or len(rest)
+    except ValueError:
+        size = len(rest)
+    page, more = rest[:size], len(rest) > size
+    headers = {"Link": f'</v2/{path}?n={size}&last={page[-1]}>; rel="next"'} if more and page else {}
+    return web.json_response({**head, key: page}, headers=headers)

@@ -759,7 +759,7 @@ OWN_STATUS = {
     "AIMProfileSet": {"profileCount"},
     "AIMProfileCache": {"artifacts"},
     "AIMArtifact": {"persistentVolumeClaim", "allocatedSize", "download", "progress", "discoveredSizeBytes"},
-    "AIMClusterModelSource": {"modelCount"},
+    "AIMClusterModelSource": {"modelCount", "availableModels", "modelsLimitReached", "lastSyncTime"},
 }
 
 

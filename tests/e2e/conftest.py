@@ -55,7 +55,7 @@ class ControlledFleet:
         return self.kubectl.run(f"--context={cluster}", *args, **kw).stdout  # type: ignore[arg-type]
 
 
-SIMULATED_REGISTRY_HOSTS = ("ghcr.io", "docker.io", "quay.io")
+SIMULATED_REGISTRY_HOSTS = ("ghcr.io", "docker.io", "hub.docker.com", "quay.io")
 """The registries an e2e fleet's controller reads from the simulated registry (omectl/sim/registry.py) unless a test
 gives `image_registry_mirrors`: an image it lacks is ImageNotFound, whatever the network."""
 

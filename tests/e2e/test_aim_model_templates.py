@@ -25,11 +25,16 @@ credentials), or, for the ported scenarios, from the model's annotation `sim.ome
   (Failed on a missing pull secret, Degraded on an image the registry does not have, Ready with its templates), with
   `sourceType` and `imageMetadata`, and no discovery Job; the clone script's step done here as the script does it.
   (aimmodel/error-recovery is ported by tests/e2e/test_aim_versions.py.)
+- aimclustermodelsource/auto-sourcing, wildcard and auth-failure: a v1alpha1 source scanning Docker Hub (its API,
+  hub.docker.com, mirrored to the public registry) makes five models of amdenterpriseai/aim-*:0.8.4 as upstream
+  builds them, its limit reached; one scanning ghcr.io's catalog anonymously fails; here also a private registry's
+  catalog read with the source's pull secret and an image pushed later found on `syncInterval`.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -79,10 +84,14 @@ SPEC_TEMPLATE = "this-registry-does-not-exist-12345-inva-1x-mi300x-thr-fp16-7a87
 
 
 class Env(ClusterKubectl):
-    def __init__(self, fleet: ControlledFleet, public: SimulatedRegistry | None = None) -> None:
+    def __init__(
+        self, fleet: ControlledFleet, public: SimulatedRegistry | None = None, private: SimulatedRegistry | None = None
+    ) -> None:
         super().__init__(fleet.kubectl, CLUSTER)
         self.public = public
-        """The registry of ghcr.io and docker.io."""
+        """The registry of ghcr.io and docker.io (and Docker Hub's API, hub.docker.com)."""
+        self.private = private
+        """The registry of private.example.io, which answers only a pull secret's credentials."""
 
     def apply_file(self, path: str, ns: str | None = None) -> dict[str, Any]:
         """One of upstream's pinned documents, applied as it is (in its namespace `ns`)."""
@@ -165,10 +174,15 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             1,
             "aimmtpl-",
             simulator=simulator,
-            image_registry_mirrors={"ghcr.io": public_url, "docker.io": public_url, "private.example.io": private_url},
+            image_registry_mirrors={
+                "ghcr.io": public_url,
+                "docker.io": public_url,
+                "hub.docker.com": public_url,
+                "private.example.io": private_url,
+            },
         ) as fleet,
     ):
-        env = Env(fleet, public)
+        env = Env(fleet, public, private)
         env.apply(namespace("aim-system"))
         yield env
 
@@ -567,3 +581,155 @@ def test_upstreams_clone_templates_for_gpu_scenario_clones_a_ready_cluster_model
         "the model's templates some Ready, some not available",
     )
     assert found["Ready"]["status"] == "True"
+
+
+# --- AIMClusterModelSource: upstream's registry scan (docs/aim-versions.md, "What a v1alpha1 source scans") ----------
+
+SOURCES_V1 = "aimclustermodelsources.v1alpha1.aim.eai.amd.com"
+SOURCE_SCENARIOS = UPSTREAM.parent / "aimclustermodelsource"
+FIRST_FIVE = {  # Docker Hub's amdenterpriseai/aim-* at 0.8.4 but aim-base (omectl.sim.registry.RELEASE_084), in order
+    "amdenterpriseai-aim-google-gemma-3-1b-it-0-8-4-35dd38": "aim-google-gemma-3-1b-it",
+    "amdenterpriseai-aim-meta-llama-llama-3-1-8b-instru-0-8-4-590b84": "aim-meta-llama-llama-3-1-8b-instruct",
+    "amdenterpriseai-aim-meta-llama-llama-3-2-1b-instru-0-8-4-69ec89": "aim-meta-llama-llama-3-2-1b-instruct",
+    "amdenterpriseai-aim-mistralai-mistral-7b-instruct-0-8-4-4cbac6": "aim-mistralai-mistral-7b-instruct-v0-3",
+    "amdenterpriseai-aim-qwen-qwen3-32b-0-8-4-c3c81a": "aim-qwen-qwen3-32b",
+}
+"""Their models' names, upstream's: repository and tag, the longest part shortened to fit 63 characters, and the hash
+(`scanned_name`)."""
+
+
+def scanned_name(registry: str, repository: str, tag: str) -> str:
+    """Upstream's name of a source's model (short enough not to be shortened): repository and tag as a DNS label, and
+    6 hex digits of the SHA-256 of the three parts as Go's JSON writes them, joined by `|`."""
+    digest = hashlib.sha256("|".join(json.dumps(p) for p in (registry, repository, tag)).encode()).hexdigest()
+    return f"{repository.replace('/', '-').replace('.', '-')}-{tag.replace('.', '-')}-{digest[:6]}"
+
+
+def apply_source(env: Env, path: str) -> str:
+    env.k("apply", "-f", str(SOURCE_SCENARIOS / path))
+    name: str = yaml.safe_load((SOURCE_SCENARIOS / path).read_text())["metadata"]["name"]
+    return name
+
+
+def test_upstreams_auto_sourcing_and_wildcard_scenarios_make_five_models_of_docker_hubs_images(env: Env) -> None:
+    """Ported: aimclustermodelsource/auto-sourcing, then aimclustermodelsource/wildcard (both scan Docker Hub for
+    amdenterpriseai/aim-* at 0.8.4 without aim-base, at most five; chainsaw deletes the first before the second)."""
+    source = apply_source(env, "auto-sourcing/cluster-model-source.yaml")
+    # chainsaw: Wait for source to become Ready
+    status = env.reaches(SOURCES_V1, source, None, "Ready")
+    assert by_type(status)["Ready"]["status"] == "True"
+    # chainsaw: Verify models were created with correct labels
+    models = env.listed(CLUSTER_MODELS_V1, f"aim.eai.amd.com/model-source={source}")
+    assert {m["metadata"]["labels"]["aim.eai.amd.com/origin"] for m in models} == {"auto-generated"}
+    # here: which five, as upstream builds them, and the source's counts and conditions
+    uid = env.get(SOURCES_V1, source)["metadata"]["uid"]  # type: ignore[index]
+    expected = FIRST_FIVE
+    assert scanned_name("docker.io", "amdenterpriseai/aim-qwen-qwen3-32b", "0.8.4") in expected
+    assert {m["metadata"]["name"] for m in models} == set(expected)
+    for model in models:
+        repository = f"amdenterpriseai/{expected[model['metadata']['name']]}"
+        assert model["spec"]["image"] == f"{repository}:0.8.4"
+        assert model["metadata"]["annotations"]["aim.eai.amd.com/source-repository"] == repository
+        assert model["metadata"]["annotations"]["aim.eai.amd.com/source-registry"] == "docker.io"
+        assert model["metadata"]["annotations"]["aim.eai.amd.com/source-tag"] == "0.8.4"
+        (owner,) = model["metadata"]["ownerReferences"]
+        assert (owner["apiVersion"], owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            V1,
+            "AIMClusterModelSource",
+            source,
+            uid,
+            True,
+        )
+    assert (status["discoveredModels"], status["availableModels"], status["modelsLimitReached"]) == (5, 6, True)
+    conditions = by_type(status)
+    assert (conditions["FiltersReady"]["reason"], conditions["ExistingModelsReady"]["status"]) == (
+        "AllFiltersSucceeded",
+        "True",
+    )
+    assert conditions["MaxModelsLimitReached"]["message"] == "Limit reached: 5 created, 6 available"
+    env.k("delete", SOURCES_V1, source)
+    env.k("delete", CLUSTER_MODELS_V1, "-l", f"aim.eai.amd.com/model-source={source}", "--ignore-not-found")
+
+    source = apply_source(env, "wildcard/cluster-model-source-dockerhub.yaml")
+    # chainsaw: Wait for source to be Ready with maxModels limit reached
+    status = until(
+        lambda: (s := env.status(SOURCES_V1, source)).get("status") == "Ready" and s.get("discoveredModels") == 5 and s,
+        "the wildcard source Ready with five models",
+    )
+    assert status["modelsLimitReached"] is True
+    conditions = by_type(status)
+    assert (conditions["MaxModelsLimitReached"]["status"], conditions["MaxModelsLimitReached"]["reason"]) == (
+        "True",
+        "LimitReached",
+    )
+    assert conditions["Ready"]["status"] == "True"
+    # chainsaw: Verify models were created with correct labels
+    models = env.listed(
+        CLUSTER_MODELS_V1, f"aim.eai.amd.com/model-source={source},aim.eai.amd.com/origin=auto-generated"
+    )
+    assert {m["metadata"]["name"] for m in models} == set(expected)
+    env.k("delete", SOURCES_V1, source)
+    env.k("delete", CLUSTER_MODELS_V1, "-l", f"aim.eai.amd.com/model-source={source}", "--ignore-not-found")
+
+
+def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets_a_resync_find_new_images(
+    env: Env,
+) -> None:
+    """Ported: aimclustermodelsource/auth-failure (ghcr.io gives its catalog to no anonymous reader); here also a
+    private registry's catalog read with the source's pull secret, and an image pushed later found by the resync."""
+    source = apply_source(env, "auth-failure/cluster-model-source-ghcr.yaml")
+    # chainsaw: Wait for source to reach Failed status
+    status = env.reaches(SOURCES_V1, source, None, "Failed")
+    conditions = by_type(status)
+    assert conditions["Ready"]["status"] == "False"
+    # chainsaw: Verify no models were created
+    assert env.listed(CLUSTER_MODELS_V1, f"aim.eai.amd.com/model-source={source}") == []
+    # here: upstream's words
+    assert (conditions["FiltersReady"]["reason"], conditions["FiltersReady"]["message"]) == (
+        "AllFiltersFailed",
+        "All 1 filters failed",
+    )
+    assert conditions["Ready"]["message"] == "Component Filters is not ready: All 1 filters failed"
+    assert (status["discoveredModels"], status["modelsLimitReached"]) == (0, False)
+
+    auth = base64.b64encode(":".join(PRIVATE_CREDENTIALS).encode()).decode()
+    config = json.dumps({"auths": {"private.example.io": {"auth": auth}}})
+    env.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "scan-pull", "namespace": "aim-system"},
+            "type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": base64.b64encode(config.encode()).decode()},
+        },
+        {
+            "apiVersion": V1,
+            "kind": "AIMClusterModelSource",
+            "metadata": {"name": "private-scan"},
+            "spec": {
+                "registry": "private.example.io",
+                "syncInterval": "300ms",
+                "imagePullSecrets": [{"name": "scan-pull"}],
+                "filters": [{"image": "team/*"}],
+            },
+        },
+    )
+    first = scanned_name("private.example.io", "team/aim", "1")
+    (model,) = until(lambda: env.listed(CLUSTER_MODELS_V1, "aim.eai.amd.com/model-source=private-scan"), "team/aim")
+    assert model["metadata"]["name"] == first
+    assert model["spec"]["image"] == "private.example.io/team/aim:1"
+    assert model["spec"]["imagePullSecrets"] == [{"name": "scan-pull"}]
+    assert env.private is not None
+    env.private.add(SimulatedImage("team/aim-late", "2.0.0", {"org.opencontainers.image.title": "aim-late"}))
+    late = scanned_name("private.example.io", "team/aim-late", "2.0.0")
+    found = until(
+        lambda: (
+            {m["metadata"]["name"] for m in env.listed(CLUSTER_MODELS_V1, "aim.eai.amd.com/model-source=private-scan")}
+            == {first, late}
+        ),
+        "the image pushed later, found by the resync",
+        timeout=10,
+    )
+    assert found
+    assert env.status(SOURCES_V1, "private-scan")["status"] == "Ready"
+    env.k("delete", SOURCES_V1, source, "private-scan")  # its resync every 300 ms would outlive the test

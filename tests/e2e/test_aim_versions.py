@@ -166,7 +166,7 @@ def test_an_edit_in_v1alpha1_reaches_v1alpha2_and_what_it_cannot_hold_is_kept(en
     assert "sourceUri is immutable" in proc.stderr
 
 
-def test_upstreams_cluster_model_source_keeps_its_registry_scan_and_is_reconciled(env: Env) -> None:
+def test_upstreams_cluster_model_source_keeps_its_registry_scan_and_scans_it(env: Env) -> None:
     doc = upstream("tests/e2e/aimclustermodelsource/auto-sourcing/cluster-model-source.yaml")
     env.apply(doc)
     name = doc["metadata"]["name"]
@@ -175,11 +175,15 @@ def test_upstreams_cluster_model_source_keeps_its_registry_scan_and_is_reconcile
     v2 = get(env, "aimclustermodelsources", V2, name)
     assert v2["spec"] == {}
     assert json.loads(v2["metadata"]["annotations"][carried_annotation("v1alpha1")]) == {"spec": v1["spec"]}
-    # omectl scans no registry: the source lists no models, so it makes none, and is Ready
-    status = until(lambda: get(env, "aimclustermodelsources", V2, name).get("status"), f"source {name} reconciled")
-    assert (status["status"], status["modelCount"]) == ("Ready", 0)
+    # it scans the (simulated) Docker Hub as upstream's does (tests/e2e/test_aim_model_templates.py): five models
+    status = until(
+        lambda: (s := get(env, "aimclustermodelsources", V2, name).get("status") or {}).get("modelCount") == 5 and s,
+        f"source {name} reconciled",
+    )
+    assert (status["status"], status["availableModels"], status["modelsLimitReached"]) == ("Ready", 6, True)
     v1_status = get(env, "aimclustermodelsources", V1, name)["status"]
-    assert (v1_status["status"], v1_status["discoveredModels"]) == ("Ready", 0)
+    assert (v1_status["status"], v1_status["discoveredModels"], v1_status["availableModels"]) == ("Ready", 5, 6)
+    assert "lastSyncTime" in v1_status
     assert columns(env, "aimclustermodelsources.v1alpha1.aim.eai.amd.com", name) == [
         "NAME", "STATUS", "MODELS", "LASTSYNC", "AGE"
     ]  # fmt: skip

@@ -151,3 +151,35 @@ def test_pull_secrets_give_the_credentials_of_the_images_registry() -> None:
     assert credentials_for("docker.io", secrets) == Credentials("robot", "token"), "Docker Hub under its old name"
     assert credentials_for("quay.io", secrets) == Credentials("q", "q")
     assert credentials_for("example.io", secrets) is None
+
+
+async def test_tags_are_listed_page_by_page_and_the_catalog_needs_credentials() -> None:
+    images = [SimulatedImage("team/plain", str(n)) for n in range(5)]
+    registry, client = await served(SimulatedRegistry([*images, *IMAGES], credentials=("robot", "s3cret")))
+    robot = Credentials("robot", "s3cret")
+    try:
+        paging = RegistryClient(mirrors=client.mirrors, timeout=5, page_size=2)
+        before = registry.requests
+        assert await paging.tags("example.io", "team/plain", robot) == ["0", "1", "2", "3", "4"]
+        assert registry.requests - before == 4, "three pages: the first asked without a token too, the token kept"
+        assert await client.catalog("example.io", robot) == ["team/bare", "team/multi", "team/plain"]
+        with pytest.raises(RegistryError) as raised:
+            await client.catalog("example.io")
+        assert raised.value.kind == "auth"
+    finally:
+        await registry.stop()
+
+
+async def test_anonymous_tokens_read_tags_but_never_the_catalog_and_docker_hub_lists_a_namespace(
+    open_registry: tuple[SimulatedRegistry, RegistryClient],
+) -> None:
+    registry, _ = open_registry
+    client = RegistryClient(mirrors={"example.io": registry.url, "hub.docker.com": registry.url}, timeout=5)
+    assert await client.tags("example.io", "team/multi") == ["2"]
+    with pytest.raises(RegistryError) as raised:
+        await client.catalog("example.io")
+    assert raised.value.kind == "auth" and "401" in str(raised.value)
+    assert await client.hub_repositories("team") == ["team/bare", "team/multi", "team/plain"]
+    with pytest.raises(RegistryError) as missing:
+        await client.tags("example.io", "team/none")
+    assert missing.value.kind == "not-found"

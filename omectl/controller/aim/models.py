@@ -16,8 +16,9 @@
   their conditions added to its discovery's).
 - **AIMProfile / AIMClusterProfile** (`reconcile_profile`): configuration only; Ready (`profile_status`).
 - **AIMProfileSet** (`reconcile_profile_set`): its derived AIMProfiles (`derive_profiles`); `profile_set_status`.
-- **AIMClusterModelSource** (`reconcile_model_source`): the AIMClusterModels it lists (`cluster_models_for`);
-  `model_source_status`.
+- **AIMClusterModelSource** (`reconcile_model_source`): a source written in v1alpha1 with filters (and no models
+  listed) scans its registry as upstream's does (`model_source_scan.reconcile_scanning_source`); any other, the
+  AIMClusterModels it lists (`cluster_models_for`), `model_source_status`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from omectl.controller.aim.model_source_scan import reconcile_scanning_source
 from omectl.controller.aim.model_templates import reconcile_model_templates, reconcile_v1alpha1_model
 from omectl.core.aim.consumers import CLUSTER_MODEL, MODEL
 from omectl.core.aim.discovery import (
@@ -46,6 +48,7 @@ from omectl.core.aim.discovery import (
 from omectl.core.aim.legacy.model_status import condition_events
 from omectl.core.aim.profiles import derive_profiles, profile_set_status, profile_status
 from omectl.core.aim.resolution import DEFAULT_CONFIG_NOT_FOUND
+from omectl.core.aim.source_scan import scanning_spec
 from omectl.core.aim.sources import cluster_models_for, model_source_status
 from omectl.core.aim.versions import written_in_v1alpha1
 from omectl.core.jsonish import as_list, as_mapping
@@ -138,6 +141,9 @@ async def reconcile_profile_set(
 async def reconcile_model_source(
     reconciler: AimConsumerReconciler, cluster: AimWatch, source: dict[str, Any], config: Mapping[str, Any]
 ) -> dict[str, Any]:
+    spec = scanning_spec(source)
+    if spec is not None:
+        return await reconcile_scanning_source(reconciler, cluster, source, spec, config)
     created = 0
     for model in cluster_models_for(source, config):
         if await reconciler.apply(cluster, source, model, config) is not None:

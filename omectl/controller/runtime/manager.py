@@ -150,6 +150,9 @@ class ClusterRuntime:
     ) -> None:
         self.queue.add(key, lane=lane, low_priority=low_priority, trigger=trigger)
 
+    def enqueue_after(self, key: WorkKey, delay: float) -> None:
+        self.queue.add_after(key, delay, lane=Lane.RESYNC)
+
     def record_event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         """Record an event off the reconcile path (like client-go's broadcaster); events are best effort: a few
         are written at a time, so a burst of them never crowds the reconciles' own writes out of the connection

@@ -34,6 +34,11 @@ class ClusterView(Protocol):
         """Queue work (`WorkQueue.add`): `lane` says how urgent it is (default `Lane.EDIT`)."""
         ...
 
+    def enqueue_after(self, key: WorkKey, delay: float) -> None:
+        """Queue work once `delay` seconds have passed, in the resync lane (`WorkQueue.add_after`: the earlier
+        time wins)."""
+        ...
+
     def record_event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         """Record an event off the reconcile path (best effort)."""
         ...
@@ -58,6 +63,9 @@ class DomainView:
         self, key: WorkKey, *, lane: Lane | None = None, low_priority: bool = False, trigger: object | None = None
     ) -> None:
         self.cluster.enqueue(key, lane=lane, low_priority=low_priority, trigger=trigger)
+
+    def enqueue_after(self, key: WorkKey, delay: float) -> None:
+        self.cluster.enqueue_after(key, delay)
 
     def record_event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         self.cluster.record_event(obj, type_, reason, message)

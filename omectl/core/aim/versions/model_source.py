@@ -3,8 +3,8 @@
 The two specs share nothing: upstream's v1alpha1 source scans a registry (`registry`, `filters`, `versions`,
 `maxModels`, `syncInterval`, `imagePullSecrets`), omectl's v1alpha2 source lists its models (`models`,
 `runtimeConfigName`); each version's spec travels in the other's annotation. The status shares the conditions, the
-observed generation, `status` (v1alpha1's enum is wider) and the number of models (v1alpha1's `discoveredModels`,
-v1alpha2's `modelCount`).
+observed generation, `status` (v1alpha1's enum is wider), the number of models (v1alpha1's `discoveredModels`,
+v1alpha2's `modelCount`) and a registry scan's `availableModels`, `modelsLimitReached` and `lastSyncTime`.
 """
 
 from __future__ import annotations
@@ -23,5 +23,8 @@ CLUSTER_MODEL_SOURCE: Final = KindConversion(
         Field.both(("status", "observedGeneration")),
         Field.values(("status", "status"), ("status", "status"), STATUS),
         Field(("status", "discoveredModels"), ("status", "modelCount")),
+        Field.both(("status", "availableModels")),
+        Field.both(("status", "modelsLimitReached")),
+        Field.both(("status", "lastSyncTime")),
     ),
 )
