@@ -59,7 +59,7 @@ def up(
         "--simulate",
         help="Run the workload simulator: GPU nodes (default 2x8 nvidia.com/gpu H100 per cluster), model labels, "
         "and Deployments, LeaderWorkerSets, KServe InferenceServices, Jobs and PVCs made ready when they fit; "
-        "and the simulated OCI registry of AIM images (ghcr.io's, for --controller).",
+        "and the simulated OCI registry of AIM images (ghcr.io's, Docker Hub's and quay.io's, for --controller).",
     ),
     nodes: list[str] = typer.Option(None, "--nodes", help=NODES_HELP),
     missing_images: list[str] = typer.Option(
@@ -191,10 +191,11 @@ async def _serve(
         if controller:
             from omectl.controller.app import ControllerApp, StartError
             from omectl.settings import Settings
+            from omectl.sim.registry import SIMULATED_REGISTRY_HOSTS
 
             mirrors: dict[str, Any] = {}
             if image_registry is not None:
-                mirrors["image_registry_mirrors"] = {"ghcr.io": image_registry.url}
+                mirrors["image_registry_mirrors"] = {host: image_registry.url for host in SIMULATED_REGISTRY_HOSTS}
             app = ControllerApp(
                 Settings.load(clusters_dir=register, webhook_port=webhook_port, **mirrors),
                 status_file=Path(".omectl/controller-status.json"),
@@ -220,7 +221,7 @@ async def _serve(
         if crds_note is not None:
             console.print(crds_note)
         if image_registry is not None:
-            console.print(f"image registry: {image_registry.url} (the simulated ghcr.io AIM images)")
+            console.print(f"image registry: {image_registry.url} (the simulated AIM images)")
         if ready_file is not None:
             _write_ready_file(ready_file, [f"{s.name} {s.url}" for s in fleet.servers])
         if app is not None:

@@ -29,6 +29,10 @@ MANIFEST: Final = "application/vnd.oci.image.manifest.v1+json"
 INDEX: Final = "application/vnd.oci.image.index.v1+json"
 CONFIG: Final = "application/vnd.oci.image.config.v1+json"
 
+SIMULATED_REGISTRY_HOSTS: Final = ("ghcr.io", "docker.io", "hub.docker.com", "quay.io")
+"""The registry hosts whose images the simulated registry stands in for (its images name these hosts), so a
+controller on a simulated fleet mirrors them all to it and never reaches the internet's."""
+
 
 @dataclass(frozen=True)
 class SimulatedImage:

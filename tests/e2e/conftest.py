@@ -29,7 +29,7 @@ from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
 from omectl.settings import Settings
 from omectl.sim.fleet import BackgroundFleet, EmbeddedFleet
-from omectl.sim.registry import SimulatedRegistry
+from omectl.sim.registry import SIMULATED_REGISTRY_HOSTS, SimulatedRegistry
 from omectl.sim.simulator import SimulatorConfig
 from tests.support import Kubectl, kubectl_path, real_kubectl_path
 
@@ -53,11 +53,6 @@ class ControlledFleet:
 
     def k(self, cluster: str, *args: str, **kw: object) -> str:
         return self.kubectl.run(f"--context={cluster}", *args, **kw).stdout  # type: ignore[arg-type]
-
-
-SIMULATED_REGISTRY_HOSTS = ("ghcr.io", "docker.io", "hub.docker.com", "quay.io")
-"""The registries an e2e fleet's controller reads from the simulated registry (omectl/sim/registry.py) unless a test
-gives `image_registry_mirrors`: an image it lacks is ImageNotFound, whatever the network."""
 
 
 @contextlib.contextmanager
