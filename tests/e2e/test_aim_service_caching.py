@@ -15,7 +15,8 @@ Ready without discovery), so the caching is what is tested. The scenarios by ima
   its artifacts deleted, the InferenceService keeps its claim volumes, the service leaves Running (`CacheLost`), the
   cache is made again and the service runs again; here also a second Shared service reusing the cache.
 - aimservice/common/cache-deleted-dedicated: the same with a Dedicated cache, `CacheReady=False` / `CacheCreating`
-  while it is made again.
+  while it is made again; here also the cache deleted without its artifacts (as a kube-apiserver with no garbage
+  collector leaves them): made again, it adopts its Ready artifact and turns Ready.
 - aimservice/frozen/env-propagation-to-cache: the cache's env, the template's caching env under the service's.
 - aimservice/common/cache-cleanup/{cache-cleanup-failed-deleted, cache-cleanup-ready-preserved}: a Failed cache
   (its download failed by upstream's AIM_DEBUG_CAUSE_FAILURE, which the simulated downloader honours) goes with its
@@ -305,6 +306,23 @@ def test_upstreams_cache_deleted_dedicated_scenario_says_the_cache_is_made_again
         running_with_cache(env, name, ns)
     assert again["metadata"]["uid"] != cache["metadata"]["uid"], "a new cache"
     assert len(env.claim_volumes(name, ns)) >= 1
+
+    # A cache deleted without its artifacts (orphaned on the embedded server; a real kube-apiserver runs no garbage
+    # collector here, and one that runs may not have collected them yet) is made again under its name and adopts its
+    # Ready artifact of that name: only the artifact's owner changes, and the cache still turns Ready with it.
+    (artifact,) = env.items(ARTIFACTS, ns, f"aim.eai.amd.com/service.name={name}")
+    orphan = [] if env.fleet.real_api_server else ["--cascade=orphan"]  # an orphaning delete waits for the collector
+    env.k("delete", "aimtemplatecaches", again["metadata"]["name"], "-n", ns, *orphan)
+    uids = {cache["metadata"]["uid"], again["metadata"]["uid"]}
+    third = until(
+        lambda: next((c for c in env.caches_of(name, ns) if c["metadata"]["uid"] not in uids), None),
+        "the cache made a third time",
+    )
+    assert cache_ready(env, name, ns)["metadata"]["uid"] == third["metadata"]["uid"]
+    (adopted,) = env.items(ARTIFACTS, ns, f"aim.eai.amd.com/service.name={name}")
+    assert adopted["metadata"]["uid"] == artifact["metadata"]["uid"], "the same artifact, not made again"
+    assert [o["uid"] for o in adopted["metadata"]["ownerReferences"]] == [third["metadata"]["uid"]]
+    running_with_cache(env, name, ns)
 
 
 GATEWAY = {
