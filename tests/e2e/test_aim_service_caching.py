@@ -47,7 +47,7 @@ import yaml
 
 from omectl.core.aim.image_models import generated_model_name
 from omectl.sim.simulator import NodePool, SimulatorConfig
-from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
+from tests.e2e.conftest import ROOT, ControlledFleet, restart_controller, running_fleet
 from tests.support import ClusterKubectl, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
@@ -459,6 +459,7 @@ def test_upstreams_services_named_by_their_image_make_their_model_and_template_a
         assert cache["metadata"]["labels"] == {
             "aim.eai.amd.com/service": name,
             "aim.eai.amd.com/service.name": name,
+            "app.kubernetes.io/managed-by": "omectl",
             **MATCHED,
         }
         # chainsaw: Verify AIMArtifact, PVC, download Job, InferenceService and HTTPRoute have propagated labels; the
@@ -613,6 +614,55 @@ def test_upstreams_cache_cleanup_scenarios_delete_a_failed_cache_and_its_artifac
     assert env.get(SERVICES_V1, ready_name, ready_ns) is None
     assert env.status("aimtemplatecaches", ready_cache["metadata"]["name"], ready_ns)["status"] == "Ready"
     assert env.status(ARTIFACTS, ready_artifact["metadata"]["name"], ready_ns)["status"] == "Ready"
+
+
+def test_a_services_caches_that_are_not_ready_go_when_it_was_deleted_while_no_controller_ran(env: Env) -> None:
+    """Upstream's finalizer `aim.eai.amd.com/template-cache-cleanup` holds a service's deletion until its caches that
+    are not Ready are deleted; omectl, with no finalizer, catches a deletion it did not see up when it starts: the
+    Shared cache (nobody's, so no garbage collector takes it) of a service whose download fails goes, with its Failed
+    artifact; the Ready Shared cache of another deleted service stays, with its Ready artifact."""
+    if env.fleet.real_api_server:
+        pytest.skip("the controller's start, not the server's behaviour: the embedded run covers it")
+    ns = "cache-cleanup-restart"
+    # a Shared cache per template, a Ready artifact per source: two of each
+    fails_source = {"modelId": "org/fails", "sourceUri": "hf://org/fails", "size": "1Gi"}
+    failing_template = template(ns, modelSources=[fails_source])
+    failing_template["metadata"]["name"] = "failing-template"
+    services = {"kept": TEMPLATE, "fails": "failing-template"}
+    documents = [namespace(ns), model(ns), template(ns), failing_template]
+    for name, template_name in services.items():
+        env_vars = [{"name": "AIM_DEBUG_CAUSE_FAILURE", "value": "true"}] if name == "fails" else []  # its download
+        spec = {"model": {"name": "cached-model"}, "template": {"name": template_name}, "env": env_vars}
+        documents.append(
+            {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+        )
+    env.apply(*documents)
+
+    def states(selector: str) -> dict[str, str]:
+        """The state of each cache and artifact `selector` selects, in one listing."""
+        listed = env.items(f"aimtemplatecaches,{ARTIFACTS}", ns, selector)
+        return {f"{o['kind']}/{o['metadata']['name']}": (o.get("status") or {}).get("status") or "" for o in listed}
+
+    def all_in(service: str, state: str) -> dict[str, str]:
+        """The service's cache and artifact, once both are in `state`."""
+        found: dict[str, str] = {}
+
+        def settled() -> bool:
+            found.clear()
+            found.update(states(f"aim.eai.amd.com/service.name={service}"))
+            return len(found) == 2 and set(found.values()) == {state}
+
+        try:
+            until(settled, f"{service}'s cache and artifact {state}")
+        except AssertionError as error:
+            raise AssertionError(f"{error}: {found}, {env.items(SERVICES_V1, ns)}") from None
+        return found
+
+    all_in("fails", "Failed")
+    kept = all_in("kept", "Ready")
+    restart_controller(env.fleet, lambda: env.k("delete", SERVICES_V1, *services, "-n", ns))
+    until(lambda: not states("aim.eai.amd.com/service.name=fails"), "the Failed cache and artifact gone")
+    assert states("aim.eai.amd.com/service.name=kept") == kept, "the Ready cache and artifact stay for others"
 
 
 def test_a_deleted_shared_cache_takes_its_artifacts_that_are_not_ready_and_leaves_the_ready_ones(env: Env) -> None:
