@@ -22,6 +22,8 @@ Ready without discovery), so the caching is what is tested. The scenarios by ima
   (its download failed by upstream's AIM_DEBUG_CAUSE_FAILURE, which the simulated downloader honours) goes with its
   service, and its Failed artifact with it; a Ready cache and artifact stay. Here also a Shared cache deleted by
   hand: its Failed artifact goes, its Ready one stays and is reused when the cache is made again.
+- The same cleanup for services deleted while no controller ran (embedded server only): caught up when the
+  controller starts.
 - aimservice/common/cache-cleanup/namespace-deletion-not-blocked: the namespace goes with its service, template
   cache and artifact (omectl puts no finalizer on them, so upstream's finalizer checks are not ported).
 - aimtemplatecache/dedicated-ignores-shared-artifacts (with a named template): a Dedicated cache's artifacts are its
