@@ -15,12 +15,15 @@ Ready without discovery), so the caching is what is tested. The scenarios by ima
   its artifacts deleted, the InferenceService keeps its claim volumes, the service leaves Running (`CacheLost`), the
   cache is made again and the service runs again; here also a second Shared service reusing the cache.
 - aimservice/common/cache-deleted-dedicated: the same with a Dedicated cache, `CacheReady=False` / `CacheCreating`
-  while it is made again.
+  while it is made again; here also the cache deleted without its artifacts (as a kube-apiserver with no garbage
+  collector leaves them): made again, it adopts its Ready artifact and turns Ready.
 - aimservice/frozen/env-propagation-to-cache: the cache's env, the template's caching env under the service's.
 - aimservice/common/cache-cleanup/{cache-cleanup-failed-deleted, cache-cleanup-ready-preserved}: a Failed cache
   (its download failed by upstream's AIM_DEBUG_CAUSE_FAILURE, which the simulated downloader honours) goes with its
   service, and its Failed artifact with it; a Ready cache and artifact stay. Here also a Shared cache deleted by
   hand: its Failed artifact goes, its Ready one stays and is reused when the cache is made again.
+- The same cleanup for services deleted while no controller ran (embedded server only): caught up when the
+  controller starts.
 - aimservice/common/cache-cleanup/namespace-deletion-not-blocked: the namespace goes with its service, template
   cache and artifact (omectl puts no finalizer on them, so upstream's finalizer checks are not ported).
 - aimtemplatecache/dedicated-ignores-shared-artifacts (with a named template): a Dedicated cache's artifacts are its
@@ -46,7 +49,7 @@ import yaml
 
 from omectl.core.aim.image_models import generated_model_name
 from omectl.sim.simulator import NodePool, SimulatorConfig
-from tests.e2e.conftest import ROOT, ControlledFleet, running_fleet
+from tests.e2e.conftest import ROOT, ControlledFleet, restart_controller, running_fleet
 from tests.support import ClusterKubectl, until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("e2e")]
@@ -306,6 +309,23 @@ def test_upstreams_cache_deleted_dedicated_scenario_says_the_cache_is_made_again
     assert again["metadata"]["uid"] != cache["metadata"]["uid"], "a new cache"
     assert len(env.claim_volumes(name, ns)) >= 1
 
+    # A cache deleted without its artifacts (orphaned on the embedded server; a real kube-apiserver runs no garbage
+    # collector here, and one that runs may not have collected them yet) is made again under its name and adopts its
+    # Ready artifact of that name: only the artifact's owner changes, and the cache still turns Ready with it.
+    (artifact,) = env.items(ARTIFACTS, ns, f"aim.eai.amd.com/service.name={name}")
+    orphan = [] if env.fleet.real_api_server else ["--cascade=orphan"]  # an orphaning delete waits for the collector
+    env.k("delete", "aimtemplatecaches", again["metadata"]["name"], "-n", ns, *orphan)
+    uids = {cache["metadata"]["uid"], again["metadata"]["uid"]}
+    third = until(
+        lambda: next((c for c in env.caches_of(name, ns) if c["metadata"]["uid"] not in uids), None),
+        "the cache made a third time",
+    )
+    assert cache_ready(env, name, ns)["metadata"]["uid"] == third["metadata"]["uid"]
+    (adopted,) = env.items(ARTIFACTS, ns, f"aim.eai.amd.com/service.name={name}")
+    assert adopted["metadata"]["uid"] == artifact["metadata"]["uid"], "the same artifact, not made again"
+    assert [o["uid"] for o in adopted["metadata"]["ownerReferences"]] == [third["metadata"]["uid"]]
+    running_with_cache(env, name, ns)
+
 
 GATEWAY = {
     "apiVersion": "gateway.networking.k8s.io/v1",
@@ -441,6 +461,7 @@ def test_upstreams_services_named_by_their_image_make_their_model_and_template_a
         assert cache["metadata"]["labels"] == {
             "aim.eai.amd.com/service": name,
             "aim.eai.amd.com/service.name": name,
+            "app.kubernetes.io/managed-by": "omectl",
             **MATCHED,
         }
         # chainsaw: Verify AIMArtifact, PVC, download Job, InferenceService and HTTPRoute have propagated labels; the
@@ -595,6 +616,55 @@ def test_upstreams_cache_cleanup_scenarios_delete_a_failed_cache_and_its_artifac
     assert env.get(SERVICES_V1, ready_name, ready_ns) is None
     assert env.status("aimtemplatecaches", ready_cache["metadata"]["name"], ready_ns)["status"] == "Ready"
     assert env.status(ARTIFACTS, ready_artifact["metadata"]["name"], ready_ns)["status"] == "Ready"
+
+
+def test_a_services_caches_that_are_not_ready_go_when_it_was_deleted_while_no_controller_ran(env: Env) -> None:
+    """Upstream's finalizer `aim.eai.amd.com/template-cache-cleanup` holds a service's deletion until its caches that
+    are not Ready are deleted; omectl, with no finalizer, catches a deletion it did not see up when it starts: the
+    Shared cache (nobody's, so no garbage collector takes it) of a service whose download fails goes, with its Failed
+    artifact; the Ready Shared cache of another deleted service stays, with its Ready artifact."""
+    if env.fleet.real_api_server:
+        pytest.skip("the controller's start, not the server's behaviour: the embedded run covers it")
+    ns = "cache-cleanup-restart"
+    # a Shared cache per template, a Ready artifact per source: two of each
+    fails_source = {"modelId": "org/fails", "sourceUri": "hf://org/fails", "size": "1Gi"}
+    failing_template = template(ns, modelSources=[fails_source])
+    failing_template["metadata"]["name"] = "failing-template"
+    services = {"kept": TEMPLATE, "fails": "failing-template"}
+    documents = [namespace(ns), model(ns), template(ns), failing_template]
+    for name, template_name in services.items():
+        env_vars = [{"name": "AIM_DEBUG_CAUSE_FAILURE", "value": "true"}] if name == "fails" else []  # its download
+        spec = {"model": {"name": "cached-model"}, "template": {"name": template_name}, "env": env_vars}
+        documents.append(
+            {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+        )
+    env.apply(*documents)
+
+    def states(selector: str) -> dict[str, str]:
+        """The state of each cache and artifact `selector` selects, in one listing."""
+        listed = env.items(f"aimtemplatecaches,{ARTIFACTS}", ns, selector)
+        return {f"{o['kind']}/{o['metadata']['name']}": (o.get("status") or {}).get("status") or "" for o in listed}
+
+    def all_in(service: str, state: str) -> dict[str, str]:
+        """The service's cache and artifact, once both are in `state`."""
+        found: dict[str, str] = {}
+
+        def settled() -> bool:
+            found.clear()
+            found.update(states(f"aim.eai.amd.com/service.name={service}"))
+            return len(found) == 2 and set(found.values()) == {state}
+
+        try:
+            until(settled, f"{service}'s cache and artifact {state}")
+        except AssertionError as error:
+            raise AssertionError(f"{error}: {found}, {env.items(SERVICES_V1, ns)}") from None
+        return found
+
+    all_in("fails", "Failed")
+    kept = all_in("kept", "Ready")
+    restart_controller(env.fleet, lambda: env.k("delete", SERVICES_V1, *services, "-n", ns))
+    until(lambda: not states("aim.eai.amd.com/service.name=fails"), "the Failed cache and artifact gone")
+    assert states("aim.eai.amd.com/service.name=kept") == kept, "the Ready cache and artifact stay for others"
 
 
 def test_a_deleted_shared_cache_takes_its_artifacts_that_are_not_ready_and_leaves_the_ready_ones(env: Env) -> None:

@@ -43,6 +43,8 @@ EMBEDDED_ONLY: dict[str, str] = {
     ),
     "tests/e2e/test_aim_service_caching.py": (
         "a service's template cache: test_aim_service_templates.py's services make theirs, test_aim_legacy.py's caches"
+        " (its cache-deleted-dedicated, which a real server's missing garbage collector once made flaky, passes on"
+        " real servers: `make e2e-real`; alone here it would cost a real cluster's start, 17-46 s)"
     ),
 }
 """E2E files left out of the real-server run of `make test`, with the e2e file whose server traffic each repeats."""

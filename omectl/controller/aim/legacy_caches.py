@@ -10,8 +10,10 @@ decisions are `omectl.core.aim.legacy.template_caches`, this module reads what t
 
 Before all that, a cache an AIMService made that is not Ready when the service is deleted is deleted
 (`delete_abandoned_cache`; `omectl.core.aim.legacy.service_caches.abandoned`): the service's deletion, seen by the
-watch (`AimWatch.deleted_services`), queues them. A cache labelled with a service that does not exist yet (applied
-before it) is left alone.
+watch (`AimWatch.deleted_services`), queues them. A deletion no controller saw is caught up by the same reconcile,
+which every cache gets when the controller starts: a cache omectl made for a service that is gone, and not Ready,
+is deleted too (`service_caches.orphaned_cache`). A cache anyone else labelled with a service that does not exist
+(yet: applied before it) is left alone.
 
 A deleted cache's artifacts that were not Ready then (`LegacyWatch.abandoned_artifacts`, noted at the deletion) are
 deleted by their own reconcile, before anything else (`delete_abandoned_artifact`), unless they turned Ready since.
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from omectl.controller.aim.legacy_outcome import Outcome
 from omectl.core.aim.legacy.kinds import ARTIFACT, TEMPLATE_CACHE
-from omectl.core.aim.legacy.service_caches import abandoned, made_by
+from omectl.core.aim.legacy.service_caches import abandoned, made_by, orphaned_cache
 from omectl.core.aim.legacy.status import Component
 from omectl.core.aim.legacy.template_caches import (
     artifacts_component,
@@ -75,7 +77,8 @@ async def reconcile_template_cache(
 
 
 async def delete_abandoned_cache(cluster: AimWatch, cache: dict[str, Any]) -> bool:
-    """Delete `cache` when the service that made it was deleted and it is not Ready; True when it is to be gone."""
+    """Delete `cache` when the service that made it was deleted and it is not Ready (module docstring): seen deleted,
+    or, for a deletion no controller saw, `orphaned_cache`; True when it is to be gone."""
     maker, namespace = made_by(cache), namespace_of(cache)
     deleted = (
         maker is not None
@@ -83,9 +86,14 @@ async def delete_abandoned_cache(cluster: AimWatch, cache: dict[str, Any]) -> bo
         and cluster.services.cache.get(namespace, maker) is None
     )
     if not abandoned(cache, deleted):
-        return False
-    with contextlib.suppress(NotFound):  # gone already
-        await cluster.client.request("DELETE", AIM_TEMPLATE_CACHES.path(namespace, name_of(cache)))
+        services = cluster.services
+        if not (services.served and services.synced.is_set()):
+            return False  # no service can be told gone
+        if not orphaned_cache(cache, services.cache.list(namespace)):
+            return False
+    uid = str((cache.get("metadata") or {}).get("uid") or "")
+    with contextlib.suppress(NotFound, Conflict):  # gone already, or another cache of that name since
+        await cluster.client.delete(AIM_TEMPLATE_CACHES, name_of(cache), namespace, preconditions={"uid": uid})
     return True
 
 

@@ -16,8 +16,8 @@ without the legacy CRDs counts as synced and empty).
   or deletion queues the model its `spec.modelName` names (the AIMModel in its namespace; the AIMClusterModel for a
   cluster template), which makes a deleted one again and reports their aggregate.
 - What a template cache reads: its template (a template's create, delete or status change queues the caches naming
-  it, `TEMPLATE_REF_INDEX`) and its artifacts (the consumers' AIMArtifact informer: a status change or deletion of an
-  artifact labelled `aim.eai.amd.com/template-cache.name` queues that cache).
+  it, `TEMPLATE_REF_INDEX`) and its artifacts (the consumers' AIMArtifact informer: a status change, owner change or
+  deletion of an artifact labelled `aim.eai.amd.com/template-cache.name` queues that cache).
 - A template cache's deletion: its artifacts that are not Ready then (`template_caches.abandoned_artifacts`) are
   noted in `abandoned_artifacts` and queued; their reconcile deletes them (`legacy_caches.delete_abandoned_artifact`).
   Noted at the deletion, so a cache of the same name made again at once (a service's Shared cache) does not keep
@@ -246,8 +246,17 @@ class LegacyWatch(KindWatch):
         cache = (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL)
         if not cache:
             return
-        if event_type != "DELETED" and not child_status_changed(event_type, obj, old, initial):
+        if event_type != "DELETED" and not (
+            child_status_changed(event_type, obj, old, initial) or _owner_changed(obj, old)
+        ):
             return
         namespace = str(meta.get("namespace") or "")
         if self.kinds[TEMPLATE_CACHE].cache.get(namespace, str(cache)) is not None:
             self.enqueue(TEMPLATE_CACHE, namespace, str(cache), self._trigger(ARTIFACT, obj), Lane.FANOUT)
+
+
+def _owner_changed(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """Whether an artifact's update changed its owners: an adoption, which changes no status. A cache made again under
+    its name takes over the Ready artifact the one before it left (no garbage collector removed it), and counts it
+    only once it owns it."""
+    return old is not None and metadata(old).get("ownerReferences") != metadata(obj).get("ownerReferences")

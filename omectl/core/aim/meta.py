@@ -10,7 +10,8 @@ labels win).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any, Final
 
 AIM_API_VERSION: Final = "aim.eai.amd.com/v1alpha1"
@@ -73,3 +74,26 @@ def name_of(obj: Mapping[str, Any]) -> str:
 def namespace_of(obj: Mapping[str, Any]) -> str:
     metadata = obj.get("metadata")
     return str(metadata.get("namespace") or "") if isinstance(metadata, Mapping) else ""
+
+
+def created_at(obj: Mapping[str, Any]) -> datetime | None:
+    """`metadata.creationTimestamp` as a time (the API server's whole seconds), or None."""
+    metadata = obj.get("metadata")
+    stamp = metadata.get("creationTimestamp") if isinstance(metadata, Mapping) else None
+    try:
+        return datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        return None
+
+
+def maker_gone(made: Mapping[str, Any], makers: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether what made `made` is gone, told without having seen it go: `makers` are the live objects that could
+    have made it (its maker's kind, namespace and name), and none was created before it. One created after it was made
+    again later and did not make it; one created in the same second cannot be told from its maker, so it counts as
+    the maker, as does any without a creation time."""
+    made_at = created_at(made)
+    for maker in makers:
+        created = created_at(maker)
+        if made_at is None or created is None or created <= made_at:
+            return False
+    return True

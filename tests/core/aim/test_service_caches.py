@@ -19,6 +19,7 @@ from omectl.core.aim.legacy.service_caches import (
     derived_name,
     find_template_cache,
     kept_volumes,
+    orphaned_cache,
     plan_cache,
     render_template_cache,
     template_cache_name,
@@ -105,7 +106,11 @@ def test_the_rendered_shared_cache_has_upstreams_name_label_spec_and_no_owner() 
     assert (rendered["apiVersion"], rendered["kind"]) == (V1, "AIMTemplateCache")
     meta = rendered["metadata"]
     assert (meta["name"], meta["namespace"]) == (template_cache_name(svc, "tpl", "Shared"), NS)
-    assert meta["labels"] == {"aim.eai.amd.com/service": "svc", "aim.eai.amd.com/service.name": "svc"}
+    assert meta["labels"] == {
+        "aim.eai.amd.com/service": "svc",
+        "aim.eai.amd.com/service.name": "svc",
+        "app.kubernetes.io/managed-by": "omectl",
+    }
     assert "ownerReferences" not in meta, "Shared: nobody's, it outlives the service"
     assert rendered["spec"] == {
         "templateName": "tpl",
@@ -271,3 +276,34 @@ def test_a_cache_a_service_made_goes_with_it_unless_it_is_ready() -> None:
     assert not abandoned(made, service_deleted=False), "its service was not deleted (or is made again)"
     assert not abandoned(dict(made, status={"status": "Ready"}), service_deleted=True), "a Ready cache is kept"
     assert not abandoned(cache("c", state="Failed"), service_deleted=True), "no service made it"
+
+
+def test_a_cache_whose_service_went_while_no_controller_ran_is_orphaned_unless_ready() -> None:
+    """Caught up at start: a cache omectl made for a service (render_template_cache's labels), not Ready, whose
+    service is not there or is a later one of that name; never one omectl did not make, nor one its service made."""
+
+    def made(state: str | None, created: str = "2026-12-06T10:00:00Z") -> dict[str, Any]:
+        rendered = render_template_cache(service(), template(), {})
+        assert rendered is not None
+        rendered["metadata"].update(uid=f"uid-{state}", creationTimestamp=created)
+        if state:
+            rendered["status"] = {"status": state}
+        return rendered
+
+    def live(created: str, name: str = "svc", namespace: str = NS) -> dict[str, Any]:
+        found = service()
+        found["metadata"].update(name=name, namespace=namespace, creationTimestamp=created)
+        return found
+
+    failed, progressing, ready, new = made("Failed"), made("Progressing"), made("Ready"), made(None)
+    assert [orphaned_cache(c, []) for c in (failed, progressing, ready, new)] == [True, True, False, True]
+    assert orphaned_cache(failed, [live("2026-12-06T09:00:00Z", "other")]), "another service"
+    assert not orphaned_cache(failed, [live("2026-12-06T09:59:00Z")]), "its service"
+    assert not orphaned_cache(failed, [live("2026-12-06T10:00:00Z")]), "made in the same second: cannot be told apart"
+    assert orphaned_cache(failed, [live("2026-12-06T10:00:01Z")]), "a service of that name made again after it"
+    assert orphaned_cache(failed, [live("2026-12-06T09:00:00Z", namespace="elsewhere")]), "in another namespace"
+    by_hand = made("Failed")
+    del by_hand["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    going = made("Failed")
+    going["metadata"]["deletionTimestamp"] = "2026-12-06T12:00:00Z"
+    assert [orphaned_cache(c, []) for c in (by_hand, going)] == [False, False], "by hand: awaits its service"

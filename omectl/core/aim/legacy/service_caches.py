@@ -15,7 +15,8 @@
   it, once: name `<template>-<hash8 of the namespace>` (Shared) or `<template>-<service>-<hash8 of the service's
   uid>` (Dedicated), upstream's derived names; labels `aim.eai.amd.com/service` (upstream's on the cache it renders)
   and `aim.eai.amd.com/service.name` (upstream's controller label), both the service's name, which every child of
-  the cache inherits as an `aim.eai.amd.com/` label (`omectl.core.aim.labels`); spec `templateName`,
+  the cache inherits as an `aim.eai.amd.com/` label (`omectl.core.aim.labels`), and `app.kubernetes.io/managed-by:
+  omectl` (omectl's: the cleanup's mark, below); spec `templateName`,
   `templateScope`, `mode`, `storageClassName` (the service's `storage.defaultStorageClassName`, else the config's),
   `runtimeConfigName` (the service's, when it names one), `env` (the template's `env` < a namespaced template's
   `caching.env` < the service's `env`, merged by name). A Dedicated cache is owned by the service (it goes with it);
@@ -31,7 +32,11 @@
 - **`status.cache.templateCacheRef`** (`cache_ref`): `{name, namespace, uid}` of the cache while it is Ready.
 - **Cleanup** (`abandoned`): a cache a service made (its `aim.eai.amd.com/service.name` label) that is not Ready when
   that service is deleted is deleted, as upstream's service finalizer deletes its caches that are not Ready; a Ready
-  one stays for others to reuse. A Dedicated cache goes with its service anyway (its owner reference).
+  one stays for others to reuse. A Dedicated cache goes with its service anyway (its owner reference, where a
+  garbage collector runs). Without a finalizer a deletion nobody saw (no controller running) is caught up by
+  `orphaned_cache`: a cache omectl made for a service (labelled `app.kubernetes.io/managed-by: omectl` too), not
+  Ready, whose service is not there, or is a later one of that name (created after the cache, so it did not make it).
+  A cache labelled with a service by anyone else is left alone then: it may be waiting for its service.
 """
 
 from __future__ import annotations
@@ -55,7 +60,15 @@ from omectl.core.aim.legacy.kinds import (
     TEMPLATE_CACHE,
 )
 from omectl.core.aim.legacy.status import STATE_ORDER
-from omectl.core.aim.meta import SERVICE_LABEL, name_of, namespace_of, sanitized_label_value
+from omectl.core.aim.meta import (
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    SERVICE_LABEL,
+    maker_gone,
+    name_of,
+    namespace_of,
+    sanitized_label_value,
+)
 from omectl.core.aim.status import Component
 from omectl.core.aim.versions.service import v1alpha1_spec
 from omectl.core.jsonish import as_list, as_mapping
@@ -206,6 +219,7 @@ def render_template_cache(
         "labels": {
             SERVICE_LABEL: sanitized_label_value(name_of(service)),
             SERVICE_NAME_LABEL: sanitized_label_value(name_of(service)),
+            MANAGED_BY_LABEL: MANAGED_BY,
         },
     }
     if mode == DEDICATED:
@@ -266,6 +280,21 @@ def abandoned(cache: Mapping[str, Any], service_deleted: bool) -> bool:
     """Whether `cache` is one a service made that is to be deleted now (module docstring): that service was deleted
     (and not made again) and the cache is not Ready."""
     return made_by(cache) is not None and service_deleted and not cache_ready(cache)
+
+
+def orphaned_cache(cache: Mapping[str, Any], services: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether `cache` is one omectl made for a service (`render_template_cache`'s labels), not Ready, whose service
+    went while no controller saw it (module docstring); `services` are the live services of its namespace."""
+    meta = as_mapping(cache.get("metadata"))
+    maker = made_by(cache)
+    if as_mapping(meta.get("labels")).get(MANAGED_BY_LABEL) != MANAGED_BY or maker is None:
+        return False
+    if cache_ready(cache) or meta.get("deletionTimestamp"):
+        return False
+    namespace = namespace_of(cache)
+    return maker_gone(
+        cache, (s for s in services if namespace_of(s) == namespace and sanitized_label_value(name_of(s)) == maker)
+    )
 
 
 def made_by(cache: Mapping[str, Any]) -> str | None:

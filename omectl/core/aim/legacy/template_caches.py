@@ -37,7 +37,6 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Final
 
 from omectl.core.aim.caches import artifact_spec
@@ -56,7 +55,7 @@ from omectl.core.aim.legacy.kinds import (
     propagate_legacy_edge,
 )
 from omectl.core.aim.legacy.status import STATE_ORDER, Component, LegacyState
-from omectl.core.aim.meta import MANAGED_BY, MANAGED_BY_LABEL, label_value, name_of, namespace_of
+from omectl.core.aim.meta import MANAGED_BY, MANAGED_BY_LABEL, label_value, maker_gone, name_of, namespace_of
 from omectl.core.aim.resolution import REFERENCE_NOT_FOUND
 from omectl.core.jsonish import as_list, as_mapping
 
@@ -262,19 +261,7 @@ def orphaned(artifact: Mapping[str, Any], caches: Iterable[Mapping[str, Any]]) -
         return False
     if status_of(artifact).get("status") == "Ready" or meta.get("deletionTimestamp"):
         return False
-    made_at = _created(artifact)
-    for cache in caches:
-        if namespace_of(cache) != namespace_of(artifact) or label_value(name_of(cache)) != made_for:
-            continue
-        created = _created(cache)
-        if made_at is None or created is None or created <= made_at:
-            return False  # the cache that made it, or one it cannot be told from
-    return True
-
-
-def _created(obj: Mapping[str, Any]) -> datetime | None:
-    stamp = as_mapping(obj.get("metadata")).get("creationTimestamp")
-    try:
-        return datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
-    except ValueError:
-        return None
+    namespace = namespace_of(artifact)
+    return maker_gone(
+        artifact, (c for c in caches if namespace_of(c) == namespace and label_value(name_of(c)) == made_for)
+    )
