@@ -19,7 +19,7 @@ import heapq
 import itertools
 import logging
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
 from enum import IntEnum
@@ -162,7 +162,7 @@ class QueueShutDown(Exception):
 class _Pending:
     enqueued_at: float
     lane: Lane
-    triggers: deque[object]
+    triggers: list[object] | None = None  # made on the first trigger (an empty deque(maxlen) is 0.75 KiB per key)
     due: float | None = None  # None: ready (or parked while in flight); else delayed until this time
     delay_seq: int = -1  # matches the live heap entry of a delayed key
 
@@ -275,7 +275,7 @@ class WorkQueue:
         now = self.clock.now()
         entry = self._pending.get(key)
         if entry is None:
-            entry = self._pending[key] = _Pending(now, lane, deque(maxlen=self.max_triggers))
+            entry = self._pending[key] = _Pending(now, lane)
             self._remember(entry, trigger)
             self._make_ready(key, entry)
             return
@@ -310,7 +310,7 @@ class WorkQueue:
         due = self.clock.now() + delay
         entry = self._pending.get(key)
         if entry is None:
-            entry = self._pending[key] = _Pending(due, lane, deque(maxlen=self.max_triggers))
+            entry = self._pending[key] = _Pending(due, lane)
             self._remember(entry, trigger)
             self._delay(key, entry, due)
             return
@@ -478,10 +478,16 @@ class WorkQueue:
 
     # --- internals ---------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _remember(entry: _Pending, trigger: object | None) -> None:
-        if trigger is not None:
-            entry.triggers.append(trigger)
+    def _remember(self, entry: _Pending, trigger: object | None) -> None:
+        """Keep `trigger`, the newest `max_triggers` of them."""
+        if trigger is None:
+            return
+        if entry.triggers is None:
+            entry.triggers = [trigger]
+            return
+        entry.triggers.append(trigger)
+        if len(entry.triggers) > self.max_triggers:
+            del entry.triggers[0]
 
     def _make_ready(self, key: WorkKey, entry: _Pending) -> None:
         if key in self._processing:
@@ -529,7 +535,7 @@ class WorkQueue:
             enqueued_at=entry.enqueued_at,
             queue_wait=max(0.0, now - entry.enqueued_at),
             retries=self._failures.get(key, 0),
-            triggers=tuple(entry.triggers),
+            triggers=tuple(entry.triggers) if entry.triggers else (),
             lane=lane,
         )
 
