@@ -27,10 +27,10 @@ from omectl.sim.simulator.pods import (
     pod_slots,
     pull_failures,
     running_status,
-    stuck_pod,
     unavailable_reason,
     unschedulable_status,
     waiting_status,
+    workload_pod,
 )
 from omectl.sim.simulator.scheduler import Binding
 
@@ -99,13 +99,13 @@ class ImagePulls:
                 await self.api.delete(rt, namespace, name, {}, WriteOptions(field_manager=manager))
         for slot, node, failures in wanted.values():
             if node is None:
-                body = stuck_pod(workload, slot, None)
+                body = workload_pod(workload, slot, None)
                 pod = (await self.api.create(rt, namespace, body, WriteOptions(field_manager=manager))).obj
                 await self._unschedulable(pod, scheduler_message)
             elif failures:
                 await self._start(rt, workload, slot, node, failures, manager)
             else:
-                body = stuck_pod(workload, slot, node)
+                body = workload_pod(workload, slot, node)
                 pod = (await self.api.create(rt, namespace, body, WriteOptions(field_manager=manager))).obj
                 await self._run(rt, pod, node)
         return unavailable_reason(stuck[0][2], stuck[0][0].spec) if stuck else ""
@@ -152,7 +152,7 @@ class ImagePulls:
         """Create the pod bound to its node, then fail its pull as kubelet does: ErrImagePull, then ImagePullBackOff,
         each with its Events on the pod."""
         namespace = workload["metadata"].get("namespace", "")
-        body = stuck_pod(workload, slot, node)
+        body = workload_pod(workload, slot, node)
         pod = (await self.api.create(rt, namespace, body, WriteOptions(field_manager=manager))).obj
         ref: ObjectRef = (PODS, namespace, slot.name)
         assigned = f"Successfully assigned {namespace}/{slot.name} to {node}"

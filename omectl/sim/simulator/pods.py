@@ -106,7 +106,7 @@ def pull_failures(spec: Mapping[str, Any], registry: ImageRegistry) -> dict[str,
     return failures
 
 
-def stuck_pod(workload: Mapping[str, Any], slot: PodSlot, node: str | None) -> dict[str, Any]:
+def workload_pod(workload: Mapping[str, Any], slot: PodSlot, node: str | None) -> dict[str, Any]:
     """The Pod a workload's controller creates for `slot`, bound to `node` (None: not scheduled) and owned by the
     workload (the simulator makes no ReplicaSets or StatefulSets)."""
     meta = as_mapping(workload.get("metadata"))
