@@ -413,8 +413,8 @@ def test_a_config_change_reconciles_exactly_the_services_that_use_it(env: Env) -
 # --- Status roll-up -------------------------------------------------------------------------------------------
 
 
-def test_the_service_runs_once_the_simulator_makes_its_inference_service_ready(env: Env) -> None:
-    env.apply(namespace("running"), service("llm", "running"))
+def test_the_service_runs_once_the_simulator_makes_its_inference_service_and_its_pod_ready(env: Env) -> None:
+    env.apply(namespace("running"), service("llm", "running"), service("none", "running", replicas=0))
     until(lambda: env.status("llm", "running").get("status") == "Running", "status Running")
     isvc_ready = env.condition("llm", "running", "InferenceServiceReady")
     assert (isvc_ready["status"], isvc_ready["reason"]) == ("True", "InferenceServiceReady")
@@ -425,6 +425,36 @@ def test_the_service_runs_once_the_simulator_makes_its_inference_service_ready(e
     assert isvc is not None
     assert isvc["metadata"]["labels"]["aim.eai.amd.com/service"] == "llm"
     assert isvc["metadata"]["ownerReferences"][0]["name"] == "llm"
+    # its predictor pod, running and ready (made by the simulated KServe and kubelet), as upstream reads it
+    pods_ready = env.condition("llm", "running", "InferenceServicePodsReady")
+    assert (pods_ready["status"], pods_ready["reason"], pods_ready["message"]) == (
+        "True",
+        "PodsReady",
+        "Pods are ready",
+    )
+    selector = "serving.kserve.io/inferenceservice=llm"
+    (pod,) = json.loads(env.k("get", "pods", "-n", "running", "-l", selector, "-o", "json"))["items"]
+    assert pod["metadata"]["ownerReferences"][0]["uid"] == isvc["metadata"]["uid"]
+    assert pod["metadata"]["labels"]["aim.eai.amd.com/service"] == "llm", "the InferenceService's labels"
+    assert (pod["status"]["phase"], pod["spec"]["containers"][0]["name"]) == ("Running", "kserve-container")
+    assert {"type": "Ready", "status": "True"}.items() <= next(
+        c for c in pod["status"]["conditions"] if c["type"] == "Ready"
+    ).items()
+
+    # no replicas: its InferenceService is ready without a pod, which upstream reports as NoPods (Progressing)
+    def no_pods() -> dict[str, Any] | None:
+        status = env.status("none", "running")
+        found = {c["type"]: c for c in status.get("conditions") or []}
+        isvc_up = (found.get("InferenceServiceReady") or {}).get("status") == "True"
+        return found if isvc_up and (found.get("InferenceServicePodsReady") or {}).get("reason") == "NoPods" else None
+
+    found = until(no_pods, "the replica-less service's InferenceService Ready, its pods NoPods")
+    assert (found["InferenceServicePodsReady"]["status"], found["InferenceServicePodsReady"]["message"]) == (
+        "False",
+        "No pods found",
+    )
+    assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "Progressing")
+    assert env.status("none", "running")["status"] == "Starting"
     # a settled service makes no further writes
     before = env.reconciles("llm", "running")
     annotated = json.loads(env.k("annotate", "aimservices", "llm", "-n", "running", "note=touched", "-o", "json"))

@@ -31,9 +31,10 @@ Ready without discovery), so the caching is what is tested. The scenarios by ima
 - Whole, each service naming only an image (its model made for it, the image's labels read from the simulated
   registry, its template discovered by the image's simulated dry run, selected): aimservice/common/label-propagation
   (its cluster runtime config: the matched labels reach the model, its template and discovery Job, the
-  AIMTemplateCache, its AIMArtifact, the artifact's PVC and download Job, the InferenceService and the HTTPRoute; a
-  label no pattern matches does not), common/model-by-image (Starting, then Running) and gpu/happy-path/{cached,
-  non-cached} (the Shared or Dedicated cache Ready, Running, routed through upstream's gateway).
+  AIMTemplateCache, its AIMArtifact, the artifact's PVC and download Job, the InferenceService, its predictor Pod
+  and the HTTPRoute; a label no pattern matches does not), common/model-by-image (Starting, then Running) and
+  gpu/happy-path/{cached, non-cached} (the Shared or Dedicated cache Ready, Running, routed through upstream's
+  gateway).
 """
 
 from __future__ import annotations
@@ -401,9 +402,8 @@ def test_upstreams_services_named_by_their_image_make_their_model_and_template_a
     them in parallel). Each service names only an image: its model is made for it and reads the image's labels
     (the simulated registry's), the model makes its template, whose discovery Job runs the image's dry run (the
     simulated node prints the image's profile), and the service selects that template and runs. Upstream's HTTP
-    checks (gpu/_shared/validate-http.sh through the gateway) and label-propagation's check of the predictor Pod are
-    not ported: the simulated cluster runs no model server and no InferenceService pods; the HTTPRoute they go
-    through is checked instead."""
+    checks (gpu/_shared/validate-http.sh through the gateway) are not ported: the simulated cluster runs no model
+    server (its predictor Pods run and serve nothing); the HTTPRoute they go through is checked instead."""
     labels_ns, image_ns, cached_ns, dedicated_ns = "by-image-labels", "by-image", "gpu-cached", "gpu-non-cached"
     services = {
         labels_ns: "test-label-propagation",
@@ -477,6 +477,15 @@ def test_upstreams_services_named_by_their_image_make_their_model_and_template_a
         for job in jobs:
             pod = job["spec"]["template"]["metadata"]["labels"]
             assert {k: pod.get(k) for k in MATCHED} == MATCHED and "env" not in pod
+        # chainsaw: Verify InferenceService Pod has propagated labels (the simulated KServe gives the predictor Pod
+        # its InferenceService's labels); its `aim.eai.amd.com/service.name` is upstream's InferenceService's
+        # `aim.eai.amd.com/service` (upstream's kserve.go sets no `service.name` on it)
+        selector = f"serving.kserve.io/inferenceservice={name}"
+        (pod,) = json.loads(env.k("get", "pods", "-n", labels_ns, "-l", selector, "-o", "json"))["items"]
+        upstream = {"aim.eai.amd.com/service": name, "app.kubernetes.io/component": "inference", **MATCHED}
+        assert {k: pod["metadata"]["labels"].get(k) for k in upstream} == upstream and "env" not in pod["metadata"][
+            "labels"
+        ]
         assert route["metadata"]["labels"]["aim.eai.amd.com/service"] == name
         assert route["spec"]["rules"][0]["matches"][0]["path"]["value"] == f"/integration/label-propagation/{name}"
     finally:

@@ -39,8 +39,9 @@ scenarios' chainsaw-test.yaml (pinned beside their documents).
   finds no profile: its result is written by the test (`ready_model`). Its sources name no size: upstream's
   check-size Job finds it (`sized_by_check_size`).
 - aimservice/gpu/custom-model, gpu/custom-model-env-propagation, gpu/custom-model-s3 and gpu/profile-id-propagation,
-  on the simulated MI300X nodes: what upstream asserts on the inference Pod asserted on the InferenceService's
-  predictor container (the model's image, `AIM_MODEL_ID`, the template's env, `AIM_PROFILE_ID`, the GPU limit), the
+  on the simulated MI300X nodes: what upstream asserts on the inference Pod asserted on the predictor Pod the
+  simulated cluster makes, running and ready (the model's image, `AIM_MODEL_ID`, the template's env,
+  `AIM_PROFILE_ID`, the GPU limit; `InferenceServicePodsReady` True / `PodsReady`), the
   models, templates and artifacts, Running, and the HTTPRoute instead of the HTTP checks.
 - aimartifact/size-discovery-and-verification, failure-auth-hf, failure-auth-s3, failure-missing-hf,
   failure-missing-s3, failure-storage, progress-and-verification and stall-detection: an AIMArtifact sized by its
@@ -1160,6 +1161,7 @@ SNAPSHOT_KINDS = (
     "httproutes",
     "deployments",
     "jobs",
+    "pods",
 )
 
 
@@ -1191,8 +1193,23 @@ class Snapshot:
         return found
 
     def predictor(self, name: str, ns: str) -> dict[str, Any]:
-        (container,) = self.one("InferenceService", name, ns)["spec"]["predictor"]["containers"]
+        """The inference container of the service's one predictor Pod, running and ready, which upstream reads its
+        `InferenceServicePodsReady` from."""
+        (pod,) = self.of("Pod", ns, {"serving.kserve.io/inferenceservice": name})
+        isvc = self.one("InferenceService", name, ns)
+        assert pod["metadata"]["ownerReferences"][0]["uid"] == isvc["metadata"]["uid"]
+        ready = next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")
+        assert (pod["status"]["phase"], ready["status"]) == ("Running", "True"), name
+        pods_ready = next(c for c in self.one("AIMService", name, ns)["status"]["conditions"] if "Pods" in c["type"])
+        assert (pods_ready["type"], pods_ready["status"], pods_ready["reason"]) == (
+            "InferenceServicePodsReady",
+            "True",
+            "PodsReady",
+        )
+        (container,) = pod["spec"]["containers"]
         assert container["name"] == "kserve-container"
+        (rendered,) = isvc["spec"]["predictor"]["containers"]
+        assert (container["image"], container.get("env")) == (rendered["image"], rendered.get("env")), "made from it"
         return container  # type: ignore[no-any-return]
 
     def routed(self, name: str, ns: str, prefix: str) -> None:
@@ -1206,8 +1223,8 @@ def test_upstreams_gpu_scenarios_serve_what_their_templates_say_and_a_service_no
     Deployment and Jobs run by the simulated cluster), gpu/profile-id-propagation and gpu/pending-resources, each in
     its namespace, at once;
     the GPU environment's secrets (hf-token, ghcr-regcred) and gateway made here. What upstream asserts on the
-    inference Pod is asserted on the InferenceService's predictor container, which the Pod is made from (the
-    simulated cluster makes no pods for it); the HTTP checks (gpu/_shared/validate-http.sh) are not ported, the
+    inference Pod is asserted on the predictor Pod the simulated KServe and kubelet make, running and ready; the
+    HTTP checks (gpu/_shared/validate-http.sh) are not ported, the
     HTTPRoute they go through is checked. The custom models' sources name no size: upstream's check-size Job finds
     it (`sized_by_check_size`)."""
     custom_ns, env_ns, profile_ns = "gpu-custom-model", "gpu-custom-model-env", "gpu-profile-id"
@@ -1299,7 +1316,9 @@ def test_upstreams_gpu_scenarios_serve_what_their_templates_say_and_a_service_no
         snap = until(running, "the four services Running", timeout=90)  # models made from images, under load
     except AssertionError as error:
         last = Snapshot(env, spaces)
-        states = [(o["metadata"]["name"], o.get("status")) for o in last.items if o["kind"] == "AIMService"]
+        states = [
+            (o["metadata"]["name"], o.get("status")) for o in last.items if o["kind"] in ("AIMService", "AIMModel")
+        ]
         raise AssertionError(f"{error}: {states}") from None
     (s3_artifact,) = snap.of("AIMArtifact", s3_ns)
     assert s3_artifact["metadata"]["labels"]["aim.eai.amd.com/service"] == "test-gpu-s3-service"

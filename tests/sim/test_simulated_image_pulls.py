@@ -1,6 +1,7 @@
 """The simulated registry: a pod whose image it lacks waits in ImagePullBackOff, as kubelet reports it, and its
 workload stays unavailable saying why; every other image is pulled. Also the other pods the simulator makes and the
-objects beside them: a KServe predictor's pod no node fits (Pending, the scheduler's Event), and KEDA's HPA."""
+objects beside them: a KServe predictor's pods (Running and ready once placed; Pending with the scheduler's Event
+while no node fits), and KEDA's HPA."""
 
 from __future__ import annotations
 
@@ -345,7 +346,7 @@ async def test_a_kserve_predictor_naming_a_missing_image_is_not_ready(
     assert (ready["status"], ready["message"]) == ("False", UNAVAILABLE)
 
 
-async def test_a_kserve_predictor_no_node_fits_waits_as_a_pending_pod_until_gpus_free_up(
+async def test_a_kserve_predictor_runs_as_a_ready_pod_or_waits_as_a_pending_one_until_gpus_free_up(
     server: EmbeddedAPIServer, raw: RawClient
 ) -> None:
     await create(raw, CRDS, third_party_crd("serving.kserve.io_inferenceservices.yaml"))
@@ -357,15 +358,41 @@ async def test_a_kserve_predictor_no_node_fits_waits_as_a_pending_pod_until_gpus
         return {
             "apiVersion": "serving.kserve.io/v1beta1",
             "kind": "InferenceService",
-            "metadata": {"name": name, "namespace": "default"},
+            "metadata": {"name": name, "namespace": "default", "labels": {"aim.eai.amd.com/service": name}},
             "spec": {"predictor": {"model": model}},
         }
 
-    await create(raw, KSERVE, isvc("big", 8))
+    big = await create(raw, KSERVE, isvc("big", 8))
     await create(raw, KSERVE, isvc("next", 8))
     await create(raw, KSERVE, isvc("wait", 8))  # two 8-GPU nodes: the third fits nowhere
     await settle(server)
-    assert await pods_of(raw, "big") == [] and await pods_of(raw, "next") == []  # running: no pods made
+    # each running predictor is a pod on its node, Running and ready, labelled as KServe labels it
+    (running,) = await pods_of(raw, "big")
+    assert running["metadata"]["name"].startswith("big-predictor-")
+    labels = running["metadata"]["labels"]
+    assert {k: v for k, v in labels.items() if k != "pod-template-hash"} == {
+        "aim.eai.amd.com/service": "big",
+        "serving.kserve.io/inferenceservice": "big",
+        "component": "predictor",
+        "app": "isvc.big-predictor",
+    }
+    (owner,) = running["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "InferenceService",
+        "big",
+        big["metadata"]["uid"],
+        True,
+    )
+    assert (running["status"]["phase"], running["spec"]["nodeName"]) == ("Running", "pull-gpu-node-1")
+    assert [(c["type"], c["status"]) for c in running["status"]["conditions"] if "Ready" in c["type"]] == [
+        ("PodReadyToStartContainers", "True"),
+        ("Ready", "True"),
+        ("ContainersReady", "True"),
+    ]
+    (container,) = running["status"]["containerStatuses"]
+    assert (container["name"], container["ready"], list(container["state"])) == ("kserve-container", True, ["running"])
+    (next_pod,) = await pods_of(raw, "next")
+    assert (next_pod["status"]["phase"], next_pod["spec"]["nodeName"]) == ("Running", "pull-gpu-node-2")
     (pod,) = await pods_of(raw, "wait")
     message = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
     assert pod["metadata"]["labels"]["serving.kserve.io/inferenceservice"] == "wait"
@@ -378,7 +405,13 @@ async def test_a_kserve_predictor_no_node_fits_waits_as_a_pending_pod_until_gpus
 
     assert (await raw.delete(KSERVE + "/big")).status == 200  # its node's GPUs go to the waiting one
     await settle(server)
-    assert await pods_of(raw, "wait") == []
+    await server.controllers.wait_idle()  # the garbage collector takes its pod with it
+    assert await pods_of(raw, "big") == []
+    (bound,) = await pods_of(raw, "wait")
+    assert bound["metadata"]["uid"] == pod["metadata"]["uid"], "the pending pod is bound, not made anew"
+    assert (bound["status"]["phase"], bound["spec"]["nodeName"]) == ("Running", "pull-gpu-node-1")
+    assert condition(bound["status"], "PodScheduled")["status"] == "True"
+    assert condition(bound["status"], "Ready")["status"] == "True"
     assert condition((await raw.get(KSERVE + "/wait")).body["status"], "Ready")["status"] == "True"
 
 

@@ -57,8 +57,8 @@ class PredictorPods:
     def pods_of(self, namespace: str, inference_service: str) -> list[dict[str, Any]]:
         return self.cache.by_index(PODS_BY_INFERENCE_SERVICE, f"{namespace}/{inference_service}")
 
-    async def component(self, namespace: str, inference_service: str) -> Component | None:
-        """The `InferenceServicePods` component of an InferenceService (None while it has no pods), with the Events
+    async def component(self, namespace: str, inference_service: str) -> Component:
+        """The `InferenceServicePods` component of an InferenceService (`NoPods` while it has none), with the Events
         of its pending pods listed from the API server."""
         pods = sorted(self.pods_of(namespace, inference_service), key=lambda p: str(metadata(p).get("name")))
         events: dict[str, list[dict[str, Any]]] = {}

@@ -45,8 +45,9 @@ One reconcile of an AIMService:
    (`PathTemplateInvalid`, `GatewayNotConfigured`, `RequestTimeoutInvalid`) leaves an existing HTTPRoute alone and
    creates none; routing disabled deletes the HTTPRoute this service owns.
 5. Status (`omectl.core.aim.status.roll_up`): `status.status`, the conditions (`RuntimeConfigReady`,
-   `InferenceServiceReady`, `InferenceServicePodsReady` while the InferenceService has predictor pods
-   (`omectl.core.aim.predictor_pods`: `Pending` / `FailedScheduling` for pods the scheduler cannot place),
+   `InferenceServiceReady`, `InferenceServicePodsReady` while there is an InferenceService
+   (`omectl.core.aim.predictor_pods`: `NoPods` before its predictor pods exist, `Pending` / `FailedScheduling` for
+   pods the scheduler cannot place),
    `HTTPRouteReady` when routing is enabled, `HPAReady` for an autoscaled service (KEDA's HPA, upstream's
    `core.aim.autoscaling.hpa_component`), `ConfigValid` when it is or was False, `Ready`; each keeps its
    `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig` (absent when nothing resolved),
@@ -547,13 +548,13 @@ class AimServiceReconciler:
 
     @staticmethod
     async def _pods(cluster: AimWatch, isvc: Mapping[str, Any] | None, components: list[Component]) -> None:
-        """The `InferenceServicePods` component of the InferenceService's predictor pods, when it has any."""
+        """The `InferenceServicePods` component of the InferenceService's predictor pods (`NoPods` without any)."""
         if isvc is None:
             return
         meta = isvc.get("metadata") or {}
-        pods = await cluster.predictor_pods.component(str(meta.get("namespace") or ""), str(meta.get("name")))
-        if pods is not None:
-            components.append(pods)
+        components.append(
+            await cluster.predictor_pods.component(str(meta.get("namespace") or ""), str(meta.get("name")))
+        )
 
     async def _route(
         self, cluster: AimWatch, service: Mapping[str, Any], plan: RoutingPlan, config: Mapping[str, Any]

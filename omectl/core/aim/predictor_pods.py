@@ -5,6 +5,8 @@ scheduler's reason instead of `Starting`.
 The pods are those labelled `serving.kserve.io/inferenceservice: <InferenceService name>` in its namespace. In
 upstream's order, the first that applies:
 
+0. no pod: Progressing, `NoPods` / `No pods found` (upstream's missing downstream dependency: KServe has yet to
+   make them);
 1. a container (or init container) waiting in `ErrImagePull` / `ImagePullBackOff`: `ImagePullAuthFailure`
    (Failed) when the message says the registry refused the credentials, `ImageNotFound` (Failed) when it says the
    image does not exist, else `ImagePullBackOff` (Degraded); message `Container <name>: <kubelet's message>`;
@@ -18,9 +20,7 @@ upstream's order, the first that applies:
    `PodsPending` / `Pods are pending`;
 6. otherwise Progressing, `PodsProgressing` / `Pods are progressing`.
 
-Unlike upstream, an InferenceService without any predictor pod reports no such component (upstream reports
-`NoPods`, Progressing): a simulated cluster makes pod objects only for the pods kubelet or the scheduler has
-something to say about, so a running service there has none.
+The component exists only while the service has an InferenceService (upstream reads the pods of an existing one).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ INFERENCE_SERVICE_PODS: Final = "InferenceServicePods"
 INFERENCE_SERVICE_PODS_READY: Final = f"{INFERENCE_SERVICE_PODS}Ready"
 INFERENCE_SERVICE_LABEL: Final = "serving.kserve.io/inferenceservice"
 """KServe's label on an InferenceService's pods: the InferenceService's name."""
+NO_PODS: Final = "NoPods"
+NO_PODS_MESSAGE: Final = "No pods found"
 PENDING_EVENT_REASONS: Final = ("FailedScheduling", "FailedMount", "FailedAttachVolume", "FailedCreatePodSandBox")
 PROGRESSING_EVENT_REASONS: Final = ("Pulling",)
 IMAGE_PULL_REASONS: Final = frozenset({"ErrImagePull", "ImagePullBackOff"})
@@ -57,10 +59,10 @@ EventsOf = Callable[[Mapping[str, Any]], Sequence[Mapping[str, Any]]]
 """The Events about one pod (involvedObject name and uid), in any order."""
 
 
-def pods_component(pods: Sequence[Mapping[str, Any]], events_of: EventsOf) -> Component | None:
-    """The `InferenceServicePods` component of these predictor pods; None without any."""
+def pods_component(pods: Sequence[Mapping[str, Any]], events_of: EventsOf) -> Component:
+    """The `InferenceServicePods` component of these predictor pods (`NoPods` without any)."""
     if not pods:
-        return None
+        return _component("Progressing", NO_PODS, NO_PODS_MESSAGE)
     for pod in pods:
         pulled = _image_pull_failure(pod)
         if pulled is not None:

@@ -29,8 +29,9 @@ What it does, and the contract other code may rely on:
   changes, never for status or metadata writes.
 - **Image pulls.** Nodes pull from one registry, `SimulatorConfig.registry` (`.images.ImageRegistry`), which has
   every image except those matching its `missing` glob patterns (tried against the image as written and as
-  containerd qualifies it, `docker.io/library/nginx:latest` for `nginx`). Running pods are not made as objects,
-  but a placed pod with a container whose image is missing is, as its workload's controller would make it (a
+  containerd qualifies it, `docker.io/library/nginx:latest` for `nginx`). A Deployment's or LWS's running pods
+  are not made as objects; a KServe predictor's are (below, "KServe predictor pods"). A placed pod with a
+  container whose image is missing is made, as its workload's controller would make it (a
   Deployment's `<name>-<pod-template-hash>-<suffix>`, an LWS's `<name>-<group>[-<worker>]`, a KServe predictor's
   `<name>-predictor-<hash>-<suffix>`; owned by the workload itself, bound to its node), and kubelet fails it:
   status `ErrImagePull` (message: containerd's `rpc error: code = NotFound desc = failed to pull and unpack
@@ -42,6 +43,13 @@ What it does, and the contract other code may rely on:
   unavailability message (the contract below) ends `ImagePullBackOff: Back-off pulling image "<image>"`
   (after the scheduler's message when some groups are not placed either). A spec whose pods can all pull
   deletes them; a stuck pod deleted by hand is made again.
+- **KServe predictor pods.** Each placed pod of a KServe InferenceService whose images pull is a Pod, as KServe's
+  raw Deployment and kubelet make it: `<name>-predictor-<hash>-<suffix>`, labelled with the InferenceService's
+  and its predictor's labels, `serving.kserve.io/inferenceservice: <name>`, `component: predictor`,
+  `app: isvc.<name>-predictor` and `pod-template-hash`, owned by the InferenceService (the garbage collector
+  deletes it with it), bound to its node (Event `Scheduled`), then `Running` with `Ready` and `ContainersReady`
+  True, every container running: written before the InferenceService's status says Ready (upstream aim-engine
+  reads a service's `InferenceServicePodsReady` from these pods). One deleted by hand is made again.
 - **The unavailability contract.** When some replica (group) does not fit, the scheduler's message is, in
   kube-scheduler's words, `0/2 nodes are available: 2 Insufficient nvidia.com/gpu.` or
   `0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.` (one `<count> <reason>` per
@@ -50,8 +58,8 @@ What it does, and the contract other code may rely on:
      `default-scheduler`, once per distinct message; for a KServe InferenceService also on a Pod per group not
      placed, made as for a failed pull (`<name>-predictor-<hash>-<suffix>`, owned by it; none for a predictor
      naming no image) but bound to no node: phase `Pending`, `PodScheduled` False `Unschedulable` with the
-     message, after its own `FailedScheduling` Event (once per distinct message); deleted once the group is placed
-     (upstream aim-engine reads a service's `FailedScheduling` from this pod);
+     message, after its own `FailedScheduling` Event (once per distinct message); bound to its node once the
+     group is placed (upstream aim-engine reads a service's `FailedScheduling` from this pod);
   2. in the False availability condition's message, after the kind's usual text and one space, followed by
      kubelet's `ImagePullBackOff: ...` (above) when a placed pod cannot pull its image (that alone when every
      group is placed):

@@ -1,6 +1,8 @@
 """`ImagePulls`: the simulated kubelets' image pulls. A placed pod whose image the registry lacks becomes a Pod in
 ImagePullBackOff, and a KServe predictor's pod that fits no node a Pending Pod with the scheduler's
-FailedScheduling Event; every other pod is taken as running and is not made (its workload's status says so)."""
+FailedScheduling Event. A KServe predictor's placed pod whose images pull becomes a Running, ready Pod (upstream
+aim-engine reads its services' pods); every other pod is taken as running and is not made (its workload's status
+says so)."""
 
 from __future__ import annotations
 
@@ -24,10 +26,11 @@ from omectl.sim.simulator.pods import (
     owned_by,
     pod_slots,
     pull_failures,
-    stuck_pod,
+    running_status,
     unavailable_reason,
     unschedulable_status,
     waiting_status,
+    workload_pod,
 )
 from omectl.sim.simulator.scheduler import Binding
 
@@ -53,47 +56,77 @@ class ImagePulls:
         unplaced: int = 0,
         scheduler_message: str = "",
     ) -> str:
-        """Make a Pod in ImagePullBackOff for each pod of the placed `groups` whose image the registry lacks, and a
+        """Make a Pod in ImagePullBackOff for each pod of the placed `groups` whose image the registry lacks, a
         Pending Pod for each pod of a KServe InferenceService's `unplaced` groups (with the scheduler's
-        FailedScheduling Event), and delete the workload's pods that are no longer so (as `manager`, its
-        controller); returns why the workload is unavailable (`ImagePullBackOff: Back-off pulling image "..."`),
-        or "" when every placed pod runs."""
+        FailedScheduling Event), a Running, ready Pod for each other placed pod of a KServe InferenceService (its
+        Pending Pod bound to the node, when it had one), and delete the workload's pods that are no longer so (as
+        `manager`, its controller); returns why the workload is unavailable (`ImagePullBackOff: Back-off pulling
+        image "..."`), or "" when every placed pod runs."""
         rt = self.api.types.storage_version(PODS)
         if rt is None:
             return ""
         meta = workload["metadata"]
         namespace = meta.get("namespace", "")
-        slots = pod_slots(workload, len(groups) + (unplaced if _is_inference_service(workload) else 0))
-        stuck = [
-            (slot, node, failures)
+        kserve = _is_inference_service(workload)
+        slots = pod_slots(workload, len(groups) + (unplaced if kserve else 0))
+        placed = [
+            (slot, node, pull_failures(slot.spec, self.registry))
             for group, bindings in zip(slots, groups, strict=False)
             for slot, (node, _) in zip(group, bindings, strict=True)
-            if (failures := pull_failures(slot.spec, self.registry))
         ]
+        stuck = [(slot, node, failures) for slot, node, failures in placed if failures]
         # a predictor naming no image (its serving runtime's, unknown here) gets no pod: a pod needs a container
-        pending = [slot for group in slots[len(groups) :] for slot in group if images(slot.spec)]
         wanted: dict[str, tuple[PodSlot, str | None, dict[str, str]]] = {
-            slot.name: (slot, node, failures) for slot, node, failures in stuck
+            slot.name: (slot, node, failures)
+            for slot, node, failures in placed
+            if failures or (kserve and images(slot.spec))
         }
+        pending = [slot for group in slots[len(groups) :] for slot in group if images(slot.spec)]
         wanted.update((slot.name, (slot, None, {})) for slot in pending)
         for pod in [p for p in self.api.store.items(PODS, namespace) if owned_by(p, meta["uid"])]:
             name = pod["metadata"]["name"]
             want = wanted.get(name)
             if want is not None and _same_pod(pod, want[0], want[1]):
-                del wanted[name]  # already waiting on its image, or for a node
+                del wanted[name]  # already waiting on its image, or for a node, or running
                 if want[1] is None:
                     await self._unschedulable(pod, scheduler_message)
+                continue
+            if want is not None and want[1] is not None and not want[2] and _same_pod(pod, want[0], None):
+                del wanted[name]  # the scheduler binds the pending pod to the node that freed up
+                await self._run(rt, pod, want[1])
                 continue
             with contextlib.suppress(APIError):  # gone already (the workload's deletion took it)
                 await self.api.delete(rt, namespace, name, {}, WriteOptions(field_manager=manager))
         for slot, node, failures in wanted.values():
             if node is None:
-                body = stuck_pod(workload, slot, None)
+                body = workload_pod(workload, slot, None)
                 pod = (await self.api.create(rt, namespace, body, WriteOptions(field_manager=manager))).obj
                 await self._unschedulable(pod, scheduler_message)
-            else:
+            elif failures:
                 await self._start(rt, workload, slot, node, failures, manager)
+            else:
+                body = workload_pod(workload, slot, node)
+                pod = (await self.api.create(rt, namespace, body, WriteOptions(field_manager=manager))).obj
+                await self._run(rt, pod, node)
         return unavailable_reason(stuck[0][2], stuck[0][0].spec) if stuck else ""
+
+    async def _run(self, rt: ResourceType, pod: dict[str, Any], node: str) -> None:
+        """Bind the pod to its node as the scheduler does (`Scheduled`; a pod made for its node is bound already),
+        then start it as kubelet does: Running, every container ready (the simulated model servers pass their
+        readiness probes at once)."""
+        meta = pod["metadata"]
+        namespace, name = meta.get("namespace", ""), meta["name"]
+        if pod["spec"].get("nodeName") != node:
+
+            def bind(live: dict[str, Any]) -> dict[str, Any]:
+                return dict(live, spec={**live["spec"], "nodeName": node})
+
+            opts = WriteOptions(field_manager="default-scheduler")
+            pod = (await self.api._write_update(rt, namespace, name, bind, opts, "", precondition_rv=None)).obj
+        assigned = f"Successfully assigned {namespace}/{name} to {node}"
+        await self.events.record(pod, "Normal", "Scheduled", assigned, "default-scheduler")
+        ref: ObjectRef = (PODS, namespace, name)
+        await self.write_status(ref, pod, running_status(pod, self._node_ip(node), now_rfc3339()), "kubelet")
 
     async def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
         """The scheduler's word on a pod that fits no node: a FailedScheduling Event when its message is new to the
@@ -119,7 +152,7 @@ class ImagePulls:
         """Create the pod bound to its node, then fail its pull as kubelet does: ErrImagePull, then ImagePullBackOff,
         each with its Events on the pod."""
         namespace = workload["metadata"].get("namespace", "")
-        body = stuck_pod(workload, slot, node)
+        body = workload_pod(workload, slot, node)
         pod = (await self.api.create(rt, namespace, body, WriteOptions(field_manager=manager))).obj
         ref: ObjectRef = (PODS, namespace, slot.name)
         assigned = f"Successfully assigned {namespace}/{slot.name} to {node}"

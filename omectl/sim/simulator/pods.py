@@ -1,13 +1,16 @@
-"""Pods as kubelet reports them when an image cannot be pulled, and as the scheduler leaves a KServe predictor's pod
-that fits no node (`unschedulable_status`).
+"""Pods as kubelet reports them when an image cannot be pulled, as the scheduler leaves a KServe predictor's pod that
+fits no node (`unschedulable_status`), and a KServe predictor's pod that runs (`running_status`).
 
-The simulator keeps a running workload's readiness in the workload's own status and makes no Pod objects for it. A
-pod appears only where kubelet or the scheduler has something to say that the workload's status cannot: a container
-waiting on an image the registry does not have (`.images.ImageRegistry`), or a KServe predictor's pod that no node
-has room for (the pod upstream aim-engine reads a service's `FailedScheduling` from). These functions name such a
-pod as its workload's controller would, and write the status kubelet gives it: phase `Pending`, `Ready` and
-`ContainersReady` False (`ContainersNotReady`), the container waiting with `ErrImagePull` (the runtime's error) and
-then `ImagePullBackOff` (`Back-off pulling image "<image>"`), as Kubernetes 1.32's kubelet words them.
+The simulator keeps a running Deployment's or LeaderWorkerSet's readiness in the workload's own status and makes no
+Pod objects for it. A pod appears where kubelet or the scheduler has something to say that the workload's status
+cannot: a container waiting on an image the registry does not have (`.images.ImageRegistry`), or a KServe
+predictor's pod that no node has room for (the pod upstream aim-engine reads a service's `FailedScheduling` from).
+A KServe InferenceService's placed predictor pods are made too, running and ready, since upstream aim-engine reads a
+service's `InferenceServicePodsReady` from them (`NoPods` without any). These functions name such a pod as its
+workload's controller would, and write the status kubelet gives it: phase `Pending`, `Ready` and `ContainersReady`
+False (`ContainersNotReady`), the container waiting with `ErrImagePull` (the runtime's error) and then
+`ImagePullBackOff` (`Back-off pulling image "<image>"`), as Kubernetes 1.32's kubelet words them; or phase
+`Running`, every container running and ready.
 """
 
 from __future__ import annotations
@@ -78,10 +81,14 @@ def pod_slots(obj: Mapping[str, Any], groups: int) -> list[list[PodSlot]]:
     if kind == KSERVE_INFERENCE_SERVICE:
         predictor = as_mapping(spec.get("predictor"))
         hash_ = pod_template_hash(spec.get("predictor"))
+        # KServe's predictor labels: the InferenceService's own and the predictor's, then its component's, then the
+        # raw Deployment's `app` and its ReplicaSet's hash
         labels = {
-            "app": f"isvc.{name}-predictor",
-            "component": "predictor",
+            **_string_labels(meta.get("labels")),
+            **_string_labels(predictor.get("labels")),
             "serving.kserve.io/inferenceservice": name,
+            "component": "predictor",
+            "app": f"isvc.{name}-predictor",
             "pod-template-hash": hash_,
         }
         pod = _predictor_pod(predictor)
@@ -99,7 +106,7 @@ def pull_failures(spec: Mapping[str, Any], registry: ImageRegistry) -> dict[str,
     return failures
 
 
-def stuck_pod(workload: Mapping[str, Any], slot: PodSlot, node: str | None) -> dict[str, Any]:
+def workload_pod(workload: Mapping[str, Any], slot: PodSlot, node: str | None) -> dict[str, Any]:
     """The Pod a workload's controller creates for `slot`, bound to `node` (None: not scheduled) and owned by the
     workload (the simulator makes no ReplicaSets or StatefulSets)."""
     meta = as_mapping(workload.get("metadata"))
@@ -140,6 +147,18 @@ def waiting_status(
 ) -> dict[str, Any]:
     """The status kubelet writes for a pod whose `failures` containers cannot start: `ErrImagePull` (the runtime's
     error as the message) or `ImagePullBackOff` (kubelet's back-off message); its other containers run."""
+    return _kubelet_status(pod, failures, reason, host_ip, now)
+
+
+def running_status(pod: Mapping[str, Any], host_ip: str, now: str) -> dict[str, Any]:
+    """The status kubelet writes for a pod whose containers all run and pass their readiness probes: phase
+    `Running`, `Ready` and `ContainersReady` True."""
+    return _kubelet_status(pod, {}, "", host_ip, now)
+
+
+def _kubelet_status(
+    pod: Mapping[str, Any], failures: Mapping[str, str], reason: str, host_ip: str, now: str
+) -> dict[str, Any]:
     meta, spec = as_mapping(pod.get("metadata")), as_mapping(pod.get("spec"))
     live = as_mapping(pod.get("status"))
     previous = {c.get("type"): c for c in live.get("conditions") or [] if isinstance(c, Mapping)}
@@ -190,13 +209,14 @@ def waiting_status(
         return entry
 
     pod_ip = _pod_ip(str(meta.get("uid")))
+    ready = ("False", CONTAINERS_NOT_READY, unready) if failures else ("True",)
     return {
-        "phase": "Pending",
+        "phase": "Pending" if failures else "Running",
         "conditions": [
             condition("PodReadyToStartContainers", "True"),
             condition("Initialized", "True"),
-            condition("Ready", "False", CONTAINERS_NOT_READY, unready),
-            condition("ContainersReady", "False", CONTAINERS_NOT_READY, unready),
+            condition("Ready", *ready),
+            condition("ContainersReady", *ready),
             condition("PodScheduled", "True"),
         ],
         "hostIP": host_ip,
@@ -235,6 +255,10 @@ def unavailable_reason(failures: Mapping[str, str], spec: Mapping[str, Any]) -> 
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
+
+
+def _string_labels(labels: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in as_mapping(labels).items()}
 
 
 def _labels(template: Mapping[str, Any]) -> dict[str, str]:

@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 
 from omectl.core.aim.predictor_pods import pods_component, slim_pod_status
-from omectl.core.aim.status import roll_up
+from omectl.core.aim.status import Component, RollUp, roll_up
 
 SCHEDULER = "0/4 nodes are available: 4 Insufficient amd.com/gpu."
+READY_ISVC = Component("InferenceService", "Ready", "InferenceServiceReady", "")
+
+
+def conditions(rolled: RollUp) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in rolled.conditions}
 
 
 def pod(phase: str, *, uid: str = "u1", ready: bool = False, **status: Any) -> dict[str, Any]:
@@ -34,8 +39,21 @@ def no_events(_: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     return []
 
 
-def test_an_inference_service_without_predictor_pods_has_no_component() -> None:
-    assert pods_component([], no_events) is None
+def test_an_inference_service_without_predictor_pods_is_progressing_with_no_pods_so_its_service_starts() -> None:
+    pods = pods_component([], no_events)
+    assert (pods.condition_type, pods.state, pods.reason, pods.message) == (
+        "InferenceServicePodsReady",
+        "Progressing",
+        "NoPods",
+        "No pods found",
+    )
+    rolled = roll_up([READY_ISVC, pods])
+    assert rolled.status == "Starting", "a ready InferenceService without pods does not make the service Running"
+    assert conditions(rolled)["InferenceServicePodsReady"] == ("False", "NoPods")
+    assert conditions(rolled)["Ready"] == ("False", "Progressing")
+    running = roll_up([READY_ISVC, pods_component([pod("Running", ready=True)], no_events)])
+    assert running.status == "Running"
+    assert conditions(running)["InferenceServicePodsReady"] == ("True", "PodsReady")
 
 
 def test_a_pod_no_node_fits_makes_the_service_pending_with_the_schedulers_latest_event() -> None:
