@@ -1317,7 +1317,9 @@ def test_upstreams_gpu_scenarios_serve_what_their_templates_say_and_a_service_no
     except AssertionError as error:
         last = Snapshot(env, spaces)
         states = [
-            (o["metadata"]["name"], o.get("status")) for o in last.items if o["kind"] in ("AIMService", "AIMModel")
+            (o["metadata"]["name"], o.get("status"))
+            for o in last.items
+            if o["kind"] in ("AIMService", "AIMModel", "AIMServiceTemplate")
         ]
         raise AssertionError(f"{error}: {states}") from None
     (s3_artifact,) = snap.of("AIMArtifact", s3_ns)
