@@ -799,14 +799,14 @@ def test_upstreams_env_propagation_to_cache_scenario_merges_the_service_env_over
     ]
 
 
-def test_failed_child_writes_of_a_service_a_template_and_a_template_cache_say_dependencies_unreachable(
+def test_failed_child_writes_of_a_service_a_template_and_a_cache_say_unreachable_until_the_writes_pass(
     env: Env,
 ) -> None:
     """Upstream's pipeline on a failed apply: a 503 on a child's write sets `DependenciesReachable` False /
     `InfrastructureError` / `Failed to apply resources: ...` and keeps the rest of the status (a running v1alpha1
-    service whose new label cannot reach its InferenceService stays Running, every other condition as it was; a
-    template whose discovery Job and a template cache whose artifact cannot be made had no status and get none
-    else), retried with backoff; once the writes pass, True / `Reachable` / `All dependencies are reachable`."""
+    service whose new label cannot reach its InferenceService stays Running, every other condition as it was; a new
+    template whose discovery Job, and a new template cache whose artifact, cannot be made get that condition alone),
+    retried with backoff; once the writes pass, True / `Reachable` / `All dependencies are reachable`."""
     if env.fleet.bg is None or env.fleet.real_api_server:
         pytest.skip("injects faults into the embedded API server")
     (server,) = env.fleet.bg.fleet.servers
@@ -814,7 +814,7 @@ def test_failed_child_writes_of_a_service_a_template_and_a_template_cache_say_de
     spec = {"model": {"name": "cached-model"}, "template": {"name": TEMPLATE}}
     service = {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": name, "namespace": ns}, "spec": spec}
     env.apply(namespace(ns), model(ns), template(ns), service)
-    before = running_with_cache(env, name, ns)
+    running_with_cache(env, name, ns)
 
     def reachable(status: dict[str, Any]) -> tuple[str, str, str] | None:
         found = conditions(status).get("DependenciesReachable")
@@ -830,6 +830,7 @@ def test_failed_child_writes_of_a_service_a_template_and_a_template_cache_say_de
         "metadata": {"name": "other-class", "namespace": ns},
         "spec": {"templateName": TEMPLATE, "templateScope": "Namespace", "storageClassName": "other"},
     }
+    before = env.service(name, ns)["status"]
     for path in ("inferenceservices", "jobs", "aimartifacts"):
         server.faults.fail_next(10_000, 503, method="PATCH", path_contains=f"/namespaces/{ns}/{path}")
     try:
