@@ -35,6 +35,9 @@ Ready without discovery), so the caching is what is tested. The scenarios by ima
   and the HTTPRoute; a label no pattern matches does not), common/model-by-image (Starting, then Running) and
   gpu/happy-path/{cached, non-cached} (the Shared or Dedicated cache Ready, Running, routed through upstream's
   gateway).
+- Failed child writes (a 503 injected into a running service's InferenceService, a template's discovery Job and a
+  template cache's artifact): `DependenciesReachable` False as upstream words it, each status otherwise as it was, then
+  True / `Reachable` once the writes pass (embedded server only).
 """
 
 from __future__ import annotations
@@ -803,3 +806,71 @@ def test_upstreams_env_propagation_to_cache_scenario_merges_the_service_env_over
         {"name": "HTTP_PROXY", "value": "http://template-proxy:8080"},
         {"name": "HTTPS_PROXY", "value": "https://proxy.example.com:8080"},
     ]
+
+
+def test_failed_child_writes_of_a_service_a_template_and_a_cache_say_unreachable_until_the_writes_pass(
+    env: Env,
+) -> None:
+    """Upstream's pipeline on a failed apply: a 503 on a child's write sets `DependenciesReachable` False /
+    `InfrastructureError` / `Failed to apply resources: ...` and keeps the rest of the status (a running v1alpha1
+    service whose new label cannot reach its InferenceService stays Running, every other condition as it was; a new
+    template whose discovery Job, and a new template cache whose artifact, cannot be made get that condition alone),
+    retried with backoff; once the writes pass, True / `Reachable` / `All dependencies are reachable`."""
+    if env.fleet.bg is None or env.fleet.real_api_server:
+        pytest.skip("injects faults into the embedded API server")
+    (server,) = env.fleet.bg.fleet.servers
+    ns, name = "infra-writes", "svc"
+    spec = {"model": {"name": "cached-model"}, "template": {"name": TEMPLATE}}
+    service = {"apiVersion": V1, "kind": "AIMService", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+    env.apply(namespace(ns), model(ns), template(ns), service)
+    running_with_cache(env, name, ns)
+
+    def reachable(status: dict[str, Any]) -> tuple[str, str, str] | None:
+        found = conditions(status).get("DependenciesReachable")
+        return None if found is None else (found["status"], found["reason"], found["message"])
+
+    discovering = template(ns)  # without model sources: it runs discovery
+    discovering["metadata"]["name"] = "discovering"
+    del discovering["spec"]["modelSources"]
+    # another storage class: no artifact of the namespace holds its source
+    cache = {
+        "apiVersion": V1,
+        "kind": "AIMTemplateCache",
+        "metadata": {"name": "other-class", "namespace": ns},
+        "spec": {"templateName": TEMPLATE, "templateScope": "Namespace", "storageClassName": "other"},
+    }
+    before = env.service(name, ns)["status"]
+    for path in ("inferenceservices", "jobs", "aimartifacts"):
+        server.faults.fail_next(10_000, 503, method="PATCH", path_contains=f"/namespaces/{ns}/{path}")
+    try:
+        env.k("label", SERVICES_V1, name, "-n", ns, "aim.eai.amd.com/infra-check=on")
+        env.apply(discovering, cache)
+        failed = {
+            "service": until(lambda: reachable(s := env.service(name, ns)["status"]) and s, "the service's write"),
+            "template": until(
+                lambda: reachable(s := env.status("aimservicetemplates", "discovering", ns)) and s, "the Job's write"
+            ),
+            "cache": until(lambda: reachable(s := env.status("aimtemplatecaches", "other-class", ns)) and s, "cache"),
+        }
+        for what, status in failed.items():
+            state, reason, message = reachable(status) or ("", "", "")
+            assert (state, reason) == ("False", "InfrastructureError"), what
+            assert message.startswith("Failed to apply resources: ") and "503" in message, (what, message)
+        kept = dict(
+            failed["service"],
+            conditions=[c for c in failed["service"]["conditions"] if c["type"] != "DependenciesReachable"],
+        )
+        assert kept == before, "the service's status otherwise as it was"
+        for what in ("template", "cache"):
+            assert [c["type"] for c in failed[what]["conditions"]] == ["DependenciesReachable"], what
+            assert failed[what].get("status") in (None, "Pending"), (what, "the CRD's default at most")
+        assert not env.items(ARTIFACTS, ns, "aim.eai.amd.com/template-cache.name=other-class")
+    finally:
+        server.faults.clear()
+    recovered = ("True", "Reachable", "All dependencies are reachable")
+    until(lambda: reachable(env.service(name, ns)["status"]) == recovered, "the service reachable again")
+    until(lambda: reachable(env.status("aimservicetemplates", "discovering", ns)) == recovered, "the template's")
+    until(lambda: reachable(env.status("aimtemplatecaches", "other-class", ns)) == recovered, "the cache's")
+    isvc = env.get(KSERVE, name, ns)
+    assert isvc is not None and isvc["metadata"]["labels"]["aim.eai.amd.com/infra-check"] == "on"
+    assert env.service(name, ns)["status"]["status"] == "Running"

@@ -16,11 +16,17 @@ One reconcile (work key kind `aim.eai.amd.com/<Kind>`, see `legacy_watch`):
    with reason, message and `lastTransitionTime`, kept while its status is unchanged), `resolvedRuntimeConfig`
    (absent when nothing resolved), the kind's fields, `observedGeneration`. An unchanged status sends no write. A
    status that turns Failed, NotAvailable or Degraded records one Warning event with the `Ready` reason and message.
+
+A child write of the step that fails with a server error, a throttle or no answer (`reachability.is_write_failure`)
+writes the previous status with `DependenciesReachable` False (`Failed to apply resources: ...`), and the error is
+raised on (the work queue's backoff); a later status with no such error has it True / `Reachable`
+(`reachability.with_recovery`), as upstream's pipeline handles a failed apply.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any, Final, cast
 
 from omectl.controller.aim.config_consumer import ConfigConsumerReconciler
@@ -29,6 +35,7 @@ from omectl.controller.aim.legacy_caches import delete_abandoned_cache, reconcil
 from omectl.controller.aim.legacy_outcome import Outcome
 from omectl.controller.aim.legacy_templates import reconcile_template
 from omectl.controller.aim.legacy_watch import LEGACY_KEYS, LEGACY_RESOURCES
+from omectl.controller.aim.reachability import failed_write_status, is_write_failure, with_recovery
 from omectl.controller.aim.service import _now
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import live_object
@@ -84,7 +91,13 @@ class LegacyReconciler(ConfigConsumerReconciler):
         if obj["kind"] == TEMPLATE_CACHE and await delete_abandoned_cache(cluster, obj):
             self.writes += 1
             return
-        outcome = await STEPS[obj["kind"]](self, cluster, obj, resolution)
+        try:
+            outcome = await STEPS[obj["kind"]](self, cluster, obj, resolution)
+        except Exception as error:
+            if not is_write_failure(error):
+                raise
+            await self.write_desired_status(cluster, obj, partial(failed_write_status, error=error, now=_now()))
+            raise  # retried with the queue's backoff, a server's Retry-After honoured
         status = legacy_status(
             [runtime_config_component(resolution), *outcome.components],
             extra_conditions=outcome.conditions,
@@ -120,7 +133,8 @@ class LegacyReconciler(ConfigConsumerReconciler):
                 status["resolvedRuntimeConfig"] = dict(resolution.resolved_ref)
             else:
                 status.pop("resolvedRuntimeConfig", None)
-            status["conditions"] = stamp_all(rolled.conditions, list(current.get("conditions") or []), now)
+            previous = list(current.get("conditions") or [])
+            status["conditions"] = stamp_all(with_recovery(list(rolled.conditions), previous), previous, now)
             generation = (live.get("metadata") or {}).get("generation")
             if generation is not None:
                 status["observedGeneration"] = generation

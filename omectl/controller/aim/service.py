@@ -53,17 +53,23 @@ One reconcile of an AIMService:
    `lastTransitionTime` while its status is unchanged), `resolvedRuntimeConfig` (absent when nothing resolved),
    `runtime` (from KEDA's HPA `keda-hpa-<name>-predictor` when there is one), `routing.path` (absent unless a path
    rendered), `observedGeneration`. An unchanged status sends no write.
+6. A child write (step 3 or 4) that fails with a server error, a throttle or no answer (`reachability.child_write`):
+   the previous status is written with `DependenciesReachable` False (`Failed to apply resources: ...`), and the error
+   is raised on (the work queue's backoff); a later status with none has it True / `Reachable`
+   (`reachability.with_recovery`), as upstream's pipeline handles a failed apply. A failed write of the status itself
+   is raised on as it is.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
 
 from omectl.controller.aim.caching import cache_artifacts, service_profile
+from omectl.controller.aim.reachability import ChildWriteFailed, child_write, failed_write_status, with_recovery
 from omectl.controller.aim.service_caches import plan_template_cache
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import apply_render, live_object
@@ -86,6 +92,7 @@ from omectl.core.aim.legacy.service_caches import CACHE_READY
 from omectl.core.aim.legacy.service_caches import cache_ref as cache_reference
 from omectl.core.aim.meta import AIM_SERVICE_KIND, name_of
 from omectl.core.aim.predictor_pods import INFERENCE_SERVICE_PODS_READY
+from omectl.core.aim.reachability import DEPENDENCIES_REACHABLE
 from omectl.core.aim.resolution import (
     CONFIG_VALID,
     DEFAULT_MISSING,
@@ -143,6 +150,7 @@ OWN_CONDITIONS: Final = frozenset(
         HPA_READY,
         HTTP_ROUTE_READY,
         CONFIG_VALID,
+        DEPENDENCIES_REACHABLE,
         READY,
     }
 )
@@ -163,7 +171,7 @@ def _now() -> str:
 
 
 def stamp_conditions(
-    wanted: tuple[dict[str, str], ...], previous: list[Any], now: str | None = None
+    wanted: Sequence[Mapping[str, Any]], previous: list[Any], now: str | None = None
 ) -> list[dict[str, Any]]:
     """`wanted` with `lastTransitionTime`: kept from the previous condition of that type while its status is the
     same, else now; the previous conditions of types we do not own come first, unchanged."""
@@ -196,7 +204,7 @@ def desired_status(
     desired: dict[str, Any] = dict(
         status,
         status=rolled.status,
-        conditions=stamp_conditions(rolled.conditions, previous),
+        conditions=stamp_conditions(with_recovery(list(rolled.conditions), previous), previous),
         observedGeneration=(live.get("metadata") or {}).get("generation", 0),
     )
     if resolution.resolved_ref is not None:
@@ -330,6 +338,15 @@ class AimServiceReconciler:
         return AimWatch(cluster, operator_namespace=self.operator_namespace)
 
     async def reconcile(self, cluster: AimWatch, service: dict[str, Any], tracer: Any = None) -> None:
+        try:
+            await self._reconcile(cluster, service, tracer)
+        except ChildWriteFailed as failed:
+            # upstream's failed apply: the status as it was, DependenciesReachable False; retried with the queue's
+            # backoff (a server's Retry-After honoured)
+            await self._write_failed(cluster, service, failed.error)
+            raise failed.error from None
+
+    async def _reconcile(self, cluster: AimWatch, service: dict[str, Any], tracer: Any) -> None:
         meta = service["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
         self.reconciles[(cluster.name, namespace, name)] += 1
@@ -469,7 +486,8 @@ class AimServiceReconciler:
         except ValueError as exc:
             return invalid_image_component(image, exc)
         model = render_image_model(service, image, name, config)
-        _, wrote = await apply_render(cluster.client, AIM_MODELS, model, None, field_manager=FIELD_MANAGER)
+        with child_write():
+            _, wrote = await apply_render(cluster.client, AIM_MODELS, model, None, field_manager=FIELD_MANAGER)
         self.writes += wrote
         return creating_component(image)
 
@@ -479,7 +497,8 @@ class AimServiceReconciler:
         """Create the AIMModel of the service's inline custom model: the `Model` component while it is created."""
         name = custom_models.custom_model_name(custom)
         model = custom_models.render_custom_model(service, custom, name, config)
-        _, wrote = await apply_render(cluster.client, AIM_MODELS, model, None, field_manager=FIELD_MANAGER)
+        with child_write():
+            _, wrote = await apply_render(cluster.client, AIM_MODELS, model, None, field_manager=FIELD_MANAGER)
         self.writes += wrote
         return custom_models.creating_component(custom)
 
@@ -584,9 +603,10 @@ class AimServiceReconciler:
         meta = rendered["metadata"]
         namespace = meta.get("namespace", "")
         live = await self._live(cluster, resource, namespace, meta["name"])
-        applied, wrote = await apply_propagated(
-            cluster, service, rendered, live, config, resource, tolerate_invalid=tolerate_invalid
-        )
+        with child_write():
+            applied, wrote = await apply_propagated(
+                cluster, service, rendered, live, config, resource, tolerate_invalid=tolerate_invalid
+            )
         self.writes += wrote
         return applied
 
@@ -597,7 +617,8 @@ class AimServiceReconciler:
 
     async def _delete(self, cluster: AimWatch, resource: ResourceRef, namespace: str, name: str) -> None:
         try:
-            await cluster.client.request("DELETE", resource.path(namespace or None, name))
+            with child_write():
+                await cluster.client.request("DELETE", resource.path(namespace or None, name))
             self.writes += 1
         except NotFound:
             pass
@@ -626,6 +647,21 @@ class AimServiceReconciler:
             meta.get("namespace") or None,
             meta["name"],
             lambda live: desired_status(live, rolled, resolution, path, *refs, hpa),
+            field_manager=FIELD_MANAGER,
+            cached=service,
+        )
+
+    async def _write_failed(self, cluster: AimWatch, service: Mapping[str, Any], error: BaseException) -> None:
+        """The status after a child write failed: as it was, with `DependenciesReachable` False."""
+        meta, now = service["metadata"], _now()
+        if failed_write_status(service, error, now) is None:  # against the cache first
+            return
+        await write_status(
+            cluster.client,
+            AIM_SERVICES,
+            meta.get("namespace") or None,
+            meta["name"],
+            lambda live: failed_write_status(live, error, now),
             field_manager=FIELD_MANAGER,
             cached=service,
         )
