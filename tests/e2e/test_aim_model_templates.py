@@ -586,6 +586,7 @@ def test_upstreams_clone_templates_for_gpu_scenario_clones_a_ready_cluster_model
 # --- AIMClusterModelSource: upstream's registry scan (docs/aim-versions.md, "What a v1alpha1 source scans") ----------
 
 SOURCES_V1 = "aimclustermodelsources.v1alpha1.aim.eai.amd.com"
+SOURCES_V2 = "aimclustermodelsources.v1alpha2.aim.eai.amd.com"
 SOURCE_SCENARIOS = UPSTREAM.parent / "aimclustermodelsource"
 FIRST_FIVE = {  # Docker Hub's amdenterpriseai/aim-* at 0.8.4 but aim-base (omectl.sim.registry.RELEASE_084), in order
     "amdenterpriseai-aim-google-gemma-3-1b-it-0-8-4-35dd38": "aim-google-gemma-3-1b-it",
@@ -691,6 +692,13 @@ def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets
     )
     assert conditions["Ready"]["message"] == "Component Filters is not ready: All 1 filters failed"
     assert (status["discoveredModels"], status["modelsLimitReached"]) == (0, False)
+    # here: upstream's events for the conditions' transitions, a failing component's as Warnings
+    failing = ("Warning", "AllFiltersFailed", "Component Filters is not ready: All 1 filters failed")
+    events = until(lambda: e if failing in (e := env.events(source)) else None, "the source's Warning events")
+    assert {
+        ("Warning", "AllFiltersFailed", "All 1 filters failed"),
+        ("Normal", "Listed", "Found 0 existing models"),
+    } < set(events)
 
     auth = base64.b64encode(":".join(PRIVATE_CREDENTIALS).encode()).decode()
     config = json.dumps({"auths": {"private.example.io": {"auth": auth}}})
@@ -732,4 +740,16 @@ def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets
     )
     assert found
     assert env.status(SOURCES_V1, "private-scan")["status"] == "Ready"
+    # here: a spec written in v1alpha2 (an empty model list) ends the scan, as it ends any kind's v1alpha1 mark; the
+    # source then lists its models as omectl's v1alpha2 source does, and deletes none it does not list
+    stored = env.get(SOURCES_V2, "private-scan")
+    assert stored is not None and written_in_v1alpha1(stored)
+    env.k("patch", SOURCES_V2, "private-scan", "--type=merge", "-p", '{"spec": {"models": []}}')
+    ready = until(
+        lambda: (c := env.conditions(SOURCES_V1, "private-scan").get("Ready")) and c["reason"] == "ModelsCreated" and c,
+        "the source listing its models",
+    )
+    assert ready["message"] == "0/0 models created"
+    remaining = env.listed(CLUSTER_MODELS_V1, "aim.eai.amd.com/model-source=private-scan")
+    assert {m["metadata"]["name"] for m in remaining} == {first, late}, "the models its scans made stay"
     env.k("delete", SOURCES_V1, source, "private-scan")  # its resync every 300 ms would outlive the test
