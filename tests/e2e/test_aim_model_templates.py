@@ -27,8 +27,9 @@ credentials), or, for the ported scenarios, from the model's annotation `sim.ome
   (aimmodel/error-recovery is ported by tests/e2e/test_aim_versions.py.)
 - aimclustermodelsource/auto-sourcing, wildcard and auth-failure: a v1alpha1 source scanning Docker Hub (its API,
   hub.docker.com, mirrored to the public registry) makes five models of amdenterpriseai/aim-*:0.8.4 as upstream
-  builds them, its limit reached; one scanning ghcr.io's catalog anonymously fails; here also a private registry's
-  catalog read with the source's pull secret and an image pushed later found on `syncInterval`.
+  builds them, its limit reached; one scanning ghcr.io's catalog anonymously fails, with upstream's events; here also
+  a private registry's catalog read with the source's pull secret, an image pushed later found on `syncInterval`,
+  and a spec written in v1alpha2 ending the scan, the models staying.
 """
 
 from __future__ import annotations
@@ -673,11 +674,12 @@ def test_upstreams_auto_sourcing_and_wildcard_scenarios_make_five_models_of_dock
     env.k("delete", CLUSTER_MODELS_V1, "-l", f"aim.eai.amd.com/model-source={source}", "--ignore-not-found")
 
 
-def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets_a_resync_find_new_images(
+def test_upstreams_auth_failure_scenario_fails_the_source_with_its_events_and_a_pull_secret_finds_images_until_v1alpha2(
     env: Env,
 ) -> None:
-    """Ported: aimclustermodelsource/auth-failure (ghcr.io gives its catalog to no anonymous reader); here also a
-    private registry's catalog read with the source's pull secret, and an image pushed later found by the resync."""
+    """Ported: aimclustermodelsource/auth-failure (ghcr.io gives its catalog to no anonymous reader), with upstream's
+    events for the source's transitions; here also a private registry's catalog read with the source's pull secret,
+    an image pushed later found by the resync, and a spec written in v1alpha2 ending the scan (the models stay)."""
     source = apply_source(env, "auth-failure/cluster-model-source-ghcr.yaml")
     # chainsaw: Wait for source to reach Failed status
     status = env.reaches(SOURCES_V1, source, None, "Failed")
