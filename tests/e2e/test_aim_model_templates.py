@@ -27,8 +27,9 @@ credentials), or, for the ported scenarios, from the model's annotation `sim.ome
   (aimmodel/error-recovery is ported by tests/e2e/test_aim_versions.py.)
 - aimclustermodelsource/auto-sourcing, wildcard and auth-failure: a v1alpha1 source scanning Docker Hub (its API,
   hub.docker.com, mirrored to the public registry) makes five models of amdenterpriseai/aim-*:0.8.4 as upstream
-  builds them, its limit reached; one scanning ghcr.io's catalog anonymously fails; here also a private registry's
-  catalog read with the source's pull secret and an image pushed later found on `syncInterval`.
+  builds them, its limit reached; one scanning ghcr.io's catalog anonymously fails, with upstream's events; here also
+  a private registry's catalog read with the source's pull secret, an image pushed later found on `syncInterval`,
+  and a spec written in v1alpha2 ending the scan, the models staying.
 """
 
 from __future__ import annotations
@@ -586,6 +587,7 @@ def test_upstreams_clone_templates_for_gpu_scenario_clones_a_ready_cluster_model
 # --- AIMClusterModelSource: upstream's registry scan (docs/aim-versions.md, "What a v1alpha1 source scans") ----------
 
 SOURCES_V1 = "aimclustermodelsources.v1alpha1.aim.eai.amd.com"
+SOURCES_V2 = "aimclustermodelsources.v1alpha2.aim.eai.amd.com"
 SOURCE_SCENARIOS = UPSTREAM.parent / "aimclustermodelsource"
 FIRST_FIVE = {  # Docker Hub's amdenterpriseai/aim-* at 0.8.4 but aim-base (omectl.sim.registry.RELEASE_084), in order
     "amdenterpriseai-aim-google-gemma-3-1b-it-0-8-4-35dd38": "aim-google-gemma-3-1b-it",
@@ -672,11 +674,12 @@ def test_upstreams_auto_sourcing_and_wildcard_scenarios_make_five_models_of_dock
     env.k("delete", CLUSTER_MODELS_V1, "-l", f"aim.eai.amd.com/model-source={source}", "--ignore-not-found")
 
 
-def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets_a_resync_find_new_images(
+def test_upstreams_auth_failure_scenario_fails_the_source_with_its_events_and_a_pull_secret_finds_images_until_v1alpha2(
     env: Env,
 ) -> None:
-    """Ported: aimclustermodelsource/auth-failure (ghcr.io gives its catalog to no anonymous reader); here also a
-    private registry's catalog read with the source's pull secret, and an image pushed later found by the resync."""
+    """Ported: aimclustermodelsource/auth-failure (ghcr.io gives its catalog to no anonymous reader), with upstream's
+    events for the source's transitions; here also a private registry's catalog read with the source's pull secret,
+    an image pushed later found by the resync, and a spec written in v1alpha2 ending the scan (the models stay)."""
     source = apply_source(env, "auth-failure/cluster-model-source-ghcr.yaml")
     # chainsaw: Wait for source to reach Failed status
     status = env.reaches(SOURCES_V1, source, None, "Failed")
@@ -691,6 +694,13 @@ def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets
     )
     assert conditions["Ready"]["message"] == "Component Filters is not ready: All 1 filters failed"
     assert (status["discoveredModels"], status["modelsLimitReached"]) == (0, False)
+    # here: upstream's events for the conditions' transitions, a failing component's as Warnings
+    failing = ("Warning", "AllFiltersFailed", "Component Filters is not ready: All 1 filters failed")
+    events = until(lambda: e if failing in (e := env.events(source)) else None, "the source's Warning events")
+    assert {
+        ("Warning", "AllFiltersFailed", "All 1 filters failed"),
+        ("Normal", "Listed", "Found 0 existing models"),
+    } < set(events)
 
     auth = base64.b64encode(":".join(PRIVATE_CREDENTIALS).encode()).decode()
     config = json.dumps({"auths": {"private.example.io": {"auth": auth}}})
@@ -732,4 +742,16 @@ def test_upstreams_auth_failure_scenario_fails_the_source_and_a_pull_secret_lets
     )
     assert found
     assert env.status(SOURCES_V1, "private-scan")["status"] == "Ready"
+    # here: a spec written in v1alpha2 (an empty model list) ends the scan, as it ends any kind's v1alpha1 mark; the
+    # source then lists its models as omectl's v1alpha2 source does, and deletes none it does not list
+    stored = env.get(SOURCES_V2, "private-scan")
+    assert stored is not None and written_in_v1alpha1(stored)
+    env.k("patch", SOURCES_V2, "private-scan", "--type=merge", "-p", '{"spec": {"models": []}}')
+    ready = until(
+        lambda: (c := env.conditions(SOURCES_V1, "private-scan").get("Ready")) and c["reason"] == "ModelsCreated" and c,
+        "the source listing its models",
+    )
+    assert ready["message"] == "0/0 models created"
+    remaining = env.listed(CLUSTER_MODELS_V1, "aim.eai.amd.com/model-source=private-scan")
+    assert {m["metadata"]["name"] for m in remaining} == {first, late}, "the models its scans made stay"
     env.k("delete", SOURCES_V1, source, "private-scan")  # its resync every 300 ms would outlive the test

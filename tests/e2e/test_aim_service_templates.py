@@ -1450,6 +1450,10 @@ def test_upstreams_artifact_size_discovery_and_download_failure_scenarios(env: E
         found = reasons(statuses[name])
         assert found["CachePvcReady"] == found["DownloadJobReady"] == ("True", "Ready"), name
         assert found["Ready"] == ("True", "AllComponentsReady"), name
+        # the size known, upstream stops deriving the check-size Job's conditions and keeps them as they last were
+        assert found["CheckSizeJobReady"] == ("True", "Ready"), name
+        assert found["CheckSizeJobPodsReady"] == ("True", "PodsReady"), name
+        assert found["DownloadComplete"] == ("True", "Verified"), name
     # here also the namespace's status-updater RoleBinding, as upstream makes it for the downloaders' progress;
     # deleted, the artifacts make it again
     binding = json.loads(env.k("get", "rolebinding", STATUS_UPDATER, "-n", ns, "-o", "json"))

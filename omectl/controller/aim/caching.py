@@ -17,14 +17,15 @@ download Job, and the InferenceService mounting the Ready artifacts.
   message gives `status.discoveredSizeBytes`; then
   its PVC (`render_artifact_pvc`; a refused change to a bound claim is a Warning event) and, while the artifact is
   not Ready (`download_job_due`), its download Job (`render_download_job`, env from the artifact, its profile, the
-  resolved config and the operator defaults); status from the Jobs, their pods and the claim (`artifact_status`),
+  resolved config and the operator defaults); status from the Jobs, their pods (and a pending pod's Events,
+  `pending_pod_events`) and the claim (`artifact_status`),
   an infrastructure error's grace period and `DependenciesReachable` laid over it (`reachability`);
   one event when it turns Failed, Degraded or Ready (`note_artifact_transition`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from omectl.controller.aim.consumers_watch import CACHE_INDEX, MODEL_NAME_INDEX
@@ -54,10 +55,11 @@ from omectl.core.aim.consumers import (
     text,
 )
 from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.aim.predictor_pods import EventsOf, pending_pods
 from omectl.core.aim.reachability import DEGRADED
 from omectl.core.jsonish import as_mapping
 from omectl.kube.field_managers import FIELD_MANAGER
-from omectl.kube.resources import ROLE_BINDINGS
+from omectl.kube.resources import EVENTS, ROLE_BINDINGS
 
 if TYPE_CHECKING:
     from omectl.controller.aim.consumers import AimConsumerReconciler
@@ -162,11 +164,16 @@ async def reconcile_artifact(
     if check_size_due(artifact):
         profile = await profile_of(reconciler, cluster, artifact)
         rendered = render_check_size_job(artifact, config, profile)
+        existed = await reconciler.live(cluster, "Job", namespace, check_size_job_name(artifact)) is not None
         check_job = await reconciler.apply_job(cluster, artifact, rendered, config)
-        check_pods = job_pods(cluster, namespace, check_size_job_name(artifact))
-        sized = artifact_status(artifact, None, None, check_job=check_job, check_pods=check_pods)
+        # upstream looks at a Job's pods when the Job was there as the reconcile began
+        check_pods = job_pods(cluster, namespace, check_size_job_name(artifact)) if existed else None
+        check_events = await pending_pod_events(cluster, namespace, check_pods or ())
+        sized = artifact_status(
+            artifact, None, None, check_job=check_job, check_pods=check_pods, check_pod_events=check_events
+        )
         if "discoveredSizeBytes" not in sized:
-            return with_reachability(live_status, sized, reconciler.degradation_threshold, check_pods=check_pods)
+            return with_reachability(live_status, sized, reconciler.degradation_threshold, check_pods=check_pods or ())
         # the size is known now: the PVC and the download Job go by it in this same pass
         artifact = dict(artifact, status={**(artifact.get("status") or {}), **sized})
     rendered_pvc = render_artifact_pvc(artifact, config)
@@ -176,13 +183,14 @@ async def reconcile_artifact(
         if pvc is None:
             pvc = await reconciler.live(cluster, PVC_KIND, namespace, pvc_name(artifact))
     job = await reconciler.live(cluster, "Job", namespace, download_job_name(artifact))
+    pods = job_pods(cluster, namespace, download_job_name(artifact)) if job is not None else None
     if (job is not None or download_job_due(artifact)) and text(spec_of(artifact).get("sourceUri")) is not None:
         # created while the artifact is not Ready; an existing one (until its TTL) keeps its labels up to date
         profile = await profile_of(reconciler, cluster, artifact)
         job = await reconciler.apply_job(cluster, artifact, render_download_job(artifact, config, profile), config)
-    pods = job_pods(cluster, namespace, download_job_name(artifact)) if job is not None else []
-    own = artifact_status(artifact, job, pvc, pods=pods)
-    return with_reachability(live_status, own, reconciler.degradation_threshold, pvc=pvc, pods=pods)
+    events = await pending_pod_events(cluster, namespace, pods or ())
+    own = artifact_status(artifact, job, pvc, pods=pods, pod_events=events)
+    return with_reachability(live_status, own, reconciler.degradation_threshold, pvc=pvc, pods=pods or ())
 
 
 async def ensure_status_updater(
@@ -205,6 +213,18 @@ def job_pods(cluster: AimWatch, namespace: str, job: str) -> list[dict[str, Any]
         for pod in cluster.consumers.pods.cache.list(namespace)
         if ((pod.get("metadata") or {}).get("labels") or {}).get("job-name") == job
     ]
+
+
+async def pending_pod_events(cluster: AimWatch, namespace: str, pods: Sequence[Mapping[str, Any]]) -> EventsOf:
+    """The Events of the pending ones of a Job's `pods` (listed by `involvedObject.name` and `.uid`, as upstream
+    lists them to tell a pod waiting to be scheduled or mounted), looked up by pod."""
+    events: dict[str, list[dict[str, Any]]] = {}
+    for pod in pending_pods(pods):
+        meta = as_mapping(pod.get("metadata"))
+        selector = f"involvedObject.name={meta.get('name')},involvedObject.uid={meta.get('uid')}"
+        listed = await cluster.client.list(EVENTS, namespace, field_selector=selector)
+        events[str(meta.get("uid"))] = [e for e in listed.get("items") or [] if isinstance(e, dict)]
+    return lambda pod: events.get(str(as_mapping(pod.get("metadata")).get("uid")), [])
 
 
 def note_artifact_transition(

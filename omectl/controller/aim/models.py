@@ -17,8 +17,9 @@
 - **AIMProfile / AIMClusterProfile** (`reconcile_profile`): configuration only; Ready (`profile_status`).
 - **AIMProfileSet** (`reconcile_profile_set`): its derived AIMProfiles (`derive_profiles`); `profile_set_status`.
 - **AIMClusterModelSource** (`reconcile_model_source`): a source written in v1alpha1 with filters (and no models
-  listed) scans its registry as upstream's does (`model_source_scan.reconcile_scanning_source`); any other, the
-  AIMClusterModels it lists (`cluster_models_for`), `model_source_status`.
+  listed) scans its registry as upstream's does (`model_source_scan.reconcile_scanning_source`), with upstream's
+  events for its conditions' transitions (`record_status_events`); any other, the AIMClusterModels it lists
+  (`cluster_models_for`), `model_source_status`, and never deletes models it does not list (a scan's among them).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from omectl.controller.aim.model_source_scan import reconcile_scanning_source
 from omectl.controller.aim.model_templates import reconcile_model_templates, reconcile_v1alpha1_model
-from omectl.core.aim.consumers import CLUSTER_MODEL, MODEL
+from omectl.core.aim.consumers import CLUSTER_MODEL, CLUSTER_MODEL_SOURCE, MODEL
 from omectl.core.aim.discovery import (
     IMAGE_NOT_SPECIFIED,
     INPUTS_ANNOTATION,
@@ -48,7 +49,7 @@ from omectl.core.aim.discovery import (
 from omectl.core.aim.legacy.model_status import condition_events
 from omectl.core.aim.profiles import derive_profiles, profile_set_status, profile_status
 from omectl.core.aim.resolution import DEFAULT_CONFIG_NOT_FOUND
-from omectl.core.aim.source_scan import scanning_spec
+from omectl.core.aim.source_scan import scanning_spec, source_condition_events
 from omectl.core.aim.sources import cluster_models_for, model_source_status
 from omectl.core.aim.versions import written_in_v1alpha1
 from omectl.core.jsonish import as_list, as_mapping
@@ -64,16 +65,21 @@ def upstream_model(model: Mapping[str, Any]) -> bool:
     return model.get("kind") in (MODEL, CLUSTER_MODEL) and written_in_v1alpha1(model) and has_image(model)
 
 
-def record_status_events(cluster: AimWatch, model: Mapping[str, Any], written: Mapping[str, Any]) -> None:
-    """After a status write of an upstream model: upstream's events for its conditions' transitions
-    (`condition_events`), from the status the cache held to the one written."""
-    if not upstream_model(model):
+def record_status_events(cluster: AimWatch, obj: Mapping[str, Any], written: Mapping[str, Any]) -> None:
+    """After a status write of an upstream model or a scanning source: upstream's events for its conditions'
+    transitions (`condition_events`, `source_condition_events`), from the status the cache held to the one
+    written."""
+    if upstream_model(obj):
+        events = condition_events
+    elif obj.get("kind") == CLUSTER_MODEL_SOURCE and scanning_spec(obj) is not None:
+        events = source_condition_events
+    else:
         return
-    previous = [c for c in as_list(as_mapping(model.get("status")).get("conditions")) if isinstance(c, Mapping)]
+    previous = [c for c in as_list(as_mapping(obj.get("status")).get("conditions")) if isinstance(c, Mapping)]
     current = [c for c in as_list(written.get("conditions")) if isinstance(c, Mapping)]
-    for event in condition_events(previous, current):
+    for event in events(previous, current):
         if event.reason != DEFAULT_CONFIG_NOT_FOUND:  # every consumer records that one once already
-            cluster.record_event(model, event.type, event.reason, event.message)
+            cluster.record_event(obj, event.type, event.reason, event.message)
 
 
 async def reconcile_model(

@@ -29,12 +29,14 @@ Both Jobs are labelled (`job_labels`) `app.kubernetes.io/component` and `aim.eai
 the artifact's labels propagated with its config, on the Job and on its pod template. Owned by the artifact.
 
 Status (`artifact_status`): while the size is unknown, Downloading (upstream's Progressing: `Ready` False
-`Progressing`, `CheckSizeJobReady` as upstream derives it from the Job) until the check-size Job or its pod fails
-it; no download Job yet → Pending; running → Downloading; `Complete=True` → Ready; a Failed pod or `Failed=True` →
-Failed, with upstream's reasons for the pod's failure. A Ready artifact whose Job was cleaned up by its TTL stays
-Ready. Once the size is known, upstream's component conditions `CachePvcReady` (`pvc_condition`) and, until the
-artifact is Ready, `DownloadJobReady` (`job_ready_condition`; kept as it was once Ready); upstream's
-`DownloadComplete`, `DownloadJobPodsReady`, `AuthValid`, `ConfigValid` where they apply; `Ready` True is upstream's
+`Progressing`, `CheckSizeJobReady` and `CheckSizeJobPodsReady` as upstream derives them) until the check-size Job or
+its pod fails it; no download Job yet → Downloading too (upstream's Progressing); running → Downloading;
+`Complete=True` → Ready; a Failed pod or `Failed=True` → Failed, with upstream's reasons for the pod's failure. A
+Ready artifact whose Job was cleaned up by its TTL stays Ready. Once the size is known, upstream's component
+conditions `CachePvcReady` (`pvc_condition`) and, until the artifact is Ready, `DownloadJobReady`
+(`job_ready_condition`) and, while the Job that was there runs, `DownloadJobPodsReady` (`pods_ready_condition`);
+upstream's `DownloadComplete`, `AuthValid`, `ConfigValid` where they apply; a component condition (or
+`DownloadComplete`) no longer derived stays as it last was (`kept_conditions`); `Ready` True is upstream's
 `AllComponentsReady`. `progress` is 100 % when Ready and `N/A` when Failed (the downloader's while it runs); the
 runtime-config part is laid over it by `omectl.core.aim.consumers.consumer_status`.
 
@@ -68,6 +70,7 @@ from omectl.core.aim.consumers import (
 )
 from omectl.core.aim.env import CACHE_MOUNT_PATH, DOWNLOADER_PROTOCOL, INFERENCE_CACHE_PATH, download_job_env, merge_env
 from omectl.core.aim.meta import name_of, namespace_of
+from omectl.core.aim.predictor_pods import EventsOf, pods_component
 from omectl.core.aim.status import (
     ALL_COMPONENTS_READY,
     ALL_COMPONENTS_READY_MESSAGE,
@@ -114,6 +117,14 @@ JOB_FAILURE_REASONS: Final[Mapping[str, str]] = {
     "Evicted": "JobEvicted",
 }
 """A failed Job's `Failed` reason -> upstream's component reason (else `JobFailed`)."""
+
+IMAGE_PULL_FAILURES: Final = frozenset(("ImagePullAuthFailure", "ImageNotFound", "ImagePullBackOff"))
+"""A pod's reasons that rank before a failed pod's, as upstream checks image pulls first."""
+KEPT_COMPONENTS: Final = frozenset(
+    f"{c}Ready"
+    for c in ("CachePvc", "CheckSizeJob", "CheckSizeJobPods", "CheckSizeOutput", "DownloadJob", "DownloadJobPods")
+)
+"""The artifact's component conditions (`kept_conditions`)."""
 
 _QUANTITY: Final = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")
 
@@ -362,16 +373,21 @@ def artifact_status(
     job: Mapping[str, Any] | None,
     pvc: Mapping[str, Any] | None,
     *,
-    pods: Sequence[Mapping[str, Any]] = (),
+    pods: Sequence[Mapping[str, Any]] | None = (),
     check_job: Mapping[str, Any] | None = None,
-    check_pods: Sequence[Mapping[str, Any]] = (),
+    check_pods: Sequence[Mapping[str, Any]] | None = (),
+    pod_events: EventsOf = lambda _pod: (),
+    check_pod_events: EventsOf = lambda _pod: (),
 ) -> dict[str, Any]:
     """The artifact's own status (module docstring): `status`, `persistentVolumeClaim`, `allocatedSize`,
     `discoveredSizeBytes`, `progress`, `download{job, protocol, protocolSequence, attempt, totalAttempts, message}` and
     upstream's conditions `CachePvcReady`, `DownloadJobReady`, `CheckSizeJobReady`, `DownloadComplete`,
     `DownloadJobPodsReady`, `AuthValid`, `ConfigValid` where they apply, and `Ready`. `job`, `pvc` and `pods` (the
     download Job's) are the live objects, `check_job` and `check_pods` the check-size Job's (while the size is
-    unknown)."""
+    unknown), `pod_events` and `check_pod_events` the Events of their pending pods. Pods None: not looked at (the
+    Job did not exist when the reconcile began), so no pods condition is derived, as upstream's."""
+    looked_at, check_looked_at = pods is not None, check_pods is not None
+    pods, check_pods = pods or (), check_pods or ()
     out: dict[str, Any] = {}
     previous = status_of(artifact)
     discovered = discovered_size_bytes(artifact)
@@ -402,13 +418,17 @@ def artifact_status(
     failed = job_condition(job, "Failed")
     complete = job_condition(job, "Complete")
     failure = first_failure(pods) if complete is None else None
+    if check_size_due(artifact):  # the check-size Job was looked at: the size was unknown when the reconcile began
+        extra.append(job_ready_condition("CheckSizeJob", check_job))
+        if check_looked_at and check_job is not None:
+            failed_pod = first_failure(check_pods)
+            extra.append(pods_ready_condition("CheckSizeJobPods", check_pods, failed_pod, check_pod_events))
     if size is None:
         status, reason, message = _size_discovery(check_job, check_pods, found, extra)
     elif failure is not None or failed is not None:
         status = FAILED
         if failure is not None:
             reason, message = failure_reason(failure), failure.message
-            extra.append(_cond("DownloadJobPodsReady", False, failure.reason, failure.message))
             extra.extend(_category_conditions(failure))
         else:
             reason, message = "DownloadFailed", str(as_mapping(failed).get("message") or "The download Job failed")
@@ -439,8 +459,8 @@ def artifact_status(
         status, reason, message = READY, "DownloadComplete", "Complete"
         download = dict(as_mapping(previous.get("download")))
         out["progress"] = complete_progress(size)
-    else:
-        status, reason, message = PENDING, "DownloadPending", "The download Job is not created yet"
+    else:  # upstream's Progressing: the claim and the Job it creates are not there (yet)
+        status, reason, message = DOWNLOADING, PROGRESSING, PROGRESSING_MESSAGE
     download["message"] = message
 
     out["status"] = status
@@ -448,20 +468,53 @@ def artifact_status(
     components: list[dict[str, str]] = []
     if size is not None:
         components.append(pvc_condition(pvc))
-        if previous.get("status") != READY:
+        if previous.get("status") != READY:  # upstream stops looking at the Job and its pods once Ready
             components.append(job_ready_condition("DownloadJob", job))
-        else:  # upstream stops looking at the Job once Ready: its condition stays as it was
-            components.extend(
-                dict(c)
-                for c in previous.get("conditions") or ()
-                if isinstance(c, Mapping) and c.get("type") == "DownloadJobReady"
-            )
+            if looked_at and job is not None and complete is None:
+                components.append(pods_ready_condition("DownloadJobPods", pods, failure, pod_events))
     if status == READY:
         ready = _cond("Ready", True, ALL_COMPONENTS_READY, ALL_COMPONENTS_READY_MESSAGE)
     else:
         ready = _cond("Ready", False, reason, message)
-    out["conditions"] = [*components, *extra, ready]
+    derived = [*components, *extra]
+    out["conditions"] = [*derived, *kept_conditions(previous, derived), ready]
     return out
+
+
+def kept_conditions(previous: Mapping[str, Any], derived: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The previous status's conditions upstream keeps when it stops deriving them (its condition manager starts from
+    the old ones): the component conditions (`CheckSizeJobReady` once the size is known, `DownloadJobReady` and
+    `DownloadJobPodsReady` once the Job completed or the artifact is Ready, ...) and `DownloadComplete`, unless
+    derived again. `Ready`, the runtime config's and the error categories' are always written anew."""
+    taken = {c.get("type") for c in derived}
+    return [
+        dict(c)
+        for c in previous.get("conditions") or ()
+        if isinstance(c, Mapping)
+        and c.get("type") not in taken
+        and (c.get("type") == "DownloadComplete" or str(c.get("type")) in KEPT_COMPONENTS)
+    ]
+
+
+def pods_ready_condition(
+    component: str,
+    pods: Sequence[Mapping[str, Any]],
+    failure: PodFailure | None,
+    events_of: EventsOf = lambda _pod: (),
+) -> dict[str, str]:
+    """`<component>Ready` (`DownloadJobPodsReady`, `CheckSizeJobPodsReady`) as upstream derives it from a Job's pods:
+    False `NoPods` without any; a container that cannot pull its image, as an AIMService's pods
+    (`omectl.core.aim.predictor_pods`: `ImagePullAuthFailure`, `ImageNotFound`, `ImagePullBackOff`); a failed pod,
+    its categorised `failure`; True `PodsReady` when one Succeeded or runs Ready; False `PodsStarting` when one runs
+    not Ready, `PodsPending` (or a pending pod's latest scheduling / mount Event's reason, from `events_of`), else
+    `PodsProgressing`."""
+    condition_type = f"{component}Ready"
+    health = pods_component(pods, events_of)
+    if health is None:
+        return _cond(condition_type, False, "NoPods", "No pods found")
+    if failure is not None and health.reason not in IMAGE_PULL_FAILURES:
+        return _cond(condition_type, False, failure.reason, failure.message)
+    return _cond(condition_type, health.state == "Ready", health.reason, health.message)
 
 
 def pvc_condition(pvc: Mapping[str, Any] | None) -> dict[str, str]:
@@ -529,12 +582,10 @@ def _size_discovery(
     """(status, reason, message) while the size is unknown, from the check-size Job and its pods; adds their
     conditions to `extra`."""
     failure = first_failure(check_pods)
-    extra.append(job_ready_condition("CheckSizeJob", check_job))
     if isinstance(found, ValueError):
         extra.append(_cond("CheckSizeOutputReady", False, "InvalidSizeOutput", str(found)))
         return FAILED, "InvalidSizeOutput", str(found)
     if failure is not None:
-        extra.append(_cond("CheckSizeJobPodsReady", False, failure.reason, failure.message))
         extra.extend(_category_conditions(failure))
         return FAILED, failure_reason(failure), failure.message
     failed = job_condition(check_job, "Failed")

@@ -2,8 +2,9 @@
 "What a v1alpha1 source scans"), as upstream's aimclustermodelsource controller composes them. The registry reads
 are the controller's (`omectl.controller.aim.model_source_scan`); the filters' semantics are `source_filters`'.
 
-- **Which sources scan** (`scanning_spec`): one that lists no `spec.models` and whose v1alpha1 spec (carried in its
-  annotation, the source being stored at v1alpha2) has `filters`.
+- **Which sources scan** (`scanning_spec`): one written in v1alpha1 (`written_in_v1alpha1`: a write in v1alpha2 that
+  changes its spec, such as one giving `models`, even empty, ends it) that lists no `spec.models` and whose v1alpha1
+  spec (carried in its annotation, the source being stored at v1alpha2) has `filters`.
 - **What is created** (`plan_scan`): the models of the source are the AIMClusterModels labelled
   `aim.eai.amd.com/model-source: <source>`, known by their `spec.image`. Each image a filter found (in the filters'
   order, then the registry's) whose model does not exist yet is new while the models existing plus new stay under
@@ -21,6 +22,9 @@ are the controller's (`omectl.controller.aim.model_source_scan`); the filters' s
   False / `WithinLimit` (`Created <d> models, within limit`). `modelCount` (v1alpha1's `discoveredModels`): the models
   existing plus new; `availableModels`: the images the filters found; `modelsLimitReached`; `lastSyncTime`: now.
 - **Resync** (`sync_interval`): `spec.syncInterval` (a Go duration, default and fallback 1h) after each scan.
+- **Events** (`source_condition_events`): upstream's pipeline records one per condition that is new or whose status
+  or reason changed (`condition_events`), Warning for a failing `FiltersReady` (`SomeFiltersFailed`,
+  `AllFiltersFailed`) as for `Ready` False for any reason but `Progressing`, Normal otherwise.
 """
 
 from __future__ import annotations
@@ -32,12 +36,13 @@ from typing import Any, Final
 from omectl.core.aim.consumers import AIM_V1ALPHA2, CLUSTER_MODEL, MODEL_SOURCE_LABEL, spec_of
 from omectl.core.aim.durations import DurationError, parse_duration
 from omectl.core.aim.image_models import AUTO_GENERATED, ORIGIN_LABEL
+from omectl.core.aim.legacy.model_status import ConditionEvent, condition_events
 from omectl.core.aim.legacy.status import Component, legacy_status
 from omectl.core.aim.legacy.template_names import derived_name
 from omectl.core.aim.meta import name_of
 from omectl.core.aim.source_filters import FoundImage
 from omectl.core.aim.versions import convert
-from omectl.core.aim.versions.engine import GROUP, V1ALPHA1, carried_fields
+from omectl.core.aim.versions.engine import GROUP, V1ALPHA1, carried_fields, written_in_v1alpha1
 from omectl.core.jsonish import as_list, as_mapping
 
 DEFAULT_MAX_MODELS: Final = 100
@@ -45,6 +50,8 @@ DEFAULT_SYNC_INTERVAL: Final = 3600.0
 SOURCE_REGISTRY: Final = f"{GROUP}/source-registry"
 SOURCE_REPOSITORY: Final = f"{GROUP}/source-repository"
 SOURCE_TAG: Final = f"{GROUP}/source-tag"
+FAILING_FILTERS: Final = frozenset(("SomeFiltersFailed", "AllFiltersFailed"))
+"""`FiltersReady` reasons of a Degraded or Failed component: upstream reports them as errors (Warning events)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,7 @@ class ScanPlan:
 
 def scanning_spec(source: Mapping[str, Any]) -> dict[str, Any] | None:
     """The source's v1alpha1 spec when the source scans a registry (module docstring), else None."""
-    if as_list(spec_of(source).get("models")):
+    if not written_in_v1alpha1(source) or as_list(spec_of(source).get("models")):
         return None
     spec = as_mapping(carried_fields(source, V1ALPHA1).get("spec"))
     return dict(spec) if as_list(spec.get("filters")) else None
@@ -180,3 +187,14 @@ def scan_status(results: Sequence[FilterResult], plan: ScanPlan, existing: int, 
         "lastSyncTime": now,
         "conditions": list(composed.conditions),
     }
+
+
+def source_condition_events(
+    previous: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]]
+) -> list[ConditionEvent]:
+    """The events of a scanning source's status going from the `previous` conditions to the `current` ones (module
+    docstring)."""
+    return [
+        ConditionEvent("Warning", e.reason, e.message) if e.reason in FAILING_FILTERS else e
+        for e in condition_events(previous, current)
+    ]

@@ -112,6 +112,7 @@ def test_an_artifact_without_size_runs_check_size_then_goes_by_the_discovered_si
     assert running["status"] == "Downloading"
     assert running["conditions"] == [
         {"type": "CheckSizeJobReady", "status": "False", "reason": "JobRunning", "message": "Job is in progress"},
+        {"type": "CheckSizeJobPodsReady", "status": "False", "reason": "NoPods", "message": "No pods found"},
         {
             "type": "Ready",
             "status": "False",
@@ -123,6 +124,13 @@ def test_an_artifact_without_size_runs_check_size_then_goes_by_the_discovered_si
     line = json.dumps({"url": "hf://sshleifer/tiny-gpt2", "sizeBytes": 3 << 30})
     done = artifact_status(obj, None, None, check_job=job, check_pods=[pod("Succeeded", line, container="check-size")])
     assert done["discoveredSizeBytes"] == 3 << 30
+    pods_ready = {"type": "CheckSizeJobPodsReady", "status": "True", "reason": "PodsReady", "message": "Pods are ready"}
+    assert pods_ready in done["conditions"]
+    # the size known, upstream stops deriving the check-size conditions and keeps them as they were
+    job_done = {"type": "CheckSizeJobReady", "status": "True", "reason": "Ready", "message": ""}
+    kept = artifact(discoveredSizeBytes=3 << 30, conditions=[job_done, pods_ready])
+    later = {c["type"]: c for c in artifact_status(kept, None, None)["conditions"]}
+    assert (later["CheckSizeJobReady"], later["CheckSizeJobPodsReady"]) == (job_done, pods_ready)
     sized = artifact(discoveredSizeBytes=3 << 30)
     assert not check_size_due(sized) and download_job_due(sized)
     pvc = render_artifact_pvc(sized, {})

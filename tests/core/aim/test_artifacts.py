@@ -228,7 +228,7 @@ PVC = {
 @pytest.mark.parametrize(
     ("live_job", "pvc", "status", "protocol", "attempt"),
     [
-        (None, None, "Pending", None, None),
+        (None, None, "Downloading", None, None),
         (job(), PVC, "Downloading", "XET", 1),
         (job("SuccessCriteriaMet", "Complete"), PVC, "Ready", "XET", 1),
         (job("FailureTarget", "Failed"), PVC, "Failed", "HTTP", 2),
@@ -244,12 +244,26 @@ def test_status_follows_the_job(
     # upstream's component conditions: the claim's, the Job's (reasons as upstream derives them)
     assert conditions["CachePvcReady"]["status"] == str(pvc is not None)
     job_ready = {
-        "Pending": ("False", "ResourceNotReady"),
-        "Downloading": ("False", "JobRunning"),
+        "Downloading": ("False", "JobRunning" if live_job is not None else "ResourceNotReady"),
         "Ready": ("True", "Ready"),
         "Failed": ("False", "JobFailed"),
     }[status]
     assert (conditions["DownloadJobReady"]["status"], conditions["DownloadJobReady"]["reason"]) == job_ready
+    if live_job is None:  # upstream's Progressing (v1alpha2's Downloading) before its claim and Job exist
+        assert (conditions["Ready"]["reason"], conditions["Ready"]["message"]) == (
+            "Progressing",
+            "Waiting for components to become ready",
+        )
+        assert "DownloadJobPodsReady" not in conditions, "no pods looked at before the Job exists"
+    elif status == "Ready":
+        assert "DownloadJobPodsReady" not in conditions, "nor once it completed"
+    elif status == "Downloading":
+        assert conditions["DownloadJobPodsReady"] == {
+            "type": "DownloadJobPodsReady",
+            "status": "False",
+            "reason": "NoPods",
+            "message": "No pods found",
+        }
     if status == "Ready":
         assert (conditions["Ready"]["reason"], conditions["Ready"]["message"]) == (
             "AllComponentsReady",
@@ -288,15 +302,70 @@ def test_cache_pvc_ready_is_upstreams_claim_health(status: dict[str, Any] | None
 def test_a_ready_artifact_stays_ready_when_its_job_is_gone() -> None:
     obj = artifact()
     obj["status"] = {"status": "Ready", "download": {"protocol": "XET", "attempt": 1}}
-    obj["status"]["conditions"] = [{"type": "DownloadJobReady", "status": "True", "reason": "Ready", "message": ""}]
+    kept = [
+        {"type": "DownloadJobReady", "status": "True", "reason": "Ready", "message": ""},
+        {"type": "DownloadJobPodsReady", "status": "True", "reason": "PodsReady", "message": "Pods are ready"},
+        {"type": "DownloadComplete", "status": "True", "reason": "Verified", "message": "m"},
+        {"type": "Ready", "status": "True", "reason": "AllComponentsReady", "message": "All components are ready"},
+    ]
+    obj["status"]["conditions"] = kept
     got = artifact_status(obj, None, PVC)
     assert got["status"] == "Ready"
-    # upstream no longer looks at the Job of a Ready artifact: its condition stays as it was
-    assert [c["type"] for c in got["conditions"]] == ["CachePvcReady", "DownloadJobReady", "Ready"]
-    assert got["conditions"][1] == obj["status"]["conditions"][0]
+    # upstream no longer looks at the Job of a Ready artifact, nor its pods: their conditions stay as they were
+    assert [c["type"] for c in got["conditions"]] == [
+        "CachePvcReady",
+        "DownloadJobReady",
+        "DownloadJobPodsReady",
+        "DownloadComplete",
+        "Ready",
+    ]
+    assert got["conditions"][1:4] == kept[:3]
     assert got["download"]["protocol"] == "XET"
     assert not download_job_due(obj)
     assert download_job_due(artifact())
+
+
+def pod(phase: str, ready: bool = False, waiting: str | None = None, uid: str = "p1") -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]}
+    if waiting is not None:
+        status["containerStatuses"] = [
+            {"name": "downloader", "state": {"waiting": {"reason": "ImagePullBackOff", "message": waiting}}}
+        ]
+    return {"metadata": {"name": "j-x", "uid": uid}, "status": status}
+
+
+SCHEDULING = {"reason": "FailedScheduling", "message": "0/1 nodes available", "lastTimestamp": "2026-12-06T00:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("pods", "expected"),
+    [
+        ([], ("False", "NoPods", "No pods found")),
+        ([pod("Pending")], ("False", "PodsPending", "Pods are pending")),
+        ([pod("Pending", uid="scheduling")], ("False", "FailedScheduling", "0/1 nodes available")),
+        ([pod("Running")], ("False", "PodsStarting", "Pods are running, waiting for readiness")),
+        ([pod("Running", ready=True)], ("True", "PodsReady", "Pods are ready")),
+        ([pod("Succeeded")], ("True", "PodsReady", "Pods are ready")),
+        ([pod("Unknown")], ("False", "PodsProgressing", "Pods are progressing")),
+        (
+            [pod("Pending", waiting='Back-off pulling image "dl:1"')],
+            ("False", "ImagePullBackOff", 'Container downloader: Back-off pulling image "dl:1"'),
+        ),
+    ],
+)
+def test_download_job_pods_ready_is_upstreams_pods_health_while_the_job_runs(
+    pods: list[dict[str, Any]], expected: tuple[str, str, str]
+) -> None:
+    got = artifact_status(
+        artifact(),
+        job(),
+        PVC,
+        pods=pods,
+        pod_events=lambda p: [SCHEDULING] if p["metadata"]["uid"] == "scheduling" else [],
+    )
+    condition = next(c for c in got["conditions"] if c["type"] == "DownloadJobPodsReady")
+    assert (condition["status"], condition["reason"], condition["message"]) == expected
+    assert got["status"] == "Downloading"
 
 
 def test_the_inference_service_mounts_ready_artifacts_only() -> None:

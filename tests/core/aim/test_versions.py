@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from omectl.api import aim_model_v1alpha1, crdgen
+from omectl.core.aim.source_scan import scanning_spec
 from omectl.core.aim.versions import CONVERSIONS, ConversionError, carried_annotation, convert, written_in_v1alpha1
 from omectl.core.aim.versions.engine import (
     GROUP,
@@ -649,7 +650,7 @@ def test_a_write_in_v1alpha2_that_changes_the_spec_ends_written_in_v1alpha1_and_
     assert written_in_v1alpha1(older), "without the digest (a mark from before omectl recorded it) the mark alone"
 
 
-def test_an_artifact_or_model_source_written_in_v1alpha1_is_not_marked() -> None:
+def test_an_artifact_written_in_v1alpha1_is_not_marked_and_a_model_source_scans_until_a_v1alpha2_spec() -> None:
     artifact = {
         "apiVersion": api(V1ALPHA1),
         "kind": "AIMArtifact",
@@ -657,3 +658,13 @@ def test_an_artifact_or_model_source_written_in_v1alpha1_is_not_marked() -> None
         "spec": {"sourceUri": "hf://a/b"},
     }
     assert not written_in_v1alpha1(convert(artifact, api(V1ALPHA2))), "nothing reconciles an artifact by its version"
+    scan = {"filters": [{"image": "amdenterpriseai/aim-*"}], "maxModels": 2}
+    source = {"apiVersion": api(V1ALPHA1), "kind": "AIMClusterModelSource", "metadata": {"name": "s"}, "spec": scan}
+    stored = convert(source, api(V1ALPHA2))
+    assert written_in_v1alpha1(stored) and scanning_spec(stored) == scan
+    labelled = {**stored, "metadata": {**stored["metadata"], "labels": {"team": "ml"}}}
+    assert scanning_spec(labelled) == scan, "a label written in v1alpha2 keeps the scan"
+    for spec in ({"models": []}, {"runtimeConfigName": "rc"}):
+        rewritten = {**labelled, "spec": spec}
+        assert not written_in_v1alpha1(rewritten) and scanning_spec(rewritten) is None, spec
+        assert convert(rewritten, api(V1ALPHA1))["spec"] == scan, "v1alpha1 clients still read its filters"

@@ -4,7 +4,8 @@ The two specs share nothing: upstream's v1alpha1 source scans a registry (`regis
 `maxModels`, `syncInterval`, `imagePullSecrets`), omectl's v1alpha2 source lists its models (`models`,
 `runtimeConfigName`); each version's spec travels in the other's annotation. The status shares the conditions, the
 observed generation, `status` (v1alpha1's enum is wider), the number of models (v1alpha1's `discoveredModels`,
-v1alpha2's `modelCount`) and a registry scan's `availableModels`, `modelsLimitReached` and `lastSyncTime`.
+v1alpha2's `modelCount`) and a registry scan's `availableModels`, `modelsLimitReached` and `lastSyncTime`. A source
+written in v1alpha1 is marked so (`written_in_v1alpha1`): it scans until a write in v1alpha2 changes its spec.
 """
 
 from __future__ import annotations
@@ -27,4 +28,5 @@ CLUSTER_MODEL_SOURCE: Final = KindConversion(
         Field.both(("status", "modelsLimitReached")),
         Field.both(("status", "lastSyncTime")),
     ),
+    marks_v1alpha1_writes=True,
 )
