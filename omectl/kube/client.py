@@ -14,6 +14,7 @@ import datetime
 import logging
 import os
 import ssl
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from http import HTTPStatus
 from pathlib import Path
@@ -168,6 +169,8 @@ class ClusterClient:
         self._credential_lock = asyncio.Lock()
         self._closed = False
         self.api_errors: dict[int, int] = {}  # non-2xx answers by HTTP status, for the metrics
+        # object path -> the resourceVersions a status write of this process replaced (`omectl.kube.writer`)
+        self.status_written_over: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
     # --- construction ------------------------------------------------------------------------------------
 

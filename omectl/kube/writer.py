@@ -13,7 +13,14 @@ from omectl.kube.errors import Conflict, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ResourceRef
 
-__all__ = ["StatusMutation", "StatusWrite", "apply_merge_patch", "patch_status_merge", "write_status"]
+__all__ = [
+    "StatusMutation",
+    "StatusWrite",
+    "apply_merge_patch",
+    "cache_behind_own_write",
+    "patch_status_merge",
+    "write_status",
+]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +39,40 @@ class StatusWrite(enum.Enum):
 
 def _scoped(resource: ResourceRef, namespace: str | None) -> str | None:
     return (namespace or None) if resource.namespaced else None
+
+
+REMEMBERED_WRITES = 1024
+"""How many objects' last status writes a client remembers until its informer's copy shows them (least recent go:
+a watch delivers a write long before a thousand more are made)."""
+
+
+def _resource_version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def cache_behind_own_write(
+    client: ClusterClient, resource: ResourceRef, namespace: str | None, name: str, cached: Mapping[str, Any]
+) -> bool:
+    """Whether the informer's copy `cached` is still the object as it was before this process's last status write
+    of it: then its status is not the live one, and "nothing to write" cannot be decided against it (a reconcile
+    that runs again before the watch delivers its own write would find the older status equal to what it wants now,
+    and leave the one it wrote in place)."""
+    path = resource.path(_scoped(resource, namespace), name)
+    replaced = client.status_written_over.get(path)
+    if replaced is None:
+        return False
+    if _resource_version(cached) in replaced:
+        return True
+    del client.status_written_over[path]  # the copy has moved past the write
+    return False
+
+
+def _remember_write(client: ClusterClient, path: str, replaced: tuple[str, ...]) -> None:
+    remembered = client.status_written_over
+    remembered[path] = replaced
+    remembered.move_to_end(path)
+    while len(remembered) > REMEMBERED_WRITES:
+        remembered.popitem(last=False)
 
 
 async def write_status(
@@ -58,6 +99,9 @@ async def write_status(
     namespace = _scoped(resource, namespace)
     object_path = resource.path(namespace, name)
     status_path = resource.path(namespace, name, "status")
+    if cached is not None and cache_behind_own_write(client, resource, namespace, name, cached):
+        cached = None  # read it live: the copy does not show this process's last write yet
+    seen = (_resource_version(cached),) if cached is not None else ()
     for attempt in range(max_retries + 1):
         if attempt == 0 and cached is not None:
             live = dict(cached)
@@ -81,6 +125,7 @@ async def write_status(
                 raise
             log.debug("status of %s %s/%s conflicted (attempt %d); re-reading", resource, namespace, name, attempt + 1)
             continue
+        _remember_write(client, object_path, (*seen, _resource_version(live)))
         return StatusWrite.WRITTEN
     raise AssertionError("unreachable: the last attempt returns or raises")
 

@@ -13,7 +13,13 @@ import pytest
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.events import EventRecorder
 from omectl.kube.resources import ResourceRef
-from omectl.kube.writer import StatusWrite, apply_merge_patch, patch_status_merge, write_status
+from omectl.kube.writer import (
+    StatusWrite,
+    apply_merge_patch,
+    cache_behind_own_write,
+    patch_status_merge,
+    write_status,
+)
 from omectl.sim.apiserver.server import EmbeddedAPIServer
 from tests.support import RawClient, widget, widget_crd
 
@@ -176,6 +182,28 @@ async def test_write_status_notices_an_in_place_edit_that_changes_the_status(
     written = await write_status(client, WIDGETS, "default", "w1", edit_in_place)
     assert written is StatusWrite.WRITTEN
     assert (await raw.get(WIDGETS.path("default", "w1"))).body["status"] == {"phase": "Ready"}
+
+
+async def test_write_status_does_not_trust_a_cached_copy_that_predates_its_own_last_write(
+    client: ClusterClient, raw: RawClient
+) -> None:
+    """A reconcile that runs again before the watch delivers its own write must not find "nothing to write" in the
+    older copy: it wanted the status back as it was, and the live one is what it wrote last."""
+    stale = await create_widget(raw, "w1", phase="Ready")
+    assert not cache_behind_own_write(client, WIDGETS, "default", "w1", stale)
+    first = await write_status(client, WIDGETS, "default", "w1", lambda live: {"phase": "Progressing"}, cached=stale)
+    assert first is StatusWrite.WRITTEN
+    assert cache_behind_own_write(client, WIDGETS, "default", "w1", stale)
+    # the informer has not delivered the write: its copy still says Ready, which is what is wanted again
+    again = await write_status(client, WIDGETS, "default", "w1", lambda live: {"phase": "Ready"}, cached=stale)
+    assert again is StatusWrite.WRITTEN
+    fresh = (await raw.get(WIDGETS.path("default", "w1"))).body
+    assert fresh["status"] == {"phase": "Ready"}
+    # a copy that shows the write is trusted again, and the remembered write forgotten
+    assert not cache_behind_own_write(client, WIDGETS, "default", "w1", fresh)
+    assert WIDGETS.path("default", "w1") not in client.status_written_over
+    unchanged = write_status(client, WIDGETS, "default", "w1", lambda live: {"phase": "Ready"}, cached=fresh)
+    assert await unchanged is StatusWrite.UNCHANGED
 
 
 async def test_write_status_of_a_missing_object_says_absent_without_calling_mutate(client: ClusterClient) -> None:

@@ -21,7 +21,7 @@ from omectl.controller.aim.watch import AimWatch
 from omectl.core.aim.resolution import Resolution, resolve
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ResourceRef
-from omectl.kube.writer import write_status
+from omectl.kube.writer import cache_behind_own_write, write_status
 
 
 class ConfigConsumerReconciler:
@@ -79,12 +79,13 @@ class ConfigConsumerReconciler:
         desired: Callable[[Mapping[str, Any]], dict[str, Any] | None],
     ) -> bool:
         """Write `desired(live)` (None: nothing to write) as the object's status; True when it sent a write."""
-        if desired(obj) is None:  # against the cache, before any request
+        meta, resource = obj["metadata"], self.resources[str(obj["kind"])]
+        behind = cache_behind_own_write(cluster.client, resource, meta.get("namespace") or None, meta["name"], obj)
+        if desired(obj) is None and not behind:  # against the cache, before any request
             return False
-        meta = obj["metadata"]
         await write_status(
             cluster.client,
-            self.resources[str(obj["kind"])],
+            resource,
             meta.get("namespace") or None,
             meta["name"],
             desired,

@@ -133,7 +133,7 @@ from omectl.kube.resources import (
     PERSISTENT_VOLUME_CLAIMS,
     ResourceRef,
 )
-from omectl.kube.writer import write_status
+from omectl.kube.writer import cache_behind_own_write, write_status
 from omectl.tracing.spans import merge_span
 
 log = logging.getLogger(__name__)
@@ -639,7 +639,8 @@ class AimServiceReconciler:
         refs = (resolved_template, resolved_model, cache_ref)
         meta = service["metadata"]
         hpa = self._autoscaler(cluster, service)
-        if desired_status(service, rolled, resolution, path, *refs, hpa) is None:  # against the cache first
+        behind = cache_behind_own_write(cluster.client, AIM_SERVICES, meta.get("namespace"), meta["name"], service)
+        if desired_status(service, rolled, resolution, path, *refs, hpa) is None and not behind:  # the cache first
             return
         await write_status(
             cluster.client,
@@ -654,7 +655,8 @@ class AimServiceReconciler:
     async def _write_failed(self, cluster: AimWatch, service: Mapping[str, Any], error: BaseException) -> None:
         """The status after a child write failed: as it was, with `DependenciesReachable` False."""
         meta, now = service["metadata"], _now()
-        if failed_write_status(service, error, now) is None:  # against the cache first
+        behind = cache_behind_own_write(cluster.client, AIM_SERVICES, meta.get("namespace"), meta["name"], service)
+        if failed_write_status(service, error, now) is None and not behind:  # against the cache first
             return
         await write_status(
             cluster.client,

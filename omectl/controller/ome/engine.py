@@ -43,7 +43,7 @@ from omectl.core.ome.selection import (
     named_runtime,
 )
 from omectl.kube.resources import INFERENCE_SERVICES, ResourceRef
-from omectl.kube.writer import write_status
+from omectl.kube.writer import cache_behind_own_write, write_status
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,9 @@ class EngineReconciler:
         if pending is None:
             return
         ready = pending.readiness(cluster)
-        if desired_isvc_status(isvc, pending.runtime, pending.drift, ready) is None:
+        if desired_isvc_status(isvc, pending.runtime, pending.drift, ready) is None and not cache_behind_own_write(
+            cluster.client, INFERENCE_SERVICES, meta.get("namespace", ""), meta["name"], isvc
+        ):
             return
         try:
             await write_status(

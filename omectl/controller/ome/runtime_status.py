@@ -24,7 +24,7 @@ from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, RuntimeKind
 from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ResourceRef
-from omectl.kube.writer import write_status
+from omectl.kube.writer import cache_behind_own_write, write_status
 from omectl.tracing.spans import merge_span
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,9 @@ class RuntimeStatusReconciler:
         outcome = await resolve_runtime(self.resolver, cluster.name, obj, cluster.lookup())
         if self.tracer is not None:
             record_merge_span(self.tracer, outcome, kind, key.namespace, key.name)
-        if desired_status(obj, outcome) is not None:  # cheap check against the cache before any request
+        if desired_status(obj, outcome) is not None or cache_behind_own_write(  # against the cache, no request
+            cluster.client, resource, key.namespace or None, key.name, obj
+        ):
             with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to write
                 await write_status(
                     cluster.client,
