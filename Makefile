@@ -33,7 +33,7 @@ contracts: $(STAMP)
 	$(BIN)/lint-imports
 
 pytest: $(STAMP)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --cov=omectl --cov-report=term
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --cov=omectl --cov-report=term --durations=40
 
 test: lint typecheck contracts pytest
 
