@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
 
@@ -637,36 +637,13 @@ class AimServiceReconciler:
         cache_ref: Mapping[str, Any] | None = None,
     ) -> None:
         refs = (resolved_template, resolved_model, cache_ref)
-        meta = service["metadata"]
         hpa = self._autoscaler(cluster, service)
-        behind = cache_behind_own_write(cluster.client, AIM_SERVICES, meta.get("namespace"), meta["name"], service)
-        if desired_status(service, rolled, resolution, path, *refs, hpa) is None and not behind:  # the cache first
-            return
-        await write_status(
-            cluster.client,
-            AIM_SERVICES,
-            meta.get("namespace") or None,
-            meta["name"],
-            lambda live: desired_status(live, rolled, resolution, path, *refs, hpa),
-            field_manager=FIELD_MANAGER,
-            cached=service,
-        )
+        await _put_status(cluster, service, lambda live: desired_status(live, rolled, resolution, path, *refs, hpa))
 
     async def _write_failed(self, cluster: AimWatch, service: Mapping[str, Any], error: BaseException) -> None:
         """The status after a child write failed: as it was, with `DependenciesReachable` False."""
-        meta, now = service["metadata"], _now()
-        behind = cache_behind_own_write(cluster.client, AIM_SERVICES, meta.get("namespace"), meta["name"], service)
-        if failed_write_status(service, error, now) is None and not behind:  # against the cache first
-            return
-        await write_status(
-            cluster.client,
-            AIM_SERVICES,
-            meta.get("namespace") or None,
-            meta["name"],
-            lambda live: failed_write_status(live, error, now),
-            field_manager=FIELD_MANAGER,
-            cached=service,
-        )
+        now = _now()
+        await _put_status(cluster, service, lambda live: failed_write_status(live, error, now))
 
     @staticmethod
     def _record_span(tracer: Any, resolution: Resolution, namespace: str, name: str) -> None:
@@ -692,4 +669,18 @@ def _owned_by(child: Mapping[str, Any], service: Mapping[str, Any]) -> bool:
     return any(
         isinstance(ref, Mapping) and ref.get("kind") == AIM_SERVICE_KIND and ref.get("uid") == uid
         for ref in (child.get("metadata") or {}).get("ownerReferences") or []
+    )
+
+
+async def _put_status(
+    cluster: AimWatch, service: Mapping[str, Any], desired: Callable[[Mapping[str, Any]], dict[str, Any] | None]
+) -> None:
+    """Write `desired(live)` as the service's status: nothing when the informer's copy already has it (and is not
+    older than this process's last status write of it), else one PUT."""
+    meta = service["metadata"]
+    namespace, name = meta.get("namespace") or None, meta["name"]
+    if desired(service) is None and not cache_behind_own_write(cluster.client, AIM_SERVICES, namespace, name, service):
+        return
+    await write_status(
+        cluster.client, AIM_SERVICES, namespace, name, desired, field_manager=FIELD_MANAGER, cached=service
     )
