@@ -54,7 +54,8 @@ async def test_a_new_inference_service_costs_two_applies_and_a_status_write(tmp_
         calls = [
             (r.verb, r.resource, r.subresource, r.name, r.code)
             for r in server.request_log.records(start)
-            if r.verb not in ("list", "watch") and "omectl" in r.user_agent.lower()
+            # the cluster Lease's renewals run on their own timer, not for the InferenceService
+            if r.verb not in ("list", "watch") and "omectl" in r.user_agent.lower() and r.resource != "leases"
         ]
         assert calls == [
             ("patch", "deployments", "", "isvc-new-engine", 201),
