@@ -1,5 +1,6 @@
 """Priority lanes on an embedded cluster: a user's edit made while a profile edit fans out to hundreds of
-InferenceServices is reconciled before that fan-out has finished (`omectl/controller/runtime/queue.py`, `Lane`).
+InferenceServices is reconciled before that fan-out has finished, and so are the statuses of a profile's children
+(`omectl/controller/runtime/queue.py`, `Lane`).
 
 The order is read from the API server's commits: no wall-clock limit."""
 
@@ -11,10 +12,15 @@ from typing import Any
 
 import pytest
 
+from omectl.sim.apiserver.api import WriteOptions
 from omectl.sim.apiserver.store import WatchEvent
 from omectl.sim.fleet import apply_document
 from tests.resilience.workload import (
+    CHILD,
     DEPLOYMENTS,
+    OME_NAMESPACES,
+    PROFILE,
+    SERVING_RUNTIMES,
     apply_all,
     child,
     inference_service,
@@ -22,6 +28,7 @@ from tests.resilience.workload import (
     mixed_fleet,
     profile,
     set_profile_image,
+    until,
 )
 
 pytestmark = pytest.mark.xdist_group("e2e")
@@ -91,3 +98,53 @@ async def test_a_user_edit_during_a_fan_out_of_hundreds_of_keys_is_reconciled_be
         assert rolled_when_edit_landed[0] < below_profile, (
             f"the edit was applied only after all {below_profile} engines of the fan-out had rolled"
         )
+
+
+def inheritance_reason(runtime: dict[str, Any]) -> str | None:
+    conditions = (runtime.get("status") or {}).get("conditions") or []
+    return next((c.get("reason") for c in conditions if c.get("type") == "InheritanceReady"), None)
+
+
+async def test_a_profile_made_again_while_its_delete_still_fans_out_resolves_its_children_before_those_renders(
+    tmp_path: Path,
+) -> None:
+    """The children's statuses wait in their own lane: not behind the renders the delete queued before them."""
+    async with mixed_fleet(tmp_path, "lc-", count=1, seed=False, concurrency=2) as fleet:
+        server = fleet.servers[0]
+        await fleet.seed()
+        await apply_all(server, [inference_service(f"bulk-{i}", "team-a") for i in range(BULK)])
+        await fleet.converged(180)
+        health = fleet.app.controller.clusters[server.name].health
+        wanted = {"ParentNotFound": set(OME_NAMESPACES), "Resolved": set(OME_NAMESPACES)}
+        seen: dict[str, set[str]] = {"ParentNotFound": set(), "Resolved": set()}
+        reconciles_when_resolved: list[int] = []
+        recreated = False
+
+        def on_commit(event: WatchEvent) -> None:
+            meta = event.obj["metadata"]
+            if event.key != SERVING_RUNTIMES or meta["name"] != CHILD or event.type == "DELETED":
+                return
+            reason = inheritance_reason(event.obj)
+            if reason == "ParentNotFound" or (reason == "Resolved" and recreated):
+                seen[reason].add(meta["namespace"])
+            if recreated and seen["Resolved"] == wanted["Resolved"] and not reconciles_when_resolved:
+                reconciles_when_resolved.append(health.reconciles)
+
+        server.api.store.listeners.append(on_commit)
+        try:
+            profiles = server.api.types.lookup("ome.io", "v1beta1", "clusterservingruntimes")
+            assert profiles is not None
+            await server.api.delete(profiles, "", PROFILE, {}, WriteOptions())
+            await until([server], lambda: seen["ParentNotFound"] == wanted["ParentNotFound"], 60, "ParentNotFound")
+            recreated = True
+            reconciles_at_recreate = health.reconciles
+            await apply_document(server, profile())
+            await fleet.converged(180)
+        finally:
+            server.api.store.listeners.remove(on_commit)
+
+        assert reconciles_when_resolved, "the children were never Resolved again"
+        before = reconciles_when_resolved[0] - reconciles_at_recreate
+        after = health.reconciles - reconciles_when_resolved[0]
+        # the delete left its renders of the InferenceServices queued; the children were resolved ahead of them
+        assert before < after, f"{before} reconciles before every child was Resolved again, {after} after"

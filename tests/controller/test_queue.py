@@ -518,14 +518,16 @@ def test_queue_matches_a_model_of_dedup_lanes_and_one_in_flight_per_key(
 # --- lanes and per-cluster bounds ----------------------------------------------------------------------------------
 
 
-async def test_lanes_are_taken_edits_then_fan_out_then_resync() -> None:
+async def test_lanes_are_taken_edits_then_chains_then_fan_out_then_resync() -> None:
     queue = new_queue()
     queue.add(key("initial"), lane=Lane.RESYNC)
     queue.add(key("reached"), lane=Lane.FANOUT)
+    queue.add(key("child-runtime"), lane=Lane.CHAIN)
     queue.add(key("edited"), lane=Lane.EDIT)
-    taken = [await take(queue) for _ in range(3)]
+    taken = [await take(queue) for _ in range(4)]
     assert [(item.key.name, item.lane) for item in taken] == [
         ("edited", Lane.EDIT),
+        ("child-runtime", Lane.CHAIN),
         ("reached", Lane.FANOUT),
         ("initial", Lane.RESYNC),
     ]
@@ -541,7 +543,7 @@ async def test_a_live_edit_overtakes_a_fan_out_of_a_thousand_keys() -> None:
     assert item.key == key("user-edit")
     assert item.lane == Lane.EDIT
     assert [i.key.name for i in first] == ["isvc-0", "isvc-1", "isvc-2"]
-    assert queue.lane_depths() == {"EDIT": 0, "FANOUT": 997, "RESYNC": 0}
+    assert queue.lane_depths() == {"EDIT": 0, "CHAIN": 0, "FANOUT": 997, "RESYNC": 0}
 
 
 async def test_an_add_in_a_higher_lane_promotes_a_waiting_key_and_a_lower_one_does_not_demote_it() -> None:
@@ -607,7 +609,7 @@ async def test_a_held_cluster_gathers_its_keys_deduplicated_and_hands_none_out_u
     for _ in range(10):
         await asyncio.sleep(0)
     assert not held.done() and queue.is_held("listing")
-    assert queue.depth("listing") == 3 and queue.lane_depths() == {"EDIT": 1, "FANOUT": 0, "RESYNC": 2}
+    assert queue.depth("listing") == 3 and queue.lane_depths() == {"EDIT": 1, "CHAIN": 0, "FANOUT": 0, "RESYNC": 2}
     queue.release("listing")
     taken = [(await asyncio.wait_for(held, 1.0)).key.name, (await take(queue)).key.name, (await take(queue)).key.name]
     assert taken == ["edit", "r0", "r1"]  # the live edit first, then the initial list in its order

@@ -182,11 +182,11 @@ class OmeWatch(DomainView):
             if initial:
                 return  # every runtime of the initial list is queued anyway
             reached = self.reach(RuntimeRef(RUNTIME_KIND_OF[work_kind], namespace, meta["name"]))
-            # The runtimes' own status first (queued first in the same lane), then the InferenceServices below: all
-            # fan-out, so an edit made meanwhile is not queued behind the thousands of renders a profile edit reaches.
+            # The runtimes' own status first (their lane is above the renders'), then the InferenceServices below:
+            # neither in the edit lane, so an edit made meanwhile is not queued behind what a profile edit reaches.
             for ref in reached.runtimes:
                 key = WorkKey(self.name, _KEY_OF[ref.kind], ref.namespace, ref.name)
-                self.enqueue(key, lane=Lane.FANOUT, trigger=trigger)
+                self.enqueue(key, lane=Lane.CHAIN, trigger=trigger)
             for isvc in reached.inference_services:
                 self._enqueue_isvc(isvc, trigger, Lane.FANOUT)
 

@@ -125,10 +125,14 @@ class Lane(IntEnum):
 
     EDIT = 0
     """A watch event of the object itself: what a user changed waits for nothing else."""
-    FANOUT = 1
+    CHAIN = 1
+    """The runtimes whose chain an edit of another runtime changed (a profile's children): one status write each,
+    at most as many as the cluster has runtimes, so they do not wait behind the renders of the InferenceServices the
+    same edit (or an earlier one, still being rolled out) reaches."""
+    FANOUT = 2
     """The keys an edit reaches through an index (every InferenceService below a runtime or config that changed),
     and owners whose workload changed status (which follows the controller's own writes, so a rollout's)."""
-    RESYNC = 2
+    RESYNC = 3
     """Initial lists and relists, and retries that only a watch event would heal sooner."""
 
 
@@ -464,7 +468,7 @@ class WorkQueue:
         return {cluster: sum(lane.depth(cluster) for lane in self._lanes) for cluster in sorted(clusters)}
 
     def lane_depths(self) -> dict[str, int]:
-        """Ready keys per lane, by lane name (`EDIT`, `FANOUT`, `RESYNC`)."""
+        """Ready keys per lane, by lane name (`EDIT`, `CHAIN`, `FANOUT`, `RESYNC`)."""
         self._release_due()
         return {lane.name: self._lanes[lane].total() for lane in Lane}
 
