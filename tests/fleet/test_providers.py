@@ -175,6 +175,28 @@ async def test_directory_bad_files_are_reported_while_the_others_load(clusters: 
     await stream.aclose()
 
 
+async def test_directory_scans_follow_the_kubeconfig_text_not_a_kept_verdict(clusters: Path) -> None:
+    """Each registration's kubeconfig is parsed again only when its text changes (scans come every second): a
+    kubeconfig broken and then mended is reported and then resolves, at the next scan each time."""
+    for name in ("a", "a2", "a3"):
+        register(clusters, f"{name}.yaml", name, "a.kubeconfig")
+    provider = DirectoryProvider(clusters, poll_interval=3600)
+    stream = provider.watch()
+    assert sorted(summary(await next_batch(stream))) == [("added", "a"), ("added", "a2"), ("added", "a3")]
+    assert await provider.rescan() == [] and provider.errors == {}
+
+    text = (clusters / "a.kubeconfig").read_text()
+    (clusters / "a.kubeconfig").write_text("clusters: [unclosed\n")
+    await provider.rescan()
+    assert sorted(provider.errors) == [str(clusters / f"{name}.yaml") for name in ("a", "a2", "a3")]
+    assert all("cannot parse kubeconfig" in error for error in provider.errors.values())
+
+    (clusters / "a.kubeconfig").write_text(text)
+    await provider.rescan()
+    assert provider.errors == {}
+    await stream.aclose()
+
+
 async def test_directory_missing_directory_is_an_error_until_it_appears(tmp_path: Path) -> None:
     directory = tmp_path / "later"
     provider = DirectoryProvider(directory, poll_interval=3600)
