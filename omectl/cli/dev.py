@@ -22,6 +22,7 @@ from omectl.cli.signals import StopSignals
 from omectl.envtest.fleet import RealFleet
 from omectl.fleet.registration import validate_cluster_name
 from omectl.sim.fleet import EmbeddedFleet, FleetSimulation, simulator_for
+from omectl.sim.heap import freeze_periodically
 from omectl.sim.registry import SimulatedRegistry
 from omectl.sim.simulator import NODES_HELP, ImageRegistry, parse_nodes_option
 
@@ -230,7 +231,12 @@ async def _serve(
             for server in fleet.servers:
                 console.print(f"{server.name}: logs in {server.dir} (etcd.log, kube-apiserver.log)")
         console.print("serving; press Ctrl-C to stop")
-        crash = await _wait_stop_or_crash(signals.stopped, fleet)
+        freezer = None if (app is not None or real) else asyncio.create_task(freeze_periodically())
+        try:
+            crash = await _wait_stop_or_crash(signals.stopped, fleet)
+        finally:
+            if freezer is not None:
+                freezer.cancel()
         if app is not None:
             await app.stop()
         if crash is not None:
