@@ -57,13 +57,37 @@ def machine_info(load_before: float | None = None, extra: dict[str, Any] | None 
 
 
 def run_header(benchmark: str, quick: bool, started_monotonic: float) -> dict[str, Any]:
-    """The first keys of every results file: benchmark, mode, timestamp (UTC, now) and duration since `started`."""
-    return {
+    """The first keys of every results file: benchmark, mode, timestamp (UTC, now), duration since `started` and
+    the commit measured (with `+changes` when the checkout differs from it; absent outside a git checkout)."""
+    header: dict[str, Any] = {
         "benchmark": benchmark,
         "mode": "quick" if quick else "full",
         "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.monotonic() - started_monotonic, 1),
     }
+    commit = checkout_commit()
+    if commit:
+        header["commit"] = commit
+    return header
+
+
+def checkout_commit(root: Path = ROOT) -> str | None:
+    """The commit `root` has checked out, short, with `+changes` when tracked files differ from it."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
 def units_of(figures: dict[str, tuple[str, str]]) -> dict[str, str]:

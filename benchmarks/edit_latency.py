@@ -13,6 +13,7 @@ and p50 <= 20 ms. The full fleet_scale benchmark takes an hour; this phase on it
 
     .venv/bin/python -m benchmarks.edit_latency --clusters 4 --isvcs 500 --rate 100 --seconds 10
     .venv/bin/python -m benchmarks.edit_latency --clusters 10 --rounds 2 --out /tmp/latency.json
+    .venv/bin/python -m benchmarks.edit_latency --clusters 10 --rounds 1 --variants after --rate 25,50,100,200
 """
 
 from __future__ import annotations
@@ -39,12 +40,16 @@ VARIANTS: dict[str, dict[str, str]] = {
     "after": {},
     "before": BEFORE_SETTINGS,
     "no-edit-workers": {"OMECTL_EDIT_WORKERS": "0"},  # the heap frozen, no worker kept for edits: which change pays
+    # half the reconciles at once (one kept for edits, as one in eight): a saturated loop turns in less time
+    "concurrency-8": {"OMECTL_CONCURRENCY": "8"},
 }
 RESULTS = ROOT / "benchmarks" / "results" / "edit_latency.json"
 FIGURES = ("latency_p50_ms", "latency_p99_ms", "latency_edits_per_s")
 
 
-async def measure(run: SizeRun, rounds: int, variants: list[str]) -> list[dict[str, Any]]:
+async def measure(run: SizeRun, rounds: int, variants: list[str], rates: list[float]) -> list[dict[str, Any]]:
+    """Per round and variant one cold start, then the latency phase at each rate in turn (each waits for the
+    controller to be idle after the one before)."""
     await run.fleet.setup(run.sizes)
     observer = Observer(run.server.urls, run.fleet.session, run.fleet.auth)
     await observer.start()
@@ -52,30 +57,34 @@ async def measure(run: SizeRun, rounds: int, variants: list[str]) -> list[dict[s
     try:
         for index in range(rounds):
             for variant in variants:
-                slot = len(results)
-                run.rounds.append({})
                 omectl = OmectlProcess(run.workdir, f"omectl-{variant}-{index + 1}", settings=VARIANTS[variant])
                 try:
-                    await run.cold_start(observer, omectl, 0, slot)
-                    await run._latency(observer, omectl, slot)
+                    for number, rate in enumerate(rates):
+                        slot = len(results)
+                        run.rounds.append({})
+                        if number == 0:
+                            await run.cold_start(observer, omectl, 0, slot)
+                        run.sizes = replace(run.sizes, edit_rate_per_s=rate)
+                        await run._latency(observer, omectl, slot)
+                        figures = {name: run.rounds[slot][name] for name in FIGURES}
+                        phase = run.phases.pop(f"latency_{slot + 1}")
+                        results.append({"variant": variant, "round": index + 1, "rate": rate, **figures, **phase})
+                        print(f"{variant} round {index + 1} at {rate:g}/s: {figures}", flush=True)
                 finally:
                     run.stopped(omectl)
                 await run.undo_cold_start(observer)
-                figures = {name: run.rounds[slot][name] for name in FIGURES}
-                results.append({"variant": variant, "round": index + 1, **figures})
-                print(f"{variant} round {index + 1}: {figures}", flush=True)
     finally:
         await observer.stop()
     return results
 
 
 def run_benchmark(
-    clusters: int, isvcs: int, rate: float, seconds: float, rounds: int, variants: list[str]
+    clusters: int, isvcs: int, rates: list[float], seconds: float, rounds: int, variants: list[str]
 ) -> dict[str, Any]:
     started = time.monotonic()
     load = os.getloadavg()[0]
-    sizes = replace(FULL, fleets=(clusters,), isvcs_per_cluster=isvcs, edit_rate_per_s=rate, edit_seconds=seconds)
-    sizes = replace(sizes, rounds=rounds * len(variants))
+    sizes = replace(FULL, fleets=(clusters,), isvcs_per_cluster=isvcs, edit_rate_per_s=rates[0], edit_seconds=seconds)
+    sizes = replace(sizes, rounds=rounds * len(variants) * len(rates))
     with tempfile.TemporaryDirectory(prefix="omectl-edit-latency-") as tmp:
         workdir = Path(tmp)
         with FleetProcess(workdir, clusters) as server:
@@ -88,17 +97,21 @@ def run_benchmark(
                     run = SizeRun(sizes, clusters, workdir, server, ScaleFleet(server.urls, session, server.auth))
                     run.rounds = []
                     write_registrations(workdir / "clusters", server.kubeconfig, run.names)
-                    return await measure(run, rounds, variants)
+                    return await measure(run, rounds, variants, rates)
 
             runs = asyncio.run(main())
     summary = {
-        variant: {name: statistics.median(r[name] for r in runs if r["variant"] == variant) for name in FIGURES}
+        summary_key(variant, rate, rates): {
+            name: statistics.median(r[name] for r in runs if r["variant"] == variant and r["rate"] == rate)
+            for name in (*FIGURES, "cpu_cores_while_sending", "idle_s_after_sending")
+        }
         for variant in variants
+        for rate in rates
     }
     return {
         **run_header("edit_latency", False, started),
         "machine": machine_info(load),
-        "fleet": {"clusters": clusters, "isvcs_per_cluster": isvcs, "edits_per_s": rate, "seconds": seconds},
+        "fleet": {"clusters": clusters, "isvcs_per_cluster": isvcs, "edits_per_s": rates, "seconds": seconds},
         "variants": {variant: VARIANTS[variant] for variant in variants},
         "summary": summary,
         "runs": runs,
@@ -106,11 +119,19 @@ def run_benchmark(
     }
 
 
+def summary_key(variant: str, rate: float, rates: list[float]) -> str:
+    return variant if len(rates) == 1 else f"{variant} at {rate:g}/s"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--isvcs", type=int, default=FULL.isvcs_per_cluster, help="InferenceServices per cluster")
-    parser.add_argument("--rate", type=float, default=FULL.edit_rate_per_s, help="edits/s, fleet-wide")
+    parser.add_argument(
+        "--rate",
+        default=str(FULL.edit_rate_per_s),
+        help="edits/s, fleet-wide; comma-separated rates are measured in turn after one cold start (e.g. 50,100,200)",
+    )
     parser.add_argument("--seconds", type=float, default=FULL.edit_seconds, help="how long the edits are sent")
     parser.add_argument("--rounds", type=int, default=2, help="rounds; each runs every variant once")
     parser.add_argument(
@@ -121,9 +142,18 @@ def main(argv: list[str] | None = None) -> int:
     variants = args.variants.split(",")
     if unknown := set(variants) - set(VARIANTS):
         parser.error(f"--variants: unknown {', '.join(sorted(unknown))}")
-    results = run_benchmark(args.clusters, args.isvcs, args.rate, args.seconds, args.rounds, variants)
-    rows = [(variant, *(f"{figures[name]:.1f}" for name in FIGURES)) for variant, figures in results["summary"].items()]
-    print(text_table(rows, ("variant", "p50 ms", "p99 ms", "edits/s")))
+    try:
+        rates = [float(rate) for rate in args.rate.split(",")]
+    except ValueError:
+        parser.error(f"--rate: not a number or comma-separated numbers: {args.rate}")
+    if any(rate <= 0 for rate in rates):
+        parser.error(f"--rate: every rate must be above 0: {args.rate}")
+    results = run_benchmark(args.clusters, args.isvcs, rates, args.seconds, args.rounds, variants)
+    rows = [
+        (key, *(f"{figures[name]:.1f}" for name in FIGURES), f"{figures['cpu_cores_while_sending']:.2f}")
+        for key, figures in results["summary"].items()
+    ]
+    print(text_table(rows, ("variant", "p50 ms", "p99 ms", "edits/s", "omectl cores")))
     write_results(args.out, results)
     return 0
 

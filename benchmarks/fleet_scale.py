@@ -45,6 +45,7 @@ import asyncio
 import contextlib
 import copy
 import functools
+import gc
 import json
 import math
 import os
@@ -250,6 +251,38 @@ class Wait:
     last_at: float = 0.0
 
 
+class LoopLag:
+    """How late this process's event loop wakes a 10 ms sleep, while it runs: its p50, p99 and max, in ms."""
+
+    TICK_S = 0.01
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._sample())
+
+    async def _sample(self) -> None:
+        while True:
+            asked = time.perf_counter()
+            await asyncio.sleep(self.TICK_S)
+            self.lags.append(max(0.0, time.perf_counter() - asked - self.TICK_S))
+
+    async def stop(self) -> dict[str, float]:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        lags = sorted(self.lags) or [0.0]
+        at = min(len(lags) - 1, math.ceil(0.99 * len(lags)) - 1)
+        return {
+            "p50": round(statistics.median(lags) * 1000, 1),
+            "p99": round(lags[at] * 1000, 1),
+            "max": round(lags[-1] * 1000, 1),
+        }
+
+
 class Observer:
     """List + watch of runtimes, InferenceServices and Deployments on every cluster, as slim records.
 
@@ -270,6 +303,7 @@ class Observer:
         self.records: dict[str, dict[Key, tuple[int, int, str]]] = {kind: {} for kind in self.KINDS}
         self.waits: list[Wait] = []
         self.latency_pending: dict[Key, tuple[int, float]] = {}  # runtime -> (generation wanted, sent at)
+        self.observed_at: dict[Key, float] = {}  # runtime -> when its status.observedGeneration last changed
         self.latencies: list[float] = []
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -320,11 +354,15 @@ class Observer:
         meta = obj["metadata"]
         key = (cluster, meta.get("namespace", ""), meta["name"])
         record: tuple[int, int, str] | None = None
+        now = time.perf_counter()
         if event_type == "DELETED":
             self.records[kind].pop(key, None)
         else:
-            record = self.records[kind][key] = self.KINDS[kind][1](obj)
-        now = time.perf_counter()
+            record = self.KINDS[kind][1](obj)
+            old = self.records[kind].get(key)
+            self.records[kind][key] = record
+            if kind == "servingruntimes" and (old is None or old[1] != record[1]):
+                self.observed_at[key] = now
         for wait in self.waits:
             if wait.kind == kind and key in wait.pending and wait.predicate(record):
                 wait.pending.discard(key)
@@ -901,7 +939,13 @@ class SizeRun:
         total = max(1, int(sizes.edit_rate_per_s * sizes.edit_seconds))
         edits = self.runtime_edits  # over every round: each edit flips the size of the last one, a real change
         errors = 0
+        # this process times every edit: its own full collections (it holds every object's record) would count
+        gc.collect()
+        gc.freeze()
+        lag = LoopLag()
+        lag.start()
         cpu_before = cpu_seconds([omectl.pid])
+        server_cpu_before = self.server.cpu_seconds()
 
         async def edit(key: Key, value: str, sent: float) -> None:
             nonlocal errors
@@ -913,7 +957,12 @@ class SizeRun:
             except RuntimeError:
                 errors += 1
                 return
-            observer.latency_pending[key] = (int(answer["metadata"]["generation"]), sent)
+            generation = int(answer["metadata"]["generation"])
+            record = observer.records["servingruntimes"].get(key)
+            if record is not None and record[1] >= generation:  # its status came in before the PATCH's answer was read
+                observer.latencies.append(observer.observed_at[key] - sent)
+            else:
+                observer.latency_pending[key] = (generation, sent)
 
         tasks = []
         observer.latencies.clear()
@@ -928,12 +977,17 @@ class SizeRun:
             tasks.append(asyncio.create_task(edit(key, f"{4 + edits[key] % 2}B", time.perf_counter())))
         await asyncio.gather(*tasks)
         sending_s = time.perf_counter() - started
+        cpu_while_sending = cpu_seconds([omectl.pid]) - cpu_before
+        server_cpu_while_sending = self.server.cpu_seconds() - server_cpu_before
+        own_lag = await lag.stop()
+        gc.unfreeze()
         deadline = time.perf_counter() + sizes.phase_deadline_s
         while observer.latency_pending and time.perf_counter() < deadline:  # noqa: ASYNC110 (bounded poll)
             await asyncio.sleep(0.02)
         missing = len(observer.latency_pending)
         observer.latency_pending.clear()
         await omectl.wait_idle(sizes.phase_deadline_s)
+        drain_s = time.perf_counter() - started - sending_s
         samples = sorted(observer.latencies)
         p50 = statistics.median(samples) if samples else math.nan
         p99 = samples[min(len(samples) - 1, math.ceil(0.99 * len(samples)) - 1)] if samples else math.nan
@@ -944,7 +998,13 @@ class SizeRun:
             "missing_after_deadline": missing,
             "sending_s": round(sending_s, 3),
             "max_ms": round(samples[-1] * 1000, 1) if samples else None,
-            "cpu_cores": round((cpu_seconds([omectl.pid]) - cpu_before) / max(sending_s, 1e-9), 2),
+            # while the edits were sent; then the work they queued (the renders they fan out to) until idle
+            "cpu_cores_while_sending": round(cpu_while_sending / max(sending_s, 1e-9), 2),
+            "server_cpu_cores_while_sending": round(server_cpu_while_sending / max(sending_s, 1e-9), 2),
+            # how late this process's own loop ran while it sent and timed the edits: a latency includes it
+            "benchmark_loop_lag_ms": own_lag,
+            "cpu_s_until_idle": round(cpu_seconds([omectl.pid]) - cpu_before, 2),
+            "idle_s_after_sending": round(drain_s, 2),
             "note": "an edit superseded by a newer one of the same runtime before it was observed counts once, "
             "at the newer generation",
         }
@@ -956,7 +1016,10 @@ class SizeRun:
         self.say(
             f"latency {index + 1}",
             f"{total} edits in {sending_s:.1f} s ({total / sending_s:,.0f}/s): event-to-reconcile p50 "
-            f"{p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms ({len(samples)} samples, {missing} missing)",
+            f"{p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms ({len(samples)} samples, {missing} missing); omectl "
+            f"{cpu_while_sending / max(sending_s, 1e-9):.2f} cores and the servers "
+            f"{server_cpu_while_sending / max(sending_s, 1e-9):.2f} while sending, idle {drain_s:.1f} s after; this "
+            f"process's loop late by p99 {own_lag['p99']:.0f} ms, max {own_lag['max']:.0f} ms",
         )
 
     async def _runtime_convergence(
@@ -1400,7 +1463,8 @@ def markdown_section(results: dict[str, Any], plot: str) -> str:
         "",
         f"![fleet scale]({plot})",
         "",
-        f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s) on "
+        f"Measured {results['timestamp']} ({results['mode']} run, {results['duration_s']} s"
+        f"{', at ' + results['commit'] if results.get('commit') else ''}) on "
         f"{machine['cpu_count']} CPUs, {machine['implementation']} {machine['python']}, kopf {machine['kopf']}, "
         f"{machine['platform']}; 1-minute load average before the run: {machine['load_average_1m_before']}.",
         "",
@@ -1418,41 +1482,39 @@ MISSED: dict[str, str] = {
     "(`phases.N_clusters.edit_1.api_writes_by_request`), and the server streams each of its writes to two watchers "
     "(omectl and this benchmark) where the baseline's go to none. Next: `python -m benchmarks.engine_rollout "
     "--profile` for the controller's hot spots",
-    "cold_reconciled_s": "no controller can start faster than the same writes made by a plain client with nothing "
-    "else running (the row `the same writes by a plain client: InferenceServices rendered/s`): on this machine one "
-    "`dev up` process on one core serves every cluster, and at 10 clusters those writes alone take several times "
-    "the target; omectl reaches the share of their rate that `cold start: reconciled/s ÷ the same writes' rate` "
-    "shows, on less CPU than the kopf peer. Next: the servers on cores of their own (one `dev up` process per "
-    "cluster on a larger machine), where the controller and not the servers bounds the time",
-    "rss_over_json": "the RSS growth per cached object is the objects alive (about two fifths of it) plus what the "
-    "allocators kept after the cold start's transient peak (free blocks in CPython's arenas, free bytes in glibc's "
-    "heap), per `python -m benchmarks.memory_breakdown` (README: `Memory per InferenceService`). Done since this "
-    "run: a decided status no longer holds its whole render and the raw apply answers until its write (the peak), "
-    "cached objects share one string object per repeated value, a runtime revision holds the resolver's merged spec, "
-    "glibc's mmap threshold is held at 128 KiB (1 cluster x 1,000: 37.2 -> 16.3 KiB of RSS per InferenceService, "
-    "5.12x -> 2.25x the JSON per cached object, the InferenceService cached at 2.49x its JSON). Next: this run again "
-    "at 10 clusters; then the cached dicts (two thirds of a cached InferenceService) and the tracer's span queue",
+    "cold_reconciled_s": "no controller starts faster than the same writes made by a plain client with nothing else "
+    "running (row `the same writes by a plain client: InferenceServices rendered/s`; `server_cpu_cores` 1.00 in "
+    "`phases.N_clusters.same_writes_render_*`: the one `dev up` process that serves every cluster is the limit): at "
+    "10 clusters those writes alone take several times the target. omectl reaches the share of their rate that "
+    "`cold start: reconciled/s ÷ the same writes' rate` shows, on about half the kopf peer's CPU, and is busy about "
+    "half the time (`cold start: CPU seconds`; its profile is in the README, `Profiles`). Next: the servers on cores "
+    "of their own (one `dev up` process per cluster on a larger machine), where the controller and not the servers "
+    "bounds the time",
+    "rss_over_json": "the RSS growth per cached object is the objects alive plus what the allocators kept after the "
+    "cold start's transient peak (free blocks in CPython's arenas, free bytes in glibc's heap); `python -m "
+    "benchmarks.memory_breakdown` splits it by allocator, holder, cached kind and allocation site (README: `Memory "
+    "per InferenceService`). Next: the cached dicts (two thirds of a cached InferenceService) and the tracer's span "
+    "queue",
     "rss_per_isvc_kib": "each InferenceService brings its engine Deployment, its Service and a fifth of a runtime "
-    "into the caches (3.2 cached objects per InferenceService here), and held its render and apply answers until "
-    "its status write. Next: as for `rss_over_json`",
-    "peak_rss_mb": "the process's RSS on the empty fleet (about 120 MiB, of which importing kubernetes_asyncio's "
-    "client is 59 MiB: omectl uses only its kubeconfig loader) plus 32,010 cached objects at the `RSS growth per "
-    "cached object`; the peak is the cold start's. Next: as for `rss_over_json`, and a kubeconfig loader that does "
-    "not import kubernetes_asyncio's 800 model modules",
-    "latency_p50_ms": "an edit's runtime status is queued in the edit lane, ahead of the renders it fans out to, "
-    "and two of the 16 workers now take edit-lane keys only (`edit_workers`), so it no longer waits for a worker "
-    "busy with earlier edits' renders; it still waits for the one core that also decodes every watch event of the "
-    "controller's own writes, and for the full garbage collections, which the frozen heap shortens "
-    "(benchmarks/edit_latency.py compares both changes with the controller before them: the section `Edit latency "
-    "under load`). Next: as for the p99",
-    "latency_p99_ms": "at 200 edits/s each edit also re-renders the engine Deployments of the edited runtime's "
-    "InferenceServices (about 5), so the controller's core is near saturation and the p99 is a backlog of a few "
-    "hundred milliseconds (the profile of this phase is in the README below); the edit workers and the frozen heap "
-    "gave the lower p99 at 100 edits/s on 4 clusters of the shared machine in every round of the two runs of 2 "
-    "rounds (284 ms against 1,257 ms in the quietest), though one round there differs from the next by up to 7 "
-    "times (benchmarks/edit_latency.py, the section `Edit latency under load`); not measured at this size yet. "
-    "Next: this phase at 50 and 100 edits/s to find the sustainable rate, and the "
-    "costs the profile names",
+    "into the caches (3.2 cached objects per InferenceService here). Next: as for `rss_over_json`",
+    "peak_rss_mb": "the process's RSS on the empty fleet (about 130 MiB, of which importing kubernetes_asyncio's "
+    "client is 59 MiB: omectl uses only its kubeconfig loader) plus the cached objects at the `RSS growth per cached "
+    "object`; the peak is the cold start's. Next: as for `rss_over_json`, and a kubeconfig loader that does not "
+    "import kubernetes_asyncio's 800 model modules",
+    "latency_p50_ms": "at 200 edits/s each edit makes about 12 writes (its runtime's status, a ControllerRevision "
+    "the first time a spec is seen, and for each of the about 5 InferenceServices below it the engine Deployment "
+    "and the status): about 2,400 writes/s, while the servers take the same writes from a plain client at the "
+    "rate of `the same writes by a plain client: InferenceServices rolled out/s` (two writes each) with one core. "
+    "So the fan-out queues, in omectl (`cpu_cores` in `phases.N_clusters.latency_*`: the 15 s of edits cost it "
+    "about three times as many CPU seconds) and in the one server process; the edits' own statuses go first in "
+    "omectl's queue (edit lane, two edit workers) but share its event loop and the server's core with that backlog. "
+    "Where the time goes is in the README (`Profiles`), and so are the rates the fleet sustains "
+    "(`Edit latency under load`); the servers' own full garbage collections stalled every cluster for seconds until "
+    "`omectl dev up` froze its heap (README, `The run of 2026-12-07`). Next: the servers on cores of their own, and "
+    "fewer CPU seconds per InferenceService re-render (the request path and the render in the profile)",
+    "latency_p99_ms": "as for the p50: the edits' fan-out asks for more writes per second than the servers take "
+    "and more CPU than omectl's core has, so the p99 is the time an edit waits behind that backlog's turns of the "
+    "event loop and the server's queue. Next: as for the p50",
     "cold_reconciled_s_omectl_over_kopf": "the API servers bound both writers: a cold start takes at least the time "
     "of the same writes made by a plain client, and that time ÷ the peer's is the row `omectl/kopf at best` of the "
     "cold start; where it is above 1/3 no controller meets the target on these servers (one `dev up` process "
@@ -1462,30 +1524,33 @@ MISSED: dict[str, str] = {
     "edit_converge_s_omectl_over_kopf": "as for the cold start: the same writes by a plain client bound both (row "
     "`omectl/kopf at best` of the profile edit); omectl applies every engine Deployment before any status "
     "(its queue's low-priority lane), the peer writes each status right after its apply. Next: as for the cold start",
-    "runtime_converge_s_omectl_over_kopf": "both re-check every InferenceService of the profile (a delete makes 1,000 "
-    "per cluster unresolvable; a re-create re-renders them where the profile changed), but omectl also records a "
-    "Warning Event for each and retries it with backoff, in one process on one core, while the peer counts the "
-    "failure, one process per cluster. Already done: InferenceServices reached by a runtime edit and RetryLater "
-    "retries (>= 2 s) run in the queue's low-priority lane behind the runtimes' statuses, and event writes are bounded "
-    "to 4 per cluster (10 clusters: 231 s -> 14 s). Next: cProfile `omectl run` in this phase (runtime status writes, "
-    "span export, the informer's event handling)",
+    "runtime_converge_s_omectl_over_kopf": "both write each child's status twice (the delete, the re-create) and "
+    "re-check every InferenceService below the profile; the children's statuses now go ahead of those renders in "
+    "omectl's queue (`Lane.CHAIN`: before it, a re-create made while the delete's renders were queued waited for "
+    "them, 34 s at 10 clusters), so both wait on the one server process for about 4,000 status writes, omectl from "
+    "one process and event loop, the peer from one process per cluster on the machine's two cores. Next: as for the "
+    "cold start (the servers on cores of their own)",
     "peak_rss_mb_omectl_over_kopf": "each kopf process holds one cluster and starts at about 100 MiB (interpreter, "
     "kopf, aiohttp, omectl.core) before it caches anything, so the peers' sum grows by that per cluster while "
     "omectl's one process holds every cluster: the ratio falls with the fleet. What remains is omectl's own cost per "
     "cached object (`rss_per_object_bytes`). Next: as for `rss_over_json`",
-    "growth_cold_reconciled_s": "one `dev up` process serves every cluster on one core, so the servers' write and "
-    "watch throughput does not grow with the fleet; the controller used well under its core (see `cold_cpu_s`). "
-    "Next: one `dev up` process per few clusters on a machine with more cores, to tell server from controller limits",
+    "growth_cold_reconciled_s": "the same writes by a plain client grow faster still (their time from 1 to 10 "
+    "clusters grows about 1.5 times faster than linear on this run): one `dev up` process serves every cluster on "
+    "one core, so the servers' write and watch throughput falls as the fleet grows, while omectl's CPU grows "
+    "linearly (`growth ... CPU seconds`). Next: one `dev up` process per few clusters on a machine with more cores, "
+    "to tell server from controller limits",
     "growth_cold_cpu_s": "CPU per cached object at the cold start grows a little with the fleet (more watch "
     "streams and work-queue entries in one process and one event loop); next: cProfile `omectl run`'s cold start on "
     "4 and 10 clusters and compare the per-object hot spots",
-    "growth_edit_converge_s": "as for the cold start: one server process for the whole fleet. Next: as above",
+    "growth_edit_converge_s": "as for the cold start: the same writes by a plain client grow as fast (their rate "
+    "falls from about 800 to under 300 InferenceServices/s from 1 to 10 clusters on this run), one server process "
+    "for the whole fleet. Next: as above",
     "growth_latency_p99_ms": "200 edits/s each re-render the engine Deployments of the edited runtime's "
-    "InferenceServices (~5 each), more than the controller sustains, so the queue grows during the 15 s and the p99 "
-    "is the backlog; larger fleets add their watch traffic to the same server core. Next: the same phase at 50 "
-    "edits/s to find the sustainable rate, and runtime statuses ahead of renders in the queue",
-    "growth_omectl_runtime_converge_s": "the delete and re-create fan out to every InferenceService of the fleet in "
-    "one queue (see the kopf ratio). Next: as for the kopf ratio",
+    "InferenceServices (~5 each), more than the controller and the servers sustain, so the queue grows during the "
+    "15 s and the p99 is the backlog. Next: as for `latency_p99_ms`",
+    "growth_omectl_runtime_converge_s": "the delete and the re-create each write every child's status through the "
+    "one server process, whose write rate falls as the fleet grows (see `growth_edit_converge_s`). Next: as for the "
+    "kopf ratio",
 }
 
 
