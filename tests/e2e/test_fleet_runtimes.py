@@ -647,9 +647,13 @@ def test_a_member_unreachable_in_its_wave_holds_the_gate_until_the_deadline_then
         assert hub.status("profile")["rollout"]["phase"] == "Progressing"
         hub.advance(1)
         status = wait_rollout(hub, "profile", start + 1, "RolledBack", ["RolledBack", "RolledBack"])
-        # fr-3's copy, in the cache, is at the stable revision already: nothing to write there
-        assert status["rollout"]["message"] == (
-            f"revision {start} re-applied to fr-3, fr-2 after revision {start + 1} failed its gate"
+        # fr-3's copy is at the stable revision already: nothing to write there. While its synced cache holds that
+        # copy it counts as re-applied; once the partition broke its watch and its caches are listing again (on a
+        # loaded machine that can come before the deadline) it is not reached yet, and it gets the stable revision
+        # once healed (asserted below)
+        assert status["rollout"]["message"] in (
+            f"revision {start} re-applied to fr-3, fr-2 after revision {start + 1} failed its gate",
+            f"revision {start} re-applied to fr-2 after revision {start + 1} failed its gate; not yet to fr-3",
         )
         assert revision_of(hub, "fr-2") == str(start)
         failed = dict(events(hub, "profile")[seen:])["WaveFailed"]
