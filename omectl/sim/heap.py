@@ -3,8 +3,9 @@
 Each embedded API server holds every stored object and a window of watch events as plain JSON trees: at 10
 clusters of fleet_scale's objects that is gigabytes of dicts the collector tracks. A full collection walks all of
 them and stops every server of the process while it does, for seconds on a 2-CPU machine: a watch event or a write
-answered that much later, which a benchmark timing the controller counted as the controller's latency (p99 2.6 s
-at 50 edits/s with the controller and the servers under three quarters of a core each). `freeze_periodically`
+answered that much later, which a benchmark timing the controller counts as the controller's latency (the likely
+cause of a p99 of 2.6 s at 50 edits/s with the controller and the servers under three quarters of a core each,
+387 ms with this in one run; benchmarks/README.md). `freeze_periodically`
 collects the young generations and freezes what survived every few seconds, so a full pass walks only what was made
 since the last freeze. A frozen object is still freed when its last reference goes (a stored object replaced, an
 event leaving the window); only a reference cycle that was alive at a freeze and becomes garbage later is never
