@@ -102,6 +102,7 @@ from omectl.cli.dev import write_registrations
 from omectl.controller.ome.watch import ISVC_LABEL
 from omectl.core.ome.render import component_name
 from omectl.kube.field_managers import FIELD_MANAGER
+from omectl.observability.loop_lag import LoopLagMonitor
 
 DEFAULT_OUT = RESULTS_DIR / "fleet_scale.json"
 README_BEGIN = "<!-- fleet-scale:begin -->"
@@ -252,7 +253,8 @@ class Wait:
 
 
 class LoopLag:
-    """How late this process's event loop wakes a 10 ms sleep, while it runs: its p50, p99 and max, in ms."""
+    """How late this process's event loop wakes a 10 ms sleep (`LoopLagMonitor`, as `omectl run` measures its own),
+    while it runs: its p50, p99 and max, in ms."""
 
     TICK_S = 0.01
 
@@ -261,13 +263,8 @@ class LoopLag:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._sample())
-
-    async def _sample(self) -> None:
-        while True:
-            asked = time.perf_counter()
-            await asyncio.sleep(self.TICK_S)
-            self.lags.append(max(0.0, time.perf_counter() - asked - self.TICK_S))
+        monitor = LoopLagMonitor(self.lags.append, interval=self.TICK_S)
+        self._task = asyncio.get_running_loop().create_task(monitor.run())
 
     async def stop(self) -> dict[str, float]:
         assert self._task is not None
