@@ -633,6 +633,8 @@ class ControllerApp:
         """Finish in-flight reconciles, stop clusters, hand every cluster over (webhook configurations re-pointed or
         deleted, Leases released), and only then stop the webhook server; flush spans."""
         self._stopping = True
+        if self.provider is not None:  # replicas stopping together must not take each other's released clusters
+            self.provider.coordinator.stop_acquiring()
         await self._tasks.stop()
         if self.fleet_runtimes is not None:
             await self.fleet_runtimes.stop()

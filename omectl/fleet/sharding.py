@@ -51,7 +51,8 @@ retry 2 s), with the same checks (`leaseDuration > renewDeadline > 1.2 * retryPe
    writes, waits until every write in flight has its answer, stops the cluster's informers and workers, and only
    then writes the release (a write still unanswered after R/2 keeps the Lease until it expires instead). So
    every write of the old holder committed or failed before the next holder could acquire, let alone write. A
-   deregistered cluster's Lease is deleted instead of released.
+   deregistered cluster's Lease is deleted instead of released. A clean stop that cancels an acquisition whose
+   answer was never read re-reads that Lease and releases it if the server took the write.
 """
 
 from __future__ import annotations
@@ -354,6 +355,7 @@ class ShardCoordinator:
         self._closing = False
         self._stopped = False
         self._in_flight: dict[str, int] = {}
+        self._unsure: set[str] = set()  # clusters whose acquiring write was cancelled unanswered: close re-reads them
         self._drained: dict[str, asyncio.Future[None]] = {}
 
     @property
@@ -643,6 +645,9 @@ class ShardCoordinator:
             written = await member.leases.write(
                 LEASE_NAME, spec, self._labels(cluster), record, self.holder.annotations()
             )
+        except asyncio.CancelledError:
+            self._unsure.add(cluster)  # the server may have taken the write whose answer is now never read
+            raise
         except KubeError as exc:
             self._failed(member, exc)
             log.warning("ha: cluster %s: taking the lease failed: %s", cluster, exc)
@@ -762,6 +767,16 @@ class ShardCoordinator:
         except KubeError as exc:
             log.warning("ha: releasing %s failed (it expires on its own): %s", record.name, exc)
 
+    async def _release_if_mine(self, member: _Member) -> None:
+        """Release a Lease this process may hold without knowing it (an acquisition cancelled unanswered)."""
+        try:
+            current = await member.leases.get(LEASE_NAME)
+        except KubeError as exc:
+            log.warning("ha: reading %s failed (if it is held here, it expires on its own): %s", LEASE_NAME, exc)
+            return
+        if current is not None:
+            await self._release_lease(member, current)
+
     async def _delete_lease(self, member: _Member, record: LeaseRecord) -> None:
         current: LeaseRecord | None = record
         try:
@@ -795,6 +810,11 @@ class ShardCoordinator:
             wait = min([*upcoming, now + self.timings.retry_period]) - now
             await self.clock.sleep(min(max(wait, 0.01), self.timings.retry_period))
 
+    def stop_acquiring(self) -> None:
+        """A stop has begun: rounds go on renewing what is held (the controller is still finishing its work) but
+        take no cluster, not even one another stopping replica has just released, and hand none over."""
+        self._closing = True
+
     async def close(self) -> None:
         """Hand every held cluster over, release its Lease and leave the membership (call once stopped)."""
         self._closing = True
@@ -813,6 +833,8 @@ class ShardCoordinator:
         self._stopped = True  # nothing is written to a member from here on
         releases = [(m, self.held.get(c, h).record) for c, h in held.items() if (m := self.members.get(c)) is not None]
         await asyncio.gather(*(self._release_lease(m, r) for m, r in releases), return_exceptions=True)
+        unsure = [m for c in sorted(self._unsure - set(held)) if (m := self.members.get(c)) is not None]
+        await asyncio.gather(*(self._release_if_mine(m) for m in unsure), return_exceptions=True)
         self.held = {}
         if self.membership is not None:
             await self.membership.leave()

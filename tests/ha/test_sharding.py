@@ -41,6 +41,7 @@ from omectl.fleet.sharding import (
 from omectl.kube.client import ClusterClient
 from omectl.kube.resources import CONFIG_MAPS
 from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.apiserver.store import WatchEvent
 
 NS = "omectl-system"
 LEASE = ("coordination.k8s.io", "leases")
@@ -386,6 +387,41 @@ async def test_close_hands_over_then_releases_and_a_removed_cluster_loses_its_le
     b, _ = await world.coordinator("b", ["c0"])
     await b.run_round()  # a released cluster is free at once, no lease duration to wait
     assert b.owned() == ["c0"]
+
+
+async def test_close_releases_a_lease_whose_acquisition_was_cancelled_after_the_server_took_it(world: World) -> None:
+    # A stop cancels the round while its acquiring write is on the wire: the server commits it, the answer is
+    # never read. The process does not know it holds the Lease, yet its close must not leave it held.
+    a, _ = await world.coordinator("a", ["c0"])
+    round_task = asyncio.ensure_future(a.run_round())
+
+    def cancel_at_the_commit(event: WatchEvent) -> None:
+        if event.key == LEASE and event.obj["metadata"]["name"] == LEASE_NAME:
+            round_task.cancel()
+
+    world.members["c0"].api.store.listeners.append(cancel_at_the_commit)
+    with pytest.raises(asyncio.CancelledError):
+        await round_task
+    world.members["c0"].api.store.listeners.remove(cancel_at_the_commit)
+    assert world.holders() == {"c0": a.identity} and a.owned() == []  # held on the server, unknown to the process
+    await a.close()
+    record = world.lease("c0")
+    assert record is not None and record.holder == "" and record.duration_seconds == 1
+
+
+async def test_a_stopping_process_renews_what_it_holds_but_takes_no_released_cluster(world: World) -> None:
+    a, _ = await world.coordinator("a", ["c0"])
+    await a.run_round()
+    b, _ = await world.coordinator("b", ["c0", "c1"])
+    await b.run_round()
+    assert b.owned() == ["c1"]
+    b.stop_acquiring()
+    renewed_before = world.lease("c1")
+    await a.close()  # c0 released: free at once for anyone still acquiring
+    await world.tick(b)
+    assert b.owned() == ["c1"] and world.holders() == {"c1": b.identity}
+    renewed = world.lease("c1")
+    assert renewed is not None and renewed_before is not None and renewed.renew_time > renewed_before.renew_time
 
 
 # --- --ha ------------------------------------------------------------------------------------------------------------
