@@ -13,6 +13,7 @@ from kubernetes_asyncio import watch as k8s_watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from omectl.sim.apiserver.server import EmbeddedAPIServer
+from omectl.sim.apiserver.store import HISTORY_MIN_EVENTS, HISTORY_SECONDS
 from tests.support import RawClient, widget, widget_crd
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -159,6 +160,41 @@ async def test_compacted_history_gives_one_error_410_event(raw: RawClient, serve
     assert status["code"] == 410
     assert status["reason"] == "Expired"
     assert status["message"].startswith(f"too old resource version: {old} (")
+
+
+async def test_history_keeps_the_last_75_seconds_of_a_kind_and_at_least_100_events(
+    raw: RawClient, server: EmbeddedAPIServer
+) -> None:
+    # As the kube-apiserver's watch cache: a resume from an event older than that is 410 Expired, then a re-list.
+    store = server.api.store
+    store.compact()  # what the server made at its start is out of the way
+    start = store.clock()
+    now = [start]
+    store.clock = lambda: now[0]
+    created = [(await raw.post(CM, configmap(f"old-{i}"))).body for i in range(150)]
+    now[0] = start + 60
+    fresh = [(await raw.post(CM, configmap(f"fresh-{i}"))).body for i in range(120)]
+    now[0] = start + 1.5 * HISTORY_SECONDS - 1  # everything kept: the oldest is not yet half as old again
+    await raw.post(CM, configmap("later"))
+    assert len(store.events_since(("", "configmaps"), 0)) == 271
+    now[0] = start + 1.5 * HISTORY_SECONDS + 1  # the first 150 are stale; the fresh ones, 60 s younger, all stay
+    await raw.post(CM, configmap("last"))
+    kept = store.events_since(("", "configmaps"), 0)
+    assert [e.obj["metadata"]["name"] for e in kept[:2]] == ["fresh-0", "fresh-1"] and len(kept) == 122
+
+    old_rv = created[-2]["metadata"]["resourceVersion"]  # the last stale one is the floor: resumable
+    _resp, stream = await open_watch(raw, CM + f"?watch=true&resourceVersion={old_rv}")
+    expired = await stream.until_eof()
+    assert [e["type"] for e in expired] == ["ERROR"] and expired[0]["object"]["code"] == 410
+    resp, stream = await open_watch(raw, CM + f"?watch=true&resourceVersion={fresh[0]['metadata']['resourceVersion']}")
+    try:
+        assert (await stream.next())["object"]["metadata"]["name"] == "fresh-1"
+    finally:
+        resp.close()
+
+    now[0] += 10 * HISTORY_SECONDS  # a quiet while, then one write: the newest 100 events stay whatever their age
+    await raw.post(CM, configmap("after-a-while"))
+    assert len(store.events_since(("", "configmaps"), 0)) == HISTORY_MIN_EVENTS
 
 
 async def test_kubernetes_asyncio_raises_410_on_an_expired_watch(

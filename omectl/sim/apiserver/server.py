@@ -21,7 +21,7 @@ from omectl.sim.apiserver.conversion import DEFAULT_TIMEOUT_SECONDS as DEFAULT_C
 from omectl.sim.apiserver.http import ClusterHTTP
 from omectl.sim.apiserver.requestlog import DEFAULT_CAPACITY as DEFAULT_REQUEST_LOG_CAPACITY
 from omectl.sim.apiserver.requestlog import RequestLog
-from omectl.sim.apiserver.store import Store
+from omectl.sim.apiserver.store import HISTORY_SECONDS, Store
 from omectl.sim.faults.admin_http import AdminPlane
 from omectl.sim.faults.injector import FaultInjector
 from omectl.sim.kubeconfig import KubeconfigEntry, write_kubeconfig
@@ -58,6 +58,7 @@ class EmbeddedAPIServer:
         ca: CertificateAuthority | None = None,
         state_dir: Path | str | None = None,
         history_window: int = 50_000,
+        history_seconds: float | None = HISTORY_SECONDS,
         bookmark_interval: float = 60.0,
         allow_http_webhooks: bool = False,
         conversion_webhook_timeout: float = DEFAULT_CONVERSION_TIMEOUT,
@@ -73,6 +74,7 @@ class EmbeddedAPIServer:
         self.ca = ca if ca is not None else (CertificateAuthority.generate() if tls else None)
         self.state_dir = Path(state_dir) if state_dir else None
         self.history_window = history_window
+        self.history_seconds = history_seconds
         self.bookmark_interval = bookmark_interval
         self.allow_http_webhooks = allow_http_webhooks
         self.conversion_webhook_timeout = conversion_webhook_timeout
@@ -92,6 +94,9 @@ class EmbeddedAPIServer:
 
     # --- construction ----------------------------------------------------------------------------------
 
+    def _new_store(self) -> Store:
+        return Store(history_window=self.history_window, history_seconds=self.history_seconds)
+
     def _new_api(self, store: Store) -> ClusterAPI:
         return ClusterAPI(
             self.name,
@@ -110,7 +115,7 @@ class EmbeddedAPIServer:
         return self.state_dir / f"{self.name}.json" if self.state_dir else None
 
     def _load_store(self) -> Store:
-        store = Store(history_window=self.history_window)
+        store = self._new_store()
         path = self._state_file
         if path is not None and path.exists():
             try:
@@ -216,11 +221,11 @@ class EmbeddedAPIServer:
         await self.stop()
         if keep_data:
             snapshot = store.snapshot()
-            fresh = Store(history_window=self.history_window)
+            fresh = self._new_store()
             fresh.restore(snapshot)
             self.api = self._new_api(fresh)
         else:
-            self.api = self._new_api(Store(history_window=self.history_window))
+            self.api = self._new_api(self._new_store())
         self.controllers = ClusterControllers(self.api)
         self.simulator = self._new_simulator()
         self.http = ClusterHTTP(self, admin=self.admin.handle)

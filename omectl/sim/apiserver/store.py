@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,23 +43,44 @@ class WatchEvent:
         return self._line
 
 
+# As the kube-apiserver's watch cache sizes itself (k8s.io/apiserver cacher: events kept fresh for 75 s, a capacity
+# of at least 100): each kind keeps its last 75 s of events and never fewer than 100, so a watch resumed from further
+# back gets 410 Expired and re-lists. Without it a server under a benchmark's load held every object version of
+# the last 50,000 writes of each kind (13.7 GB at 10 clusters).
+HISTORY_SECONDS = 75.0
+HISTORY_MIN_EVENTS = 100
+
+
 @dataclass
 class KindHistory:
     """Recent events of one kind, in resourceVersion order, for resuming watches."""
 
     events: list[WatchEvent] = field(default_factory=list)
     rvs: list[int] = field(default_factory=list)
+    stamps: list[float] = field(default_factory=list)  # when each event was committed (the store's clock)
     # Every event with rv > floor is still held; a resume from below the floor must re-list (410).
     floor: int = 0
 
-    def append(self, event: WatchEvent, window: int) -> None:
+    def append(self, event: WatchEvent, window: int, now: float = 0.0, keep_seconds: float | None = None) -> None:
+        """Add an event; drop the oldest beyond `window`, and those older than `keep_seconds` (at least
+        `HISTORY_MIN_EVENTS` stay). Both drop in batches (down to `window`, or once the oldest is half as old
+        again as `keep_seconds`), so an append costs O(1) amortized."""
         self.events.append(event)
         self.rvs.append(event.rv)
+        self.stamps.append(now)
         if len(self.events) > 2 * window:
-            drop = len(self.events) - window
-            self.floor = self.rvs[drop - 1]
-            del self.events[:drop]
-            del self.rvs[:drop]
+            self._drop(len(self.events) - window)
+        elif keep_seconds is not None and now - self.stamps[0] > 1.5 * keep_seconds:
+            stale = bisect.bisect_left(self.stamps, now - keep_seconds)
+            self._drop(min(stale, len(self.events) - HISTORY_MIN_EVENTS))
+
+    def _drop(self, count: int) -> None:
+        if count <= 0:
+            return
+        self.floor = max(self.floor, self.rvs[count - 1])
+        del self.events[:count]
+        del self.rvs[:count]
+        del self.stamps[:count]
 
     def since(self, rv: int) -> list[WatchEvent]:
         return self.events[bisect.bisect_right(self.rvs, rv) :]
@@ -67,6 +89,7 @@ class KindHistory:
         cut = bisect.bisect_right(self.rvs, up_to)
         del self.events[:cut]
         del self.rvs[:cut]
+        del self.stamps[:cut]
         self.floor = max(self.floor, up_to)
 
 
@@ -95,9 +118,18 @@ class Subscriber:
 
 
 class Store:
-    def __init__(self, history_window: int = 50_000, start_rv: int = 0) -> None:
+    def __init__(
+        self,
+        history_window: int = 50_000,
+        start_rv: int = 0,
+        *,
+        history_seconds: float | None = HISTORY_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.rv = start_rv
         self.history_window = history_window
+        self.history_seconds = history_seconds  # None: keep up to `history_window` events however old
+        self.clock = clock
         self.buckets: dict[StorageKey, dict[ObjectKey, dict[str, Any]]] = {}
         self.history: dict[StorageKey, KindHistory] = {}
         self.subscribers: dict[StorageKey, set[Subscriber]] = {}
@@ -157,7 +189,9 @@ class Store:
             bucket[okey] = obj
             self.by_uid[meta["uid"]] = (key, okey)
         event = WatchEvent(type_, obj, old, rv, key)
-        self.history.setdefault(key, KindHistory(floor=self.start_rv)).append(event, self.history_window)
+        self.history.setdefault(key, KindHistory(floor=self.start_rv)).append(
+            event, self.history_window, self.clock(), self.history_seconds
+        )
         for sub in tuple(self.subscribers.get(key, ())):
             sub.offer(event)
         for listener in self.listeners:
