@@ -150,6 +150,29 @@ async def test_what_the_first_level_forgets_the_second_forgets_too() -> None:
     assert await second.get(keys[2]) is not None
 
 
+async def test_an_edited_chain_keeps_only_its_newest_merge_in_both_levels() -> None:
+    # Each edit gives the chain new resourceVersions: the old merges are unreachable and must not pile up until the
+    # LRU's bound (at 200 edits/s they filled 50,000 entries).
+    caches = Caches()
+    objs = chain_of_four(caches)
+    second = Cache(Cache.MEMORY, serializer=NullSerializer(), timeout=None)
+    resolver = ChainResolver(second_level=second)
+    first = await resolver.resolve("c1", objs[3], caches.lookup())
+    assert len(resolver) == 4  # root, root+mid, ..+child, ..+leaf
+    keys = [first.key]
+    for i in range(20):
+        edited = runtime("ServingRuntime", "child", "mid", f"img:{i}")
+        caches.put(edited)
+        keys.append((await resolver.resolve("c1", objs[3], caches.lookup())).key)
+    assert len(resolver) == 4 and resolver.stats.evictions == 0
+    assert resolver.stats.superseded == 2 * 20  # the child's and the leaf's chains, once per edit
+    assert [await second.get(key) is not None for key in keys] == [False] * 20 + [True]
+    for depth in range(3):  # the untouched prefixes stay, in both levels
+        assert await second.get(("c1", keys[-1][1][: depth + 1])) is not None
+    again = await resolver.resolve("c1", copy.deepcopy(objs[3]), caches.lookup())
+    assert again.cache_hit and again.result.spec["engineConfig"]["runner"]["image"] == "img:19"
+
+
 async def test_a_chain_found_again_under_its_full_key_is_a_hit() -> None:
     # A relist replaces every cached object with an equal one (same resourceVersions): the memoized walk no longer
     # matches by identity, but the merge is still cached under the chain's key and must count as a hit.
