@@ -134,7 +134,8 @@ class Reconcilers:
                 traced=False,
             ),
         }
-        return Domain("ome", OmeWatch, kinds)
+        forget = self.resolver.forget_runtime
+        return Domain("ome", lambda cluster: OmeWatch(cluster, on_runtime_deleted=forget), kinds)
 
     def _aim(self) -> Domain[AimWatch]:
         service, consumers, tracer = self.aim, self.aim_consumers, self.tracer

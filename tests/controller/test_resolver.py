@@ -7,6 +7,7 @@ import copy
 import itertools
 from typing import Any
 
+import pytest
 from aiocache import Cache
 from aiocache.serializers import NullSerializer
 from hypothesis import given, settings
@@ -171,6 +172,30 @@ async def test_an_edited_chain_keeps_only_its_newest_merge_in_both_levels() -> N
         assert await second.get(("c1", keys[-1][1][: depth + 1])) is not None
     again = await resolver.resolve("c1", copy.deepcopy(objs[3]), caches.lookup())
     assert again.cache_hit and again.result.spec["engineConfig"]["runner"]["image"] == "img:19"
+
+
+async def test_a_deleted_runtime_takes_every_merge_and_memo_holding_it_from_both_levels() -> None:
+    caches = Caches()
+    objs = chain_of_four(caches)  # root <- mid <- child <- leaf
+    other = runtime("ClusterServingRuntime", "other", None, "img:other")
+    caches.put(other)
+    second = Cache(Cache.MEMORY, serializer=NullSerializer(), timeout=None)
+    resolver = ChainResolver(second_level=second)
+    leaf = await resolver.resolve("c1", objs[3], caches.lookup())
+    kept = await resolver.resolve("c1", other, caches.lookup())
+    elsewhere = await resolver.resolve("c2", objs[1], caches.lookup())  # the same names in another cluster
+    assert len(resolver) == 7  # c1: root, +mid, +child, +leaf, other; c2: root, +mid
+    caches.drop("ServingRuntime", "child")
+    resolver.forget_runtime("c1", ref_of(objs[2]))
+    # root and root+mid stay (they do not hold child); child's and leaf's chains go, and so do their memos
+    assert len(resolver) == 5
+    assert {c.names for c in (m.hit for m in resolver._chains.values())} == {("other",), ("root", "mid")}
+    await resolver.resolve("c1", other, caches.lookup())  # the second level forgets at the next resolve
+    assert await second.get(leaf.key) is None and await second.get(("c1", leaf.key[1][:3])) is None
+    assert await second.get(("c1", leaf.key[1][:2])) is not None and await second.get(kept.key) is not None
+    assert await second.get(elsewhere.key) is not None
+    with pytest.raises(ChainError):
+        await resolver.resolve("c1", objs[3], caches.lookup())  # leaf's parent is gone: not served from a memo
 
 
 async def test_a_chain_found_again_under_its_full_key_is_a_hit() -> None:

@@ -10,7 +10,8 @@ The hot path is an in-process LRU (a dict lookup); aiocache is the pluggable sec
 default, a shared backend where several replicas should share merges of identical content). The first level keeps
 one merge per chain, its newest: an edit anywhere in a chain makes the merge of the old versions unreachable (no key
 ever names them again), so it is dropped from both levels when the new one is stored, not left to age out of the
-LRU (at 200 runtime edits/s that was 50,000 dead merges, ~150 MiB, before the bound took any).
+LRU (at 200 runtime edits/s that was 50,000 dead merges, ~150 MiB, before the bound took any). For the same reason a
+runtime's delete (`forget_runtime`, from the watch) drops every merge whose chain held it.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class ChainResolver:
         # The last chain found per runtime, with the lookups that found it: re-checking those lookups by object
         # identity (the informer caches replace an object on every change) is far cheaper than walking again.
         self._chains: OrderedDict[tuple[str, RuntimeRef], _MemoizedChain] = OrderedDict()
+        self._forgotten: list[ChainKey] = []  # dropped from the first level, still to drop from the second
         self.stats = ResolverStats()
 
     def __len__(self) -> int:
@@ -107,6 +109,9 @@ class ChainResolver:
 
     async def resolve(self, cluster: str, runtime: Mapping[str, Any], lookup: RuntimeLookup) -> Resolution:
         """Resolve `runtime`'s chain in `cluster` and return its merged spec (raises `ChainError`)."""
+        if self._forgotten:
+            forgotten, self._forgotten = self._forgotten, []
+            await self._evict(forgotten)
         memo_key = (cluster, ref_of(runtime))
         memo = self._chains.get(memo_key)
         if memo is not None and memo.still_valid(runtime, lookup):
@@ -197,6 +202,22 @@ class ChainResolver:
         # What the first level forgets, the second forgets too, so memory stays bounded.
         for key in keys:
             await self._l2.delete(key)
+
+    def holds(self, cluster: str, ref: RuntimeRef) -> bool:
+        """Whether a merge of `cluster` cached here has `ref` in its chain."""
+        step = (ref.kind, ref.namespace, ref.name)
+        return any(i[0] == cluster and step in i[1] for i in self._lru)
+
+    def forget_runtime(self, cluster: str, ref: RuntimeRef) -> None:
+        """`ref` was deleted from `cluster`: drop every merge of a chain that holds it, and the memo of every runtime
+        whose last chain did (no key names them again; re-creating `ref` starts new chains). Called from the watch's
+        event handler, so it only scans (each entry once: a runtime's delete is rare next to its edits); the second
+        level forgets the same keys at the next resolve."""
+        step = (ref.kind, ref.namespace, ref.name)
+        for identity in [i for i in self._lru if i[0] == cluster and step in i[1]]:
+            self._forgotten.append(self._lru.pop(identity)[0])
+        for memo_key in [k for k, memo in self._chains.items() if k[0] == cluster and ref in memo.hit.refs]:
+            del self._chains[memo_key]
 
     async def forget_cluster(self, cluster: str) -> None:
         """Drop every entry of a cluster (it was removed or its credentials rotated)."""

@@ -99,8 +99,12 @@ its write keeps of an apply's answer: identity, the InferenceService label, the 
 class OmeWatch(DomainView):
     """The OME informers of one cluster, their event handlers, and the cluster as the OME reconcilers see it."""
 
-    def __init__(self, cluster: ClusterView) -> None:
+    def __init__(
+        self, cluster: ClusterView, on_runtime_deleted: Callable[[str, RuntimeRef], None] | None = None
+    ) -> None:
+        """`on_runtime_deleted(cluster, ref)`: told of every runtime deleted here (the shared resolver forgets it)."""
         super().__init__(cluster)
+        self.on_runtime_deleted = on_runtime_deleted
         client = cluster.client
         self.revisions = RevisionStore(client)
         self.serving = self._informer(SERVING_RUNTIMES, SR_KEY)
@@ -176,12 +180,15 @@ class OmeWatch(DomainView):
             relevant = event_type != "MODIFIED" or _chain_relevant_change(obj, old)
             if not relevant:
                 return  # our own status write (or a label edit) cannot change any chain
+            ref = RuntimeRef(RUNTIME_KIND_OF[work_kind], namespace, meta["name"])
             if event_type != "DELETED":
                 lane = Lane.RESYNC if initial else Lane.EDIT
                 self.enqueue(WorkKey(self.name, work_kind, namespace, meta["name"]), lane=lane, trigger=trigger)
+            elif self.on_runtime_deleted is not None:
+                self.on_runtime_deleted(self.name, ref)
             if initial:
                 return  # every runtime of the initial list is queued anyway
-            reached = self.reach(RuntimeRef(RUNTIME_KIND_OF[work_kind], namespace, meta["name"]))
+            reached = self.reach(ref)
             # The runtimes' own status first (their lane is above the renders'), then the InferenceServices below:
             # neither in the edit lane, so an edit made meanwhile is not queued behind what a profile edit reaches.
             for ref in reached.runtimes:
