@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import copy
 import functools
@@ -1509,8 +1510,9 @@ MISSED: dict[str, str] = {
     "the first time a spec is seen, and for each of the about 5 InferenceServices below it the engine Deployment "
     "and the status): about 2,400 writes/s, while the servers take the same writes from a plain client at the "
     "rate of `the same writes by a plain client: InferenceServices rolled out/s` (two writes each) with one core. "
-    "So the fan-out queues, in omectl (`cpu_cores` in `phases.N_clusters.latency_*`: the 15 s of edits cost it "
-    "about three times as many CPU seconds) and in the one server process; the edits' own statuses go first in "
+    "So the fan-out queues, in omectl (`cpu_s_until_idle` in `phases.N_clusters.latency_*`: the 15 s of edits cost "
+    "it {latency_cpu_s} CPU seconds at {large} clusters, {latency_idle_s} s of it after the last edit) and in the one "
+    "server process; the edits' own statuses go first in "
     "omectl's queue (edit lane, two edit workers) but share its event loop and the server's core with that backlog. "
     "Where the time goes is in the README (`Profiles`), and so are the rates the fleet sustains "
     "(`Edit latency under load`); the servers' own full garbage collections stalled every cluster for seconds until "
@@ -1538,17 +1540,18 @@ MISSED: dict[str, str] = {
     "kopf, aiohttp, omectl.core) before it caches anything, so the peers' sum grows by that per cluster while "
     "omectl's one process holds every cluster: the ratio falls with the fleet. What remains is omectl's own cost per "
     "cached object (`rss_per_object_bytes`). Next: as for `rss_over_json`",
-    "growth_cold_reconciled_s": "the same writes by a plain client grow faster still (their time from 1 to 10 "
-    "clusters grows about 1.5 times faster than linear on this run): one `dev up` process serves every cluster on "
-    "one core, so the servers' write and watch throughput falls as the fleet grows, while omectl's CPU grows "
-    "linearly (`growth ... CPU seconds`). Next: one `dev up` process per few clusters on a machine with more cores, "
-    "to tell server from controller limits",
+    "growth_cold_reconciled_s": "the same writes by a plain client slow down as the fleet grows too (their time "
+    "grows {render_growth} times faster than linear from {small} to {large} clusters on this run: {render_small} and "
+    "{render_large} InferenceServices/s): one `dev up` process serves every cluster on one core, so the servers' write "
+    "and watch throughput falls as the fleet grows, while omectl's CPU grows linearly (`growth ... CPU seconds`). "
+    "Next: one `dev up` process per few clusters on a machine with more cores, to tell server from controller limits",
     "growth_cold_cpu_s": "CPU per cached object at the cold start grows a little with the fleet (more watch "
     "streams and work-queue entries in one process and one event loop); next: cProfile `omectl run`'s cold start on "
     "4 and 10 clusters and compare the per-object hot spots",
-    "growth_edit_converge_s": "as for the cold start: the same writes by a plain client grow as fast (their rate "
-    "falls from about 800 to under 300 InferenceServices/s from 1 to 10 clusters on this run), one server process "
-    "for the whole fleet. Next: as above",
+    "growth_edit_converge_s": "as for the cold start: the same writes by a plain client slow down too (their rate "
+    "falls from {edit_small} to {edit_large} InferenceServices/s from {small} to {large} clusters on this run, "
+    "{edit_growth} times linear growth of their time), one server process for the whole fleet; the smallest fleet's "
+    "edit is over in {edit_s_small} s, so this ratio moves most from run to run. Next: as above",
     "growth_latency_p99_ms": "200 edits/s each re-render the engine Deployments of the edited runtime's "
     "InferenceServices (~5 each), more than the controller and the servers sustain, so the queue grows during the "
     "15 s and the p99 is the backlog. Next: as for `latency_p99_ms`",
@@ -1565,7 +1568,32 @@ DEADLINE_MISSED = (
 )
 
 
+def quoted_figures(results: dict[str, Any]) -> dict[str, str]:
+    """What the missed targets' reasons quote of this run: the same writes' rates at the smallest and the largest
+    fleet and their time's growth ÷ linear (the smaller fleet's rate ÷ the larger's), the smallest fleet's profile
+    edit, and the largest's CPU seconds per latency round (medians); "?" where not measured."""
+    figures = results.get("figures", {})
+    fleets = results.get("sizes", {}).get("fleets") or [0]
+    small, large = min(fleets), max(fleets)
+    quoted: dict[str, str] = collections.defaultdict(lambda: "?", small=str(small), large=str(large))
+    for phase, rate in (("render", "same_writes_render_per_s"), ("edit", "same_writes_edit_per_s")):
+        low, high = figures.get(figure_name(rate, small)), figures.get(figure_name(rate, large))
+        if low and high:
+            quoted.update({f"{phase}_small": f"{low:,.0f}", f"{phase}_large": f"{high:,.0f}"})
+            quoted[f"{phase}_growth"] = f"{low / high:.2f}"
+    edit_s = figures.get(figure_name("edit_converge_s", small))
+    if edit_s:
+        quoted["edit_s_small"] = f"{edit_s:.1f}"
+    phases = results.get("phases", {}).get(f"{large}_clusters", {})
+    rounds = [v for k, v in phases.items() if k.startswith("latency_") and "cpu_s_until_idle" in v]
+    if rounds:
+        quoted["latency_cpu_s"] = f"{statistics.median(r['cpu_s_until_idle'] for r in rounds):.0f}"
+        quoted["latency_idle_s"] = f"{statistics.median(r['idle_s_after_sending'] for r in rounds):.0f}"
+    return quoted
+
+
 def missed_targets(results: dict[str, Any]) -> list[str]:
+    quoted = quoted_figures(results)
     missed = [(name, t) for name, t in results["targets"].items() if not t["pass"]]
     if not missed:
         return ["", "Every target is met."]
@@ -1573,6 +1601,7 @@ def missed_targets(results: dict[str, Any]) -> list[str]:
     for name, target in missed:
         base = name.rsplit("_", 1)[0] if name.endswith("c") and name.rsplit("_", 1)[-1][:-1].isdigit() else name
         reason = MISSED.get(base, "not yet analysed: profile `omectl run` in that phase (cProfile) first")
+        reason = reason.format_map(quoted)
         if target.get("deadline_hit"):
             reason = DEADLINE_MISSED
         lines.append(f"- `{name}` = {target['value']:g} (target {target['op']} {target['target']:g}): {reason}.")

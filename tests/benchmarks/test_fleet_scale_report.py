@@ -47,3 +47,34 @@ def test_rounds_that_all_finished_leave_the_verdicts_alone() -> None:
     targets = {"runtime_converge_s_omectl_over_kopf_4c": passing(0.2)}
     phases = {"4_clusters": {f"runtime_convergence_kopf_{i}": convergence(recreate_hit=False) for i in (1, 2, 3)}}
     assert fleet_scale.judged_with_deadlines(targets, phases) == targets
+
+
+def test_a_missed_reason_quotes_this_runs_figures_and_a_question_mark_where_nothing_was_measured() -> None:
+    results = {
+        "sizes": {"fleets": [1, 4, 10]},
+        "figures": {
+            "same_writes_render_per_s_1c": 200.0,
+            "same_writes_render_per_s_10c": 160.0,
+            "same_writes_edit_per_s_1c": 566.0,
+            "same_writes_edit_per_s_10c": 366.0,
+            "edit_converge_s_1c": 1.37,
+        },
+        "phases": {
+            "10_clusters": {
+                f"latency_{i}": {"cpu_s_until_idle": cpu, "idle_s_after_sending": idle}
+                for i, (cpu, idle) in enumerate([(27.9, 23.2), (25.4, 17.7), (26.0, 17.9)], start=1)
+            }
+        },
+        "targets": {
+            name: {"target": 1.0, "op": "<=", "value": 2.0, "pass": False}
+            for name in ("growth_cold_reconciled_s", "growth_edit_converge_s", "latency_p50_ms_10c")
+        },
+    }
+    cold, edit, latency = (line for line in fleet_scale.missed_targets(results) if line.startswith("- "))
+    assert "grows 1.25 times faster than linear from 1 to 10 clusters on this run: 200 and 160" in cold
+    assert "falls from 566 to 366 InferenceServices/s from 1 to 10 clusters" in edit
+    assert "1.55 times linear growth" in edit and "over in 1.4 s" in edit
+    assert "cost it 26 CPU seconds at 10 clusters, 18 s of it after the last edit" in latency
+    del results["figures"], results["phases"]
+    cold, edit, latency = (line for line in fleet_scale.missed_targets(results) if line.startswith("- "))
+    assert "grows ? times faster" in cold and "cost it ? CPU seconds" in latency
