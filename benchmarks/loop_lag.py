@@ -91,6 +91,7 @@ class HealthProber(threading.Thread):
         self.port = port
         self.latencies: list[float] = []
         self.failures = 0
+        self.probes: list[tuple[float, float, bool]] = []  # (started, seconds to the answer, answered 200)
         self.stopping = threading.Event()
 
     def run(self) -> None:
@@ -104,6 +105,7 @@ class HealthProber(threading.Thread):
             except OSError:
                 ok = False
             self.latencies.append(time.perf_counter() - started)
+            self.probes.append((started, self.latencies[-1], ok))
             self.failures += 0 if ok else 1
             self.stopping.wait(max(0.0, PROBE_EVERY_S - (time.perf_counter() - started)))
 

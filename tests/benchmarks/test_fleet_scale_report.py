@@ -3,6 +3,8 @@ whatever the value (the value is the deadline's, not a measurement)."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any
 
 from benchmarks import fleet_scale
@@ -78,3 +80,49 @@ def test_a_missed_reason_quotes_this_runs_figures_and_a_question_mark_where_noth
     del results["figures"], results["phases"]
     cold, edit, latency = (line for line in fleet_scale.missed_targets(results) if line.startswith("- "))
     assert "grows ? times faster" in cold and "cost it ? CPU seconds" in latency
+
+
+def test_a_phases_loop_figures_are_the_lag_between_two_scrapes_and_the_probes_answered_since_it_began(
+    tmp_path: Path,
+) -> None:
+    omectl = fleet_scale.OmectlProcess(tmp_path, "omectl")
+    assert omectl.command[-2:] == ["--metrics-port", str(omectl.metrics_port)]
+    omectl.prober.probes.extend(
+        [
+            (1.0, 0.01, True),  # before the phase
+            (10.0, 0.001, False),  # refused: the process does not listen yet
+            (10.1, 0.02, True),
+            (10.2, 0.75, True),
+            (10.3, 30.0, False),  # no answer within the probe's timeout
+        ]
+    )
+    before = {0.005: 10.0, 0.05: 12.0, 0.1: 12.0, float("inf"): 12.0}
+    after = {0.005: 100.0, 0.05: 197.0, 0.1: 210.0, float("inf"): 212.0}  # 200 more: 98.5% within 50 ms
+    figures = omectl.loop_figures(before, after, since=9.0)
+    assert figures == {
+        "loop_lag_p99_ms": 100.0,
+        "loop_lag_samples": 200,
+        "healthz_probes": 3,
+        "healthz_slowest_s": 30.0,
+        "healthz_failures": 1,
+    }
+    beyond = omectl.loop_figures({}, {0.1: 1.0, float("inf"): 100.0}, since=0.0)
+    assert beyond["loop_lag_p99_ms"] == fleet_scale.LAG_BEYOND_MS
+
+
+def test_a_results_file_from_before_a_figure_existed_reports_without_that_row_or_its_target() -> None:
+    sizes = fleet_scale.Sizes((1,), 6, 10, 2, 20.0, 2.0, 60.0, rounds=1)
+    expected = fleet_scale.all_figures(sizes)
+    figures = {name: 1.0 for name in expected if not name.startswith(("loop_lag", "healthz"))}
+    results = {
+        "mode": "full",
+        "sizes": {**dataclasses.asdict(sizes), "fleets": [1]},
+        "figures": figures,
+        "spread": {name: [1.0, 1.0] for name in figures},
+        "phases": {},
+    }
+    refreshed = fleet_scale.refreshed(results)
+    assert "loop_lag_p99_ms_1c" not in refreshed["targets"] and "rss_over_json_1c" in refreshed["targets"]
+    labels = [row[0] for row in fleet_scale.table_rows(refreshed)]
+    assert fleet_scale.PER_SIZE["omectl_rss_mb"][1] in labels
+    assert fleet_scale.PER_SIZE["loop_lag_p99_ms"][1] not in labels
