@@ -21,6 +21,9 @@ namespaces and 1,000 InferenceServices, each naming a child of its namespace. Th
 4. **runtime convergence**: the profile is deleted (every child turns `ParentNotFound`) and re-created (every child
    `Resolved` again), timed on the runtimes only, with omectl's CPU seconds and RSS;
 
+and through each of them `omectl run`'s own event-loop lag (its `omectl_event_loop_lag_seconds` histogram, scraped
+before and after the phase) and its slowest `/healthz` answer (probed every 0.1 s from a thread);
+
 then `omectl run` is stopped and **the same writes** are made by a plain client (`ScaleFleet.writes_on_servers`
 reads the controller's writes back from the servers: its server-side applies from their managedFields, its status
 writes from the InferenceServices; engine_rollout's `EngineFleet.same_writes_jobs` and `send_jobs` replay them from
@@ -1714,7 +1717,10 @@ engine Deployment has it; API writes counted by the servers' `GET /_omectl/state
 **latency** (child runtimes' `spec.modelSizeRange.max` patched at a steady 200 edits/s fleet-wide for 15 s, open
 loop: time from each PATCH's answer to the runtime's `status.observedGeneration` reaching the new generation in the
 watch; each edit also re-renders the engine Deployments of that child's InferenceServices); **runtime convergence**
-(profile deleted, every child `ParentNotFound`; re-created, every child `Resolved`). **The same writes**: with
+(profile deleted, every child `ParentNotFound`; re-created, every child `Resolved`). Through each of these phases
+`omectl run`'s own `omectl_event_loop_lag_seconds` (scraped before and after: the p99's bucket bound) and a GET of its
+`/healthz` every 0.1 s on a fresh connection, as a kubelet probes it (the slowest answer); each round's figure is
+its worst phase, the phases' own in `phases.N_clusters.*.loop`. **The same writes**: with
 `omectl run` stopped, and the benchmark's watches closed, a plain aiohttp client with 32 connections makes the
 writes the controller made, read back from the servers (its server-side applies from the objects' managedFields,
 `benchmarks/applied.py`; its status writes from the InferenceServices), replayed as the engine-rollout benchmark
