@@ -180,15 +180,15 @@ class OmeWatch(DomainView):
             relevant = event_type != "MODIFIED" or _chain_relevant_change(obj, old)
             if not relevant:
                 return  # our own status write (or a label edit) cannot change any chain
-            ref = RuntimeRef(RUNTIME_KIND_OF[work_kind], namespace, meta["name"])
+            changed = RuntimeRef(RUNTIME_KIND_OF[work_kind], namespace, meta["name"])
             if event_type != "DELETED":
                 lane = Lane.RESYNC if initial else Lane.EDIT
                 self.enqueue(WorkKey(self.name, work_kind, namespace, meta["name"]), lane=lane, trigger=trigger)
             elif self.on_runtime_deleted is not None:
-                self.on_runtime_deleted(self.name, ref)
+                self.on_runtime_deleted(self.name, changed)
             if initial:
                 return  # every runtime of the initial list is queued anyway
-            reached = self.reach(ref)
+            reached = self.reach(changed)
             # The runtimes' own status first (their lane is above the renders'), then the InferenceServices below:
             # neither in the edit lane, so an edit made meanwhile is not queued behind what a profile edit reaches.
             for ref in reached.runtimes:
