@@ -197,17 +197,17 @@ class SlowSteps:
         generation = info.get("generation")
         if took >= self.threshold or (generation == 2 and took >= self.threshold / 5):
             self.gc_pauses.append((int(info.get("generation", -1)), took))
-            # the collector walks every object of the generations it collects: say how many there are
+            # the collector walks every object of the generations it collects: say how many there are (not how many
+            # are frozen: counting those walks them all, a stall of its own)
             tracked = len(gc.get_objects(2)) if generation == 2 else 0
             log.warning(
                 "a garbage collection of generation %s held the event loop %.0f ms (%.0f ms on the CPU; %d collected, "
-                "%d objects in generation 2, %d frozen)",
+                "%d objects in generation 2)",
                 generation,
                 took * 1000,
                 cpu * 1000,
                 info.get("collected", 0),
                 tracked,
-                gc.get_freeze_count(),
             )
 
     def _stack(self) -> tuple[str, ...]:

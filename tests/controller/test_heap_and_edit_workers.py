@@ -1,11 +1,13 @@
-"""The heap is frozen after start and after each cluster's sync: requests close together make one pass, and the
-collector skips what was frozen. Workers are kept for the edit lane: one in eight by default, as many as set."""
+"""The heap is frozen after start, after each cluster's sync and after each full collection: requests close together
+make one pass, the collector skips what was frozen, and every so often a full pass thaws it so that what died frozen
+is collected. Workers are kept for the edit lane: one in eight by default, as many as set."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import weakref
+from collections.abc import Callable
 
 import pytest
 
@@ -48,6 +50,59 @@ async def test_requests_close_together_make_one_pass_that_freezes_what_is_held_u
     off.request()
     await asyncio.sleep(0.01)
     assert off.passes == 0
+
+
+async def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + 5
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"never: {what}")
+        await asyncio.sleep(0.01)  # the freezer runs from a loop callback: nothing to await
+
+
+async def test_the_survivors_of_a_full_collection_are_frozen_so_the_next_one_skips_them() -> None:
+    freezer = HeapFreezer(enabled=True, delay=60.0, reclaim_every=3600.0)
+    freezer.start()
+    try:
+        held = [{"metadata": {"labels": [f"l{i}"]}} for i in range(1000)]  # cached objects an edit replaced
+        assert id(held[0]) in {id(obj) for obj in gc.get_objects()}
+        gc.collect()  # a full pass of the interpreter's (it makes them itself, when the old generation has grown)
+        await wait_for(lambda: freezer.passes == 1, "a freeze after the full pass")
+        walked = {id(obj) for obj in gc.get_objects()}
+        assert id(held[0]) not in walked and id(held[-1]["metadata"]) not in walked
+        assert freezer.reclaims == 0
+        gc.collect(1)  # a young collection is no full pass: nothing to freeze after it
+        await asyncio.sleep(0.05)
+        assert freezer.passes == 1
+    finally:
+        freezer.stop()
+        gc.unfreeze()
+    gc.collect()
+    await asyncio.sleep(0.05)
+    assert freezer.passes == 1  # stopped: the interpreter's passes are its own again
+
+
+async def test_a_full_collection_past_the_reclaim_interval_thaws_the_heap_so_frozen_cycles_are_collected() -> None:
+    freezer = HeapFreezer(enabled=True, delay=0.01, reclaim_every=3600.0)
+    freezer.start()
+    try:
+        connection = Node()
+        connection.me = connection  # alive at a freeze, garbage in a cycle later (a closed watch's connection)
+        gone = weakref.ref(connection)
+        gc.collect()
+        await wait_for(lambda: freezer.passes == 1, "a freeze after the full pass")
+        del connection
+        gc.collect()
+        await wait_for(lambda: freezer.passes == 2, "a freeze after the second full pass")
+        assert gone() is not None  # frozen: no pass looks at it
+        freezer.reclaim_every = 0.0  # the interval has passed
+        gc.collect()
+        await wait_for(lambda: freezer.reclaims == 1 and freezer.passes == 3, "a reclaim, then a pass")
+        assert gone() is None  # the reclaiming pass collected every generation
+        assert gc.get_freeze_count() > 0  # and froze what survived it
+    finally:
+        freezer.stop()
+        gc.unfreeze()
 
 
 def test_edit_workers_default_to_one_in_eight_and_stay_below_the_concurrency() -> None:

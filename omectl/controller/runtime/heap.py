@@ -1,40 +1,71 @@
-"""Keep the garbage collector's full passes short: what the controller holds for its whole life is frozen.
+"""Keep the garbage collector's full passes short: what the controller holds for long is frozen.
 
 A full collection walks every object the collector tracks and holds the event loop while it does: in a storm of
-1,000 runtimes those passes were the longest holds of all (80 to 115 ms on the CPU; benchmarks/README.md). Most of
-what it walks lives as long as the process: the modules, the OpenAPI schema, and the objects of the first list of
-each cluster's caches. `HeapFreezer` collects the young generations and then freezes every survivor (`gc.freeze`:
-the collector skips them from then on) after start and after a cluster's caches have synced, several syncs close
-together making one pass; neither step walks the old generation, so a pass costs a few milliseconds. A frozen object
-is still freed when its last reference goes (an informer replacing a cached object); only a reference cycle among
-frozen objects that becomes garbage is never reclaimed (the caches' JSON objects hold none), which bounds what a
-pass can leak by the cyclic garbage the old generation held at that moment. What was alive at a freeze and later
-becomes garbage in a cycle (a removed cluster's informers and caches, a stopped controller) is reclaimed only once
-the heap is thawed: `thaw()` on a cluster's removal and at stop unfreezes everything, and after a removal the next
-pass collects in full before it freezes again.
+1,000 runtimes those passes were the longest holds of all (80 to 115 ms on the CPU), and in the fleet-scale
+benchmark's edit and latency phases at 10 clusters they came every few hundred milliseconds and took 150 to 300 ms
+each, over the 200,000 to 330,000 objects promoted since the last freeze (every cached Deployment an edit replaced)
+while collecting some 5 to 25 (benchmarks/README.md). `HeapFreezer` collects the young generations and then freezes
+every survivor (`gc.freeze`: the collector skips them from then on): after start and after a cluster's caches have
+synced, several syncs close together making one pass, and (`start()`) right after each full pass the interpreter
+makes, so the next one walks only what was promoted since. No freezing step walks the old generation, so a pass
+costs a few milliseconds.
+
+A frozen object is still freed when its last reference goes (an informer replacing a cached object); only a
+reference cycle among frozen objects that becomes garbage later is not collected while it stays frozen (the caches'
+JSON objects hold none; a connection or a task alive at a freeze may). So what is frozen is bounded in time:
+every `reclaim_every` seconds, at the end of a full pass, the heap is thawed and the next pass collects every
+generation before it freezes again (one long pass in that many seconds, and only while objects churn). What was
+alive at a freeze and becomes garbage at once (a removed cluster's informers and caches, a stopped controller) is
+reclaimed the same way, without waiting: `thaw()` on a cluster's removal and at stop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import time
+from typing import Any
 
 __all__ = ["HeapFreezer"]
 
 log = logging.getLogger(__name__)
 
+RECLAIM_EVERY_S = 600.0
+
 
 class HeapFreezer:
-    """`request()` freezes the heap `delay` seconds later (later requests within that time join the same pass)."""
+    """`request()` freezes the heap `delay` seconds later (later requests within that time join the same pass);
+    after `start()`, the survivors of every full collection are frozen too, and every `reclaim_every` seconds a
+    full collection thaws the heap instead, so that the next pass collects every generation."""
 
-    def __init__(self, *, enabled: bool = True, delay: float = 1.0) -> None:
+    def __init__(self, *, enabled: bool = True, delay: float = 1.0, reclaim_every: float = RECLAIM_EVERY_S) -> None:
         self.enabled = enabled
         self.delay = delay
+        self.reclaim_every = reclaim_every
         self.passes = 0
+        self.reclaims = 0
         self._pending: asyncio.TimerHandle | None = None
         self._full = False  # the next pass collects every generation (the heap was thawed)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._after_full_pending = False
+        self._collecting = False  # our own collection: its end is no full pass of the interpreter's
+        self._reclaimed_at = time.monotonic()
+
+    def start(self) -> None:
+        """Also freeze what survives each full collection the interpreter makes (call with the loop running)."""
+        if not self.enabled or self._loop is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._reclaimed_at = time.monotonic()
+        gc.callbacks.append(self._on_collection)
+
+    def stop(self) -> None:
+        self.cancel()
+        if self._on_collection in gc.callbacks:
+            gc.callbacks.remove(self._on_collection)
+        self._loop = None
 
     def request(self) -> None:
         if not self.enabled or self._pending is not None:
@@ -53,20 +84,44 @@ class HeapFreezer:
         if refreeze:
             self.request()
 
-    def freeze_now(self) -> int:
-        """Collect the young generations (every generation after a thaw), then freeze what survived; returns the
-        objects frozen in all."""
-        self._pending = None
+    def freeze_now(self) -> None:
+        """Collect the young generations (every generation after a thaw), then freeze what survived (neither step
+        walks what is frozen already; `gc.get_freeze_count()` would, tens of milliseconds at 10 clusters)."""
+        self.cancel()
         started = time.perf_counter()
-        gc.collect() if self._full else gc.collect(1)
+        self._collecting = True
+        try:
+            gc.collect() if self._full else gc.collect(1)
+        finally:
+            self._collecting = False
         self._full = False
         gc.freeze()
         self.passes += 1
-        frozen = gc.get_freeze_count()
-        log.debug("heap frozen: %d objects in all, in %.0f ms", frozen, (time.perf_counter() - started) * 1000)
-        return frozen
+        log.debug("heap frozen (pass %d) in %.1f ms", self.passes, (time.perf_counter() - started) * 1000)
 
     def cancel(self) -> None:
         if self._pending is not None:
             self._pending.cancel()
             self._pending = None
+
+    def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
+        # Called by the collector, on whichever thread allocated; it must not collect or freeze itself.
+        if phase != "stop" or info.get("generation") != 2 or self._collecting or self._after_full_pending:
+            return
+        loop = self._loop
+        if loop is None:
+            return
+        self._after_full_pending = True
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nothing runs any more
+            loop.call_soon_threadsafe(self._after_full_pass)
+
+    def _after_full_pass(self) -> None:
+        self._after_full_pending = False
+        if self._pending is not None:  # a pass is due anyway (a sync, a thaw)
+            return
+        if time.monotonic() - self._reclaimed_at >= self.reclaim_every:
+            self._reclaimed_at = time.monotonic()
+            self.reclaims += 1
+            self.thaw()
+        else:
+            self.freeze_now()

@@ -261,8 +261,9 @@ class FleetController:
         self.on_cluster_removed: list[Any] = []
         self.metrics: ControllerMetrics | None = None  # set by ControllerApp; one observation per reconcile
         self.heap = HeapFreezer(enabled=freeze_heap)
-        """Freezes what the garbage collector would walk in vain: after start and after each cluster's sync (off
-        unless asked: a process that runs several controllers, a test suite, would keep each one's cycles)."""
+        """Freezes what the garbage collector would walk in vain: after start, after each cluster's sync and after
+        each full collection (off unless asked: a process that runs several controllers, a test suite, would keep
+        each one's cycles)."""
         self.step_timing = step_timing
         """Observe each reconcile's longest synchronous step (`omectl_reconcile_longest_step_seconds`)."""
         self.slow_steps = slow_steps
@@ -318,6 +319,7 @@ class FleetController:
             on_step = self._observe_step if self.step_timing or self.slow_steps is not None else None
             workers = run_workers(self.queue, self.process, self.concurrency, on_step=on_step, slow=self.slow_steps)
             self._workers.spawn(workers, "workers")
+            self.heap.start()
             self.heap.request()
 
     def _observe_step(self, item: WorkItem, longest: float) -> None:
@@ -327,7 +329,7 @@ class FleetController:
     async def stop(self) -> None:
         """Finish in-flight reconciles, then stop every cluster."""
         self.queue.shutdown()
-        self.heap.cancel()
+        self.heap.stop()
         if self._workers_started:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(self.queue.drain(), 10)
