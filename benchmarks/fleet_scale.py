@@ -1584,12 +1584,14 @@ MISSED: dict[str, str] = {
     "`rss_after_mb` of `phases.N_clusters.edit_*` and `latency_*` shows whether it climbs with every round (a holder "
     "keeping what no key reaches again, as the resolver's superseded merges did before c111a9a) or settles (the "
     "allocators keeping the phases' transient peak). Next: `python -m benchmarks.memory_breakdown` for what is held",
-    "loop_lag_p99_ms": "`phases.N_clusters.*.loop` has each phase's p99: the cold starts stay within the target's "
-    "bucket, the profile edits, the 200 edits/s rounds and the runtime convergence do not. Not yet measured why; the "
-    "candidates are full collections over what was cached since the heap was frozen (each cluster's first list is "
-    "frozen, the objects each round replaces are not) and longer loop turns under the rounds' watch traffic, with "
-    "the servers and this benchmark on the same two cores (README, `The runs of 2026-12-07`). Next: that phase with "
-    "`OMECTL_SLOW_STEP_SECONDS=0.05`, which logs every stall and every full collection past 50 ms, to tell them apart",
+    "loop_lag_p99_ms": "`phases.N_clusters.*.loop` has each phase's p99. Measured with `OMECTL_SLOW_STEP_SECONDS="
+    "0.05` (every stall and full collection past 50 ms logged): until 79b91c4 the full collections held the loop "
+    "150-300 ms each, every few hundred ms in the edit and latency phases (the objects each round replaced, "
+    "promoted since the heap's freeze at sync); the survivors of each full pass are now frozen and a pass takes "
+    "10-25 ms. The stalls left are loop turns of many short callbacks (watch lines, socket writes) and waits for a "
+    "core: half of those past 50 ms ran less than half their time on the CPU, with the servers and this benchmark "
+    "on the same two cores. Next: the servers on cores of their own, then bound a loop turn (a worker that ran "
+    "several steps in a row yields once)",
     "healthz_slowest_s": "as for `loop_lag_p99_ms`: /healthz is answered on the same event loop, after the turn it "
     "arrives in. Next: as there",
     "latency_p50_ms": "at 200 edits/s each edit makes about 12 writes (its runtime's status, a ControllerRevision "
