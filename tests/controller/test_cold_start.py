@@ -12,13 +12,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
 from omectl.controller.ome.watch import OmeWatch
-from omectl.settings import Settings
 from omectl.sim.apiserver.api import WriteOptions
 from omectl.sim.fleet import EmbeddedFleet
-from tests.resilience.workload import CRDS, apply_all, isvc_names, until, workload_documents
+from tests.resilience.workload import CRDS, apply_all, isvc_names, single_cluster_settings, until, workload_documents
 
 pytestmark = pytest.mark.xdist_group("e2e")
 
@@ -33,14 +31,9 @@ async def test_startup_reconciles_wait_in_the_resync_lane_until_every_informer_l
         await sim.apply([CRDS])
         await apply_all(server, workload_documents())
         held = server.faults.hold_next(1, method="GET", path_contains="/deployments")  # one informer's first list
-        registry = tmp_path / "clusters"
-        write_registrations(registry, server.write_kubeconfig(tmp_path / "kubeconfig"), [server.name])
-        settings = Settings.load(
-            webhook_port=0,
-            clusters_dir=registry,
-            trace_file=tmp_path / "traces.jsonl",
-            install_webhooks=False,
-            metrics_port=-1,
+        settings = single_cluster_settings(
+            server,
+            tmp_path,
             concurrency=1,  # one reconcile at a time: the request log shows the order the queue hands keys out
         )
         app = ControllerApp(settings)

@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from omectl.cli.dev import write_registrations
 from omectl.controller.app import ControllerApp
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
-from omectl.settings import Settings
 from omectl.sim.apiserver.api import WriteOptions
 from omectl.sim.fleet import EmbeddedFleet
 from tests.resilience.workload import (
@@ -20,6 +18,7 @@ from tests.resilience.workload import (
     OME_NAMESPACES,
     apply_all,
     profile,
+    single_cluster_settings,
     until,
     workload_documents,
 )
@@ -34,15 +33,7 @@ async def test_deleting_a_runtime_drops_its_merges_from_the_resolver_and_keeps_t
         server = sim.servers[0]
         await sim.apply([CRDS])
         await apply_all(server, workload_documents())
-        registry = tmp_path / "clusters"
-        write_registrations(registry, server.write_kubeconfig(tmp_path / "kubeconfig"), [server.name])
-        settings = Settings.load(
-            webhook_port=0,
-            clusters_dir=registry,
-            trace_file=tmp_path / "traces.jsonl",
-            install_webhooks=False,
-            metrics_port=-1,
-        )
+        settings = single_cluster_settings(server, tmp_path)
         app = ControllerApp(settings)
         await app.start()
         await app.wait_clusters({server.name})

@@ -406,6 +406,21 @@ CHEAP_CHECK_S = 0.002  # a check faster than this runs again at the next commit
 QUIET_FACTOR = 4  # a slower one: at most a fifth of the loop's time goes to it
 
 
+def single_cluster_settings(server: EmbeddedAPIServer, workdir: Path, **overrides: Any) -> Settings:
+    """Settings of a `ControllerApp` that reconciles `server` alone: its registration and traces under `workdir`, no
+    webhooks installed, no metrics port."""
+    registry = workdir / "clusters"
+    write_registrations(registry, server.write_kubeconfig(workdir / "kubeconfig"), [server.name])
+    return Settings.load(
+        webhook_port=0,
+        clusters_dir=registry,
+        trace_file=workdir / "traces.jsonl",
+        install_webhooks=False,
+        metrics_port=-1,
+        **overrides,
+    )
+
+
 async def until(
     servers: list[EmbeddedAPIServer], predicate: Callable[[], Any], timeout: float, what: str = "the predicate"
 ) -> Any:
