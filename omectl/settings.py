@@ -42,9 +42,9 @@ class Settings(BaseSettings):
     )
     freeze_heap: bool = Field(
         default=True,
-        description="After start, after each cluster's caches have synced and after each full collection, collect "
-        "the young garbage and freeze what survives, so the collector's full passes skip it (they hold the event "
-        "loop); every 10 minutes of churn one full pass thaws it all first.",
+        description="After start and after each cluster's caches have synced, collect the young garbage and freeze "
+        "what survives, and freeze the survivors of each full collection at its end, so the collector's full passes "
+        "skip it (they hold the event loop); every 10 minutes of churn one full pass thaws it all first.",
     )
     step_timing: bool = Field(
         default=True,

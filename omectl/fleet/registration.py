@@ -230,6 +230,19 @@ def _named(entries: Any, kind: str, where: str) -> dict[str, dict[str, Any]]:
     return named
 
 
+_LIBYAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    """One YAML document, parsed by libyaml where the wheel has it (a fleet kubeconfig is parsed once per cluster
+    added, on the event loop: 20 ms each in pure Python); a text libyaml refuses is parsed again by the pure parser,
+    so that the error names the problem in its words."""
+    try:
+        return yaml.load(text, Loader=_LIBYAML_LOADER)
+    except yaml.YAMLError:
+        return yaml.safe_load(text)
+
+
 def resolve_kubeconfig(reg: ClusterRegistration) -> dict[str, Any]:
     """The registration's kubeconfig as a dict, its `current-context` set to the context in use.
 
@@ -238,7 +251,7 @@ def resolve_kubeconfig(reg: ClusterRegistration) -> dict[str, Any]:
     where = kubeconfig_label(reg)
     content = kubeconfig_content(reg)
     try:
-        config = yaml.safe_load(content)
+        config = load_yaml(content)
     except yaml.YAMLError as exc:
         raise RegistrationError(f"cannot parse kubeconfig {where}: {yaml_problem(exc)}") from None
     if not isinstance(config, dict):

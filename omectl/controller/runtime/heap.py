@@ -6,9 +6,10 @@ benchmark's edit and latency phases at 10 clusters they came every few hundred m
 each, over the 200,000 to 330,000 objects promoted since the last freeze (every cached Deployment an edit replaced)
 while collecting some 5 to 25 (benchmarks/README.md). `HeapFreezer` collects the young generations and then freezes
 every survivor (`gc.freeze`: the collector skips them from then on): after start and after a cluster's caches have
-synced, several syncs close together making one pass, and (`start()`) right after each full pass the interpreter
-makes, so the next one walks only what was promoted since. No freezing step walks the old generation, so a pass
-costs a few milliseconds.
+synced, several syncs close together making one pass, and (`start()`) at the end of each full pass the interpreter
+makes, in the collector's own callback, so the next one walks only what was promoted since: at 20 clusters the
+first lists made five full passes in one long loop turn, 60 to 150 ms each, before a freeze deferred to the loop
+could run. No freezing step walks the old generation, so a pass costs a few milliseconds.
 
 A frozen object is still freed when its last reference goes (an informer replacing a cached object); only a
 reference cycle among frozen objects that becomes garbage later is not collected while it stays frozen (the caches'
@@ -105,23 +106,28 @@ class HeapFreezer:
             self._pending = None
 
     def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
-        # Called by the collector, on whichever thread allocated; it must not collect or freeze itself.
-        if phase != "stop" or info.get("generation") != 2 or self._collecting or self._after_full_pending:
+        # Called by the collector right after its pass, on whichever thread allocated, with nothing else running.
+        # A full pass leaves the young generations empty, so freezing here freezes exactly its survivors, and at
+        # once: a loop turn that makes several full passes (the first lists of many clusters arriving together)
+        # walks each object once, not once per pass. Freezing only moves the collector's lists; collecting, logging
+        # or touching the loop's timers is left to the loop.
+        if phase != "stop" or info.get("generation") != 2 or self._collecting:
             return
         loop = self._loop
-        if loop is None:
-            return
-        self._after_full_pending = True
-        with contextlib.suppress(RuntimeError):  # the loop has closed: nothing runs any more
-            loop.call_soon_threadsafe(self._after_full_pass)
-
-    def _after_full_pass(self) -> None:
-        self._after_full_pending = False
-        if self._pending is not None:  # a pass is due anyway (a sync, a thaw)
+        if loop is None or loop.is_closed():
             return
         if time.monotonic() - self._reclaimed_at >= self.reclaim_every:
-            self._reclaimed_at = time.monotonic()
-            self.reclaims += 1
-            self.thaw()
-        else:
-            self.freeze_now()
+            if not self._after_full_pending:
+                self._after_full_pending = True
+                with contextlib.suppress(RuntimeError):  # the loop has closed: nothing runs any more
+                    loop.call_soon_threadsafe(self._reclaim)
+            return
+        gc.freeze()
+        self._full = False
+        self.passes += 1
+
+    def _reclaim(self) -> None:
+        self._after_full_pending = False
+        self._reclaimed_at = time.monotonic()
+        self.reclaims += 1
+        self.thaw()

@@ -292,6 +292,7 @@ class FleetController:
             log.error("cluster %s: cannot be added: %s", registration.name, exc)
             return None
         self.registry_errors.pop(registration.name, None)
+        self.heap.start()  # from the first cluster on: its first lists are what makes the old generation grow
         runtime = ClusterRuntime(registration, client, self.queue, self.kinds, on_synced=self.heap.request)
         self.clusters[registration.name] = runtime
         await runtime.start()
