@@ -17,7 +17,9 @@ The watch-resume rule, in one place:
   410: it is checked with a one-item list before the first watch after a failure or a watch the server ended
   early, and on every bookmark (a resumed watch would otherwise wait for a resourceVersion that is not coming, and
   the cache would keep objects the server no longer has).
-Handlers run synchronously on the informer's task, after the cache holds the change.
+Handlers run synchronously on the informer's task, after the cache holds the change. The informers of one event
+loop share it: each applies a listed page in a loop turn of its own, and together they handle watch events for at
+most `WATCH_SHARE_PER_TURN_S` of a turn (past it, each yields before its next event).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
@@ -50,6 +53,44 @@ HealthListener = Callable[["Informer"], None]
 _SHORT_WATCH_SECONDS = 1.0
 
 _page_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+WATCH_SHARE_PER_TURN_S = 0.02
+"""The CPU time the informers of one event loop spend on watch events in one loop turn before each yields."""
+
+
+class _TurnShare:
+    """What the informers of one loop have spent of its current turn: a reset is queued with the first spending,
+    and runs before whatever the turn queued after it (an informer's yield included)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.spent = 0.0
+        self._reset_queued = False
+
+    def spend(self, seconds: float) -> None:
+        self.spent += seconds
+        if not self._reset_queued:
+            self._reset_queued = True
+            self._loop.call_soon(self._reset)
+
+    def _reset(self) -> None:
+        self.spent = 0.0
+        self._reset_queued = False
+
+
+_turn_shares: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _TurnShare] = weakref.WeakKeyDictionary()
+
+
+def _turn_share() -> _TurnShare:
+    """The share of the running loop: a watch's lines arrive in bursts (a profile deleted on every cluster at once
+    reaches a thousand runtimes and InferenceServices through each cluster's handlers), and an informer handled a
+    whole burst in one step: at 10 clusters, ten such steps in one loop turn, 100-200 ms."""
+    loop = asyncio.get_running_loop()
+    share = _turn_shares.get(loop)
+    if share is None:
+        share = _turn_shares[loop] = _TurnShare(loop)
+    return share
 
 
 def _page_gate() -> asyncio.Lock:
@@ -427,9 +468,15 @@ class Informer:
         if self._probe_before_watch and self.cache.resource_version:
             await self._check_not_gone_back(path)
         self._probe_before_watch = False
+        share = _turn_share()
         async for event in self.client.watch(path, query, inactivity_timeout=self.inactivity_timeout):
             lines += 1
+            # the rest of the burst in a later turn, after the others (a yield to the loop: there is nothing to await)
+            while share.spent >= WATCH_SHARE_PER_TURN_S:  # noqa: ASYNC110
+                await asyncio.sleep(0)
+            started = time.perf_counter()
             self._handle_event(event)
+            share.spend(time.perf_counter() - started)
             self._watch_progressed = True
             if not self.connected:
                 self._set_connected(True)

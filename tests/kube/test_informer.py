@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import orjson
 import pytest
 
 from omectl.kube import Backoff, ClusterClient, Informer, ObjectCache, ResourceRef
+from omectl.kube.informer import WATCH_SHARE_PER_TURN_S
 from omectl.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES
 from omectl.kube.transforms import LAST_APPLIED, metadata_and_status
 from omectl.sim.apiserver.api import WriteOptions
@@ -197,6 +199,52 @@ async def test_informers_listing_together_apply_their_pages_in_loop_turns_of_the
     # /healthz and everything else between them)
     assert sum(len(applied) for applied in applied_in.values()) >= 4
     assert [sorted(applied) for applied in applied_in.values() if len(applied) > 1] == []
+
+
+async def test_a_burst_of_watch_events_is_handled_in_shares_of_a_loop_turn(
+    client: ClusterClient, server: EmbeddedAPIServer
+) -> None:
+    namespaces = [f"burst-{i}" for i in range(8)]
+    for namespace in namespaces:
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    loop = asyncio.get_running_loop()
+    turn = 0
+
+    def tick() -> None:  # runs once per loop turn: what was scheduled during a turn runs in the next
+        nonlocal turn
+        turn += 1
+        loop.call_soon(tick)
+
+    handled_in: dict[int, list[float]] = {}  # loop turn -> the seconds each handler call in it took, in order
+    each_s = 0.002
+
+    def heavy_handler(type_: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
+        started = time.perf_counter()
+        while time.perf_counter() - started < each_s:  # a handler that fans an edit out to many keys
+            pass
+        handled_in.setdefault(turn, []).append(time.perf_counter() - started)
+
+    informers = [Informer(client, CONFIG_MAPS, namespace=ns, handlers=[heavy_handler]) for ns in namespaces]
+    for informer in informers:
+        informer.start()
+    try:
+        await asyncio.wait_for(asyncio.gather(*(i.wait_synced() for i in informers)), 10)
+        loop.call_soon(tick)
+        rt = configmap_type(server)
+        for namespace in namespaces:  # in one step of this task: the lines go out together
+            for i in range(12):
+                await server.api.create(rt, namespace, configmap(f"cm-{i}", namespace), WriteOptions())
+        deadline = loop.time() + 10
+        while not all(len(informer.cache) == 12 for informer in informers):
+            assert loop.time() < deadline, "the burst never reached every cache"
+            await asyncio.sleep(0.01)
+    finally:
+        for informer in informers:
+            await informer.stop()
+    # 96 events of 2 ms each for eight informers: in every turn, each event but the last began within the share
+    assert sum(len(calls) for calls in handled_in.values()) == 96
+    assert len(handled_in) > 1
+    assert max(sum(calls[:-1]) for calls in handled_in.values()) < WATCH_SHARE_PER_TURN_S
 
 
 class PageHolder:
