@@ -591,7 +591,9 @@ class ControllerApp:
     async def _write_status_periodically(self) -> None:
         assert self.status_file is not None
         while True:
-            self.write_status_file()
+            # the document is read on the loop, the file written off it: creating and renaming a file waits for the
+            # filesystem's journal, 20-50 ms every second while the span exporter and the servers write too
+            await asyncio.to_thread(self._write_status_text, self._status_text())
             await asyncio.sleep(1.0)
 
     def status_document(self) -> dict[str, Any]:
@@ -620,11 +622,16 @@ class ControllerApp:
     def write_status_file(self) -> None:
         """The status document, rewritten every second: where the controller serves `/status` (`statusUrl`), and
         what it said last (`observedAt`), for `omectl cluster status` once the process is gone."""
-        if self.status_file is None:
-            return
+        if self.status_file is not None:
+            self._write_status_text(self._status_text())
+
+    def _status_text(self) -> str:
+        return orjson.dumps(self.status_document(), option=orjson.OPT_INDENT_2).decode()
+
+    def _write_status_text(self, text: str) -> None:
+        assert self.status_file is not None
         self.status_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.status_file.with_suffix(".tmp")
-        text = orjson.dumps(self.status_document(), option=orjson.OPT_INDENT_2).decode()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # owner only, like the kubeconfig
         with os.fdopen(fd, "w") as out:
             out.write(text)

@@ -37,6 +37,7 @@ from omectl.kube.client import ClusterClient, KubeAPIError, KubeConnectionError
 from omectl.kube.errors import NotFound, api_error
 from omectl.kube.resources import ResourceRef
 from omectl.kube.transforms import Transform, strip_bookkeeping
+from omectl.turn_share import turn_share
 
 __all__ = ["ADDED", "DELETED", "MODIFIED", "Backoff", "Clock", "Handler", "HealthListener", "Informer", "LoopClock"]
 
@@ -56,41 +57,10 @@ _page_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] 
 
 
 WATCH_SHARE_PER_TURN_S = 0.02
-"""The CPU time the informers of one event loop spend on watch events in one loop turn before each yields."""
-
-
-class _TurnShare:
-    """What the informers of one loop have spent of its current turn: a reset is queued with the first spending,
-    and runs before whatever the turn queued after it (an informer's yield included)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self.spent = 0.0
-        self._reset_queued = False
-
-    def spend(self, seconds: float) -> None:
-        self.spent += seconds
-        if not self._reset_queued:
-            self._reset_queued = True
-            self._loop.call_soon(self._reset)
-
-    def _reset(self) -> None:
-        self.spent = 0.0
-        self._reset_queued = False
-
-
-_turn_shares: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _TurnShare] = weakref.WeakKeyDictionary()
-
-
-def _turn_share() -> _TurnShare:
-    """The share of the running loop: a watch's lines arrive in bursts (a profile deleted on every cluster at once
-    reaches a thousand runtimes and InferenceServices through each cluster's handlers), and an informer handled a
-    whole burst in one step: at 10 clusters, ten such steps in one loop turn, 100-200 ms."""
-    loop = asyncio.get_running_loop()
-    share = _turn_shares.get(loop)
-    if share is None:
-        share = _turn_shares[loop] = _TurnShare(loop)
-    return share
+"""The time the informers of one event loop spend on watch events in one loop turn (`omectl.turn_share`): a watch's
+lines arrive in bursts (a profile deleted on every cluster at once reaches a thousand runtimes and InferenceServices
+through each cluster's handlers), and an informer handled a whole burst in one step: at 10 clusters, ten such steps
+in one turn, 100-200 ms."""
 
 
 def _page_gate() -> asyncio.Lock:
@@ -468,12 +438,10 @@ class Informer:
         if self._probe_before_watch and self.cache.resource_version:
             await self._check_not_gone_back(path)
         self._probe_before_watch = False
-        share = _turn_share()
+        share = turn_share("watch events", WATCH_SHARE_PER_TURN_S)
         async for event in self.client.watch(path, query, inactivity_timeout=self.inactivity_timeout):
             lines += 1
-            # the rest of the burst in a later turn, after the others (a yield to the loop: there is nothing to await)
-            while share.spent >= WATCH_SHARE_PER_TURN_S:  # noqa: ASYNC110
-                await asyncio.sleep(0)
+            await share.wait_for_share()  # past it, the rest of the burst in a later turn
             started = time.perf_counter()
             self._handle_event(event)
             share.spend(time.perf_counter() - started)

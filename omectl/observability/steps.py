@@ -21,7 +21,10 @@ import types
 from collections import Counter
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from omectl.turn_share import TurnShare
 
 __all__ = ["SlowStep", "SlowSteps", "suspended_at", "timed_steps"]
 
@@ -64,11 +67,16 @@ def _hot_frame(stack: tuple[str, ...]) -> str:
 
 @types.coroutine
 def timed_steps(
-    coro: Coroutine[Any, Any, T], report: Callable[[float], None], slow: SlowSteps | None = None, label: str = ""
+    coro: Coroutine[Any, Any, T],
+    report: Callable[[float], None],
+    slow: SlowSteps | None = None,
+    label: str = "",
+    share: TurnShare | None = None,
 ) -> Generator[Any, Any, T]:
     """Run `coro` (await the result) and call `report(longest step in seconds)` once it ends, however it ends.
 
-    With `slow`, each step longer than `slow.threshold` is recorded there under `label`, with where it ran."""
+    With `slow`, each step longer than `slow.threshold` is recorded there under `label`, with where it ran; with
+    `share`, each step is spent from it (`omectl.turn_share`)."""
     clock = time.perf_counter
     longest = 0.0
     value: Any = None
@@ -89,6 +97,8 @@ def timed_steps(
             finally:
                 elapsed = clock() - started
                 longest = max(longest, elapsed)
+                if share is not None:
+                    share.spend(elapsed)
                 if slow is not None:
                     _, samples = slow.running or (0.0, [])
                     slow.running = None

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from omectl.controller.runtime.queue import (
+    RECONCILE_SHARE_PER_TURN_S,
     FakeClock,
     Lane,
     QueueShutDown,
@@ -741,3 +742,38 @@ async def test_a_worker_lets_the_loop_run_between_reconciles_that_never_suspend(
     queue.shutdown()
     await asyncio.wait_for(runner, 1.0)
     ticking.cancel()
+
+
+async def test_workers_start_no_reconcile_in_a_loop_turn_whose_share_their_steps_have_spent() -> None:
+    queue = new_queue()
+    for i in range(48):
+        queue.add(key(f"x{i}"))
+    loop = asyncio.get_running_loop()
+    turn = 0
+
+    def tick() -> None:  # runs once per loop turn: what was scheduled during a turn runs in the next
+        nonlocal turn
+        turn += 1
+        loop.call_soon(tick)
+
+    steps_in: dict[int, list[float]] = {}  # loop turn -> the seconds of each reconcile step run in it, in order
+    each_s = 0.005
+    handled: list[str] = []
+
+    async def handler(item: WorkItem) -> Result:  # one step of 5 ms: a render, say
+        started = time.perf_counter()
+        while time.perf_counter() - started < each_s:
+            pass
+        steps_in.setdefault(turn, []).append(time.perf_counter() - started)
+        handled.append(item.key.name)
+        return Result()
+
+    loop.call_soon(tick)
+    runner = asyncio.ensure_future(run_workers(queue, handler, 8, on_step=lambda item, longest: None))
+    await settle(lambda: len(handled) == 48, turns=2000)
+    queue.shutdown()
+    await asyncio.wait_for(runner, 1.0)
+    # eight workers, each starting a reconcile whenever it resumes: in every turn, each step but the last began
+    # within the share (the first turn, before any step was timed, excepted: each worker's first reconcile)
+    later = [steps for _, steps in sorted(steps_in.items())[1:]]
+    assert later and max(sum(steps[:-1]) for steps in later) < RECONCILE_SHARE_PER_TURN_S

@@ -28,6 +28,7 @@ from typing import Protocol
 from omectl.observability.logs import bind as bind_log_fields
 from omectl.observability.logs import unbind as unbind_log_fields
 from omectl.observability.steps import SlowSteps, timed_steps
+from omectl.turn_share import turn_share
 
 log = logging.getLogger(__name__)
 
@@ -600,6 +601,10 @@ def retry_after_of(exc: BaseException, cap: float) -> float:
     return 0.0
 
 
+RECONCILE_SHARE_PER_TURN_S = 0.02
+"""The time the reconciles' steps take of one loop turn before the workers start no new one in it
+(`omectl.turn_share`): sixteen workers resuming together filled turns of 10-66 ms at 10 clusters."""
+
 StepReport = Callable[[WorkItem, float], None]
 """Told, once each reconcile ends, its item and its longest synchronous step in seconds (`timed_steps`)."""
 
@@ -627,6 +632,7 @@ async def _work(
     on_step: StepReport | None = None,
     slow: SlowSteps | None = None,
 ) -> None:
+    share = turn_share("reconciles", RECONCILE_SHARE_PER_TURN_S)
     while True:
         try:
             item = await queue.get()
@@ -639,14 +645,16 @@ async def _work(
                 await _handle(queue, handler, item)
             else:
                 report = functools.partial(on_step, item)
-                await timed_steps(_handle(queue, handler, item), report, slow, str(key))
+                await timed_steps(_handle(queue, handler, item), report, slow, str(key), share)
         finally:
             unbind_log_fields(token)
             queue.done(item)
         # A reconcile with nothing to write never suspends, and `get` returns at once while keys are ready: without
         # this a worker would run a whole backlog of such reconciles in one step of the loop, /healthz and the
-        # watch streams waiting behind it.
+        # watch streams waiting behind it. And no new reconcile starts in a turn whose share the steps of the
+        # workers have spent (timed steps only: with step timing off nothing is spent).
         await asyncio.sleep(0)
+        await share.wait_for_share()
 
 
 async def _handle(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Result | None]], item: WorkItem) -> None:
