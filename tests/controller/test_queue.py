@@ -744,10 +744,10 @@ async def test_a_worker_lets_the_loop_run_between_reconciles_that_never_suspend(
     ticking.cancel()
 
 
-async def test_workers_start_no_reconcile_in_a_loop_turn_whose_share_their_steps_have_spent() -> None:
+async def test_workers_start_no_reconcile_but_an_edit_in_a_loop_turn_whose_share_their_steps_have_spent() -> None:
     queue = new_queue()
     for i in range(48):
-        queue.add(key(f"x{i}"))
+        queue.add(key(f"x{i}"), lane=Lane.FANOUT)  # a rollout's fan-out (a user's edit never waits: below)
     loop = asyncio.get_running_loop()
     turn = 0
 
@@ -777,3 +777,14 @@ async def test_workers_start_no_reconcile_in_a_loop_turn_whose_share_their_steps
     # within the share (the first turn, before any step was timed, excepted: each worker's first reconcile)
     later = [steps for _, steps in sorted(steps_in.items())[1:]]
     assert later and max(sum(steps[:-1]) for steps in later) < RECONCILE_SHARE_PER_TURN_S
+    # the same reconciles as users' edits: each worker starts one whenever it resumes, share or not
+    steps_in.clear()
+    handled.clear()
+    queue = new_queue()
+    for i in range(48):
+        queue.add(key(f"x{i}"), lane=Lane.EDIT)
+    runner = asyncio.ensure_future(run_workers(queue, handler, 8, on_step=lambda item, longest: None))
+    await settle(lambda: len(handled) == 48, turns=2000)
+    queue.shutdown()
+    await asyncio.wait_for(runner, 1.0)
+    assert max(len(steps) for steps in steps_in.values()) == 8

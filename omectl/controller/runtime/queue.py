@@ -638,6 +638,8 @@ async def _work(
             item = await queue.get()
         except QueueShutDown:
             return
+        if item.lane is not Lane.EDIT:  # a user's edit starts at once; the rest waits for a turn with share left
+            await share.wait_for_share()
         key = item.key  # log lines of this reconcile carry the object (omectl.observability.logs)
         token = bind_log_fields(cluster=key.cluster, kind=key.kind, namespace=key.namespace, name=key.name)
         try:
@@ -651,10 +653,9 @@ async def _work(
             queue.done(item)
         # A reconcile with nothing to write never suspends, and `get` returns at once while keys are ready: without
         # this a worker would run a whole backlog of such reconciles in one step of the loop, /healthz and the
-        # watch streams waiting behind it. And no new reconcile starts in a turn whose share the steps of the
-        # workers have spent (timed steps only: with step timing off nothing is spent).
+        # watch streams waiting behind it. And no new reconcile but an edit's starts in a turn whose share the
+        # workers' steps have spent (timed steps only: with step timing off nothing is spent).
         await asyncio.sleep(0)
-        await share.wait_for_share()
 
 
 async def _handle(queue: WorkQueue, handler: Callable[[WorkItem], Awaitable[Result | None]], item: WorkItem) -> None:
