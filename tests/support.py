@@ -288,6 +288,32 @@ def until(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
     raise AssertionError(f"never: {what} (last: {last!r})")
 
 
+class LoopTurns:
+    """Counts the turns of the running event loop: a callback that re-queues itself runs once per turn (what is
+    scheduled during a turn runs in the next). `now` is the current turn's number; stop with `stop()`."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self.now += 1
+        self._handle = self._loop.call_soon(self._tick)
+
+    def stop(self) -> None:
+        self._handle.cancel()
+
+
+def spin(seconds: float) -> float:
+    """Hold the CPU (and so the event loop) for `seconds`, as a render or a handler's fan-out would; returns the
+    seconds it took."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        pass
+    return time.perf_counter() - started
+
+
 @dataclass
 class SimulatedFleet:
     """Embedded clusters served from a background thread, every CRD of deploy/crds applied, and kubectl for them

@@ -25,6 +25,8 @@ from omectl.controller.runtime.queue import (
     WorkQueue,
     run_workers,
 )
+from omectl.turn_share import turn_share
+from tests.support import LoopTurns, spin
 
 RUNTIME = "ome.io/ServingRuntime"
 
@@ -748,27 +750,15 @@ async def test_workers_start_no_reconcile_but_an_edit_in_a_loop_turn_whose_share
     queue = new_queue()
     for i in range(48):
         queue.add(key(f"x{i}"), lane=Lane.FANOUT)  # a rollout's fan-out (a user's edit never waits: below)
-    loop = asyncio.get_running_loop()
-    turn = 0
-
-    def tick() -> None:  # runs once per loop turn: what was scheduled during a turn runs in the next
-        nonlocal turn
-        turn += 1
-        loop.call_soon(tick)
-
     steps_in: dict[int, list[float]] = {}  # loop turn -> the seconds of each reconcile step run in it, in order
-    each_s = 0.005
     handled: list[str] = []
 
     async def handler(item: WorkItem) -> Result:  # one step of 5 ms: a render, say
-        started = time.perf_counter()
-        while time.perf_counter() - started < each_s:
-            pass
-        steps_in.setdefault(turn, []).append(time.perf_counter() - started)
+        steps_in.setdefault(turns.now, []).append(spin(0.005))
         handled.append(item.key.name)
         return Result()
 
-    loop.call_soon(tick)
+    turns = LoopTurns()
     runner = asyncio.ensure_future(run_workers(queue, handler, 8, on_step=lambda item, longest: None))
     await settle(lambda: len(handled) == 48, turns=2000)
     queue.shutdown()
@@ -787,4 +777,21 @@ async def test_workers_start_no_reconcile_but_an_edit_in_a_loop_turn_whose_share
     await settle(lambda: len(handled) == 48, turns=2000)
     queue.shutdown()
     await asyncio.wait_for(runner, 1.0)
+    turns.stop()
     assert max(len(steps) for steps in steps_in.values()) == 8
+
+
+async def test_a_worker_stopped_while_it_waits_for_the_share_leaves_its_key_no_longer_in_flight() -> None:
+    queue = new_queue()
+    queue.add(key("rollout"), lane=Lane.FANOUT)
+    share = turn_share("reconciles", RECONCILE_SHARE_PER_TURN_S)
+    share.spent = float("inf")  # this turn's share spent, and no reset queued: the worker waits until stopped
+    runner = asyncio.ensure_future(run_workers(queue, lambda item: asyncio.sleep(0), 1))
+    try:
+        await settle(lambda: queue.in_flight == 1 and len(queue) == 0)
+        runner.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await runner
+    finally:
+        share.spent = 0.0
+    assert queue.in_flight == 0

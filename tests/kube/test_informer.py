@@ -19,7 +19,7 @@ from omectl.kube.transforms import LAST_APPLIED, metadata_and_status
 from omectl.sim.apiserver.api import WriteOptions
 from omectl.sim.apiserver.server import EmbeddedAPIServer
 from omectl.sim.faults.injector import RequestFault
-from tests.support import widget, widget_crd
+from tests.support import LoopTurns, spin, widget, widget_crd
 
 NS = "default"
 WIDGETS = ResourceRef("example.com", "v1", "widgets", "Widget", True)
@@ -165,37 +165,26 @@ async def test_a_burst_of_watch_events_is_handled_in_shares_of_a_loop_turn(
     namespaces = [f"burst-{i}" for i in range(8)]
     for namespace in namespaces:
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    loop = asyncio.get_running_loop()
-    turn = 0
-
-    def tick() -> None:  # runs once per loop turn: what was scheduled during a turn runs in the next
-        nonlocal turn
-        turn += 1
-        loop.call_soon(tick)
-
     handled_in: dict[int, list[float]] = {}  # loop turn -> the seconds each handler call in it took, in order
-    each_s = 0.002
 
     def heavy_handler(type_: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
-        started = time.perf_counter()
-        while time.perf_counter() - started < each_s:  # a handler that fans an edit out to many keys
-            pass
-        handled_in.setdefault(turn, []).append(time.perf_counter() - started)
+        handled_in.setdefault(turns.now, []).append(spin(0.002))  # a handler that fans an edit out to many keys
 
     informers = [Informer(client, CONFIG_MAPS, namespace=ns, handlers=[heavy_handler]) for ns in namespaces]
     for informer in informers:
         informer.start()
     try:
         await asyncio.wait_for(asyncio.gather(*(i.wait_synced() for i in informers)), 10)
-        loop.call_soon(tick)
+        turns = LoopTurns()
         rt = configmap_type(server)
         for namespace in namespaces:  # in one step of this task: the lines go out together
             for i in range(12):
                 await server.api.create(rt, namespace, configmap(f"cm-{i}", namespace), WriteOptions())
-        deadline = loop.time() + 10
+        deadline = time.monotonic() + 10
         while not all(len(informer.cache) == 12 for informer in informers):
-            assert loop.time() < deadline, "the burst never reached every cache"
+            assert time.monotonic() < deadline, "the burst never reached every cache"
             await asyncio.sleep(0.01)
+        turns.stop()
     finally:
         for informer in informers:
             await informer.stop()

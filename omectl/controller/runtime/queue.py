@@ -638,11 +638,11 @@ async def _work(
             item = await queue.get()
         except QueueShutDown:
             return
-        if item.lane is not Lane.EDIT:  # a user's edit starts at once; the rest waits for a turn with share left
-            await share.wait_for_share()
         key = item.key  # log lines of this reconcile carry the object (omectl.observability.logs)
         token = bind_log_fields(cluster=key.cluster, kind=key.kind, namespace=key.namespace, name=key.name)
-        try:
+        try:  # from here on the key is in flight: `done` however this ends, a stop's cancellation included
+            if item.lane is not Lane.EDIT:  # a user's edit starts at once; the rest waits for a turn with share left
+                await share.wait_for_share()
             if on_step is None:
                 await _handle(queue, handler, item)
             else:
