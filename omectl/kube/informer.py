@@ -18,8 +18,8 @@ The watch-resume rule, in one place:
   early, and on every bookmark (a resumed watch would otherwise wait for a resourceVersion that is not coming, and
   the cache would keep objects the server no longer has).
 Handlers run synchronously on the informer's task, after the cache holds the change. The informers of one event
-loop share it: together they handle watch events for at most `WATCH_SHARE_PER_TURN_S` of a turn (past it, each
-yields before its next event).
+loop share it: each applies a listed page in a loop turn of its own, and together they handle watch events for at
+most `WATCH_SHARE_PER_TURN_S` of a turn (past it, each yields before its next event).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import asyncio
 import logging
 import random
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
@@ -52,11 +53,26 @@ HealthListener = Callable[["Informer"], None]
 # A watch that ends this soon with no line in it is a failure, not a clean timeout (client-go's "very short watch").
 _SHORT_WATCH_SECONDS = 1.0
 
+_page_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
 WATCH_SHARE_PER_TURN_S = 0.02
 """The time the informers of one event loop spend on watch events in one loop turn (`omectl.turn_share`): a watch's
 lines arrive in bursts (a profile deleted on every cluster at once reaches a thousand runtimes and InferenceServices
 through each cluster's handlers), and an informer handled a whole burst in one step: at 10 clusters, ten such steps
 in one turn, 100-200 ms."""
+
+
+def _page_gate() -> asyncio.Lock:
+    """One lock per event loop that every informer takes to apply a listed page: a fleet's clusters start together,
+    and their pages, arriving in the same moments, were applied in one loop turn (at 20 clusters a turn of 300 ms
+    to over a second: /healthz waited for it). Each holds it into the next turn, so a page that arrived beside it waits
+    for a turn of its own."""
+    loop = asyncio.get_running_loop()
+    gate = _page_gates.get(loop)
+    if gate is None:
+        gate = _page_gates[loop] = asyncio.Lock()
+    return gate
 
 
 class Clock(Protocol):
@@ -339,7 +355,9 @@ class Informer:
                 list_rv = page_list_rv
             self.served = True
             self.relists += 1
-            self._replace(items, list_rv)
+            async with _page_gate():
+                self._replace(items, list_rv)
+                await asyncio.sleep(0)  # held past this turn: another informer's page waits for a turn of its own
         else:
             await self._fill(resource_version)
             self.cache.complete = True
@@ -357,8 +375,10 @@ class Informer:
         async for page, page_list_rv in self._pages(resource_version):
             self.served = True
             list_rv = page_list_rv
-            for item in page:
-                listed.add(self._apply_listed(item, initial=True))
+            async with _page_gate():
+                for item in page:
+                    listed.add(self._apply_listed(item, initial=True))
+                await asyncio.sleep(0)  # held past this turn: another informer's page waits for a turn of its own
         self._delete_unlisted(listed)
         self.cache.resource_version = list_rv
 

@@ -110,10 +110,12 @@ class WebhookKeeper(Keeper):
             await self._keep_while_running()
 
     async def _keep(self, desired: dict[str, Any]) -> bool:
-        synced = self.informer.synced.is_set()
-        live = self.informer.cache.get("", WEBHOOK_CONFIGURATION_NAME) if synced else None
-        if self.installed.is_set() and synced and matches(live, desired):
-            return False
+        if self.installed.is_set():
+            # a check compares with the cluster's configuration, not with a first list still being filled in (its
+            # handlers mark the keeper dirty before the informer is synced): that was a second, needless write
+            await self.informer.synced.wait()
+            if matches(self.informer.cache.get("", WEBHOOK_CONFIGURATION_NAME), desired):
+                return False
         await self._apply(desired)
         if self.installed.is_set():
             log.info("cluster %s: webhook configuration %s put back", self.cluster, WEBHOOK_CONFIGURATION_NAME)

@@ -36,6 +36,32 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.xdist_group("envtest")]
 FIDELITY_DOC = ROOT / "docs" / "fidelity.md"
 
 
+def reapplied_webhook_config(timeout_seconds: int) -> dict[str, Any]:
+    """A webhook configuration that leaves every defaulted field to the server (its rule matches nothing here)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "fidelity-reapply"},
+        "webhooks": [
+            {
+                "name": "nothing.fidelity.example.com",
+                "clientConfig": {"url": "https://127.0.0.1:9/validate"},
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": ["nothing.example.com"],
+                        "apiVersions": ["v1"],
+                        "resources": ["nothings"],
+                    }
+                ],
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "timeoutSeconds": timeout_seconds,
+            }
+        ],
+    }
+
+
 def dump(*docs: dict[str, Any]) -> str:
     return yaml.safe_dump_all(list(docs))
 
@@ -813,6 +839,18 @@ SCENARIOS = [
             step("apply", "-f", "-", input=dump(widget("denied-red", color="red")), until_exit=1),
             step("apply", "-f", "-", input=dump(widget("allowed-red", color="red"))),
             step("delete", "validatingwebhookconfiguration", "fidelity-webhook"),
+        ),
+    ),
+    Scenario(
+        "webhook-config-reapply",
+        "a ValidatingWebhookConfiguration server-side applied, then applied again with one field changed: the "
+        "server's defaults (a rule's `scope`, `matchPolicy`, the selectors) on both writes",
+        (
+            step("apply", "--server-side", "-f", "-", input=dump(reapplied_webhook_config(10))),
+            step("get", "validatingwebhookconfiguration", "fidelity-reapply", "-o", "json", json=True),
+            step("apply", "--server-side", "-f", "-", input=dump(reapplied_webhook_config(5))),
+            step("get", "validatingwebhookconfiguration", "fidelity-reapply", "-o", "json", json=True),
+            step("delete", "validatingwebhookconfiguration", "fidelity-reapply"),
         ),
     ),
     Scenario(

@@ -159,6 +159,41 @@ async def test_initial_list_is_paged_fills_the_cache_and_sets_synced(
         assert informer.connected
 
 
+async def test_informers_listing_together_apply_their_pages_in_loop_turns_of_their_own(
+    client: ClusterClient, server: EmbeddedAPIServer
+) -> None:
+    namespaces = [f"team-{i}" for i in range(4)]
+    for namespace in namespaces:
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        for i in range(12):
+            await client.create(CONFIG_MAPS, configmap(f"cm-{i}", namespace))
+    applied_in: dict[int, set[str]] = {}  # loop turn -> the namespaces whose listed objects were applied in it
+
+    def page_recorder(namespace: str) -> Callable[[str, dict[str, Any], dict[str, Any] | None, bool], None]:
+        def record(type_: str, obj: dict[str, Any], old: dict[str, Any] | None, initial: bool) -> None:
+            applied_in.setdefault(turns.now, set()).add(namespace)
+
+        return record
+
+    informers = [
+        Informer(client, CONFIG_MAPS, namespace=ns, page_size=2, handlers=[page_recorder(ns)]) for ns in namespaces
+    ]
+    turns = LoopTurns()
+    for informer in informers:
+        informer.start()
+    try:
+        await asyncio.wait_for(asyncio.gather(*(i.wait_synced() for i in informers)), 10)
+    finally:
+        turns.stop()
+        for informer in informers:
+            await informer.stop()
+    assert all(len(informer.cache) == 12 for informer in informers)
+    # four informers' pages of two, answered together: never two pages applied in one turn (the loop answers
+    # /healthz and everything else between them)
+    assert sum(len(applied) for applied in applied_in.values()) >= 4
+    assert [sorted(applied) for applied in applied_in.values() if len(applied) > 1] == []
+
+
 async def test_a_burst_of_watch_events_is_handled_in_shares_of_a_loop_turn(
     client: ClusterClient, server: EmbeddedAPIServer
 ) -> None:

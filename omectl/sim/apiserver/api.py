@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from omectl.sim.admission.config import default_webhook_configuration, validate_webhook_configuration
+from omectl.sim.admission.config import validate_webhook_configuration
 from omectl.sim.admission.dispatch import WebhookDispatcher
 from omectl.sim.admission.match import AdmissionAttributes
 from omectl.sim.apiserver import errors, service_allocation
@@ -525,8 +525,6 @@ class ClusterAPI:
             meta["labels"] = labels
             obj["spec"] = {"finalizers": ["kubernetes"]}
             obj["status"] = {"phase": "Active"}
-        if rt.storage_key == WEBHOOK_KEY:
-            default_webhook_configuration(obj)
         if rt.storage_key == ("", "secrets") and not obj.get("type"):
             obj["type"] = "Opaque"
         if rt.builtin:

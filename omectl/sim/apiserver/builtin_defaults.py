@@ -11,16 +11,19 @@ image, else IfNotPresent), `terminationMessagePath` and `terminationMessagePolic
 `internalTrafficPolicy`, `externalTrafficPolicy` (NodePort and LoadBalancer), `allocateLoadBalancerNodePorts`, and
 each port's `protocol` and `targetPort` (the port); a claim's `volumeMode` (Filesystem) and `status.phase`
 (Pending); a Pod container's requests of what it limits; a role binding's `roleRef.apiGroup` and its User and
-Group subjects' `apiGroup`. What a new object gets beyond its defaults is `create_rules.py`'s, what a Service's
-storage allocates (cluster IPs, node ports) `service_allocation.py`'s. The same happens here, in place, only where
-a field is absent: a value the writer set is never changed. An applied configuration is not defaulted, its merged
-result is (api.py), so an applier never owns a default.
+Group subjects' `apiGroup`; a webhook configuration's `failurePolicy`, `matchPolicy`, selectors, `timeoutSeconds`
+and each rule's `scope` (`omectl.sim.admission.config`). What a new object gets beyond its defaults is
+`create_rules.py`'s, what a Service's storage allocates (cluster IPs, node ports) `service_allocation.py`'s. The same
+happens here, in place, only where a field is absent: a value the writer set is never changed. An applied
+configuration is not defaulted, its merged result is (api.py), so an applier never owns a default.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from omectl.sim.admission.config import default_webhook_configuration
 
 Obj = dict[str, Any]
 
@@ -220,4 +223,6 @@ _KINDS: dict[tuple[str, str], Callable[[Obj], None]] = {
     (_RBAC_GROUP, "ClusterRoleBinding"): _role_binding,
     ("apps", "Deployment"): _deployment,
     ("batch", "Job"): _job,
+    # every write, not only a create: a re-applied rule list replaces the stored one and gets its `scope` again
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): default_webhook_configuration,
 }
