@@ -28,6 +28,7 @@ class ObjectCache:
     def __init__(self) -> None:
         self._by_namespace: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> name -> object
         self._count = 0
+        self.changes = 0  # upserts and deletes so far: while it stands still, every read answers as before
         self._index_funcs: dict[str, IndexFunc] = {}
         # index name -> index value -> keys of the objects carrying that value (a dict as a set: a third of the
         # memory of a set for the few keys most values have). An object is unfiled by its index values computed
@@ -84,6 +85,7 @@ class ObjectCache:
         names = self._by_namespace.setdefault(key[0], {})
         old = names.get(key[1])
         names[key[1]] = obj
+        self.changes += 1
         if old is None:
             self._count += 1
         for name, fn in self._index_funcs.items():
@@ -99,6 +101,7 @@ class ObjectCache:
         old = names.pop(name, None) if names is not None else None
         if old is not None:
             self._count -= 1
+            self.changes += 1
             if not names:
                 del self._by_namespace[key[0]]
             for index_name, fn in self._index_funcs.items():

@@ -362,6 +362,48 @@ async def test_a_warm_resolve_is_answered_by_the_memo_after_re_checking_its_look
     assert cluster_only.gets == 1
 
 
+class CountingCache(ObjectCache):
+    """An ObjectCache that counts its reads."""
+
+    gets = 0
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        self.gets += 1
+        return super().get(namespace, name)
+
+
+async def test_a_warm_resolve_skips_its_re_check_while_neither_runtime_cache_has_changed() -> None:
+    caches = Caches()
+    caches.serving, caches.cluster_serving = CountingCache(), CountingCache()
+    objs = chain_of_four(caches)  # root, mid (cluster runtimes) <- child <- leaf (namespace ns)
+    resolver = ChainResolver()
+
+    def reads() -> int:
+        return caches.serving.gets + caches.cluster_serving.gets  # type: ignore[attr-defined]
+
+    first = await resolver.resolve("c1", objs[3], caches.lookup())
+    before = reads()
+    assert (await resolver.resolve("c1", objs[3], caches.lookup())).cache_hit
+    assert reads() == before  # nothing changed since the walk: not one lookup
+    # any change to either cache (here a runtime outside the chain) costs one re-check, then none again
+    caches.put(runtime("ServingRuntime", "unrelated", None, "img:9"))
+    assert (await resolver.resolve("c1", objs[3], caches.lookup())).cache_hit
+    rechecked = reads()
+    assert rechecked - before == 5  # child; mid and root, each first as a ServingRuntime of ns
+    assert (await resolver.resolve("c1", objs[3], caches.lookup())).cache_hit
+    assert reads() == rechecked
+    # a lookup with an overlay (an object being admitted) always re-checks
+    overlay = CacheLookup(caches.serving, caches.cluster_serving, overlay={("X", "", "none"): None})
+    assert (await resolver.resolve("c1", objs[3], overlay)).cache_hit
+    assert reads() == rechecked + 5
+    # and a parent's edit is never served stale
+    mid = runtime("ClusterServingRuntime", "mid", "root", "img:edited")
+    caches.put(mid)
+    edited = await resolver.resolve("c1", objs[3], caches.lookup())
+    assert not edited.cache_hit and edited.result.spec == expected_spec(objs[3], caches) != first.result.spec
+    assert edited.result.spec["engineConfig"]["runner"]["image"] == "img:edited"
+
+
 async def test_the_memo_keeps_the_most_recent_runtimes_within_its_bound() -> None:
     caches = Caches()
     objs = [runtime("ClusterServingRuntime", f"r{i}", None, f"img:{i}") for i in range(3)]

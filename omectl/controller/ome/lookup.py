@@ -53,6 +53,15 @@ class CacheLookup:
         self.cluster_serving = cluster_serving
         self.overlay = dict(overlay or {})
 
+    def stamp(self) -> tuple[object, ...] | None:
+        """A value that stays equal while every `get` answers as before (the same caches, neither changed since);
+        None when that cannot be told (an overlay, a cache that does not count its changes)."""
+        serving_changes = getattr(self.serving, "changes", None)
+        cluster_changes = getattr(self.cluster_serving, "changes", None)
+        if self.overlay or serving_changes is None or cluster_changes is None:
+            return None
+        return (self.serving, serving_changes, self.cluster_serving, cluster_changes)
+
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         if self.overlay:
             key = (kind, namespace if kind == SERVING_RUNTIME else "", name)

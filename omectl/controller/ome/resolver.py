@@ -12,6 +12,10 @@ one merge per chain, its newest: an edit anywhere in a chain makes the merge of 
 ever names them again), so it is dropped from both levels when the new one is stored, not left to age out of the
 LRU (at 200 runtime edits/s that was 50,000 dead merges, ~150 MiB, before the bound took any). For the same reason a
 runtime's delete (`forget_runtime`, from the watch) drops every merge whose chain held it.
+
+In front of both, each runtime's last chain is memoized with the lookups that found it: a resolve of the same
+runtime object re-checks those lookups by identity instead of walking the chain again, and skips even that while
+neither runtime cache has changed since they last held (the caches count their changes: `CacheLookup.stamp`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any, NamedTuple
 from aiocache import Cache
 from aiocache.serializers import NullSerializer
 
+from omectl.controller.ome.lookup import CacheLookup
 from omectl.core.ome.inheritance import ResolutionContext, ResolvedChain, RuntimeLookup, ref_of, resolve_chain
 from omectl.core.ome.merge import MergeResult, merge_layer
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, SERVING_RUNTIME, RuntimeRef
@@ -52,28 +57,38 @@ class Resolution(NamedTuple):
 
 
 class _MemoizedChain:
-    """The last chain found for one runtime, and the lookups (with the objects they returned) that found it."""
+    """The last chain found for one runtime, the lookups (with the objects they returned) that found it, and the
+    lookup's stamp when they last held (`CacheLookup.stamp`: while it is unchanged, so are their answers)."""
 
-    __slots__ = ("checks", "hit", "runtime")
+    __slots__ = ("checks", "hit", "runtime", "stamp")
 
     def __init__(
         self,
         runtime: Mapping[str, Any],
         checks: tuple[tuple[str, str, str, Mapping[str, Any] | None], ...],
         hit: Resolution,
+        stamp: tuple[object, ...] | None,
     ) -> None:
         self.runtime = runtime
         self.checks = checks
         self.hit = hit
+        self.stamp = stamp
 
-    def still_valid(self, runtime: Mapping[str, Any], lookup: RuntimeLookup) -> bool:
+    def still_valid(self, runtime: Mapping[str, Any], lookup: RuntimeLookup, stamp: tuple[object, ...] | None) -> bool:
         if runtime is not self.runtime:
             return False
+        if stamp is not None and stamp == self.stamp:
+            return True
         get = lookup.get
-        for kind, namespace, name, expected in self.checks:  # noqa: SIM110 - a plain loop is faster than all()
+        for kind, namespace, name, expected in self.checks:
             if get(kind, namespace, name) is not expected:  # type: ignore[arg-type]
                 return False
+        self.stamp = stamp
         return True
+
+
+def _stamp_of(lookup: RuntimeLookup) -> tuple[object, ...] | None:
+    return lookup.stamp() if isinstance(lookup, CacheLookup) else None
 
 
 @dataclass
@@ -114,7 +129,8 @@ class ChainResolver:
             await self._evict(forgotten)
         memo_key = (cluster, ref_of(runtime))
         memo = self._chains.get(memo_key)
-        if memo is not None and memo.still_valid(runtime, lookup):
+        stamp = _stamp_of(lookup)  # taken before the walk: a change while this resolve awaits makes the next check
+        if memo is not None and memo.still_valid(runtime, lookup, stamp):
             self.stats.hits += 1
             return memo.hit
         chain = resolve_chain(runtime, lookup)
@@ -128,7 +144,8 @@ class ChainResolver:
         else:
             self.stats.hits += 1
             result = cached
-        self._remember_chain(memo_key, chain, Resolution(result, key, True, chain.names, chain.refs, chain.context))
+        hit = Resolution(result, key, True, chain.names, chain.refs, chain.context)
+        self._remember_chain(memo_key, chain, hit, stamp)
         return Resolution(result, key, cached is not None, chain.names, chain.refs, chain.context)
 
     async def _merge_prefixes(self, key: ChainKey, runtimes: tuple[Mapping[str, Any], ...]) -> MergeResult:
@@ -152,7 +169,9 @@ class ChainResolver:
         assert base is not None
         return base
 
-    def _remember_chain(self, memo_key: tuple[str, RuntimeRef], chain: ResolvedChain, hit: Resolution) -> None:
+    def _remember_chain(
+        self, memo_key: tuple[str, RuntimeRef], chain: ResolvedChain, hit: Resolution, stamp: tuple[object, ...] | None
+    ) -> None:
         # Every lookup the walk made, with what it found: in a namespace context, a parent found among the
         # ClusterServingRuntimes was found there only because no ServingRuntime of the namespace shadows it.
         checks: list[tuple[str, str, str, Mapping[str, Any] | None]] = []
@@ -162,7 +181,7 @@ class ChainResolver:
             if namespace is not None and ref.kind == CLUSTER_SERVING_RUNTIME:
                 checks.append((SERVING_RUNTIME, namespace, ref.name, None))
             checks.append((ref.kind, ref.namespace, ref.name, runtime))
-        self._chains[memo_key] = _MemoizedChain(chain.runtimes[-1], tuple(checks), hit)
+        self._chains[memo_key] = _MemoizedChain(chain.runtimes[-1], tuple(checks), hit, stamp)
         if len(self._chains) > self.max_entries:
             self._chains.popitem(last=False)  # pragma: no mutate (last=None is last=False)
 
