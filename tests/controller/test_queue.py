@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -697,10 +696,7 @@ async def test_workers_report_each_reconciles_longest_step_and_only_real_suspens
         return None
 
     def busy(name: str) -> None:
-        started = time.perf_counter()
-        while time.perf_counter() - started < 0.002:
-            pass
-        held[name] = held.get(name, 0.0) + time.perf_counter() - started
+        held[name] = held.get(name, 0.0) + spin(0.002)
 
     async def handler(item: WorkItem) -> None:
         busy(item.key.name)
@@ -723,27 +719,20 @@ async def test_workers_report_each_reconciles_longest_step_and_only_real_suspens
 
 async def test_a_worker_lets_the_loop_run_between_reconciles_that_never_suspend() -> None:
     queue = new_queue()
-    turns = 0
     seen: list[int] = []
 
-    async def ticker() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await asyncio.sleep(0)
-
     async def nothing_to_write(item: WorkItem) -> None:
-        seen.append(turns)  # no await: the reconcile runs to its end in one step
+        seen.append(turns.now)  # no await: the reconcile runs to its end in one step
 
     for i in range(20):
         queue.add(key(f"unchanged{i}"))
-    ticking = asyncio.ensure_future(ticker())
+    turns = LoopTurns()
     runner = asyncio.ensure_future(run_workers(queue, nothing_to_write, 1))
     await settle(lambda: len(seen) == 20)
     assert all(later > earlier for earlier, later in itertools.pairwise(seen))  # the loop turned between each two
     queue.shutdown()
     await asyncio.wait_for(runner, 1.0)
-    ticking.cancel()
+    turns.stop()
 
 
 async def test_workers_start_no_reconcile_but_an_edit_in_a_loop_turn_whose_share_their_steps_have_spent() -> None:

@@ -29,7 +29,7 @@ from omectl.kube.client import WATCH_YIELD_EVERY
 from omectl.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES
 from omectl.sim.apiserver.server import EmbeddedAPIServer
 from omectl.sim.kubeconfig import build_kubeconfig
-from tests.support import widget, widget_crd
+from tests.support import LoopTurns, widget, widget_crd
 
 WIDGETS = ResourceRef("example.com", "v1", "widgets", "Widget", True)
 
@@ -231,23 +231,15 @@ async def test_a_burst_of_watch_lines_lets_other_tasks_run_every_few_events(
     start_rv = (await client.list(CONFIG_MAPS, "default"))["metadata"]["resourceVersion"]
     for i in range(5 * WATCH_YIELD_EVERY):
         await client.create(CONFIG_MAPS, configmap(f"burst-{i}"))
-    turns = 0
-
-    async def ticker() -> None:
-        nonlocal turns
-        while True:
-            await asyncio.sleep(0)
-            turns += 1
-
-    ticking = asyncio.create_task(ticker())
-    turns_at: list[int] = []  # the ticker's turns when each event reached the consumer
+    turns = LoopTurns()
+    turns_at: list[int] = []  # the loop's turn when each event reached the consumer
     try:
         async for _event in client.watch(CONFIG_MAPS.path("default"), {"resourceVersion": start_rv}):
-            turns_at.append(turns)  # the consumer itself never awaits: only the watch can let the ticker run
+            turns_at.append(turns.now)  # the consumer itself never awaits: only the watch can let the loop turn
             if len(turns_at) == 5 * WATCH_YIELD_EVERY:
                 break
     finally:
-        ticking.cancel()
+        turns.stop()
     longest_run, run = 0, 1
     for before, after in itertools.pairwise(turns_at):
         run = run + 1 if after == before else 1

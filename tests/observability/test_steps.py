@@ -4,17 +4,11 @@ the code of a step past the slow threshold named."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from omectl.observability.steps import SlowSteps, timed_steps
-
-
-def hold(seconds: float) -> None:
-    started = time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        pass
+from tests.support import spin
 
 
 async def test_the_result_and_the_longest_step_are_reported_once() -> None:
@@ -22,7 +16,7 @@ async def test_the_result_and_the_longest_step_are_reported_once() -> None:
 
     async def two_steps() -> str:
         await asyncio.sleep(0)
-        hold(0.003)
+        spin(0.003)
         return "done"
 
     assert await timed_steps(two_steps(), reports.append) == "done"
@@ -62,7 +56,7 @@ async def test_a_slow_step_is_recorded_with_where_it_resumed_and_suspended() -> 
 
     async def holds_between_awaits() -> None:
         await asyncio.sleep(0)
-        hold(0.01)
+        spin(0.01)
         await asyncio.sleep(0)
 
     await timed_steps(holds_between_awaits(), lambda _: None, slow, "cluster:kind:name")
@@ -82,7 +76,7 @@ async def test_the_sampling_thread_names_the_function_that_holds_the_loop() -> N
             deep_render()
 
         def deep_render() -> None:
-            hold(0.05)
+            spin(0.05)
 
         await timed_steps(renders(), lambda _: None, slow, "render")
     finally:
