@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import functools
 import logging
 import time
@@ -101,6 +100,7 @@ from omectl.core.ome.selection import (
     lookup_named_runtime,
     resolve_model,
 )
+from omectl.kube import timestamps
 from omectl.kube.client import KubeAPIError, KubeError
 from omectl.kube.errors import Conflict, NotFound
 from omectl.kube.field_managers import FLEET_FIELD_MANAGER
@@ -155,10 +155,6 @@ def _requests(meta: Mapping[str, Any]) -> tuple[str | None, ...]:
     """The request annotations of a FleetRuntime's metadata (a change is a request: reconcile)."""
     annotations = meta.get("annotations") or {}
     return tuple(annotations.get(a) for a in (*REQUEST_ANNOTATIONS.values(), ROLLBACK_TO_ANNOTATION))
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _one_line(exc: Exception) -> str:
@@ -916,7 +912,7 @@ def _condition(old: Mapping[str, Any], type_: str, ready: bool, reason: str, mes
         "status": status,
         "reason": reason,
         "message": message,
-        "lastTransitionTime": transition_time(previous, status, _now()),
+        "lastTransitionTime": transition_time(previous, status, timestamps.now()),
     }
 
 
@@ -953,7 +949,7 @@ def build_status(
         if view is not None:
             entry.update(view.clusters.get(r.name) or {})
         before = previous.get(r.name) or {}
-        entry["lastTransitionTime"] = transition_time(before, r.phase, _now(), field="phase")
+        entry["lastTransitionTime"] = transition_time(before, r.phase, timestamps.now(), field="phase")
         clusters.append(entry)
     summary = roll_up(results, revision)
     out: dict[str, Any] = {

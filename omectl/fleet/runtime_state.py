@@ -27,10 +27,10 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from omectl.kube import timestamps
 from omectl.problems import one_line, read_problem
 
 __all__ = ["STATE_DIR_NAME", "FleetRuntimeState", "StateError", "default_state_dir", "now", "with_requests"]
@@ -48,8 +48,7 @@ def default_state_dir(clusters_dir: Path | str) -> Path:
     return Path(clusters_dir) / STATE_DIR_NAME
 
 
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+now = timestamps.now
 
 
 def with_requests(obj: Mapping[str, Any], requests: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import enum
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from omectl.core.layering import copy_json
 from omectl.kube.client import ClusterClient
 from omectl.kube.errors import Conflict, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
@@ -110,7 +110,7 @@ async def write_status(
                 live = await client.request("GET", object_path)
             except NotFound:
                 return StatusWrite.ABSENT
-        current = copy.deepcopy(live.get("status"))  # `mutate` may edit `live` in place
+        current = copy_json(live.get("status"))  # `mutate` may edit `live` in place
         desired = mutate(live)
         if desired is None or desired == (current if current is not None else {}):
             return StatusWrite.UNCHANGED

@@ -42,7 +42,7 @@ from omectl.controller.aim.consumers_watch import CONSUMER_KEYS, CONSUMER_RESOUR
 from omectl.controller.aim.legacy_caches import delete_abandoned_artifact
 from omectl.controller.aim.model_templates import RetryAfterStatus
 from omectl.controller.aim.reachability import is_write_failure, with_recovery, write_failed
-from omectl.controller.aim.service import _now, apply_propagated, with_propagated_labels
+from omectl.controller.aim.service import apply_propagated, with_propagated_labels
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import RENDER_HASH, live_object, object_hash
 from omectl.controller.runtime.queue import RetryLater
@@ -53,6 +53,7 @@ from omectl.core.aim.legacy.kinds import CLUSTER_SERVICE_TEMPLATE, SERVICE_TEMPL
 from omectl.core.aim.reachability import DEGRADATION_THRESHOLD_S
 from omectl.core.aim.resolution import Resolution
 from omectl.core.conditions import stamp_all
+from omectl.kube import timestamps
 from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import (
@@ -251,7 +252,7 @@ class AimConsumerReconciler(ConfigConsumerReconciler):
         self, cluster: AimWatch, obj: Mapping[str, Any], resolution: Resolution, own: Mapping[str, Any]
     ) -> StatusWritten | None:
         """Write the object's status; what was written and what it replaced, None when it was already so."""
-        now = _now()
+        now = timestamps.now()
         written: StatusWritten | None = None
 
         def desired(live: Mapping[str, Any]) -> dict[str, Any] | None:

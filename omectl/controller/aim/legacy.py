@@ -36,7 +36,6 @@ from omectl.controller.aim.legacy_outcome import Outcome
 from omectl.controller.aim.legacy_templates import reconcile_template
 from omectl.controller.aim.legacy_watch import LEGACY_KEYS, LEGACY_RESOURCES
 from omectl.controller.aim.reachability import failed_write_status, is_write_failure, with_recovery
-from omectl.controller.aim.service import _now
 from omectl.controller.aim.watch import AimWatch
 from omectl.controller.runtime.apply import live_object
 from omectl.core.aim.legacy.kinds import (
@@ -54,6 +53,7 @@ from omectl.core.aim.legacy.status import (
 from omectl.core.aim.resolution import Resolution
 from omectl.core.aim.status import READY
 from omectl.core.conditions import stamp_all
+from omectl.kube import timestamps
 
 Step = Callable[["LegacyReconciler", AimWatch, dict[str, Any], Resolution], Awaitable[Outcome]]
 
@@ -96,7 +96,9 @@ class LegacyReconciler(ConfigConsumerReconciler):
         except Exception as error:
             if not is_write_failure(error):
                 raise
-            await self.write_desired_status(cluster, obj, partial(failed_write_status, error=error, now=_now()))
+            await self.write_desired_status(
+                cluster, obj, partial(failed_write_status, error=error, now=timestamps.now())
+            )
             raise  # retried with the queue's backoff, a server's Retry-After honoured
         status = legacy_status(
             [runtime_config_component(resolution), *outcome.components],
@@ -119,7 +121,7 @@ class LegacyReconciler(ConfigConsumerReconciler):
         rolled: LegacyStatus,
         fields: Mapping[str, Any] | None = None,
     ) -> None:
-        now = _now()
+        now = timestamps.now()
 
         def desired(live: Mapping[str, Any]) -> dict[str, Any] | None:
             current = dict(live.get("status") or {})

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from omectl.controller.aim.kind_watch import work_kind
@@ -39,6 +38,7 @@ from omectl.core.aim.source_scan import (
     sync_interval,
 )
 from omectl.core.jsonish import as_list, as_mapping
+from omectl.kube import timestamps
 from omectl.kube.errors import NotFound
 from omectl.kube.resources import SECRETS
 from omectl.oci.client import RegistryClient, RegistryError
@@ -79,7 +79,7 @@ async def reconcile_scanning_source(
         await reconciler.apply(cluster, source, render_scanned_model(source, spec, image), config)
     key = WorkKey(cluster.name, work_kind(str(source.get("kind") or "AIMClusterModelSource")), "", name)
     cluster.enqueue_after(key, sync_interval(spec))
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = timestamps.now()
     return scan_status(results, plan, len(existing), now)
 
 

@@ -65,7 +65,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
 
 from omectl.controller.aim.caching import cache_artifacts, service_profile
@@ -120,6 +119,7 @@ from omectl.core.aim.status import (
     runtime_config_error,
 )
 from omectl.core.conditions import by_type, stamped
+from omectl.kube import timestamps
 from omectl.kube.errors import Invalid, NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import (
@@ -166,16 +166,12 @@ _RESOURCES: Final = {
 }
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def stamp_conditions(
     wanted: Sequence[Mapping[str, Any]], previous: list[Any], now: str | None = None
 ) -> list[dict[str, Any]]:
     """`wanted` with `lastTransitionTime`: kept from the previous condition of that type while its status is the
     same, else now; the previous conditions of types we do not own come first, unchanged."""
-    now = now or _now()
+    now = now or timestamps.now()
     prior = by_type(previous)
     conditions: list[dict[str, Any]] = [
         dict(c) for c in previous if isinstance(c, Mapping) and c.get("type") not in OWN_CONDITIONS
@@ -642,7 +638,7 @@ class AimServiceReconciler:
 
     async def _write_failed(self, cluster: AimWatch, service: Mapping[str, Any], error: BaseException) -> None:
         """The status after a child write failed: as it was, with `DependenciesReachable` False."""
-        now = _now()
+        now = timestamps.now()
         await _put_status(cluster, service, lambda live: failed_write_status(live, error, now))
 
     @staticmethod

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from omectl.controller.ome.resolver import ChainResolver
@@ -42,6 +41,7 @@ from omectl.core.ome.selection import (
     event_for_selection_failure,
     named_runtime,
 )
+from omectl.kube import timestamps
 from omectl.kube.resources import INFERENCE_SERVICES, ResourceRef
 from omectl.kube.writer import cache_behind_own_write, write_status
 
@@ -61,15 +61,11 @@ _RESOURCES = {
 }
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def desired_isvc_status(
     live: Mapping[str, Any], runtime: Mapping[str, Any], drift: Mapping[str, Any], ready: Readiness
 ) -> dict[str, Any] | None:
     """`omectl.core.ome.engine_status.desired_isvc_status` as of now."""
-    return engine_status.desired_isvc_status(live, runtime, drift, ready, _now())
+    return engine_status.desired_isvc_status(live, runtime, drift, ready, timestamps.now())
 
 
 def _referenced_revisions(cluster: OmeWatch, namespace: str) -> set[str]:

@@ -12,7 +12,6 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from omectl.controller.ome.resolver import ChainResolver, Resolution
@@ -21,6 +20,7 @@ from omectl.controller.runtime.queue import WorkKey
 from omectl.core.ome.inheritance import ChainError
 from omectl.core.ome.runtime_status import RESOLVED, desired_runtime_status, resolved_message
 from omectl.core.ome.runtimes import CLUSTER_SERVING_RUNTIME, RuntimeKind
+from omectl.kube import timestamps
 from omectl.kube.errors import NotFound
 from omectl.kube.field_managers import FIELD_MANAGER
 from omectl.kube.resources import ResourceRef
@@ -61,7 +61,7 @@ async def resolve_runtime(
 def desired_status(live: Mapping[str, Any], outcome: ChainOutcome, now: str | None = None) -> dict[str, Any] | None:
     """The status to write, or None when the live status already says it."""
     chain = outcome.resolution.names if outcome.resolution is not None else None
-    now = now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = now or timestamps.now()
     return desired_runtime_status(live, chain, outcome.reason, outcome.message, now)
 
 

@@ -32,6 +32,7 @@ from omectl.controller.runtime.view import EventType
 from omectl.fleet.providers import RegistryChange
 from omectl.fleet.registration import ClusterRegistration, resolve_kubeconfig
 from omectl.fleet.sharding import Fenced
+from omectl.kube import timestamps
 from omectl.kube.client import ClusterClient, KubeError
 from omectl.kube.crds import INSTALL_CRDS, runtime_crds_without_status, status_subresource_problem
 from omectl.kube.events import EventRecorder
@@ -97,7 +98,7 @@ class ClusterHealth:
 def _rfc3339(when: float | None) -> str | None:
     if when is None:
         return None
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+    return timestamps.rfc3339(when)
 
 
 def _cluster_state(health: ClusterHealth) -> str:
