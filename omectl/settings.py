@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 DEFAULT_WEBHOOK_PORT = 9443  # controller-runtime's webhook port, and the Deployment's
 
 
+DEFAULT_TRACE_FILE_MAX_BYTES = 64 * 2**20
+"""A span takes 1 to 3 KB and a busy fleet makes thousands a second: unbounded, the file would fill the pod's 2Gi
+emptyDir within minutes (and get the pod evicted)."""
+
+
 class Settings(BaseSettings):
     """Everything `omectl run` can be told. Flags win over the config file, which wins over the environment."""
 
@@ -65,6 +70,12 @@ class Settings(BaseSettings):
     )
     trace_file: Path = Field(
         default=Path(".omectl/traces.jsonl"), description="OTLP-JSON lines file when no endpoint is set."
+    )
+    trace_file_max_bytes: int = Field(
+        default=DEFAULT_TRACE_FILE_MAX_BYTES,
+        ge=0,
+        description="Size at which the trace file moves to <file>.1 (replacing an older one) and a new one starts, "
+        "so the two hold at most about twice this (0: never rotated).",
     )
     otlp_endpoint: str | None = Field(
         default=None, description="OTLP/HTTP endpoint; OTEL_EXPORTER_OTLP_ENDPOINT also works."

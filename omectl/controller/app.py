@@ -210,7 +210,10 @@ class ControllerApp:
     def __init__(self, settings: Settings, *, exporter: Any = None, status_file: Path | None = None) -> None:
         self.settings = settings
         self.tracing = configure_tracing(
-            file_path=settings.trace_file, otlp_endpoint=settings.otlp_endpoint, exporter=exporter
+            file_path=settings.trace_file,
+            file_max_bytes=settings.trace_file_max_bytes or None,
+            otlp_endpoint=settings.otlp_endpoint,
+            exporter=exporter,
         )
         self.reconcilers = Reconcilers(
             tracer=self.tracing.tracer,

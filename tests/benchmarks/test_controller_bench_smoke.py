@@ -119,6 +119,8 @@ def test_fleet_convergence_quick_run_reports_every_figure_as_a_positive_number_a
         assert not results["phases"][phase]["deadline_hit"], phase
         assert results["phases"][phase]["verified_on_server"] == children, phase
     assert results["phases"]["raw"]["errors"] == 0
+    # the delete's same writes: every child's status PUT and its Event POST answered 200 and 201
+    assert (results["phases"]["same_writes"]["writes"], results["phases"]["same_writes"]["errors"]) == (children, 0)
     assert (fleet_convergence.README.read_text() if fleet_convergence.README.exists() else None) == readme_before
 
 
