@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final, Literal, Protocol
 
 from omectl.core.jsonish import as_mapping
@@ -191,6 +192,7 @@ def required_accelerator_classes(isvc: Mapping[str, Any]) -> frozenset[str]:
 # Sizes
 
 
+@lru_cache(maxsize=1024)  # a few distinct sizes, parsed for every render
 def parse_size(size: str) -> float:
     """A parameter count written with a `T`, `B` or `M` suffix (`1.5B` is 1.5e9), or a bare number; anything
     else (`7K`, `7b`, garbage) is 0, as upstream."""
@@ -238,6 +240,7 @@ class _Version:
         return bool(self.pre or self.build or self.dev)
 
 
+@lru_cache(maxsize=1024)  # a few distinct versions, parsed for every render
 def _parse_version(text: str) -> _Version | None:
     """`[v]MAJOR[.MINOR[.PATCH]]` with optional `.devN`, `-pre` and `+build` parts after the patch; None if invalid."""
     if not text:
