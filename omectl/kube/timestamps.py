@@ -19,14 +19,14 @@ class Clock:
 
     def __init__(self, seconds: Callable[[], float] = time.time) -> None:
         self._seconds = seconds
-        self._second = -1
-        self._text = ""
+        self._said: tuple[int, str] = (-1, "")  # one attribute, so a thread never reads a second with another's text
 
     def now(self) -> str:
         second = int(self._seconds())
-        if second != self._second:
-            self._second, self._text = second, rfc3339(second)
-        return self._text
+        said = self._said
+        if second != said[0]:
+            said = self._said = (second, rfc3339(second))
+        return said[1]
 
 
 _CLOCK = Clock()
