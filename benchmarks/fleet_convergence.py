@@ -61,6 +61,7 @@ from omectl.controller.app import ControllerApp
 from omectl.controller.ome.lookup import INHERIT_INDEX, inherit_index
 from omectl.controller.ome.watch import OmeWatch
 from omectl.kube.cache import ObjectCache
+from omectl.kube.transforms import strip_bookkeeping
 from omectl.settings import Settings
 
 DEFAULT_OUT = RESULTS_DIR / "fleet_convergence.json"
@@ -438,8 +439,9 @@ async def run_concurrently(calls: list[Callable[[], Any]], limit: int) -> None:
 
 
 def measure_cache_memory(served: list[dict[str, Any]], count: int) -> dict[str, float]:
-    """tracemalloc: bytes an `ObjectCache` (with the inherit-from index) holds per runtime decoded as the informer
-    decodes it (orjson, managedFields dropped), for `count` runtimes made of the served ones under new names."""
+    """tracemalloc: bytes an `ObjectCache` (with the inherit-from index) holds per runtime decoded and kept as the
+    runtimes' informer keeps it (orjson, then `strip_bookkeeping`: managedFields dropped, repeated strings shared),
+    for `count` runtimes made of the served ones under new names."""
     served_json = [orjson.dumps(item) for item in served]
     cached_sizes = [
         len(orjson.dumps({**item, "metadata": {k: v for k, v in item["metadata"].items() if k != "managedFields"}}))
@@ -454,7 +456,7 @@ def measure_cache_memory(served: list[dict[str, Any]], count: int) -> dict[str, 
         for index in range(count):
             obj = orjson.loads(served_json[index % len(served_json)])
             obj["metadata"]["name"] = f"{obj['metadata']['name']}-{index // len(served_json)}"
-            cache.upsert(obj)
+            cache.upsert(strip_bookkeeping(obj))
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
@@ -864,8 +866,9 @@ to the last child; the target is converged/s >= 50% of the raw rate (the delete 
 writes, without a target).
 
 **Memory.** The children as served (with their managedFields) are decoded with orjson and stored in an
-`ObjectCache` with the inherit-from index, as the informer does (managedFields dropped), under new names until it
-holds 10,000 runtimes; tracemalloc gives the bytes it holds per runtime, beside the JSON size of a runtime as
+`ObjectCache` with the inherit-from index, as the runtimes' informer keeps them (`strip_bookkeeping`: managedFields
+dropped, repeated strings shared; until 2026-12-07 this kept the managedFields), under new names until it holds
+10,000 runtimes; tracemalloc gives the bytes it holds per runtime, beside the JSON size of a runtime as
 cached and as served. (`phases.memory.rss_delta_per_cached_runtime` is the benchmark process's RSS growth per
 child over phase 1, which also counts the controller's other state.)
 """
