@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from omectl.kube import timestamps
 from omectl.kube.client import ClusterClient, KubeAPIError
 from omectl.kube.errors import Conflict, Forbidden, NotFound
 from omectl.kube.informer import Clock
@@ -219,7 +220,7 @@ def _seconds(value: str) -> str:
     stamp = parse_micro_time(value)
     if stamp is None:
         return value or "an unknown time"
-    return datetime.datetime.fromtimestamp(stamp, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamps.rfc3339(stamp)
 
 
 def describe_holder(record: LeaseRecord) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from omectl.kube import timestamps
 from omectl.kube.client import ClusterClient, KubeError
 from omectl.kube.errors import NotFound
 from omectl.kube.resources import EVENTS
@@ -44,7 +45,7 @@ class _Occurrence:
 
 
 def _timestamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamps.rfc3339(moment.timestamp())
 
 
 class EventRecorder:
