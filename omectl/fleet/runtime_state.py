@@ -30,10 +30,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from omectl.kube import timestamps
 from omectl.problems import one_line, read_problem
 
-__all__ = ["STATE_DIR_NAME", "FleetRuntimeState", "StateError", "default_state_dir", "now", "with_requests"]
+__all__ = ["STATE_DIR_NAME", "FleetRuntimeState", "StateError", "default_state_dir", "with_requests"]
 
 STATE_DIR_NAME = ".omectl-state"
 EVENTS_KEPT = 100
@@ -46,9 +45,6 @@ class StateError(Exception):
 def default_state_dir(clusters_dir: Path | str) -> Path:
     """Where a hubless omectl keeps its FleetRuntimes' state unless told otherwise: beside the files."""
     return Path(clusters_dir) / STATE_DIR_NAME
-
-
-now = timestamps.now
 
 
 def with_requests(obj: Mapping[str, Any], requests: Mapping[str, Any]) -> dict[str, Any]:

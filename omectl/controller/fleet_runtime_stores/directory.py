@@ -27,7 +27,8 @@ from omectl.api.fleet import API_VERSION, KIND, document_problem, template_probl
 from omectl.controller.fleet_runtime_stores import RevisionExists, StatusMutation
 from omectl.core.fleet_runtimes import FLEET_RUNTIME_LABEL
 from omectl.fleet.runtime_files import FleetRuntimeFiles, Scan
-from omectl.fleet.runtime_state import FleetRuntimeState, StateError, now, with_requests
+from omectl.fleet.runtime_state import FleetRuntimeState, StateError, with_requests
+from omectl.kube import timestamps
 from omectl.kube.informer import Handler
 
 __all__ = ["DirectoryStore"]
@@ -219,7 +220,7 @@ class DirectoryStore:
         name = fr["metadata"]["name"]
         if name not in self._objects:
             return
-        event = {"time": now(), "type": type_, "reason": reason, "message": message}
+        event = {"time": timestamps.now(), "type": type_, "reason": reason, "message": message}
         try:
             async with self._events:
                 await asyncio.to_thread(self.state.append_event, name, event)
@@ -234,7 +235,7 @@ class DirectoryStore:
         body = {
             "apiVersion": "apps/v1",
             "kind": "ControllerRevision",
-            "metadata": {"name": name, "labels": {FLEET_RUNTIME_LABEL: owner}, "creationTimestamp": now()},
+            "metadata": {"name": name, "labels": {FLEET_RUNTIME_LABEL: owner}, "creationTimestamp": timestamps.now()},
             "revision": number,
             "data": dict(data),
         }
@@ -273,7 +274,7 @@ def _made(
     metadata = {
         "name": name,
         "uid": before.get("uid") or str(uuid.uuid4()),
-        "creationTimestamp": before.get("creationTimestamp") or now(),
+        "creationTimestamp": before.get("creationTimestamp") or timestamps.now(),
         "generation": generation,
         **{k: v for k, v in made["metadata"].items() if k in ("labels", "annotations")},
     }
